@@ -1,0 +1,1 @@
+"""The local sandbox cluster: etcd, three Patroni-managed PostgreSQL nodes, HAProxy, pgBackRest."""

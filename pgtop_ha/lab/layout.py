@@ -1,0 +1,150 @@
+"""Where a lab's ports, files and credentials are: pure arithmetic on base port and state dir."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+NODE_NAMES = ("node1", "node2", "node3")
+SCOPE = "pgtop-lab"
+DBNAME = "labdb"
+SUPERUSER = "postgres"
+MONITOR_USER = "pgtop_monitor"
+OPERATOR_USER = "pgtop_operator"
+REPLICATION_USER = "replicator"
+REST_USER = "patroni"
+PUBLICATION = "lab_pub"
+PERMANENT_SLOT = "lab_sub"
+SUBSCRIPTION = "lab_sub"
+COPY_TABLE = "sync_big"
+
+
+def default_state_dir() -> Path:
+    """The lab's state directory when none is given."""
+    if os.geteuid() == 0:
+        return Path("/var/lib/pgtop-ha/lab")
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "pgtop-ha" / "lab"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Ports and paths of one lab, derived from its base port and state directory."""
+
+    base_port: int
+    state_dir: Path
+
+    @property
+    def etcd_client_port(self) -> int:
+        """etcd's client port."""
+        return self.base_port
+
+    @property
+    def etcd_peer_port(self) -> int:
+        """etcd's peer port."""
+        return self.base_port + 1
+
+    def pg_port(self, index: int) -> int:
+        """PostgreSQL port of node ``index`` (0-based)."""
+        return self.base_port + 10 + index
+
+    def rest_port(self, index: int) -> int:
+        """Patroni REST port of node ``index`` (0-based)."""
+        return self.base_port + 20 + index
+
+    def patroni_url(self, index: int) -> str:
+        """Patroni REST URL of node ``index`` (0-based)."""
+        return f"http://127.0.0.1:{self.rest_port(index)}"
+
+    @property
+    def writer_port(self) -> int:
+        """HAProxy's writer listener (routes to Patroni's /primary)."""
+        return self.base_port + 30
+
+    @property
+    def reader_port(self) -> int:
+        """HAProxy's reader listener (routes to Patroni's /replica)."""
+        return self.base_port + 31
+
+    @property
+    def stats_port(self) -> int:
+        """HAProxy's stats page."""
+        return self.base_port + 32
+
+    @property
+    def stats_url(self) -> str:
+        """HAProxy's stats page URL."""
+        return f"http://127.0.0.1:{self.stats_port}/stats"
+
+    @property
+    def subscriber_port(self) -> int:
+        """The plain PostgreSQL subscriber's port."""
+        return self.base_port + 40
+
+    def ports(self) -> list[int]:
+        """Every TCP port the lab listens on."""
+        return [
+            self.etcd_client_port,
+            self.etcd_peer_port,
+            *(self.pg_port(i) for i in range(len(NODE_NAMES))),
+            *(self.rest_port(i) for i in range(len(NODE_NAMES))),
+            self.writer_port,
+            self.reader_port,
+            self.stats_port,
+            self.subscriber_port,
+        ]
+
+    @property
+    def run_dir(self) -> Path:
+        """Sockets and PID files."""
+        return self.state_dir / "run"
+
+    @property
+    def log_dir(self) -> Path:
+        """Logs of every lab process."""
+        return self.state_dir / "log"
+
+    @property
+    def secrets_dir(self) -> Path:
+        """Generated passwords (mode 0700; never printed)."""
+        return self.state_dir / "secrets"
+
+    @property
+    def pgpass(self) -> Path:
+        """A .pgpass file for every lab role."""
+        return self.secrets_dir / "pgpass"
+
+    @property
+    def rest_password_file(self) -> Path:
+        """Patroni REST password file."""
+        return self.secrets_dir / "patroni-rest"
+
+    @property
+    def haproxy_socket(self) -> Path:
+        """HAProxy's stats socket."""
+        return self.run_dir / "haproxy.sock"
+
+    @property
+    def console_config(self) -> Path:
+        """The console config the lab writes for itself."""
+        return self.state_dir / "pgtop-ha.toml"
+
+    @property
+    def audit_log(self) -> Path:
+        """The lab console's audit log."""
+        return self.state_dir / "audit.log"
+
+    def data_dir(self, index: int) -> Path:
+        """PGDATA of node ``index``."""
+        return self.state_dir / "data" / NODE_NAMES[index]
+
+    @property
+    def subscriber_data_dir(self) -> Path:
+        """PGDATA of the subscriber."""
+        return self.state_dir / "data" / "subscriber"
+
+    @property
+    def pids_file(self) -> Path:
+        """JSON record of every process the lab started."""
+        return self.state_dir / "pids.json"

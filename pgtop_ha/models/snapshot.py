@@ -1,0 +1,274 @@
+"""One poll of a whole cluster: Patroni's, PostgreSQL's and HAProxy's views side by side.
+
+Unknown values are ``None`` (never absent), so scripts reading ``snapshot --json`` can rely on
+every documented name. Where a value cannot be read at all (an old PostgreSQL, a missing grant),
+``NodeSnapshot.unavailable`` maps the section or field to a one-line reason.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from pgtop_ha.models.base import Frozen
+
+
+class ClusterInfo(Frozen):
+    """The cluster as Patroni's /cluster names it."""
+
+    name: str | None = None
+    leader: str | None = None
+    pause: bool | None = None
+    scheduled_switchover: dict[str, Any] | None = None
+
+
+class Member(Frozen):
+    """One Patroni member: /cluster's entry joined with the member's own /patroni answer."""
+
+    name: str
+    role: str | None = None
+    state: str | None = None
+    timeline: int | None = None
+    lag_bytes: int | None = None
+    host: str | None = None
+    port: int | None = None
+    api_url: str | None = None
+    reachable: bool = False
+    error: str | None = None
+    last_ok_at: datetime | None = None
+    tags: dict[str, Any] = Field(default_factory=dict)
+    pending_restart: bool | None = None
+    pending_restart_reason: dict[str, Any] | None = None
+    pause: bool | None = None
+    own_role: str | None = None
+    own_state: str | None = None
+    own_timeline: int | None = None
+    dcs_last_seen: int | None = None
+    patroni_version: str | None = None
+
+
+class HistoryEntry(Frozen):
+    """One row of Patroni's /history: a timeline switch."""
+
+    timeline: int
+    lsn: int | None = None
+    reason: str | None = None
+    timestamp: str | None = None
+    new_leader: str | None = None
+
+
+class PatroniConfig(Frozen):
+    """The parts of Patroni's dynamic configuration (GET /config) the console needs."""
+
+    ttl: int | None = None
+    loop_wait: int | None = None
+    maximum_lag_on_failover: int | None = None
+    pause: bool | None = None
+    permanent_slots: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class Replication(Frozen):
+    """One walsender row of pg_stat_replication, with lag per stage."""
+
+    pid: int | None = None
+    application_name: str | None = None
+    client_addr: str | None = None
+    state: str | None = None
+    sync_state: str | None = None
+    sent_lsn: int | None = None
+    write_lsn: int | None = None
+    flush_lsn: int | None = None
+    replay_lsn: int | None = None
+    sent_lag_bytes: int | None = None
+    write_lag_bytes: int | None = None
+    flush_lag_bytes: int | None = None
+    replay_lag_bytes: int | None = None
+    write_lag_s: float | None = None
+    flush_lag_s: float | None = None
+    replay_lag_s: float | None = None
+
+
+class WalReceiver(Frozen):
+    """A standby's pg_stat_wal_receiver row."""
+
+    status: str | None = None
+    received_tli: int | None = None
+    sender_host: str | None = None
+    sender_port: int | None = None
+    slot_name: str | None = None
+    last_msg_receipt_time: datetime | None = None
+
+
+class Slot(Frozen):
+    """One replication slot with its statistics (pg_stat_replication_slots, 14+)."""
+
+    slot_name: str
+    slot_type: str | None = None
+    plugin: str | None = None
+    database: str | None = None
+    active: bool | None = None
+    active_pid: int | None = None
+    temporary: bool | None = None
+    restart_lsn: int | None = None
+    confirmed_flush_lsn: int | None = None
+    retained_bytes: int | None = None
+    wal_status: str | None = None
+    safe_wal_size: int | None = None
+    conflicting: bool | None = None
+    spill_txns: int | None = None
+    spill_count: int | None = None
+    spill_bytes: int | None = None
+    stream_txns: int | None = None
+    stream_count: int | None = None
+    stream_bytes: int | None = None
+    total_txns: int | None = None
+    total_bytes: int | None = None
+    stats_reset: datetime | None = None
+
+
+class CopyProgress(Frozen):
+    """One pg_stat_progress_copy row (14+), with a size estimate when bytes_total is 0."""
+
+    pid: int
+    datname: str | None = None
+    relation: str | None = None
+    command: str | None = None
+    type: str | None = None
+    application_name: str | None = None
+    bytes_processed: int | None = None
+    bytes_total: int | None = None
+    estimated_total_bytes: int | None = None
+    tuples_processed: int | None = None
+    tuples_excluded: int | None = None
+    percent: float | None = None
+
+
+class Subscription(Frozen):
+    """A subscriber's pg_stat_subscription worker with its tables' sync states."""
+
+    subname: str
+    pid: int | None = None
+    relation: str | None = None
+    received_lsn: int | None = None
+    latest_end_lsn: int | None = None
+    last_msg_receipt_time: datetime | None = None
+    table_states: dict[str, int] = Field(default_factory=dict)
+
+
+class Archiver(Frozen):
+    """pg_stat_archiver plus the archive_status queue."""
+
+    archived_count: int | None = None
+    failed_count: int | None = None
+    last_archived_wal: str | None = None
+    last_archived_time: datetime | None = None
+    last_failed_wal: str | None = None
+    last_failed_time: datetime | None = None
+    ready_count: int | None = None
+    current_wal: str | None = None
+    segments_behind: int | None = None
+    stats_reset: datetime | None = None
+
+
+class PendingSetting(Frozen):
+    """A setting changed in the configuration that waits for a restart."""
+
+    name: str
+    context: str | None = None
+
+
+class Process(Frozen):
+    """One server process: pg_stat_activity joined with its memory from /proc."""
+
+    pid: int
+    backend_type: str | None = None
+    state: str | None = None
+    datname: str | None = None
+    usename: str | None = None
+    application_name: str | None = None
+    wait_event_type: str | None = None
+    wait_event: str | None = None
+    backend_start: datetime | None = None
+    query: str | None = None
+    pss_bytes: int | None = None
+    uss_bytes: int | None = None
+    rss_bytes: int | None = None
+    pagetable_bytes: int | None = None
+    swap_bytes: int | None = None
+
+
+class NodeSnapshot(Frozen):
+    """PostgreSQL's own view of one node."""
+
+    name: str
+    host: str | None = None
+    port: int | None = None
+    reachable: bool = False
+    error: str | None = None
+    last_ok_at: datetime | None = None
+    server_version: int | None = None
+    in_recovery: bool | None = None
+    timeline: int | None = None
+    current_lsn: int | None = None
+    receive_lsn: int | None = None
+    replay_lsn: int | None = None
+    replay_timestamp: datetime | None = None
+    replay_paused: bool | None = None
+    wal_segment_size: int | None = None
+    replication: tuple[Replication, ...] = ()
+    wal_receiver: WalReceiver | None = None
+    slots: tuple[Slot, ...] = ()
+    copy_progress: tuple[CopyProgress, ...] = ()
+    subscriptions: tuple[Subscription, ...] = ()
+    archiver: Archiver | None = None
+    pending_restart: tuple[PendingSetting, ...] = ()
+    processes: tuple[Process, ...] = ()
+    memory_source: str | None = None
+    hugepages_total: int | None = None
+    hugepages_free: int | None = None
+    unavailable: dict[str, str] = Field(default_factory=dict)
+
+
+class HAProxyServer(Frozen):
+    """One server line of HAProxy's stats CSV."""
+
+    proxy: str
+    server: str
+    status: str | None = None
+    check_status: str | None = None
+    check_code: int | None = None
+    sessions: int | None = None
+    sessions_total: int | None = None
+    last_change_s: int | None = None
+    weight: int | None = None
+
+
+class HAProxyState(Frozen):
+    """HAProxy's routing as its stats showed it this cycle."""
+
+    servers: tuple[HAProxyServer, ...] = ()
+    error: str | None = None
+    last_ok_at: datetime | None = None
+
+
+class ClusterSnapshot(Frozen):
+    """Everything one poll cycle learned about the cluster."""
+
+    taken_at: datetime
+    cluster: ClusterInfo = Field(default_factory=ClusterInfo)
+    members: tuple[Member, ...] = ()
+    nodes: tuple[NodeSnapshot, ...] = ()
+    haproxy: HAProxyState = Field(default_factory=HAProxyState)
+    history: tuple[HistoryEntry, ...] = ()
+    patroni_config: PatroniConfig | None = None
+    errors: tuple[str, ...] = ()
+
+    def member(self, name: str) -> Member | None:
+        """The Patroni member called ``name``, if any."""
+        return next((m for m in self.members if m.name == name), None)
+
+    def node(self, name: str) -> NodeSnapshot | None:
+        """PostgreSQL's view of the node called ``name``, if any."""
+        return next((n for n in self.nodes if n.name == name), None)

@@ -1,0 +1,298 @@
+"""Settings: frozen pydantic models loaded from TOML, then ``PGTOP_HA_*`` env, then CLI flags."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from pgtop_ha.errors import ConfigError
+
+ENV_PREFIX = "PGTOP_HA_"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _check_http_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{value!r} is not an http(s) URL; write it like http://10.0.0.5:8008")
+    try:
+        parts.port  # noqa: B018  (raises on a bad port)
+    except ValueError:
+        raise ValueError(f"{value!r} has a bad port; write it like http://10.0.0.5:8008") from None
+    return value.rstrip("/")
+
+
+class NodeSettings(_Section):
+    """One node given explicitly instead of discovered from Patroni's /cluster."""
+
+    name: str = Field(min_length=1, description="Member name as Patroni knows it.")
+    host: str = Field(min_length=1, description="PostgreSQL host.")
+    port: int = Field(5432, ge=1, le=65535, description="PostgreSQL port.")
+    dbname: str | None = Field(None, description="Database to connect to (default: postgres.dbname).")
+    patroni_url: str | None = Field(None, description="This member's Patroni REST URL.")
+
+    @field_validator("patroni_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return None if value is None else _check_http_url(value)
+
+
+class PatroniSettings(_Section):
+    """Where Patroni's REST API is and how to reach it."""
+
+    urls: tuple[str, ...] = Field((), description="Any member's REST URL; members come from /cluster.")
+    user: str | None = Field(None, description="REST user, used only by the write path.")
+    password_file: Path | None = Field(None, description="File holding the REST password.")
+    ca_file: Path | None = Field(None, description="CA bundle for https URLs.")
+    verify: bool = Field(True, description="Verify TLS certificates (keep on).")
+    timeout: float = Field(2.0, gt=0, le=60, description="Seconds per REST request.")
+
+    @field_validator("urls")
+    @classmethod
+    def _urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_check_http_url(u) for u in value)
+
+
+class PostgresSettings(_Section):
+    """How to connect to each node's PostgreSQL (passwords only via libpq conventions)."""
+
+    user: str | None = Field(None, description="Role to read with; pg_monitor is enough.")
+    dbname: str = Field("postgres", description="Database to connect to.")
+    passfile: Path | None = Field(None, description="A .pgpass file (else PGPASSFILE / ~/.pgpass).")
+    sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] | None = (
+        Field(None, description="libpq sslmode (else PGSSLMODE).")
+    )
+    sslrootcert: Path | None = Field(None, description="CA for verify-ca/verify-full.")
+    connect_timeout: float = Field(3.0, gt=0, le=60, description="Seconds to connect.")
+    statement_timeout_ms: int = Field(2000, ge=100, description="statement_timeout of read sessions.")
+    operator_user: str | None = Field(None, description="Role for stats resets (default: user).")
+
+
+class HAProxySettings(_Section):
+    """Where HAProxy's stats are: an HTTP CSV URL and/or a unix socket."""
+
+    url: str | None = Field(None, description="Stats page URL; ';csv' is added when missing.")
+    socket: Path | None = Field(None, description="Stats socket path (`show stat`).")
+    writer_backends: tuple[str, ...] = Field(
+        ("writer", "primary", "master", "rw"), description="Backend names (substrings) of writers."
+    )
+    reader_backends: tuple[str, ...] = Field(
+        ("reader", "replica", "standby", "ro"), description="Backend names (substrings) of readers."
+    )
+    timeout: float = Field(2.0, gt=0, le=60, description="Seconds per stats request.")
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return None if value is None else _check_http_url(value)
+
+
+class Thresholds(_Section):
+    """Limits that turn a value WARN or CRIT."""
+
+    lag_warn_bytes: int = Field(16 * 1024**2, ge=0, description="Replay lag that warns.")
+    lag_crit_bytes: int = Field(256 * 1024**2, ge=0, description="Replay lag that is critical.")
+    lag_warn_s: float = Field(10.0, ge=0, description="Replay lag in seconds that warns.")
+    lag_crit_s: float = Field(60.0, ge=0, description="Replay lag in seconds that is critical.")
+    slot_retained_warn_bytes: int = Field(1024**3, ge=0, description="Slot retained WAL that warns.")
+    slot_retained_crit_bytes: int = Field(8 * 1024**3, ge=0, description="...that is critical.")
+    archive_ready_warn: int = Field(10, ge=0, description="Queued .ready files that warn.")
+    archive_ready_crit: int = Field(100, ge=0, description="Queued .ready files that are critical.")
+    stale_warn_s: float = Field(5.0, ge=0, description="Seconds without fresh data that warn.")
+    stale_crit_s: float = Field(15.0, ge=0, description="Seconds without fresh data, critical.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Thresholds:
+        pairs = [
+            ("lag_warn_bytes", "lag_crit_bytes"),
+            ("lag_warn_s", "lag_crit_s"),
+            ("slot_retained_warn_bytes", "slot_retained_crit_bytes"),
+            ("archive_ready_warn", "archive_ready_crit"),
+            ("stale_warn_s", "stale_crit_s"),
+        ]
+        for warn, crit in pairs:
+            if getattr(self, warn) > getattr(self, crit):
+                raise ValueError(f"{warn} must not exceed {crit}")
+        return self
+
+
+class LabSettings(_Section):
+    """Where `pgtop-ha lab` puts its sandbox cluster."""
+
+    base_port: int = Field(25400, ge=1024, le=65000, description="First of the lab's ports.")
+    state_dir: Path | None = Field(None, description="Lab data and PIDs (default per user).")
+
+
+class Settings(_Section):
+    """All of pgtop-ha's settings."""
+
+    cluster_name: str | None = Field(None, description="Cluster (Patroni scope) name.")
+    interval: float = Field(1.0, ge=0.2, le=60, description="Seconds between polls.")
+    theme: str = Field("dark", description="Theme name from themes/ (dark, light, mono).")
+    read_only: bool | None = Field(None, description="true: no action exists; unset: auto (SSH).")
+    audit_log: Path | None = Field(None, description="Where actions are appended.")
+    patroni: PatroniSettings = Field(default_factory=PatroniSettings)
+    postgres: PostgresSettings = Field(default_factory=PostgresSettings)
+    haproxy: HAProxySettings = Field(default_factory=HAProxySettings)
+    nodes: tuple[NodeSettings, ...] = ()
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    lab: LabSettings = Field(default_factory=LabSettings)
+    patroni_password: SecretStr | None = Field(
+        None, exclude=True, repr=False, description="From PGTOP_HA_PATRONI_PASSWORD only."
+    )
+
+    def patroni_secret(self) -> SecretStr | None:
+        """The REST password (env, else password_file); for the write path only."""
+        if self.patroni_password is not None:
+            return self.patroni_password
+        if self.patroni.password_file is None:
+            return None
+        try:
+            text = self.patroni.password_file.read_text().strip()
+        except OSError as exc:
+            raise ConfigError(
+                f"patroni.password_file {self.patroni.password_file}: {exc.strerror}; "
+                "point it at a readable file holding the REST password"
+            ) from None
+        return SecretStr(text)
+
+
+# Short env names people expect; everything else is PGTOP_HA_<SECTION>__<KEY>.
+_ENV_ALIASES: dict[str, tuple[str, ...]] = {
+    "CLUSTER_NAME": ("cluster_name",),
+    "INTERVAL": ("interval",),
+    "THEME": ("theme",),
+    "READ_ONLY": ("read_only",),
+    "AUDIT_LOG": ("audit_log",),
+    "PATRONI": ("patroni", "urls"),
+    "PATRONI_URLS": ("patroni", "urls"),
+    "PATRONI_USER": ("patroni", "user"),
+    "PATRONI_PASSWORD_FILE": ("patroni", "password_file"),
+    "HAPROXY": ("haproxy", "url"),
+    "HAPROXY_URL": ("haproxy", "url"),
+    "HAPROXY_SOCKET": ("haproxy", "socket"),
+    "PG_USER": ("postgres", "user"),
+    "PG_DBNAME": ("postgres", "dbname"),
+    "PATRONI_PASSWORD": ("patroni_password",),
+}
+_LIST_KEYS = {("patroni", "urls"), ("haproxy", "writer_backends"), ("haproxy", "reader_backends")}
+
+
+def default_config_paths() -> list[Path]:
+    """Where a config file is looked for when --config is not given."""
+    home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return [Path("pgtop-ha.toml"), home / "pgtop-ha" / "config.toml"]
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} not found; check --config or create it") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: {exc.strerror}; make it readable") from None
+    try:
+        return tomllib.loads(raw.decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path}: not valid TOML ({exc}); fix the syntax") from None
+
+
+def _set(tree: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
+    for key in keys[:-1]:
+        node = tree.setdefault(key, {})
+        if not isinstance(node, dict):
+            node = tree[key] = {}
+        tree = node
+    tree[keys[-1]] = value
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    tree: dict[str, Any] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        rest = name[len(ENV_PREFIX) :]
+        keys = _ENV_ALIASES.get(rest) or tuple(k.lower() for k in rest.split("__"))
+        if keys in _LIST_KEYS:
+            _set(tree, keys, [v.strip() for v in value.split(",") if v.strip()])
+        elif keys == ("read_only",):
+            _set(tree, keys, value.strip().lower() in ("1", "true", "yes", "on"))
+        else:
+            _set(tree, keys, value)
+    return tree
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _describe(exc: ValidationError, source: str) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return f"{source}: unknown key {loc!r}; remove it or check its spelling in config/example.toml"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    got = err.get("input")
+    shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
+    return f"{source}: {loc}: {msg}{shown}; fix the value of {loc}"
+
+
+def load_settings(
+    config: Path | None = None,
+    cli: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Merge the TOML file, ``PGTOP_HA_*`` env and CLI overrides into frozen Settings."""
+    environ = os.environ if environ is None else environ
+    data: dict[str, Any] = {}
+    source = "defaults"
+    path = config
+    if path is None:
+        path = next((p for p in default_config_paths() if p.is_file()), None)
+    if path is not None:
+        data = _read_toml(path)
+        source = f"config file {path}"
+        if "patroni_password" in data:
+            raise ConfigError(
+                f"{source}: key 'patroni_password' is not read from files; use "
+                "PGTOP_HA_PATRONI_PASSWORD or patroni.password_file"
+            )
+    try:
+        Settings.model_validate({k: v for k, v in data.items() if k != "patroni_password"})
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, source)) from None
+    env = _env_overrides(environ)
+    merged = _merge(data, env)
+    try:
+        Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, "environment PGTOP_HA_*")) from None
+    merged = _merge(merged, cli or {})
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, "command line")) from None
