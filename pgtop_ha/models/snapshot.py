@@ -117,6 +117,9 @@ class Slot(Frozen):
     wal_status: str | None = None
     safe_wal_size: int | None = None
     conflicting: bool | None = None
+    invalidation_reason: str | None = None
+    failover: bool | None = None
+    synced: bool | None = None
     spill_txns: int | None = None
     spill_count: int | None = None
     spill_bytes: int | None = None
@@ -143,6 +146,8 @@ class CopyProgress(Frozen):
     tuples_processed: int | None = None
     tuples_excluded: int | None = None
     percent: float | None = None
+    relation_size_bytes: int | None = None
+    relation_tuples: float | None = None
 
 
 class Subscription(Frozen):
@@ -155,6 +160,8 @@ class Subscription(Frozen):
     latest_end_lsn: int | None = None
     last_msg_receipt_time: datetime | None = None
     table_states: dict[str, int] = Field(default_factory=dict)
+    apply_error_count: int | None = None
+    sync_error_count: int | None = None
 
 
 class Archiver(Frozen):
@@ -170,6 +177,7 @@ class Archiver(Frozen):
     current_wal: str | None = None
     segments_behind: int | None = None
     stats_reset: datetime | None = None
+    archive_mode: str | None = None
 
 
 class PendingSetting(Frozen):
@@ -229,6 +237,8 @@ class NodeSnapshot(Frozen):
     hugepages_total: int | None = None
     hugepages_free: int | None = None
     unavailable: dict[str, str] = Field(default_factory=dict)
+    postmaster_pid: int | None = None
+    is_superuser: bool | None = None
 
 
 class HAProxyServer(Frozen):

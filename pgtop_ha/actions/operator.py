@@ -1,0 +1,205 @@
+"""Actions: the operator's switchover, failover, pause and stats resets, each audited."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pgtop_ha.actions.audit import AuditListener, AuditLog
+from pgtop_ha.actions.clock import Clock
+from pgtop_ha.actions.patroni_writer import PatroniReply, PatroniWriter
+from pgtop_ha.actions.reset_scopes import ResetScope, ResetTarget
+from pgtop_ha.actions.results import ActionResult, AuditEntry, NodeResult, Progress
+from pgtop_ha.actions.stats_reset import StatsResetter
+from pgtop_ha.models.eligibility import LEADER_ROLES
+
+SWITCHOVER_TIMEOUT_S = 60.0
+POLL_EVERY_S = 0.5
+
+
+def _leader_of(cluster: Any) -> tuple[str | None, int | None]:
+    """The running leader's name and timeline from a /cluster document."""
+    if not isinstance(cluster, dict):
+        return None, None
+    for member in cluster.get("members") or ():
+        if not isinstance(member, dict):
+            continue
+        if member.get("role") in LEADER_ROLES and member.get("state") == "running":
+            tl = member.get("timeline")
+            return str(member.get("name")), tl if isinstance(tl, int) else None
+    return None, None
+
+
+class Actions:
+    """The only write path: Patroni requests and stats resets, each appended to the audit log."""
+
+    def __init__(
+        self,
+        writer: PatroniWriter,
+        resetter: StatsResetter,
+        audit: AuditLog,
+        clock: Clock,
+        *,
+        takeover_timeout_s: float = SWITCHOVER_TIMEOUT_S,
+        poll_every_s: float = POLL_EVERY_S,
+    ) -> None:
+        """Compose the Patroni writer, the stats resetter and the audit log."""
+        self.writer = writer
+        self.resetter = resetter
+        self.audit = audit
+        self.clock = clock
+        self.takeover_timeout_s = takeover_timeout_s
+        self.poll_every_s = poll_every_s
+
+    def audit_entries(self) -> tuple[AuditEntry, ...]:
+        """This session's audit entries, oldest first."""
+        return self.audit.entries()
+
+    def on_audit(self, listener: AuditListener) -> None:
+        """Call ``listener`` with every new audit entry (the Events pane)."""
+        self.audit.subscribe(listener)
+
+    async def aclose(self) -> None:
+        """Release the HTTP client."""
+        await self.writer.aclose()
+
+    def _elapsed(self, started: datetime) -> float:
+        return max(0.0, (self.clock() - started).total_seconds())
+
+    def _finish(self, result: ActionResult) -> ActionResult:
+        self.audit.record(result)
+        if self.audit.last_error is not None:
+            result = result.model_copy(
+                update={"message": f"{result.message} (not audited: {self.audit.last_error})"})
+        return result
+
+    def _from_reply(
+        self, action: str, target: str | None, reply: PatroniReply, started: datetime,
+        steps: Sequence[str] = (), ok_message: str | None = None,
+    ) -> ActionResult:
+        if reply.ok:
+            message = ok_message or reply.text or f"{action}: {reply.status}"
+            reason = None
+        elif reply.status is None:
+            message, reason = f"{action} not sent: {reply.text}", reply.text
+        else:
+            message = f"{action} refused ({reply.status}): {reply.text or 'no reason given'}"
+            reason = reply.text
+        return ActionResult(action=action, target=target, ok=reply.ok, status=reply.status,
+                            reason=reason, message=message, started_at=started,
+                            duration_s=self._elapsed(started), steps=tuple(steps))
+
+    async def _observe_leader(
+        self, wanted: str | None, old: str | None, started: datetime, say: Progress
+    ) -> tuple[str | None, int | None]:
+        """Poll /cluster until ``wanted`` (or anyone but ``old``) leads, or time runs out."""
+        last: str | None = None
+        while self._elapsed(started) < self.takeover_timeout_s:
+            reply = await self.writer.get_json("/cluster")
+            if isinstance(reply.data, dict):
+                self.writer.learn(str(m["api_url"]) for m in reply.data.get("members") or ()
+                                  if isinstance(m, dict) and m.get("api_url"))
+            leader, timeline = _leader_of(reply.data)
+            if leader is not None and (leader == wanted or (wanted is None and leader != old)):
+                return leader, timeline
+            now = f"leader is {leader or 'none yet'}"
+            if now != last:
+                say(f"waiting: {now} ({self._elapsed(started):.1f} s)")
+                last = now
+            await asyncio.sleep(self.poll_every_s)
+        return None, None
+
+    async def _takeover(
+        self, action: str, leader: str | None, candidate: str | None,
+        scheduled_at: datetime | None, progress: Progress | None,
+    ) -> ActionResult:
+        started = self.clock()
+        steps: list[str] = []
+
+        def say(step: str) -> None:
+            steps.append(step)
+            if progress is not None:
+                progress(step)
+
+        body: dict[str, Any] = {}
+        if leader is not None:
+            body["leader"] = leader
+        if candidate is not None:
+            body["candidate"] = candidate
+        if scheduled_at is not None:
+            body["scheduled_at"] = scheduled_at.isoformat()
+        target = candidate or leader
+        arrow = f"{leader or '(no leader)'} → {candidate or 'any'}"
+        say(f"POST /{action} {arrow}")
+        reply = await self.writer.request("POST", f"/{action}", body, slow=True)
+        say(f"Patroni answered {reply.status or 'nothing'}: {reply.text}")
+        if reply.status == 202 or (reply.ok and scheduled_at is not None):
+            return self._finish(self._from_reply(
+                action, target, reply, started, steps,
+                ok_message=f"{action} {arrow} scheduled for {body.get('scheduled_at')}"))
+        # A timed-out POST may still be carried out, so watch the cluster for it too.
+        if not reply.ok and reply.status is not None:
+            return self._finish(self._from_reply(action, target, reply, started, steps))
+        say(f"waiting for {candidate or 'a new leader'} to lead")
+        new_leader, timeline = await self._observe_leader(candidate, leader, started, say)
+        if new_leader is None:
+            text = (f"{action} {arrow}: no new leader observed within "
+                    f"{self.takeover_timeout_s:.0f} s; Patroni said: {reply.text}")
+            result = ActionResult(action=action, target=target, ok=False, status=reply.status,
+                                  reason=reply.text, message=text, started_at=started,
+                                  duration_s=self._elapsed(started), steps=tuple(steps))
+            return self._finish(result)
+        elapsed = self._elapsed(started)
+        tl = f", timeline {timeline}" if timeline is not None else ""
+        say(f"{new_leader} leads{tl}")
+        result = ActionResult(
+            action=action, target=target, ok=True, status=reply.status, message=(
+                f"{action} done: {new_leader} leads{tl} after {elapsed:.1f} s"),
+            started_at=started, duration_s=elapsed, new_leader=new_leader, steps=tuple(steps))
+        return self._finish(result)
+
+    async def switchover(
+        self, leader: str, candidate: str | None, scheduled_at: datetime | None = None,
+        *, progress: Progress | None = None,
+    ) -> ActionResult:
+        """POST /switchover, then wait until the candidate is seen leading (or a timeout)."""
+        return await self._takeover("switchover", leader, candidate, scheduled_at, progress)
+
+    async def failover(self, candidate: str, *, progress: Progress | None = None) -> ActionResult:
+        """POST /failover to ``candidate`` (for a cluster without a leader), then wait for it."""
+        return await self._takeover("failover", None, candidate, None, progress)
+
+    async def cancel_switchover(self) -> ActionResult:
+        """DELETE /switchover: drop a scheduled switchover."""
+        started = self.clock()
+        reply = await self.writer.request("DELETE", "/switchover")
+        return self._finish(self._from_reply("cancel_switchover", None, reply, started))
+
+    async def set_pause(self, paused: bool) -> ActionResult:
+        """PATCH /config {"pause": ...}: enter or leave maintenance mode."""
+        started = self.clock()
+        action = "pause" if paused else "resume"
+        reply = await self.writer.request("PATCH", "/config", {"pause": paused})
+        ok_message = ("maintenance mode on: Patroni will not fail over" if paused
+                      else "maintenance mode off: Patroni manages the cluster again")
+        return self._finish(self._from_reply(action, None, reply, started, ok_message=ok_message))
+
+    async def reset_stats(self, scope: ResetScope, nodes: Sequence[ResetTarget]) -> ActionResult:
+        """Run ``scope``'s reset function on each of ``nodes``; one result line per node."""
+        started = self.clock()
+        target = ",".join(n.name for n in nodes) or None
+        action = f"reset {scope.call}"
+        results: list[NodeResult] = (await self.resetter.reset(scope, nodes)) if nodes else []
+        ok = bool(results) and all(r.ok for r in results)
+        if not results:
+            message = f"{scope.call}: no node chosen"
+        elif ok:
+            message = f"{scope.call} done on {target}"
+        else:
+            message = "; ".join(r.message for r in results if not r.ok)
+        result = ActionResult(action=action, target=target, ok=ok, message=message,
+                              started_at=started, duration_s=self._elapsed(started),
+                              nodes=tuple(results))
+        return self._finish(result)

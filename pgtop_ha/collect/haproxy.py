@@ -1,0 +1,100 @@
+"""HAProxy's stats CSV, over HTTP (``<uri>;csv``) or its unix socket (``show stat``)."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+from pathlib import Path
+
+from pgtop_ha.collect.coerce import as_int
+from pgtop_ha.collect.errors import ParseError
+from pgtop_ha.collect.http import GetOnlyClient
+from pgtop_ha.models.snapshot import HAProxyServer
+
+AGGREGATES = frozenset({"FRONTEND", "BACKEND"})
+_REQUIRED = ("pxname", "svname", "status")
+_MAX_STATS_BYTES = 8 * 1024 * 1024
+
+
+def _cell(row: dict[str, str], key: str) -> str | None:
+    value = row.get(key)
+    return value if value else None
+
+
+def parse_stat_csv(text: str) -> tuple[HAProxyServer, ...]:
+    """Server rows (not FRONTEND/BACKEND) by header name; ParseError if empty or cut short."""
+    if not text.strip():
+        raise ParseError("haproxy stats: empty answer (reload in progress?)")
+    if not text.startswith("# "):
+        raise ParseError("haproxy stats: no '# pxname,...' header line")
+    if not text.endswith("\n"):
+        raise ParseError("haproxy stats: answer cut short (reload in progress?)")
+    try:
+        rows = list(csv.reader(io.StringIO(text[2:])))
+    except csv.Error as exc:
+        raise ParseError(f"haproxy stats: bad CSV ({exc})") from None
+    header = [h.strip() for h in rows[0]] if rows else []
+    missing = [name for name in _REQUIRED if name not in header]
+    if missing:
+        raise ParseError(f"haproxy stats: header lacks {', '.join(missing)}")
+    width = len(header)
+    while width and not header[width - 1]:
+        width -= 1  # HAProxy ends the header (and every row) with a comma
+    servers: list[HAProxyServer] = []
+    for cells in rows[1:]:
+        if not cells or not any(cells):
+            continue
+        if len(cells) < width:
+            raise ParseError("haproxy stats: a row is cut short (reload in progress?)")
+        row = dict(zip(header, cells, strict=False))
+        proxy, server = row["pxname"], row["svname"]
+        if not proxy or not server or server in AGGREGATES:
+            continue
+        servers.append(
+            HAProxyServer(
+                proxy=proxy,
+                server=server,
+                status=_cell(row, "status"),
+                check_status=_cell(row, "check_status"),
+                check_code=as_int(row.get("check_code")),
+                sessions=as_int(row.get("scur")),
+                sessions_total=as_int(row.get("stot")),
+                last_change_s=as_int(row.get("lastchg")),
+                weight=as_int(row.get("weight")),
+            )
+        )
+    return tuple(servers)
+
+
+def csv_url(url: str) -> str:
+    """The stats page URL with ';csv' appended when missing."""
+    return url if ";csv" in url else f"{url.rstrip('/')};csv"
+
+
+async def fetch_http(http: GetOnlyClient, url: str, timeout: float) -> str:
+    """The CSV text from the stats page."""
+    response = await http.get(csv_url(url), timeout=timeout)
+    response.raise_for_status()
+    return response.text
+
+
+async def fetch_socket(path: Path) -> str:
+    """The CSV text from ``show stat`` on the stats socket (read until HAProxy closes it)."""
+    reader, writer = await asyncio.open_unix_connection(str(path), limit=_MAX_STATS_BYTES)
+    try:
+        writer.write(b"show stat\n")
+        await writer.drain()
+        data = await reader.read(_MAX_STATS_BYTES)
+        chunks = [data]
+        while data:
+            data = await reader.read(_MAX_STATS_BYTES)
+            chunks.append(data)
+        # Kept as is: a missing final newline is how a cut-short answer shows.
+        return b"".join(chunks).decode("utf-8", "replace")
+    finally:
+        writer.close()
+        try:
+            await writer.wait_closed()
+        except OSError:
+            pass

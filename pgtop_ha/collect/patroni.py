@@ -1,0 +1,214 @@
+"""Patroni's REST API, read with GET only: /cluster, /patroni, /history and /config."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from pgtop_ha.collect.coerce import as_bool, as_dict, as_int, as_str
+from pgtop_ha.collect.errors import ParseError
+from pgtop_ha.collect.http import GetOnlyClient
+from pgtop_ha.models.snapshot import ClusterInfo, HistoryEntry, Member, PatroniConfig
+
+LEADER_ROLES = frozenset({"leader", "standby_leader", "master"})
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What one /cluster answer says: the cluster and its members (Patroni's side only)."""
+
+    info: ClusterInfo
+    members: tuple[Member, ...]
+
+
+@dataclass(frozen=True)
+class OwnView:
+    """What one member's /patroni answer says about itself."""
+
+    role: str | None
+    state: str | None
+    timeline: int | None
+    pending_restart: bool | None
+    pending_restart_reason: dict[str, Any] | None
+    pause: bool | None
+    dcs_last_seen: int | None
+    version: str | None
+    scope: str | None
+    name: str | None
+
+
+def decode_json(text: str | bytes, what: str) -> Any:
+    """JSON from ``text``, or ParseError naming ``what``."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(f"{what}: not JSON ({exc.__class__.__name__})") from None
+
+
+def _lag(entry: dict[str, Any]) -> int | None:
+    # Patroni 4 reports "lag" (and receive_lag/replay_lag) as bytes or the string "unknown".
+    for key in ("lag", "replay_lag", "receive_lag"):
+        value = as_int(entry.get(key))
+        if value is not None:
+            return value
+    return None
+
+
+def parse_cluster(data: Any) -> ClusterView:
+    """Members and cluster flags from a decoded /cluster answer; ParseError if not one."""
+    body = as_dict(data)
+    if body is None or not isinstance(body.get("members"), list):
+        raise ParseError("patroni /cluster: expected an object with a 'members' list")
+    members: list[Member] = []
+    seen: set[str] = set()
+    for raw in body["members"]:
+        entry = as_dict(raw)
+        name = as_str(entry.get("name")) if entry else None
+        if entry is None or not name or name in seen:
+            continue
+        seen.add(name)
+        port = as_int(entry.get("port"))
+        members.append(
+            Member(
+                name=name,
+                role=as_str(entry.get("role")),
+                state=as_str(entry.get("state")),
+                timeline=as_int(entry.get("timeline")),
+                lag_bytes=_lag(entry),
+                host=as_str(entry.get("host")),
+                port=port if port is not None and 0 < port < 65536 else None,
+                api_url=as_str(entry.get("api_url")),
+                tags=as_dict(entry.get("tags")) or {},
+                pending_restart=as_bool(entry.get("pending_restart")),
+            )
+        )
+    leader = next((m.name for m in members if m.role in LEADER_ROLES), None)
+    info = ClusterInfo(
+        leader=leader,
+        pause=as_bool(body.get("pause")),
+        scheduled_switchover=as_dict(body.get("scheduled_switchover")),
+    )
+    return ClusterView(info=info, members=tuple(members))
+
+
+def parse_patroni(data: Any) -> OwnView:
+    """A member's view of itself from a decoded /patroni answer; ParseError if not one."""
+    body = as_dict(data)
+    if body is None or ("role" not in body and "state" not in body):
+        raise ParseError("patroni /patroni: expected an object with 'role' and 'state'")
+    meta = as_dict(body.get("patroni")) or {}
+    pending = as_bool(body.get("pending_restart"))
+    return OwnView(
+        role=as_str(body.get("role")),
+        state=as_str(body.get("state")),
+        timeline=as_int(body.get("timeline")),
+        # Patroni omits pending_restart when false.
+        pending_restart=bool(pending),
+        pending_restart_reason=as_dict(body.get("pending_restart_reason")),
+        pause=bool(as_bool(body.get("pause"))),
+        dcs_last_seen=as_int(body.get("dcs_last_seen")),
+        version=as_str(meta.get("version")),
+        scope=as_str(meta.get("scope")),
+        name=as_str(meta.get("name")),
+    )
+
+
+def parse_history(data: Any) -> tuple[HistoryEntry, ...]:
+    """Timeline switches from a decoded /history answer; ParseError if not a list."""
+    if not isinstance(data, list):
+        raise ParseError("patroni /history: expected a list of [timeline, lsn, reason, ...] rows")
+    rows: list[HistoryEntry] = []
+    for raw in data:
+        if not isinstance(raw, list) or not raw:
+            continue
+        timeline = as_int(raw[0])
+        if timeline is None:
+            continue
+        cells = [*raw[1:], None, None, None, None][:4]
+        rows.append(
+            HistoryEntry(
+                timeline=timeline,
+                lsn=as_int(cells[0]),
+                reason=as_str(cells[1]),
+                timestamp=as_str(cells[2]),
+                new_leader=as_str(cells[3]),
+            )
+        )
+    return tuple(rows)
+
+
+def parse_config(data: Any) -> PatroniConfig:
+    """The dynamic configuration's relevant keys from a decoded /config; ParseError if not one."""
+    body = as_dict(data)
+    if body is None:
+        raise ParseError("patroni /config: expected an object")
+    slots_raw = as_dict(body.get("slots")) or {}
+    slots: dict[str, dict[str, Any]] = {}
+    for name, spec in slots_raw.items():
+        # A slot given as null or a bare name still counts as permanent (Patroni defaults it).
+        slots[name] = as_dict(spec) or {}
+    return PatroniConfig(
+        ttl=as_int(body.get("ttl")),
+        loop_wait=as_int(body.get("loop_wait")),
+        maximum_lag_on_failover=as_int(body.get("maximum_lag_on_failover")),
+        pause=as_bool(body.get("pause")),
+        permanent_slots=slots,
+    )
+
+
+def base_url(api_url: str) -> str:
+    """A member's REST root from its api_url (which Patroni ends with /patroni)."""
+    url = api_url.rstrip("/")
+    return url.removesuffix("/patroni")
+
+
+def describe_http_error(exc: Exception, url: str) -> str:
+    """One line saying what went wrong asking ``url``."""
+    if isinstance(exc, httpx.TimeoutException):
+        return f"{url}: no answer (timeout)"
+    if isinstance(exc, httpx.ConnectError):
+        return f"{url}: cannot connect ({exc or 'refused'})"
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"{url}: HTTP {exc.response.status_code}"
+    if isinstance(exc, ParseError):
+        return f"{url}: {exc}"
+    return f"{url}: {exc.__class__.__name__}: {exc}"
+
+
+class PatroniClient:
+    """Fetches and parses Patroni endpoints through a GET-only client."""
+
+    def __init__(self, http: GetOnlyClient, timeout: float) -> None:
+        self._http = http
+        self._timeout = timeout
+        self.requests = 0
+
+    async def _json(self, url: str, what: str, *, any_status: bool = False) -> Any:
+        self.requests += 1
+        response = await self._http.get(url, timeout=self._timeout)
+        # /patroni answers 503 with a full JSON body when PostgreSQL is down: still data.
+        if not any_status:
+            response.raise_for_status()
+        elif response.status_code >= 400 and not response.content.startswith(b"{"):
+            response.raise_for_status()
+        return decode_json(response.content, what)
+
+    async def cluster(self, root: str) -> ClusterView:
+        """GET <root>/cluster."""
+        return parse_cluster(await self._json(f"{root}/cluster", "patroni /cluster"))
+
+    async def own(self, api_url: str) -> OwnView:
+        """GET a member's api_url (its /patroni)."""
+        url = api_url if api_url.rstrip("/").endswith("/patroni") else f"{api_url}/patroni"
+        return parse_patroni(await self._json(url, "patroni /patroni", any_status=True))
+
+    async def history(self, root: str) -> tuple[HistoryEntry, ...]:
+        """GET <root>/history."""
+        return parse_history(await self._json(f"{root}/history", "patroni /history"))
+
+    async def config(self, root: str) -> PatroniConfig:
+        """GET <root>/config."""
+        return parse_config(await self._json(f"{root}/config", "patroni /config"))

@@ -1,0 +1,123 @@
+"""Process memory from /proc: smaps_rollup (Pss, USS, RSS, swap) and status (VmPTE, PPid)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgtop_ha.collect.errors import ParseError
+
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "localhost.localdomain"})
+_KB_LINE = re.compile(r"^([A-Za-z_()]+):\s+(\d+)\s*kB\s*$")
+_PLAIN_LINE = re.compile(r"^([A-Za-z_()]+):\s+(\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One process's memory in bytes (None where the source lacks the field)."""
+
+    rss: int | None = None
+    pss: int | None = None
+    uss: int | None = None
+    swap: int | None = None
+    pagetable: int | None = None
+    ppid: int | None = None
+
+
+def _fields(text: str, what: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        match = _KB_LINE.match(line)
+        if match:
+            out[match.group(1)] = int(match.group(2)) * 1024
+            continue
+        match = _PLAIN_LINE.match(line)
+        if match:
+            out[match.group(1)] = int(match.group(2))
+    return out
+
+
+def parse_smaps_rollup(text: str) -> Memory:
+    """Rss/Pss/USS/Swap in bytes from /proc/PID/smaps_rollup; ParseError without Rss and Pss."""
+    fields = _fields(text, "smaps_rollup")
+    if "Rss" not in fields or "Pss" not in fields:
+        raise ParseError("smaps_rollup: no 'Rss:' and 'Pss:' lines (needs Linux 4.14+)")
+    private = [fields[k] for k in ("Private_Clean", "Private_Dirty") if k in fields]
+    return Memory(
+        rss=fields["Rss"],
+        pss=fields["Pss"],
+        uss=sum(private) if private else None,
+        swap=fields.get("Swap"),
+    )
+
+
+def parse_status(text: str) -> Memory:
+    """VmPTE (bytes) and PPid from /proc/PID/status; ParseError when neither is there."""
+    fields = _fields(text, "status")
+    if "VmPTE" not in fields and "PPid" not in fields:
+        raise ParseError("status: no 'VmPTE:' or 'PPid:' line")
+    return Memory(pagetable=fields.get("VmPTE"), ppid=fields.get("PPid"))
+
+
+def parse_hugepages(text: str) -> tuple[int | None, int | None]:
+    """HugePages_Total and HugePages_Free from /proc/meminfo (None when absent)."""
+    fields = _fields(text, "meminfo")
+    return fields.get("HugePages_Total"), fields.get("HugePages_Free")
+
+
+def merge(rollup: Memory, status: Memory | None) -> Memory:
+    """smaps_rollup figures with status's page tables and parent pid."""
+    if status is None:
+        return rollup
+    return Memory(
+        rss=rollup.rss,
+        pss=rollup.pss,
+        uss=rollup.uss,
+        swap=rollup.swap,
+        pagetable=status.pagetable,
+        ppid=status.ppid,
+    )
+
+
+def is_local_host(host: str | None) -> bool:
+    """True for loopback addresses and unix-socket directories (this host's /proc applies)."""
+    return host is not None and (host in LOCAL_HOSTS or host.startswith("/"))
+
+
+def read_local(
+    pids: list[int], postmaster_pid: int | None, proc: Path = Path("/proc")
+) -> tuple[dict[int, Memory], str | None]:
+    """Memory of postmaster children found in this host's /proc, and a reason when none could be.
+
+    A pid whose PPid is not the postmaster is skipped: it is not this server's process
+    (another pid namespace, or the pid was reused).
+    """
+    out: dict[int, Memory] = {}
+    denied: str | None = None
+    if postmaster_pid is None or not (proc / str(postmaster_pid)).exists():
+        return out, "postmaster not found in this host's /proc (another host or container?)"
+    for pid in pids:
+        base = proc / str(pid)
+        try:
+            status = parse_status((base / "status").read_text())
+            if status.ppid != postmaster_pid:
+                continue
+            rollup = parse_smaps_rollup((base / "smaps_rollup").read_text())
+        except FileNotFoundError:
+            continue  # the process ended since pg_stat_activity listed it
+        except PermissionError:
+            denied = "cannot read /proc/PID/smaps_rollup: run as the postgres OS user or root"
+            continue
+        except (OSError, ParseError):
+            continue
+        out[pid] = merge(rollup, status)
+    return out, (denied if not out else None)
+
+
+def read_local_hugepages(proc: Path = Path("/proc")) -> tuple[int | None, int | None]:
+    """HugePages_Total/Free of this host."""
+    try:
+        return parse_hugepages((proc / "meminfo").read_text())
+    except OSError:
+        return None, None

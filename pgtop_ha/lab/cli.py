@@ -1,0 +1,162 @@
+"""`pgtop-ha lab ...` and `pgtop-ha demo`: the command-line face of the lab."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from pgtop_ha.errors import UserError
+from pgtop_ha.lab.layout import Layout, default_state_dir
+from pgtop_ha.settings import load_settings
+
+
+def add_lab_arguments(parser: argparse.ArgumentParser, lab_only: bool = True) -> None:
+    """--base-port and --state-dir (and --config for the lab alone), accepted at any level."""
+    quiet = argparse.SUPPRESS  # so a subcommand's absent flag does not undo the parent's
+    if lab_only:
+        parser.add_argument("--config", type=Path, default=quiet, metavar="PATH", help="TOML config")
+    parser.add_argument("--base-port", type=int, default=quiet, metavar="N",
+                        help="first of the lab's ports (default 25400; uses N..N+40)")
+    parser.add_argument("--state-dir", type=Path, default=quiet, metavar="DIR",
+                        help="where the lab keeps data, logs and PIDs")
+
+
+def _lab_parser(sub: Any, name: str, text: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=text)
+    add_lab_arguments(parser)
+    return parser
+
+
+def add_lab_parser(parser: argparse.ArgumentParser) -> None:
+    """Subcommands of `pgtop-ha lab`."""
+    add_lab_arguments(parser)
+    sub = parser.add_subparsers(dest="lab_command", metavar="LAB_COMMAND", required=True)
+    up = _lab_parser(sub, "up", "start the sandbox cluster (idempotent)")
+    up.add_argument("--rows", type=int, default=None, metavar="N",
+                    help="rows in the published table (default 1,000,000)")
+    status = _lab_parser(sub, "status", "members with role, state, ports and PIDs")
+    status.add_argument("--json", action="store_true", help="as JSON")
+    _lab_parser(sub, "down", "stop everything the lab started and remove its state")
+    fault = _lab_parser(sub, "fault", "failure tests, each bounded and reversible")
+    faults = fault.add_subparsers(dest="fault", metavar="FAULT", required=True)
+    _lab_parser(faults, "kill-primary", "kill -9 the leader's postmaster")
+    for name, text in (
+        ("crash", "kill -9 a node's Patroni and PostgreSQL (a power cut)"),
+        ("stop-patroni", "stop a node's Patroni gracefully"),
+        ("start-patroni", "start a node's Patroni (also after crash)"),
+        ("freeze", "SIGSTOP a node's Patroni and PostgreSQL"),
+        ("thaw", "SIGCONT what freeze stopped"),
+    ):
+        _lab_parser(faults, name, text).add_argument("node", metavar="NODE")
+    _lab_parser(faults, "break-archive", "make archiving fail (.ready files pile up)")
+    _lab_parser(faults, "fix-archive", "undo break-archive")
+    sw = _lab_parser(faults, "switchover", "switch over through Patroni's REST API")
+    sw.add_argument("--to", default=None, metavar="NODE", help="candidate (default: Patroni picks)")
+    ld = _lab_parser(faults, "load", "pgbench through the writer port")
+    ld.add_argument("--seconds", type=int, default=30, metavar="N")
+    subscriber = _lab_parser(sub, "subscriber", "a logical subscriber of the lab's publication")
+    subscriber.add_argument("action", choices=["up", "down"])
+
+
+def layout_from(args: argparse.Namespace) -> Layout:
+    """The lab layout from flags, else config [lab], else defaults."""
+    lab = load_settings(getattr(args, "config", None)).lab
+    base = getattr(args, "base_port", None) or lab.base_port
+    if not 1024 <= base <= 65000:
+        raise UserError(f"--base-port {base} is out of range; use 1024..65000")
+    state = getattr(args, "state_dir", None) or lab.state_dir or default_state_dir()
+    return Layout(base_port=base, state_dir=state.absolute())
+
+
+def run_lab(args: argparse.Namespace) -> int:
+    """Dispatch `pgtop-ha lab ...`."""
+    from pgtop_ha.lab import faults, subscriber
+    from pgtop_ha.lab.cluster import DEFAULT_ROWS, Lab
+
+    lab = Lab(layout_from(args))
+    cmd = args.lab_command
+    if cmd == "up":
+        lab.up(rows=args.rows or DEFAULT_ROWS)
+        return 0
+    if cmd == "down":
+        lab.down()
+        return 0
+    if not lab.exists():
+        raise UserError(f"no lab in {lab.layout.state_dir}; start one with `pgtop-ha lab up`")
+    if cmd == "status":
+        return _print_status(lab, as_json=args.json)
+    if cmd == "subscriber":
+        print(subscriber.up(lab) if args.action == "up" else subscriber.down(lab))
+        return 0
+    node_faults = {
+        "crash": faults.crash,
+        "stop-patroni": faults.stop_patroni,
+        "start-patroni": faults.start_patroni,
+        "freeze": faults.freeze,
+        "thaw": faults.thaw,
+    }
+    if args.fault in node_faults:
+        message = node_faults[args.fault](lab, args.node)
+    elif args.fault == "switchover":
+        message = faults.switchover(lab, args.to)
+    elif args.fault == "load":
+        message = faults.load(lab, args.seconds)
+    else:
+        simple = {
+            "kill-primary": faults.kill_primary,
+            "break-archive": faults.break_archive,
+            "fix-archive": faults.fix_archive,
+        }
+        message = simple[args.fault](lab)
+    print(message)
+    return 0
+
+
+def _print_status(lab: Any, as_json: bool) -> int:
+    members = lab.status()
+    others = {k: v for k, v in lab.running_pids().items() if not k.startswith("patroni-")}
+    if as_json:
+        doc = {
+            "state_dir": str(lab.layout.state_dir),
+            "base_port": lab.layout.base_port,
+            "members": [asdict(m) for m in members],
+            "processes": others,
+            "haproxy": {
+                "writer_port": lab.layout.writer_port,
+                "reader_port": lab.layout.reader_port,
+                "stats_url": lab.layout.stats_url,
+            },
+            "console_config": str(lab.layout.console_config),
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{'member':<8} {'role':<14} {'state':<12} {'TL':>3} {'pg':>6} {'rest':>6} "
+          f"{'patroni':>8} {'postmaster':>10}")
+    for m in members:
+        print(f"{m.name:<8} {m.role or '-':<14} {m.state or 'down':<12} {m.timeline or '-':>3} "
+              f"{m.pg_port:>6} {m.rest_port:>6} {m.patroni_pid or '-':>8} {m.postmaster_pid or '-':>10}")
+    for name, pid in sorted(others.items()):
+        print(f"{name:<8} pid {pid}")
+    print(f"writer 127.0.0.1:{lab.layout.writer_port}  reader 127.0.0.1:{lab.layout.reader_port}  "
+          f"stats {lab.layout.stats_url}")
+    return 0
+
+
+def run_demo(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
+    """Bring the lab up unless it is healthy, then open the console on it."""
+    from pgtop_ha.cli import run_console
+    from pgtop_ha.lab.cluster import Lab
+
+    args.config = None
+    lab = Lab(layout_from(args))
+    if not (lab.exists() and lab.healthy() and lab.book.running("haproxy")):
+        lab.up()
+    settings = load_settings(lab.layout.console_config, overrides)
+    if not sys.stdout.isatty():
+        print("pgtop-ha demo: stdout is not a terminal; the lab is up:", lab.layout.console_config)
+        return 0
+    return run_console(settings)

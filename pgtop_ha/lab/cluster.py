@@ -1,0 +1,458 @@
+"""The lab itself: bring up, inspect and tear down a sandbox Patroni cluster on 127.0.0.1."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from pgtop_ha.errors import UserError
+from pgtop_ha.lab import configs, procs, secrets
+from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, NODE_NAMES, SUPERUSER, Layout
+from pgtop_ha.lab.progress import Progress
+from pgtop_ha.lab.tools import Tools, find_tools
+
+LAB_USER = "pgtopha"
+MARKER = ".pgtop-ha-lab"
+DEFAULT_ROWS = 1_000_000
+
+
+@dataclass(frozen=True)
+class MemberStatus:
+    """One lab member as Patroni's /cluster names it, with its ports and PIDs."""
+
+    name: str
+    role: str | None
+    state: str | None
+    timeline: int | None
+    pg_port: int
+    rest_port: int
+    patroni_pid: int | None
+    postmaster_pid: int | None
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+class Lab:
+    """A sandbox cluster identified by its base port and state directory."""
+
+    def __init__(self, layout: Layout, out: Any = None) -> None:
+        self.layout = layout
+        self.out = out or sys.stderr
+        self.book = procs.PidBook(layout.pids_file)
+        self._run_as: procs.RunAs | None = None
+
+    # ----- identity and helpers -------------------------------------------------------------
+    @property
+    def run_as(self) -> procs.RunAs:
+        """The unprivileged user lab daemons run as (as root: ``pgtopha``, created if missing)."""
+        if self._run_as is None:
+            if os.geteuid() != 0:
+                self._run_as = procs.RunAs(home=str(Path.home()))
+            else:
+                try:
+                    pw = pwd.getpwnam(LAB_USER)
+                except KeyError:
+                    subprocess.run(
+                        ["useradd", "--system", "--user-group", "--home-dir", "/nonexistent",
+                         "--no-create-home", "--shell", "/usr/sbin/nologin", LAB_USER],
+                        check=True, capture_output=True,
+                    )  # fmt: skip
+                    pw = pwd.getpwnam(LAB_USER)
+                self._run_as = procs.RunAs(uid=pw.pw_uid, gid=pw.pw_gid, home=str(self.layout.run_dir))
+        return self._run_as
+
+    def exists(self) -> bool:
+        """Whether this state directory holds a lab made by pgtop-ha."""
+        return (self.layout.state_dir / MARKER).exists()
+
+    def _chown(self, path: Path) -> None:
+        if self.run_as.uid is not None:
+            os.chown(path, self.run_as.uid, self.run_as.gid or -1)
+
+    def _lab_dir(self, path: Path, mode: int = 0o700) -> Path:
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(mode)
+        self._chown(path)
+        return path
+
+    def _lab_file(self, path: Path, text: str, mode: int = 0o600) -> Path:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        path.chmod(mode)
+        self._chown(path)
+        return path
+
+    def patroni_python(self) -> str:
+        """An interpreter with Patroni that the lab user can run (checked, never assumed)."""
+        candidates = [sys.executable, str(self.layout.state_dir.parent / "patroni-venv/bin/python")]
+        for python in candidates:
+            if not Path(python).exists():
+                continue
+            try:
+                procs.run([python, "-c", "import patroni, psycopg"], run_as=self.run_as, timeout=60)
+            except (subprocess.CalledProcessError, PermissionError, OSError):
+                continue
+            return python
+        raise UserError(
+            f"Patroni is not importable by user {LAB_USER} from {sys.executable}; install the "
+            "project with its lab extra (pip install 'pgtop-ha[lab]') into a virtualenv under a "
+            "directory that user can read, e.g. /opt"
+        )
+
+    def cluster(self, timeout: float = 2.0) -> dict[str, Any] | None:
+        """Patroni's GET /cluster from the first member that answers."""
+        for i in range(len(NODE_NAMES)):
+            try:
+                resp = httpx.get(f"{self.layout.patroni_url(i)}/cluster", timeout=timeout)
+                if resp.status_code == 200:
+                    data: dict[str, Any] = resp.json()
+                    return data
+            except (httpx.HTTPError, ValueError):
+                continue
+        return None
+
+    def leader(self) -> str | None:
+        """The member /cluster calls leader."""
+        data = self.cluster() or {}
+        return next((m["name"] for m in data.get("members", []) if m.get("role") == "leader"), None)
+
+    def healthy(self) -> bool:
+        """One leader running and two replicas streaming."""
+        members = (self.cluster() or {}).get("members", [])
+        leaders = [m for m in members if m.get("role") == "leader" and m.get("state") == "running"]
+        streaming = [m for m in members if m.get("role") != "leader" and m.get("state") == "streaming"]
+        return len(leaders) == 1 and len(streaming) == len(NODE_NAMES) - 1
+
+    def index(self, name: str) -> int:
+        """Index of node ``name``; a clear error for an unknown one."""
+        if name not in NODE_NAMES:
+            raise UserError(f"no lab node {name!r}; use one of {', '.join(NODE_NAMES)}")
+        return NODE_NAMES.index(name)
+
+    def dsn(self, node: str | int = 0, user: str = SUPERUSER, dbname: str = DBNAME) -> str:
+        """A libpq DSN (no password: the lab's pgpass supplies it)."""
+        i = node if isinstance(node, int) else self.index(node)
+        return f"postgresql://{user}@127.0.0.1:{self.layout.pg_port(i)}/{dbname}"
+
+    def psql(
+        self,
+        sql: str,
+        node: str | int = 0,
+        dbname: str = DBNAME,
+        timeout: float = 60,
+        port: int | None = None,
+    ) -> str:
+        """Run SQL on a node (or any lab ``port``) as the superuser; psql's unaligned output."""
+        i = node if isinstance(node, int) else self.index(node)
+        port = port or self.layout.pg_port(i)
+        tools = find_tools()
+        result = subprocess.run(
+            [str(tools.psql), "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
+             "-p", str(port), "-U", SUPERUSER, "-d", dbname, "-c", sql],
+            capture_output=True, text=True, timeout=timeout,
+            env={**os.environ, "PGPASSFILE": str(self.layout.pgpass), "PGCONNECT_TIMEOUT": "5"},
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise UserError(f"SQL on 127.0.0.1:{port} failed: {result.stderr.strip()}")
+        return result.stdout.strip()
+
+    # ----- up -------------------------------------------------------------------------------
+    def up(self, rows: int = DEFAULT_ROWS) -> None:
+        """Start whatever is not running yet and wait for one leader and two streaming replicas."""
+        progress = Progress(total=7, out=self.out)
+        progress.step("checking binaries, ports and the lab user")
+        tools = find_tools()
+        state = self.layout.state_dir
+        if state.exists() and any(state.iterdir()) and not self.exists():
+            raise UserError(
+                f"state dir {state} is not empty and was not made by pgtop-ha lab; "
+                "choose another --state-dir"
+            )
+        self._check_ports()
+        python = self.patroni_python() if self._patroni_missing() else sys.executable
+
+        progress.step(f"preparing {state} (PostgreSQL {tools.pg_version})")
+        self._prepare(tools)
+
+        progress.step("starting etcd")
+        self._start_etcd(tools, progress)
+
+        progress.step("starting Patroni on node1..node3")
+        for i, name in enumerate(NODE_NAMES):
+            if not self.book.running(f"patroni-{name}"):
+                self.start_patroni(name, python=python)
+        self._wait_members(progress, timeout=240)
+
+        progress.step("pgBackRest stanza and HAProxy")
+        self._stanza(tools)
+        self._start_haproxy(tools, progress)
+
+        progress.step(f"loading {COPY_TABLE} ({rows:,} rows) and pgbench tables")
+        self._load(tools, rows, progress)
+
+        progress.step("writing the console config")
+        secrets_dir = self.layout.secrets_dir
+        self.layout.console_config.write_text(configs.console_config(self.layout))
+        secrets_dir.chmod(0o700)
+        self._wait_members(progress, timeout=240)
+        progress.done(
+            f"lab up: one leader and two streaming replicas; console: pgtop-ha --config "
+            f"{self.layout.console_config}"
+        )
+
+    def _patroni_missing(self) -> bool:
+        return any(not self.book.running(f"patroni-{n}") for n in NODE_NAMES)
+
+    def _check_ports(self) -> None:
+        ours = {
+            self.layout.etcd_client_port: "etcd", self.layout.etcd_peer_port: "etcd",
+            self.layout.writer_port: "haproxy", self.layout.reader_port: "haproxy",
+            self.layout.stats_port: "haproxy",
+        }  # fmt: skip
+        for i, n in enumerate(NODE_NAMES):
+            ours[self.layout.pg_port(i)] = f"patroni-{n}"
+            ours[self.layout.rest_port(i)] = f"patroni-{n}"
+        for port, owner in ours.items():
+            if self.book.running(owner):
+                continue
+            if not _port_free(port):
+                raise UserError(
+                    f"port {port} (for {owner}) on 127.0.0.1 is already in use; choose another "
+                    f"--base-port (the lab uses {self.layout.base_port}..{self.layout.base_port + 40})"
+                )
+
+    def _prepare(self, tools: Tools) -> None:
+        layout = self.layout
+        layout.state_dir.mkdir(parents=True, exist_ok=True)
+        # The lab user must be able to traverse into its directories.
+        layout.state_dir.chmod(0o755)
+        (layout.state_dir / MARKER).touch()
+        passwords = secrets.ensure(layout)
+        run_dir = self._lab_dir(layout.run_dir)
+        self._lab_dir(layout.log_dir, 0o755)
+        for sub in ("data", "etcd", "pgbackrest", "pgbackrest/repo", "pgbackrest/spool"):
+            self._lab_dir(layout.state_dir / sub)
+        self._lab_dir(layout.log_dir / "pgbackrest")
+        for name in NODE_NAMES:
+            self._lab_dir(layout.log_dir / f"patroni-{name}")
+        self._lab_file(run_dir / "lab-pgpass", secrets.pgpass_text(passwords))
+        self._lab_file(layout.state_dir / "pgbackrest.conf", configs.pgbackrest_conf(layout), 0o644)
+        self._lab_file(layout.state_dir / "haproxy.cfg", configs.haproxy_cfg(layout), 0o644)
+        self._lab_file(layout.state_dir / "bootstrap.sql", configs.bootstrap_sql(passwords))
+        self._lab_file(
+            layout.state_dir / "bootstrap.sh", configs.bootstrap_script(layout, tools.psql), 0o700
+        )
+        for i, name in enumerate(NODE_NAMES):
+            self._lab_file(
+                layout.state_dir / f"patroni-{name}.yml",
+                configs.patroni_config(layout, i, passwords, tools.pg_bin),
+            )
+
+    def _start_etcd(self, tools: Tools, progress: Progress) -> None:
+        if not self.book.running("etcd"):
+            proc = procs.spawn(
+                configs.etcd_argv(self.layout, str(tools.etcd)),
+                log=self.layout.log_dir / "etcd.log",
+                run_as=self.run_as,
+                cwd=self.layout.state_dir / "etcd",
+            )
+            self.book.record("etcd", proc.pid)
+
+        def ready() -> bool:
+            progress.note("waiting for etcd /health")
+            try:
+                url = f"http://127.0.0.1:{self.layout.etcd_client_port}/health"
+                return httpx.get(url, timeout=1).json().get("health") == "true"
+            except (httpx.HTTPError, ValueError):
+                return False
+
+        if not procs.poll(ready, 30):
+            raise UserError(f"etcd did not become healthy; see {self.layout.log_dir / 'etcd.log'}")
+
+    def start_patroni(self, name: str, python: str | None = None) -> int:
+        """Start node ``name``'s Patroni (also brings back a crashed node); returns its PID."""
+        running = self.book.running(f"patroni-{name}")
+        if running:
+            return running
+        i = self.index(name)
+        env = {**os.environ, **configs.patroni_env(self.layout, i)}
+        env.pop("PGTOP_HA_PATRONI_PASSWORD", None)
+        proc = procs.spawn(
+            [python or sys.executable, "-m", "patroni", str(self.layout.state_dir / f"patroni-{name}.yml")],
+            log=self.layout.log_dir / f"patroni-{name}.out",
+            run_as=self.run_as,
+            env=env,
+            cwd=self.layout.state_dir / "data",
+        )
+        self.book.record(f"patroni-{name}", proc.pid)
+        return proc.pid
+
+    def _wait_members(self, progress: Progress, timeout: float) -> None:
+        def ready() -> bool:
+            members = (self.cluster() or {}).get("members", [])
+            seen = ", ".join(f"{m['name']} {m.get('role')}/{m.get('state')}" for m in members)
+            progress.note(f"waiting for one leader and two streaming replicas: {seen or 'none yet'}")
+            return self.healthy()
+
+        if not procs.poll(ready, timeout, interval=0.5):
+            raise UserError(
+                f"the cluster did not reach one leader and two streaming replicas in {timeout:.0f}s;"
+                f" see the logs in {self.layout.log_dir}"
+            )
+
+    def leader_index(self) -> int:
+        """Index of the current leader (an error when there is none)."""
+        name = self.leader()
+        if name is None:
+            raise UserError("the lab has no leader right now; wait or run `pgtop-ha lab status`")
+        return self.index(name)
+
+    def _stanza(self, tools: Tools) -> None:
+        marker = self.layout.state_dir / "pgbackrest" / ".stanza"
+        if marker.exists():
+            return
+        i = self.leader_index()
+        env = {**os.environ, **configs.patroni_env(self.layout, i)}
+        try:
+            procs.run(
+                [str(tools.pgbackrest), f"--stanza={configs.STANZA}", "stanza-create"],
+                run_as=self.run_as, env=env, cwd=self.layout.state_dir / "pgbackrest", timeout=120,
+            )  # fmt: skip
+        except subprocess.CalledProcessError as exc:
+            raise UserError(f"pgbackrest stanza-create failed: {exc.stderr.strip()}") from None
+        marker.touch()
+
+    def _start_haproxy(self, tools: Tools, progress: Progress) -> None:
+        if not self.book.running("haproxy"):
+            cfg = self.layout.state_dir / "haproxy.cfg"
+            check = procs.run([str(tools.haproxy), "-c", "-f", str(cfg)], run_as=self.run_as, check=False)
+            if check.returncode != 0:
+                raise UserError(f"haproxy rejected {cfg}: {check.stdout.strip()} {check.stderr.strip()}")
+            proc = procs.spawn(
+                [str(tools.haproxy), "-db", "-f", str(cfg)],
+                log=self.layout.log_dir / "haproxy.log",
+                run_as=self.run_as,
+                cwd=self.layout.run_dir,
+            )
+            self.book.record("haproxy", proc.pid)
+
+        def writer_up() -> bool:
+            progress.note("waiting for HAProxy to route the writer")
+            try:
+                text = httpx.get(f"{self.layout.stats_url};csv", timeout=1).text
+            except httpx.HTTPError:
+                return False
+            return any(line.startswith("pg_writer,node") and ",UP," in line for line in text.splitlines())
+
+        if not procs.poll(writer_up, 30):
+            raise UserError(f"HAProxy did not mark a writer UP; see {self.layout.log_dir / 'haproxy.log'}")
+        if os.geteuid() == 0:
+            # The console (root) reads the socket; the lab user owns it.
+            with contextlib.suppress(OSError):
+                self.layout.haproxy_socket.chmod(0o660)
+
+    def _load(self, tools: Tools, rows: int, progress: Progress) -> None:
+        marker = self.layout.state_dir / ".loaded"
+        if marker.exists():
+            return
+        i = self.leader_index()
+        batch = 100_000
+        done = int(self.psql(f"SELECT coalesce(max(id), 0) FROM {COPY_TABLE}", i))
+        while done < rows:
+            upto = min(done + batch, rows)
+            self.psql(
+                f"INSERT INTO {COPY_TABLE} (id, payload) SELECT g, repeat(md5(g::text), 6) "
+                f"FROM generate_series({done + 1}, {upto}) g",
+                i, timeout=300,
+            )  # fmt: skip
+            done = upto
+            rate = done / max(progress.elapsed(), 0.001)
+            eta = (rows - done) / rate if rate else 0
+            bar = "#" * int(30 * done / rows)
+            print(f"      [{bar:<30}] {done:,}/{rows:,} rows, ETA {eta:.0f}s", file=self.out, flush=True)
+        env = {**os.environ, "PGPASSFILE": str(self.layout.pgpass)}
+        result = subprocess.run(
+            [str(tools.pgbench), "-i", "-s", "1", "-q", "-h", "127.0.0.1",
+             "-p", str(self.layout.pg_port(i)), "-U", SUPERUSER, DBNAME],
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise UserError(f"pgbench -i failed: {result.stderr.strip()}")
+        self.psql("CHECKPOINT", i)
+        marker.touch()
+
+    # ----- status ---------------------------------------------------------------------------
+    def status(self) -> list[MemberStatus]:
+        """Every member with role, state, ports and PIDs."""
+        members = {m["name"]: m for m in (self.cluster() or {}).get("members", [])}
+        out = []
+        for i, name in enumerate(NODE_NAMES):
+            m = members.get(name, {})
+            out.append(
+                MemberStatus(
+                    name=name,
+                    role=m.get("role"),
+                    state=m.get("state"),
+                    timeline=m.get("timeline"),
+                    pg_port=self.layout.pg_port(i),
+                    rest_port=self.layout.rest_port(i),
+                    patroni_pid=self.book.running(f"patroni-{name}"),
+                    postmaster_pid=procs.postmaster_pid(self.layout.data_dir(i)),
+                )
+            )
+        return out
+
+    def running_pids(self) -> dict[str, int]:
+        """Every process the lab started that still runs, by name."""
+        return {name: pid for name in self.book.load() if (pid := self.book.running(name))}
+
+    def stray_pids(self) -> list[int]:
+        """Lab processes found by working directory (what remains after the recorded ones)."""
+        return procs.pids_under(self.layout.state_dir, self.run_as.uid)
+
+    # ----- down -----------------------------------------------------------------------------
+    def down(self) -> None:
+        """Stop every lab process by PID and remove the state directory."""
+        progress = Progress(total=3, out=self.out)
+        if not self.layout.state_dir.exists():
+            progress.done(f"no lab in {self.layout.state_dir}: nothing to do")
+            return
+        if not self.exists():
+            raise UserError(
+                f"{self.layout.state_dir} was not made by pgtop-ha lab; refusing to touch it"
+            )
+        progress.step("stopping HAProxy, the subscriber and Patroni (which stops PostgreSQL)")
+        first = [n for n in ("haproxy", "subscriber") if self.book.running(n)]
+        procs.terminate([p for n in first if (p := self.book.running(n))], grace=10)
+        patronis = [p for n in NODE_NAMES if (p := self.book.running(f"patroni-{n}"))]
+        procs.terminate(patronis, grace=30)
+        progress.step("stopping etcd and anything left in the state directory")
+        if pid := self.book.running("etcd"):
+            procs.terminate([pid], grace=10)
+        procs.terminate(self.stray_pids(), grace=10)
+        left = self.stray_pids()
+        if left:
+            raise UserError(f"lab processes {left} would not stop; they were sent SIGKILL")
+        progress.step(f"removing {self.layout.state_dir}")
+        shutil.rmtree(self.layout.state_dir)
+        progress.done("lab down")

@@ -1,0 +1,269 @@
+"""Configuration files of the lab's daemons, rendered from its layout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pgtop_ha.lab.layout import (
+    COPY_TABLE,
+    DBNAME,
+    MONITOR_USER,
+    NODE_NAMES,
+    OPERATOR_USER,
+    PERMANENT_SLOT,
+    PUBLICATION,
+    REPLICATION_USER,
+    REST_USER,
+    SCOPE,
+    SUPERUSER,
+    Layout,
+)
+from pgtop_ha.lab.secrets import scram_verifier
+
+STANZA = "lab"
+ARCHIVE_COMMAND = f"pgbackrest --stanza={STANZA} archive-push %p"
+
+
+def etcd_argv(layout: Layout, etcd: str) -> list[str]:
+    """Command line of the single-member etcd."""
+    peer = f"http://127.0.0.1:{layout.etcd_peer_port}"
+    client = f"http://127.0.0.1:{layout.etcd_client_port}"
+    return [
+        etcd,
+        "--name", "lab",
+        "--data-dir", str(layout.state_dir / "etcd"),
+        "--listen-client-urls", client,
+        "--advertise-client-urls", client,
+        "--listen-peer-urls", peer,
+        "--initial-advertise-peer-urls", peer,
+        "--initial-cluster", f"lab={peer}",
+        "--initial-cluster-state", "new",
+        "--listen-metrics-urls", "",
+    ]  # fmt: skip
+
+
+def patroni_config(layout: Layout, index: int, passwords: dict[str, str], bin_dir: Path) -> str:
+    """Patroni's configuration for node ``index`` (JSON, which YAML readers accept)."""
+    name = NODE_NAMES[index]
+    conf: dict[str, Any] = {
+        "scope": SCOPE,
+        "name": name,
+        "log": {"level": "INFO", "dir": str(layout.log_dir / f"patroni-{name}")},
+        "restapi": {
+            "listen": f"127.0.0.1:{layout.rest_port(index)}",
+            "connect_address": f"127.0.0.1:{layout.rest_port(index)}",
+            "authentication": {"username": REST_USER, "password": passwords[REST_USER]},
+        },
+        "etcd3": {"hosts": [f"127.0.0.1:{layout.etcd_client_port}"]},
+        "bootstrap": {
+            "dcs": {
+                # Short timings so failure tests finish quickly (loop_wait + 2*retry <= ttl).
+                "ttl": 20,
+                "loop_wait": 2,
+                "retry_timeout": 5,
+                "maximum_lag_on_failover": 16 * 1024 * 1024,
+                "postgresql": {
+                    "use_pg_rewind": True,
+                    "use_slots": True,
+                    "parameters": {
+                        "wal_level": "logical",
+                        "hot_standby": "on",
+                        "hot_standby_feedback": "on",
+                        "max_wal_senders": 10,
+                        "max_replication_slots": 10,
+                        "wal_keep_size": "128MB",
+                        "wal_log_hints": "on",
+                        "archive_mode": "on",
+                        "archive_command": ARCHIVE_COMMAND,
+                        "shared_preload_libraries": "pg_stat_statements",
+                        "track_io_timing": "on",
+                        # Small, so a subscriber's transactions spill and stream for real.
+                        "logical_decoding_work_mem": "64kB",
+                    },
+                },
+                "slots": {
+                    PERMANENT_SLOT: {"type": "logical", "database": DBNAME, "plugin": "pgoutput"}
+                },
+                # A subscriber's table-sync slots are unknown to Patroni: keep it from dropping them.
+                "ignore_slots": [{"type": "logical", "plugin": "pgoutput"}],
+            },
+            "initdb": [{"encoding": "UTF8"}, {"locale": "C.UTF-8"}, "data-checksums"],
+            "post_bootstrap": str(layout.state_dir / "bootstrap.sh"),
+        },
+        "postgresql": {
+            "listen": f"127.0.0.1:{layout.pg_port(index)}",
+            "connect_address": f"127.0.0.1:{layout.pg_port(index)}",
+            "data_dir": str(layout.data_dir(index)),
+            "bin_dir": str(bin_dir),
+            "pgpass": str(layout.run_dir / f"pgpass-{name}"),
+            "authentication": {
+                "superuser": {"username": SUPERUSER, "password": passwords[SUPERUSER]},
+                "replication": {
+                    "username": REPLICATION_USER,
+                    "password": passwords[REPLICATION_USER],
+                },
+                "rewind": {"username": SUPERUSER, "password": passwords[SUPERUSER]},
+            },
+            "parameters": {
+                "unix_socket_directories": str(layout.run_dir),
+                "password_encryption": "scram-sha-256",
+                "logging_collector": "off",
+            },
+            "pg_hba": [
+                "local all all scram-sha-256",
+                f"host replication {REPLICATION_USER} 127.0.0.1/32 scram-sha-256",
+                "host all all 127.0.0.1/32 scram-sha-256",
+            ],
+            "basebackup": [{"checkpoint": "fast"}],
+        },
+        "tags": {"nofailover": False, "noloadbalance": False, "clonefrom": False},
+    }
+    return json.dumps(conf, indent=1)
+
+
+def patroni_env(layout: Layout, index: int) -> dict[str, str]:
+    """Environment of node ``index``'s Patroni: pgBackRest learns its own node from it."""
+    return {
+        "PGBACKREST_CONFIG": str(layout.state_dir / "pgbackrest.conf"),
+        "PGBACKREST_PG1_PATH": str(layout.data_dir(index)),
+        "PGBACKREST_PG1_PORT": str(layout.pg_port(index)),
+        "PGBACKREST_PG1_SOCKET_PATH": str(layout.run_dir),
+        "PGPASSFILE": str(layout.run_dir / "lab-pgpass"),
+    }
+
+
+def pgbackrest_conf(layout: Layout) -> str:
+    """pgBackRest: asynchronous archive-push into a local repository."""
+    pb = layout.state_dir / "pgbackrest"
+    return "\n".join(
+        [
+            "[global]",
+            f"repo1-path={pb / 'repo'}",
+            f"spool-path={pb / 'spool'}",
+            f"log-path={layout.log_dir / 'pgbackrest'}",
+            f"lock-path={layout.run_dir / 'pgbackrest'}",
+            "archive-async=y",
+            "process-max=2",
+            "archive-timeout=10",
+            "log-level-console=warn",
+            "log-level-file=info",
+            "start-fast=y",
+            "",
+            f"[{STANZA}]",
+            f"pg1-user={SUPERUSER}",
+            "",
+        ]
+    )
+
+
+def haproxy_cfg(layout: Layout) -> str:
+    """HAProxy: a writer routed by Patroni's /primary, a reader by /replica, stats page and socket."""
+
+    def pool(name: str, port: int, check: str, balance: str) -> list[str]:
+        lines = [
+            f"listen {name}",
+            f"    bind 127.0.0.1:{port}",
+            f"    balance {balance}",
+            "    option httpchk",
+            f"    http-check send meth GET uri {check}",
+            "    http-check expect status 200",
+            "    default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions",
+        ]
+        lines += [
+            f"    server {n} 127.0.0.1:{layout.pg_port(i)} check port {layout.rest_port(i)}"
+            for i, n in enumerate(NODE_NAMES)
+        ]
+        return [*lines, ""]
+
+    return "\n".join(
+        [
+            "global",
+            "    maxconn 200",
+            f"    stats socket {layout.haproxy_socket} mode 660 level user",
+            "",
+            "defaults",
+            "    mode tcp",
+            "    timeout connect 3s",
+            "    timeout client 30m",
+            "    timeout server 30m",
+            "    timeout check 2s",
+            "",
+            "listen stats",
+            "    mode http",
+            f"    bind 127.0.0.1:{layout.stats_port}",
+            "    stats enable",
+            "    stats uri /stats",
+            "    stats refresh 5s",
+            "",
+            *pool("pg_writer", layout.writer_port, "/primary", "first"),
+            *pool("pg_reader", layout.reader_port, "/replica", "roundrobin"),
+        ]
+    )
+
+
+_GRANTS = """DO $$
+DECLARE f text;
+BEGIN
+  FOREACH f IN ARRAY ARRAY['pg_stat_reset()', 'pg_stat_reset_shared(text)',
+                           'pg_stat_reset_replication_slot(text)'] LOOP
+    IF to_regprocedure(f) IS NOT NULL THEN
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO {operator}', f);
+    END IF;
+  END LOOP;
+END $$;
+"""
+
+
+def bootstrap_sql(passwords: dict[str, str]) -> str:
+    """Run once on the new primary: roles (SCRAM verifiers only), database, table, publication."""
+    grants = _GRANTS.format(operator=OPERATOR_USER)
+    return f"""\\set ON_ERROR_STOP on
+CREATE ROLE {MONITOR_USER} LOGIN PASSWORD '{scram_verifier(passwords[MONITOR_USER])}' IN ROLE pg_monitor;
+CREATE ROLE {OPERATOR_USER} LOGIN PASSWORD '{scram_verifier(passwords[OPERATOR_USER])}';
+CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+{grants}
+CREATE DATABASE {DBNAME};
+\\c {DBNAME}
+CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+{grants}
+CREATE TABLE {COPY_TABLE} (id bigint PRIMARY KEY, payload text NOT NULL,
+                           created_at timestamptz NOT NULL DEFAULT now());
+-- Before Patroni creates the permanent slot, so pgoutput finds the publication when decoding.
+CREATE PUBLICATION {PUBLICATION} FOR TABLE {COPY_TABLE};
+"""  # noqa: E501
+
+
+def bootstrap_script(layout: Layout, psql: Path) -> str:
+    """Patroni's post_bootstrap hook: it passes a connection string as $1."""
+    return f'#!/bin/sh\nexec {psql} "$1" -q -X -f {layout.state_dir / "bootstrap.sql"}\n'
+
+
+def console_config(layout: Layout) -> str:
+    """The console's own config for this lab (no passwords: files only)."""
+    urls = ", ".join(f'"{layout.patroni_url(i)}"' for i in range(len(NODE_NAMES)))
+    return f"""# Written by `pgtop-ha lab up`: `pgtop-ha --config {layout.console_config}`
+cluster_name = "{SCOPE}"
+interval = 1.0
+audit_log = "{layout.audit_log}"
+
+[patroni]
+urls = [{urls}]
+user = "{REST_USER}"
+password_file = "{layout.rest_password_file}"
+
+[postgres]
+user = "{MONITOR_USER}"
+dbname = "{DBNAME}"
+passfile = "{layout.pgpass}"
+operator_user = "{OPERATOR_USER}"
+
+[haproxy]
+url = "{layout.stats_url}"
+socket = "{layout.haproxy_socket}"
+
+[lab]
+base_port = {layout.base_port}
+state_dir = "{layout.state_dir}"
+"""

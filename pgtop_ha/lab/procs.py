@@ -1,0 +1,230 @@
+"""Starting, tracking and ending the lab's processes, always by PID."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunAs:
+    """The OS identity lab processes run under (None: the current user)."""
+
+    uid: int | None = None
+    gid: int | None = None
+    home: str | None = None
+
+
+def start_time(pid: int) -> int | None:
+    """The kernel start time of ``pid`` (guards against a reused PID), or None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # comm may contain spaces and parentheses: split after the last ')'.
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[19])
+
+
+def alive(pid: int, started: int | None = None) -> bool:
+    """Whether ``pid`` runs (and, given ``started``, is the same process) and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] in ("Z", "X"):
+        return False
+    return started is None or int(fields[19]) == started
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    log: Path,
+    run_as: RunAs,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` detached in its own session, output appended to ``log``."""
+    full_env = dict(os.environ if env is None else env)
+    if run_as.home:
+        full_env["HOME"] = run_as.home
+    with log.open("ab") as out:
+        kwargs: dict[str, object] = {}
+        if run_as.uid is not None:
+            kwargs.update(user=run_as.uid, group=run_as.gid, extra_groups=[])
+        return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=full_env,
+            cwd=str(cwd) if cwd else None,
+            start_new_session=True,
+            **kwargs,
+        )
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    run_as: RunAs,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 120,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` to completion as the lab user and return its output."""
+    full_env = dict(os.environ if env is None else env)
+    if run_as.home:
+        full_env["HOME"] = run_as.home
+    kwargs: dict[str, object] = {}
+    if run_as.uid is not None:
+        kwargs.update(user=run_as.uid, group=run_as.gid, extra_groups=[])
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=str(cwd) if cwd else None,
+        timeout=timeout,
+        check=check,
+        **kwargs,
+    )
+
+
+def wait_gone(pids: Iterable[int], deadline: float) -> list[int]:
+    """Poll until every PID has exited or the monotonic ``deadline`` passes; return survivors."""
+    left = [p for p in pids if alive(p)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = [p for p in left if alive(p)]
+    return left
+
+
+def terminate(pids: Iterable[int], grace: float = 20.0) -> None:
+    """SIGTERM the PIDs, wait up to ``grace`` seconds, then SIGKILL survivors."""
+    pids = [p for p in pids if alive(p)]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)  # a frozen process cannot act on SIGTERM
+            os.kill(pid, signal.SIGTERM)
+    for pid in wait_gone(pids, time.monotonic() + grace):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    wait_gone(pids, time.monotonic() + 5)
+
+
+def _ancestors() -> set[int]:
+    pid, seen = os.getpid(), set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return seen
+
+
+def pids_under(directory: Path, uid: int | None = None) -> list[int]:
+    """PIDs of ``uid`` working inside ``directory``: the processes the lab started there.
+
+    Daemons are started with their working directory in the lab's state directory, and so are
+    the processes they fork (postgres backends, pgBackRest's async workers); this finds them by
+    that, never by name. Our own process and its ancestors are never included.
+    """
+    root = str(directory.resolve())
+    uid = os.getuid() if uid is None else uid
+    mine = _ancestors()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in mine:
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            owner = entry.stat().st_uid
+        except OSError:
+            continue
+        if owner == uid and (cwd == root or cwd.startswith(root + "/")) and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def postmaster_pid(data_dir: Path) -> int | None:
+    """The postmaster PID from ``postmaster.pid`` if that process runs."""
+    try:
+        first = (data_dir / "postmaster.pid").read_text().split("\n", 1)[0]
+        pid = int(first)
+    except (OSError, ValueError):
+        return None
+    return pid if alive(pid) else None
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid``."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+class PidBook:
+    """The lab's record of what it started: name -> (pid, start time), kept in a JSON file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def load(self) -> dict[str, tuple[int, int | None]]:
+        """Every recorded process."""
+        try:
+            raw = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return {k: (int(v[0]), v[1]) for k, v in raw.items()}
+
+    def record(self, name: str, pid: int) -> None:
+        """Remember that ``name`` runs as ``pid``."""
+        book = self.load()
+        book[name] = (pid, start_time(pid))
+        self._save(book)
+
+    def forget(self, name: str) -> None:
+        """Drop ``name`` from the record."""
+        book = self.load()
+        book.pop(name, None)
+        self._save(book)
+
+    def running(self, name: str) -> int | None:
+        """The PID of ``name`` if the very process recorded still runs."""
+        entry = self.load().get(name)
+        if entry is None:
+            return None
+        pid, started = entry
+        return pid if alive(pid, started) else None
+
+    def _save(self, book: dict[str, tuple[int, int | None]]) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({k: list(v) for k, v in book.items()}, indent=1))
+        tmp.replace(self.path)
+
+
+def poll(condition: Callable[[], bool], timeout: float, interval: float = 0.25) -> bool:
+    """Poll ``condition`` until true or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if condition():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)

@@ -1,0 +1,344 @@
+"""Pure derivations from snapshots: lag per stage, rates between cycles, slot presence, WAL math.
+
+Nothing here does I/O or reads a clock: every time comes from the snapshots themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from pgtop_ha.models.base import Frozen
+from pgtop_ha.models.snapshot import (
+    ClusterSnapshot,
+    CopyProgress,
+    NodeSnapshot,
+    Replication,
+)
+
+_WAL_NAME = re.compile(r"^([0-9A-Fa-f]{8})([0-9A-Fa-f]{8})([0-9A-Fa-f]{8})(\.partial|\.[0-9A-Fa-f]{8}\.backup)?$")
+_LSN_TEXT = re.compile(r"^([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})$")
+
+
+class WalFileNameError(ValueError):
+    """A string that is not a WAL segment file name (e.g. a .history file)."""
+
+
+# --- WAL arithmetic ---------------------------------------------------------------------------
+
+
+def parse_lsn(text: str) -> int:
+    """An LSN like ``0/3000060`` as an integer; ValueError if not one."""
+    match = _LSN_TEXT.match(text.strip())
+    if match is None:
+        raise ValueError(f"{text!r} is not an LSN like 0/3000060")
+    return (int(match.group(1), 16) << 32) | int(match.group(2), 16)
+
+
+def format_lsn(lsn: int) -> str:
+    """An integer LSN in PostgreSQL's ``X/X`` notation."""
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
+def _segments_per_xlogid(wal_segment_size: int) -> int:
+    if wal_segment_size <= 0 or wal_segment_size & (wal_segment_size - 1):
+        raise WalFileNameError(f"wal_segment_size {wal_segment_size} is not a power of two")
+    return max(1, 0x100000000 // wal_segment_size)
+
+
+def walfile_timeline(name: str) -> int:
+    """The timeline of a WAL file name (its first 8 hex digits); WalFileNameError if not one."""
+    match = _WAL_NAME.match(name)
+    if match is None:
+        raise WalFileNameError(f"{name!r} is not a WAL segment file name")
+    return int(match.group(1), 16)
+
+
+def walfile_segno(name: str, wal_segment_size: int) -> int:
+    """The segment number of a WAL file name: log × (2^32 / segment size) + seg.
+
+    Raises WalFileNameError for anything else (``.history`` files, junk, a seg beyond the range).
+    """
+    match = _WAL_NAME.match(name)
+    if match is None:
+        raise WalFileNameError(f"{name!r} is not a WAL segment file name")
+    per_id = _segments_per_xlogid(wal_segment_size)
+    log, seg = int(match.group(2), 16), int(match.group(3), 16)
+    if seg >= per_id:
+        raise WalFileNameError(f"{name!r}: segment {seg:X} is out of range for this segment size")
+    return log * per_id + seg
+
+
+def lsn_segno(lsn: int, wal_segment_size: int) -> int:
+    """The segment number holding ``lsn``."""
+    _segments_per_xlogid(wal_segment_size)
+    return lsn // wal_segment_size
+
+
+def segments_behind(
+    current_lsn: int | None, last_archived_wal: str | None, wal_segment_size: int | None
+) -> int | None:
+    """Complete segments written but not archived yet (None when it cannot be known)."""
+    if current_lsn is None or not last_archived_wal or not wal_segment_size:
+        return None
+    try:
+        archived = walfile_segno(last_archived_wal, wal_segment_size)
+        current = lsn_segno(current_lsn, wal_segment_size)
+    except WalFileNameError:
+        return None
+    # The segment being written is not complete yet, so it is not "behind".
+    return max(0, current - archived - 1)
+
+
+# --- lag per stage ---------------------------------------------------------------------------
+
+
+def lag_bytes(reference: int | None, lsn: int | None) -> int | None:
+    """Bytes from ``lsn`` up to ``reference``; None when unknown (startup senders report 0)."""
+    if reference is None or lsn is None or lsn <= 0:
+        return None
+    return max(0, reference - lsn)
+
+
+def with_lag(row: Replication, current_lsn: int | None) -> Replication:
+    """A pg_stat_replication row with its sent/write/flush/replay lag in bytes filled in."""
+    return row.model_copy(
+        update={
+            "sent_lag_bytes": lag_bytes(current_lsn, row.sent_lsn),
+            "write_lag_bytes": lag_bytes(current_lsn, row.write_lsn),
+            "flush_lag_bytes": lag_bytes(current_lsn, row.flush_lsn),
+            "replay_lag_bytes": lag_bytes(current_lsn, row.replay_lsn),
+        }
+    )
+
+
+def reference_lsn(node: NodeSnapshot) -> int | None:
+    """The node's own WAL position: current on a primary, replayed (else received) on a standby."""
+    if node.in_recovery:
+        return node.replay_lsn if node.replay_lsn is not None else node.receive_lsn
+    return node.current_lsn
+
+
+def standby_lag_bytes(node: NodeSnapshot) -> int | None:
+    """Received but not yet replayed bytes on a standby."""
+    if not node.in_recovery:
+        return None
+    return lag_bytes(node.receive_lsn, node.replay_lsn)
+
+
+# --- COPY --------------------------------------------------------------------------------------
+
+
+class CopyEstimate(Frozen):
+    """How far a COPY is: percent done and the total it is measured against."""
+
+    percent: float | None = None
+    estimated_total_bytes: int | None = None
+
+
+def copy_estimate(row: CopyProgress) -> CopyEstimate:
+    """Percent done from bytes_total, else from the table's tuple count, else from its size.
+
+    bytes_total is 0 for COPY TO/FROM a pipe (a tablesync, ``\\copy``): then the relation's
+    reltuples (or its size on disk) is the best guess at the end.
+    """
+    done = row.bytes_processed
+    if row.bytes_total and done is not None:
+        return CopyEstimate(
+            percent=min(100.0, 100.0 * done / row.bytes_total), estimated_total_bytes=row.bytes_total
+        )
+    tuples = row.tuples_processed
+    if row.relation_tuples and row.relation_tuples > 0 and tuples is not None:
+        fraction = min(1.0, tuples / row.relation_tuples)
+        total = int(done / fraction) if done and fraction > 0 else None
+        return CopyEstimate(percent=100.0 * fraction, estimated_total_bytes=total)
+    if row.relation_size_bytes and done is not None:
+        return CopyEstimate(
+            percent=min(100.0, 100.0 * done / row.relation_size_bytes),
+            estimated_total_bytes=row.relation_size_bytes,
+        )
+    return CopyEstimate()
+
+
+# --- rates between consecutive snapshots --------------------------------------------------------
+
+
+def rate(
+    before: float | None, after: float | None, t0: datetime | None, t1: datetime | None
+) -> float | None:
+    """Change per second of a counter; None when unknown, time did not move or it was reset."""
+    if before is None or after is None or t0 is None or t1 is None:
+        return None
+    seconds = (t1 - t0).total_seconds()
+    if seconds <= 0 or after < before:
+        return None
+    return (after - before) / seconds
+
+
+def _times(
+    prev: ClusterSnapshot, cur: ClusterSnapshot, a: NodeSnapshot, b: NodeSnapshot
+) -> tuple[datetime | None, datetime | None]:
+    # A node's own last_ok_at is when its numbers were read; fall back to the snapshot time.
+    if a.error or b.error:
+        return None, None
+    return a.last_ok_at or prev.taken_at, b.last_ok_at or cur.taken_at
+
+
+def _pairs(prev: ClusterSnapshot, cur: ClusterSnapshot) -> list[tuple[NodeSnapshot, NodeSnapshot]]:
+    before = {n.name: n for n in prev.nodes}
+    return [(before[n.name], n) for n in cur.nodes if n.name in before]
+
+
+class NodeRates(Frozen):
+    """Per-second rates of one node between two snapshots."""
+
+    wal_bytes_s: float | None = None
+    replay_bytes_s: float | None = None
+    receive_bytes_s: float | None = None
+    archived_segments_s: float | None = None
+    archive_failures_s: float | None = None
+    ready_growth_s: float | None = None
+
+
+def _signed_rate(
+    before: float | None, after: float | None, t0: datetime | None, t1: datetime | None
+) -> float | None:
+    if before is None or after is None or t0 is None or t1 is None:
+        return None
+    seconds = (t1 - t0).total_seconds()
+    return None if seconds <= 0 else (after - before) / seconds
+
+
+def node_rates(prev: ClusterSnapshot, cur: ClusterSnapshot) -> dict[str, NodeRates]:
+    """WAL, replay and archiver rates per node name (archiver queue growth may be negative)."""
+    out: dict[str, NodeRates] = {}
+    for a, b in _pairs(prev, cur):
+        t0, t1 = _times(prev, cur, a, b)
+        same_role = a.in_recovery == b.in_recovery
+        arch_a, arch_b = a.archiver, b.archiver
+        out[b.name] = NodeRates(
+            wal_bytes_s=rate(a.current_lsn, b.current_lsn, t0, t1) if same_role else None,
+            replay_bytes_s=rate(a.replay_lsn, b.replay_lsn, t0, t1) if same_role else None,
+            receive_bytes_s=rate(a.receive_lsn, b.receive_lsn, t0, t1) if same_role else None,
+            archived_segments_s=rate(
+                arch_a.archived_count if arch_a else None,
+                arch_b.archived_count if arch_b else None,
+                t0,
+                t1,
+            ),
+            archive_failures_s=rate(
+                arch_a.failed_count if arch_a else None,
+                arch_b.failed_count if arch_b else None,
+                t0,
+                t1,
+            ),
+            ready_growth_s=_signed_rate(
+                arch_a.ready_count if arch_a else None,
+                arch_b.ready_count if arch_b else None,
+                t0,
+                t1,
+            ),
+        )
+    return out
+
+
+class SlotRates(Frozen):
+    """Per-second rates of one slot's decoding statistics."""
+
+    spill_bytes_s: float | None = None
+    stream_bytes_s: float | None = None
+    total_bytes_s: float | None = None
+    confirmed_bytes_s: float | None = None
+
+
+def slot_rates(prev: ClusterSnapshot, cur: ClusterSnapshot) -> dict[tuple[str, str], SlotRates]:
+    """Spill/stream/total decoding bytes per second, keyed by (node, slot)."""
+    out: dict[tuple[str, str], SlotRates] = {}
+    for a, b in _pairs(prev, cur):
+        t0, t1 = _times(prev, cur, a, b)
+        before = {s.slot_name: s for s in a.slots}
+        for slot in b.slots:
+            old = before.get(slot.slot_name)
+            if old is None:
+                continue
+            out[(b.name, slot.slot_name)] = SlotRates(
+                spill_bytes_s=rate(old.spill_bytes, slot.spill_bytes, t0, t1),
+                stream_bytes_s=rate(old.stream_bytes, slot.stream_bytes, t0, t1),
+                total_bytes_s=rate(old.total_bytes, slot.total_bytes, t0, t1),
+                confirmed_bytes_s=rate(old.confirmed_flush_lsn, slot.confirmed_flush_lsn, t0, t1),
+            )
+    return out
+
+
+class CopyRate(Frozen):
+    """Throughput of one COPY and when it should finish."""
+
+    bytes_s: float | None = None
+    tuples_s: float | None = None
+    eta_s: float | None = None
+
+
+def copy_rates(prev: ClusterSnapshot, cur: ClusterSnapshot) -> dict[tuple[str, int], CopyRate]:
+    """COPY bytes/s, tuples/s and ETA in seconds, keyed by (node, pid)."""
+    out: dict[tuple[str, int], CopyRate] = {}
+    for a, b in _pairs(prev, cur):
+        t0, t1 = _times(prev, cur, a, b)
+        before = {c.pid: c for c in a.copy_progress}
+        for row in b.copy_progress:
+            old = before.get(row.pid)
+            if old is None or old.relation != row.relation:
+                continue
+            speed = rate(old.bytes_processed, row.bytes_processed, t0, t1)
+            total = row.estimated_total_bytes or row.bytes_total or None
+            eta = None
+            if speed and total is not None and row.bytes_processed is not None:
+                eta = max(0.0, (total - row.bytes_processed) / speed)
+            out[(b.name, row.pid)] = CopyRate(
+                bytes_s=speed,
+                tuples_s=rate(old.tuples_processed, row.tuples_processed, t0, t1),
+                eta_s=eta,
+            )
+    return out
+
+
+# --- slot presence across members --------------------------------------------------------------
+
+
+class SlotPresence(Frozen):
+    """Which permanent slots each member has: True, False, or None when the node was not read."""
+
+    members: tuple[str, ...] = ()
+    slots: tuple[str, ...] = ()
+    present: dict[str, dict[str, bool | None]] = {}
+
+    def missing(self) -> dict[str, tuple[str, ...]]:
+        """Slot name → members known to lack it."""
+        return {
+            slot: tuple(m for m in self.members if self.present[slot].get(m) is False)
+            for slot in self.slots
+            if any(self.present[slot].get(m) is False for m in self.members)
+        }
+
+
+def permanent_slot_names(snapshot: ClusterSnapshot) -> tuple[str, ...]:
+    """Patroni's permanent slots (from /config), sorted."""
+    config = snapshot.patroni_config
+    return tuple(sorted(config.permanent_slots)) if config else ()
+
+
+def slot_presence(snapshot: ClusterSnapshot, slots: tuple[str, ...] | None = None) -> SlotPresence:
+    """The matrix of permanent slots (default: Patroni's) across every member's PostgreSQL."""
+    names = permanent_slot_names(snapshot) if slots is None else slots
+    members = tuple(m.name for m in snapshot.members) or tuple(n.name for n in snapshot.nodes)
+    nodes = {n.name: n for n in snapshot.nodes}
+    present: dict[str, dict[str, bool | None]] = {}
+    for slot in names:
+        row: dict[str, bool | None] = {}
+        for member in members:
+            node = nodes.get(member)
+            if node is None or node.error or not node.reachable:
+                row[member] = None
+            else:
+                row[member] = any(s.slot_name == slot for s in node.slots)
+        present[slot] = row
+    return SlotPresence(members=members, slots=names, present=present)

@@ -1,0 +1,268 @@
+"""OK/WARN/CRIT from thresholds, and the cluster's current problems: pure, no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import IntEnum
+from typing import Protocol
+
+from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer, Member, NodeSnapshot
+
+
+class Level(IntEnum):
+    """How bad a value is; ordered so max() gives the worst."""
+
+    OK = 0
+    WARN = 1
+    CRIT = 2
+
+    @property
+    def word(self) -> str:
+        """The level as a word with a symbol, readable without colour."""
+        return _WORDS[self]
+
+
+_WORDS = {Level.OK: "✔ OK", Level.WARN: "▲ WARN", Level.CRIT: "✖ CRIT"}
+
+
+class ThresholdsLike(Protocol):
+    """The limits health needs (settings.Thresholds has them; models must not import settings)."""
+
+    @property
+    def lag_warn_bytes(self) -> int: ...
+    @property
+    def lag_crit_bytes(self) -> int: ...
+    @property
+    def lag_warn_s(self) -> float: ...
+    @property
+    def lag_crit_s(self) -> float: ...
+    @property
+    def slot_retained_warn_bytes(self) -> int: ...
+    @property
+    def slot_retained_crit_bytes(self) -> int: ...
+    @property
+    def archive_ready_warn(self) -> int: ...
+    @property
+    def archive_ready_crit(self) -> int: ...
+    @property
+    def stale_warn_s(self) -> float: ...
+    @property
+    def stale_crit_s(self) -> float: ...
+
+
+def grade(value: float | None, warn: float, crit: float) -> Level:
+    """OK below ``warn``, WARN from ``warn``, CRIT from ``crit``; unknown is OK."""
+    if value is None:
+        return Level.OK
+    if value >= crit:
+        return Level.CRIT
+    if value >= warn:
+        return Level.WARN
+    return Level.OK
+
+
+def lag_level(t: ThresholdsLike, lag_bytes: int | None, lag_s: float | None = None) -> Level:
+    """Replication lag graded by bytes and by seconds, the worse of the two."""
+    return max(
+        grade(lag_bytes, t.lag_warn_bytes, t.lag_crit_bytes),
+        grade(lag_s, t.lag_warn_s, t.lag_crit_s),
+    )
+
+
+def retained_level(t: ThresholdsLike, retained: int | None) -> Level:
+    """A slot's retained WAL graded."""
+    return grade(retained, t.slot_retained_warn_bytes, t.slot_retained_crit_bytes)
+
+
+def ready_level(t: ThresholdsLike, ready: int | None) -> Level:
+    """The archiver's .ready queue graded."""
+    return grade(ready, t.archive_ready_warn, t.archive_ready_crit)
+
+
+def stale_level(t: ThresholdsLike, age_s: float | None) -> Level:
+    """Seconds since the last fresh data graded; never seen at all is CRIT."""
+    if age_s is None:
+        return Level.CRIT
+    return grade(age_s, t.stale_warn_s, t.stale_crit_s)
+
+
+def age_s(now: datetime, then: datetime | None) -> float | None:
+    """Seconds from ``then`` to ``now`` (never negative), None when unknown."""
+    if then is None:
+        return None
+    return max(0.0, (now - then).total_seconds())
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong right now, for the overview's worst-problems list."""
+
+    level: Level
+    node: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Pools:
+    """How HAProxy backends are told apart: substrings of writer and reader backend names."""
+
+    writer: Sequence[str]
+    reader: Sequence[str]
+
+    def kind(self, proxy: str) -> str | None:
+        """'writer', 'reader' or None for a backend name."""
+        low = proxy.lower()
+        if any(s.lower() in low for s in self.writer):
+            return "writer"
+        if any(s.lower() in low for s in self.reader):
+            return "reader"
+        return None
+
+
+def is_up(server: HAProxyServer) -> bool:
+    """True when HAProxy would send traffic to the server (UP, or UP going down)."""
+    return (server.status or "").upper().startswith("UP")
+
+
+def routes(snapshot: ClusterSnapshot, pools: Pools, kind: str) -> dict[str, HAProxyServer]:
+    """The servers of the ``kind`` pool by server name (the member name in a standard setup)."""
+    out: dict[str, HAProxyServer] = {}
+    for srv in snapshot.haproxy.servers:
+        if pools.kind(srv.proxy) == kind:
+            # Several writer backends may list one member: keep the UP one.
+            if srv.server not in out or is_up(srv):
+                out[srv.server] = srv
+    return out
+
+
+def is_leader(member: Member | None) -> bool:
+    """Patroni calls this member the leader (or standby leader)."""
+    if member is None:
+        return False
+    role = (member.role or member.own_role or "").lower()
+    return role in ("leader", "standby_leader", "primary", "master")
+
+
+def _pg_primary(node: NodeSnapshot | None) -> bool | None:
+    if node is None or not node.reachable or node.in_recovery is None:
+        return None
+    return not node.in_recovery
+
+
+def member_problems(
+    snapshot: ClusterSnapshot, name: str, t: ThresholdsLike, pools: Pools, now: datetime
+) -> list[Problem]:
+    """What is wrong with one member, worst first; contradictions between sources included."""
+    m = snapshot.member(name)
+    n = snapshot.node(name)
+    writers = routes(snapshot, pools, "writer")
+    w = writers.get(name)
+    routed = w is not None and is_up(w)
+    leader = is_leader(m)
+    out: list[Problem] = []
+    pg_down = n is not None and not n.reachable
+    if pg_down and leader and routed:
+        out.append(Problem(Level.CRIT, name, "PG DOWN, still routed (Patroni leader, HAProxy writer UP)"))
+    elif pg_down and leader:
+        out.append(Problem(Level.CRIT, name, "PG DOWN on the Patroni leader"))
+    elif pg_down and routed:
+        out.append(Problem(Level.CRIT, name, "PG DOWN, HAProxy still routes writes here"))
+    elif pg_down:
+        out.append(Problem(Level.CRIT, name, "PostgreSQL unreachable"))
+    if m is not None and not m.reachable:
+        # No age in the text: a problem keeps its row (and its key) while it lasts.
+        out.append(Problem(Level.CRIT, name, "Patroni REST unreachable"))
+    pg_primary = _pg_primary(n)
+    if leader and pg_primary is False and (m is None or m.role != "standby_leader"):
+        out.append(Problem(Level.CRIT, name, "Patroni leader but PG in recovery"))
+    if m is not None and not leader and pg_primary is True:
+        out.append(Problem(Level.CRIT, name, "PG primary but Patroni says " + (m.role or "?")))
+    if routed and m is not None and not leader:
+        out.append(Problem(Level.CRIT, name, "HAProxy routes writes to a non-leader"))
+    if m is not None and m.state and m.state not in ("running", "streaming"):
+        level = Level.CRIT if m.state in ("crashed", "stopped", "start failed") else Level.WARN
+        out.append(Problem(level, name, f"Patroni state {m.state}"))
+    if m is not None and not leader:
+        lv = lag_level(t, m.lag_bytes)
+        if lv > Level.OK:
+            out.append(Problem(lv, name, f"replica lag {human_bytes(m.lag_bytes)}"))
+    if m is not None and m.pending_restart:
+        out.append(Problem(Level.WARN, name, "pending restart"))
+    return out
+
+
+def human_bytes(value: int | None) -> str:
+    """Bytes with a binary unit and at most 3 significant digits (noise stays hidden)."""
+    if value is None:
+        return "-"
+    size = float(value)
+    sign = "-" if size < 0 else ""
+    size = abs(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            if unit == "B":
+                return f"{sign}{int(size)} B"
+            return f"{sign}{size:.1f} {unit}" if size < 10 else f"{sign}{size:.0f} {unit}"
+        size /= 1024
+    return f"{sign}{size:.0f} PiB"  # unreachable: the loop returns at TiB
+
+
+def cluster_problems(
+    snapshot: ClusterSnapshot, t: ThresholdsLike, pools: Pools, now: datetime
+) -> list[Problem]:
+    """Every current problem of the cluster, worst first (stable within a level)."""
+    names = _names(snapshot)
+    out: list[Problem] = []
+    leaders = [m.name for m in snapshot.members if is_leader(m)]
+    if snapshot.members and not leaders:
+        out.append(Problem(Level.CRIT, None, "no leader: Patroni has no primary"))
+    if len(leaders) > 1:
+        out.append(Problem(Level.CRIT, None, "several leaders: " + ", ".join(leaders)))
+    up_writers = [s for s, srv in routes(snapshot, pools, "writer").items() if is_up(srv)]
+    if snapshot.haproxy.servers and not up_writers:
+        out.append(Problem(Level.CRIT, None, "HAProxy has no writer UP"))
+    if len(up_writers) > 1:
+        out.append(Problem(Level.CRIT, None, "HAProxy writer UP on " + ", ".join(up_writers)))
+    if snapshot.haproxy.error:
+        out.append(Problem(Level.WARN, None, f"HAProxy stats: {snapshot.haproxy.error}"))
+    if snapshot.cluster.pause:
+        out.append(Problem(Level.WARN, None, "cluster in maintenance mode (paused)"))
+    for name in names:
+        out.extend(member_problems(snapshot, name, t, pools, now))
+        out.extend(_node_problems(snapshot.node(name), t))
+    out.extend(Problem(Level.WARN, None, e) for e in snapshot.errors)
+    return sorted(out, key=lambda p: -p.level)
+
+
+def _node_problems(n: NodeSnapshot | None, t: ThresholdsLike) -> Iterable[Problem]:
+    if n is None or not n.reachable:
+        return
+    for slot in n.slots:
+        lv = retained_level(t, slot.retained_bytes)
+        if slot.wal_status == "lost":
+            lv = Level.CRIT
+        if lv > Level.OK:
+            yield Problem(lv, n.name, f"slot {slot.slot_name} retains {human_bytes(slot.retained_bytes)}")
+    a = n.archiver
+    if a is not None:
+        lv = ready_level(t, a.ready_count)
+        if lv > Level.OK:
+            yield Problem(lv, n.name, f"archiver: {a.ready_count} segments waiting")
+    for r in n.replication:
+        lv = lag_level(t, r.replay_lag_bytes, r.replay_lag_s)
+        if lv > Level.OK:
+            yield Problem(lv, n.name, f"standby {r.application_name} replay lag")
+
+
+def _names(snapshot: ClusterSnapshot) -> list[str]:
+    """Member names in a stable order: Patroni's, then nodes Patroni did not list."""
+    names = [m.name for m in snapshot.members]
+    names += [n.name for n in snapshot.nodes if n.name not in names]
+    return sorted(names)
+
+
+def member_names(snapshot: ClusterSnapshot) -> list[str]:
+    """Every member or node name in the snapshot, sorted."""
+    return _names(snapshot)

@@ -1,0 +1,1 @@
+"""The Textual console: app, screens, panes and themes."""

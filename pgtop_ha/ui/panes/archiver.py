@@ -1,0 +1,80 @@
+"""Archiver pane: per node, the .ready queue, segments behind, last archived, failures, trend."""
+
+from __future__ import annotations
+
+from pgtop_ha.models.health import Level, age_s, ready_level
+from pgtop_ha.ui.format import age, sparkline
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num, state
+
+COLUMNS = (
+    Column("node", "Node"),
+    Column("health", "Health"),
+    Column("ready", "Ready", right=True),
+    Column("behind", "Behind", right=True),
+    Column("last", "Last archived"),
+    Column("last_age", "Age", right=True),
+    Column("archived", "Archived", right=True),
+    Column("failed", "Failed", right=True),
+    Column("failed_age", "Last fail", right=True),
+    Column("trend", "Ready trend"),
+)
+
+
+def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """One row per node that reports an archiver (a standby's counters stay near zero)."""
+    out = []
+    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        a = node.archiver
+        if a is None:
+            reason = node.unavailable.get("archiver") or (node.error if not node.reachable else None)
+            out.append(
+                Row(
+                    key=node.name,
+                    node=node.name,
+                    cells=(cell(node.name), cell("?"), cell(reason or "no data"), *[cell("")] * 7),
+                )
+            )
+            continue
+        level = ready_level(ctx.thresholds, a.ready_count)
+        fail_age = age_s(ctx.now, a.last_failed_time)
+        ok_age = age_s(ctx.now, a.last_archived_time)
+        failing = a.last_failed_time is not None and (
+            a.last_archived_time is None or a.last_failed_time > a.last_archived_time
+        )
+        if failing:
+            level = max(level, Level.WARN)
+        history: list[float | None] = []
+        for snap in ctx.history[-9:]:
+            old = snap.node(node.name)
+            history.append(
+                None if old is None or old.archiver is None else old.archiver.ready_count
+            )
+        history.append(a.ready_count)
+        out.append(
+            Row(
+                key=node.name,
+                node=node.name,
+                cells=(
+                    cell(node.name),
+                    state(level),
+                    num(_n(a.ready_count), a.ready_count, ready_level(ctx.thresholds, a.ready_count)),
+                    num(_n(a.segments_behind), a.segments_behind),
+                    cell(a.last_archived_wal or "-"),
+                    num(age(ok_age), ok_age),
+                    num(_n(a.archived_count), a.archived_count),
+                    num(_n(a.failed_count), a.failed_count, Level.WARN if failing else None),
+                    num(age(fail_age) if failing or fail_age is not None else "-", fail_age,
+                        Level.WARN if failing else None),
+                    cell(sparkline(history), sort=float(a.ready_count or 0)),
+                ),
+            )
+        )
+    return out
+
+
+def _n(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+PANE = PaneSpec("archiver", "Archiver", "6", COLUMNS, rows)

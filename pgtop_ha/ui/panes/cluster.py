@@ -1,0 +1,121 @@
+"""Cluster pane: one row per member, Patroni, PostgreSQL and HAProxy side by side."""
+
+from __future__ import annotations
+
+from pgtop_ha.models.health import (
+    Level,
+    age_s,
+    is_leader,
+    is_up,
+    lag_level,
+    member_names,
+    member_problems,
+    routes,
+)
+from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
+from pgtop_ha.ui.format import age, human_bytes
+from pgtop_ha.ui.panes.base import Cell, Column, Context, PaneSpec, Row, cell, num, state
+
+COLUMNS = (
+    Column("member", "Member"),
+    Column("health", "Health"),
+    Column("problem", "Problem"),
+    Column("role", "Role"),
+    Column("pg", "PG"),
+    Column("writer", "Writer"),
+    Column("reader", "Reader"),
+    Column("tl", "TL", right=True),
+    Column("lag", "Lag", right=True),
+    Column("reach", "Reach"),
+    Column("state", "Patroni"),
+    Column("restart", "Restart"),
+    Column("pause", "Pause"),
+)
+
+
+def _route(srv: HAProxyServer | None, leader: bool, writer: bool) -> tuple[str, Level | None]:
+    if srv is None:
+        return "-", None
+    text = srv.status or "?"
+    up = is_up(srv)
+    if writer and up and not leader:
+        return text, Level.CRIT
+    if writer and not up and leader:
+        return text, Level.CRIT
+    if not writer and not up and not leader:
+        return text, Level.WARN
+    return text, Level.OK if up else None
+
+
+def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """One row per member: role by Patroni and by PostgreSQL, routing, lag, reachability."""
+    writers = routes(snapshot, ctx.pools, "writer")
+    readers = routes(snapshot, ctx.pools, "reader")
+    out = []
+    for name in member_names(snapshot):
+        m = snapshot.member(name)
+        n = snapshot.node(name)
+        leader = is_leader(m)
+        problems = member_problems(snapshot, name, ctx.thresholds, ctx.pools, ctx.now)
+        worst = max((p.level for p in problems), default=Level.OK)
+        problem = problems[0].text if problems else ""
+        if len(problems) > 1:
+            problem += f" (+{len(problems) - 1})"
+        if n is None:
+            pg = cell("?")
+        elif not n.reachable:
+            pg = cell("DOWN", Level.CRIT)
+        elif n.in_recovery is None:
+            pg = cell("?")
+        else:
+            pg = cell("standby" if n.in_recovery else "primary")
+        w_text, w_level = _route(writers.get(name), leader, writer=True)
+        r_text, r_level = _route(readers.get(name), leader, writer=False)
+        timeline = (m.timeline if m else None) or (n.timeline if n else None)
+        lag = None if leader or m is None else m.lag_bytes
+        lag_cell = num(human_bytes(lag) if lag is not None else "-", lag,
+                       lag_level(ctx.thresholds, lag) if lag is not None else None)
+        out.append(
+            Row(
+                key=name,
+                node=name,
+                cells=(
+                    cell(name),
+                    state(worst),
+                    cell(problem, worst if problems else None),
+                    cell((m.role or "?") if m else "not in DCS", Level.CRIT if m is None else None),
+                    pg,
+                    cell(w_text, w_level),
+                    cell(r_text, r_level),
+                    num(str(timeline) if timeline is not None else "-", timeline),
+                    lag_cell,
+                    _reach(snapshot, name, ctx),
+                    cell((m.state or "?") if m else "-"),
+                    cell("yes" if m and m.pending_restart else "-",
+                         Level.WARN if m and m.pending_restart else None),
+                    cell("yes" if (m and m.pause) or snapshot.cluster.pause else "-"),
+                ),
+            )
+        )
+    return out
+
+
+def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context) -> Cell:
+    m, n = snapshot.member(name), snapshot.node(name)
+    down = []
+    last = []
+    if m is not None and not m.reachable:
+        down.append("REST")
+        last.append(m.last_ok_at)
+    if n is not None and not n.reachable:
+        down.append("PG")
+        last.append(n.last_ok_at)
+    if not down:
+        return cell("ok", Level.OK)
+    known = [t for t in last if t is not None]
+    since = age_s(ctx.now, max(known)) if known else None
+    ago = f" {age(since)}" if since is not None else " never"
+    return cell("✖ " + "+".join(down) + ago, Level.CRIT, since or 0.0)
+
+
+PANE = PaneSpec("cluster", "Cluster", "1", COLUMNS, rows, sort=None)

@@ -1,0 +1,29 @@
+"""Problems pane of the overview: the worst current problems of the cluster, worst first."""
+
+from __future__ import annotations
+
+from pgtop_ha.models.health import cluster_problems
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, dedupe, state
+
+COLUMNS = (
+    Column("level", "Level"),
+    Column("node", "Node"),
+    Column("text", "Problem"),
+)
+
+
+def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """Every current problem; keyed by node and text so a lasting problem keeps its row."""
+    out = [
+        Row(
+            key=f"{p.node}|{p.text}",
+            node=p.node,
+            cells=(state(p.level), cell(p.node or "cluster"), cell(p.text, p.level)),
+        )
+        for p in cluster_problems(snapshot, ctx.thresholds, ctx.pools, ctx.now)
+    ]
+    return dedupe(out)
+
+
+PANE = PaneSpec("problems", "Problems", "0", COLUMNS, rows)

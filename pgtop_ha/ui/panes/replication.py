@@ -1,0 +1,86 @@
+"""Replication pane: per standby, state, sync, lag per stage in bytes and time, a lag sparkline."""
+
+from __future__ import annotations
+
+from pgtop_ha.models.health import Level, lag_level
+from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
+from pgtop_ha.ui.format import duration, human_bytes, sparkline
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num, state
+
+COLUMNS = (
+    Column("upstream", "From"),
+    Column("standby", "Standby"),
+    Column("health", "Health"),
+    Column("state", "State"),
+    Column("sync", "Sync"),
+    Column("sent", "Sent", right=True),
+    Column("write", "Write", right=True),
+    Column("flush", "Flush", right=True),
+    Column("replay", "Replay", right=True),
+    Column("write_s", "Write t", right=True),
+    Column("flush_s", "Flush t", right=True),
+    Column("replay_s", "Replay t", right=True),
+    Column("trend", "Replay lag"),
+)
+
+
+def _name(r: Replication) -> str:
+    return r.application_name or (str(r.pid) if r.pid is not None else "?")
+
+
+def _history(ctx: Context, upstream: str, name: str) -> list[float | None]:
+    out: list[float | None] = []
+    for snap in ctx.history[-9:]:
+        node = snap.node(upstream)
+        match = None if node is None else next(
+            (r for r in node.replication if _name(r) == name), None
+        )
+        out.append(None if match is None else match.replay_lag_bytes)
+    return out
+
+
+def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """One row per walsender on every reachable node (the primary, and cascading standbys)."""
+    out = []
+    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        if not node.reachable:
+            continue
+        for r in node.replication:
+            name = _name(r)
+            level = lag_level(ctx.thresholds, r.replay_lag_bytes, r.replay_lag_s)
+            if r.state not in (None, "streaming"):
+                level = max(level, Level.WARN)
+            trend = [*_history(ctx, node.name, name), r.replay_lag_bytes]
+            out.append(
+                Row(
+                    key=f"{node.name}|{name}",
+                    node=name,
+                    cells=(
+                        cell(node.name),
+                        cell(name),
+                        state(level),
+                        cell(r.state or "?", Level.WARN if r.state != "streaming" else None),
+                        cell(r.sync_state or "?"),
+                        num(human_bytes(r.sent_lag_bytes), r.sent_lag_bytes),
+                        num(human_bytes(r.write_lag_bytes), r.write_lag_bytes),
+                        num(human_bytes(r.flush_lag_bytes), r.flush_lag_bytes),
+                        num(
+                            human_bytes(r.replay_lag_bytes),
+                            r.replay_lag_bytes,
+                            lag_level(ctx.thresholds, r.replay_lag_bytes),
+                        ),
+                        num(duration(r.write_lag_s), r.write_lag_s),
+                        num(duration(r.flush_lag_s), r.flush_lag_s),
+                        num(
+                            duration(r.replay_lag_s),
+                            r.replay_lag_s,
+                            lag_level(ctx.thresholds, None, r.replay_lag_s),
+                        ),
+                        cell(sparkline(trend), sort=float(r.replay_lag_bytes or 0)),
+                    ),
+                )
+            )
+    return out
+
+
+PANE = PaneSpec("replication", "Replication", "3", COLUMNS, rows)
