@@ -19,18 +19,43 @@ def _console_flags() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     d = argparse.SUPPRESS
     p.add_argument("--config", type=Path, default=d, metavar="PATH", help="TOML config file")
-    p.add_argument("--patroni", action="append", default=d, metavar="URL",
-                   help="a Patroni REST URL (repeatable); members come from /cluster")
-    p.add_argument("--haproxy", default=d, metavar="URL|SOCKET",
-                   help="HAProxy stats: an http(s) URL or a unix socket path")
+    p.add_argument(
+        "--patroni",
+        action="append",
+        default=d,
+        metavar="URL",
+        help="a Patroni REST URL (repeatable); members come from /cluster",
+    )
+    p.add_argument(
+        "--haproxy",
+        default=d,
+        metavar="URL|SOCKET",
+        help="HAProxy stats: an http(s) URL or a unix socket path",
+    )
     p.add_argument("--pg-user", default=d, metavar="NAME", help="PostgreSQL role to read with")
-    p.add_argument("--patroni-user", default=d, metavar="NAME",
-                   help="Patroni REST user for actions (password: PGTOP_HA_PATRONI_PASSWORD)")
+    p.add_argument(
+        "--patroni-user",
+        default=d,
+        metavar="NAME",
+        help="Patroni REST user for actions (password: PGTOP_HA_PATRONI_PASSWORD)",
+    )
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--read-only", action="store_const", const=True, default=d, dest="read_only",
-                      help="no action exists (default inside SSH sessions)")
-    mode.add_argument("--operator", action="store_const", const=False, default=d,
-                      dest="read_only", help="allow actions even inside an SSH session")
+    mode.add_argument(
+        "--read-only",
+        action="store_const",
+        const=True,
+        default=d,
+        dest="read_only",
+        help="no action exists (default inside SSH sessions)",
+    )
+    mode.add_argument(
+        "--operator",
+        action="store_const",
+        const=False,
+        default=d,
+        dest="read_only",
+        help="allow actions even inside an SSH session",
+    )
     p.add_argument("--interval", type=float, default=d, metavar="SECONDS", help="poll interval")
     p.add_argument("--theme", default=d, metavar="NAME", help="dark, light or mono")
     return p
@@ -48,7 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     snap = sub.add_parser("snapshot", parents=[common], help="print one snapshot of the cluster")
     snap.add_argument("--json", action="store_true", help="as JSON (the default)")
     snap.add_argument("--schema", action="store_true", help="print the snapshot's JSON Schema")
-    demo = sub.add_parser("demo", parents=[common], help="bring the local lab up and open the console")
+    demo = sub.add_parser(
+        "demo", parents=[common], help="bring the local lab up and open the console"
+    )
     from pgtop_ha.lab.cli import add_lab_arguments
 
     add_lab_arguments(demo, lab_only=False)
@@ -117,6 +144,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_console(settings: Settings) -> int:
     """Build the read path, the actions (unless read-only) and the app, then run it."""
-    from pgtop_ha.ui.launch import launch
+    from pgtop_ha.collect.poller import Poller
+    from pgtop_ha.ui.app import PgtopApp
 
-    return launch(settings, read_only=resolve_read_only(settings, os.environ))
+    read_only = resolve_read_only(settings, os.environ)
+    actions = None
+    if not read_only:
+        # Imported only here: in read-only mode the write path is never even loaded.
+        from pgtop_ha.actions import build_actions
+
+        actions = build_actions(settings)
+    app = PgtopApp(settings=settings, source=Poller.from_settings(settings), actions=actions,
+                   read_only=read_only)
+    app.run()
+    return 0

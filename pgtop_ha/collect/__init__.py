@@ -1,1 +1,1 @@
-"""The read path: readers for Patroni, PostgreSQL, HAProxy and /proc, and the poller joining them."""
+"""The read path: readers of Patroni, PostgreSQL, HAProxy and /proc, and the poller."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import io
 from pathlib import Path
@@ -72,9 +73,9 @@ def csv_url(url: str) -> str:
     return url if ";csv" in url else f"{url.rstrip('/')};csv"
 
 
-async def fetch_http(http: GetOnlyClient, url: str, timeout: float) -> str:
+async def fetch_http(http: GetOnlyClient, url: str, limit_s: float) -> str:
     """The CSV text from the stats page."""
-    response = await http.get(csv_url(url), timeout=timeout)
+    response = await http.get(csv_url(url), limit_s=limit_s)
     response.raise_for_status()
     return response.text
 
@@ -94,7 +95,5 @@ async def fetch_socket(path: Path) -> str:
         return b"".join(chunks).decode("utf-8", "replace")
     finally:
         writer.close()
-        try:
+        with contextlib.suppress(OSError):
             await writer.wait_closed()
-        except OSError:
-            pass

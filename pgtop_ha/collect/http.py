@@ -69,11 +69,11 @@ class GetOnlyClient:
             headers={"Accept": "application/json, text/plain;q=0.9"},
         )
 
-    async def get(self, url: str, *, timeout: float | None = None) -> httpx.Response:
+    async def get(self, url: str, *, limit_s: float | None = None) -> httpx.Response:
         """GET ``url`` (user:password stripped) and return the response."""
         kwargs: dict[str, Any] = {}
-        if timeout is not None:
-            kwargs["timeout"] = httpx.Timeout(timeout)
+        if limit_s is not None:
+            kwargs["timeout"] = httpx.Timeout(limit_s)
         return await self._client.get(strip_userinfo(url), **kwargs)
 
     def __getattr__(self, name: str) -> Any:

@@ -87,6 +87,7 @@ def parse_cluster(data: Any) -> ClusterView:
         )
     leader = next((m.name for m in members if m.role in LEADER_ROLES), None)
     info = ClusterInfo(
+        name=as_str(body.get("scope")),
         leader=leader,
         pause=as_bool(body.get("pause")),
         scheduled_switchover=as_dict(body.get("scheduled_switchover")),
@@ -188,11 +189,10 @@ class PatroniClient:
 
     async def _json(self, url: str, what: str, *, any_status: bool = False) -> Any:
         self.requests += 1
-        response = await self._http.get(url, timeout=self._timeout)
+        response = await self._http.get(url, limit_s=self._timeout)
         # /patroni answers 503 with a full JSON body when PostgreSQL is down: still data.
-        if not any_status:
-            response.raise_for_status()
-        elif response.status_code >= 400 and not response.content.startswith(b"{"):
+        is_json = response.content.startswith(b"{")
+        if response.status_code >= 400 and not (any_status and is_json):
             response.raise_for_status()
         return decode_json(response.content, what)
 

@@ -85,25 +85,32 @@ def is_local_host(host: str | None) -> bool:
     return host is not None and (host in LOCAL_HOSTS or host.startswith("/"))
 
 
-def read_local(
-    pids: list[int], postmaster_pid: int | None, proc: Path = Path("/proc")
-) -> tuple[dict[int, Memory], str | None]:
-    """Memory of postmaster children found in this host's /proc, and a reason when none could be.
+def _read_memory(base: Path) -> tuple[Memory, Memory]:
+    status = parse_status((base / "status").read_text())
+    rollup = parse_smaps_rollup((base / "smaps_rollup").read_text())
+    return status, rollup
 
-    A pid whose PPid is not the postmaster is skipped: it is not this server's process
-    (another pid namespace, or the pid was reused).
+
+def read_local(
+    pids: list[int], backend_pid: int | None, proc: Path = Path("/proc")
+) -> tuple[dict[int, Memory], str | None, int | None]:
+    """Memory of the postmaster and its children from this host's /proc.
+
+    Returns (memory by pid, a reason when none could be read, the postmaster's pid). The
+    postmaster is our own backend's parent; a pid whose PPid is not the postmaster is skipped:
+    it is not this server's process (another pid namespace, or the pid was reused).
     """
     out: dict[int, Memory] = {}
+    if backend_pid is None:
+        return out, "no backend pid to find the postmaster by", None
+    try:
+        postmaster = parse_status((proc / str(backend_pid) / "status").read_text()).ppid
+    except (OSError, ParseError):
+        return out, "this server's processes are not in this host's /proc", None
     denied: str | None = None
-    if postmaster_pid is None or not (proc / str(postmaster_pid)).exists():
-        return out, "postmaster not found in this host's /proc (another host or container?)"
-    for pid in pids:
-        base = proc / str(pid)
+    for pid in [postmaster, *pids] if postmaster else pids:
         try:
-            status = parse_status((base / "status").read_text())
-            if status.ppid != postmaster_pid:
-                continue
-            rollup = parse_smaps_rollup((base / "smaps_rollup").read_text())
+            status, rollup = _read_memory(proc / str(pid))
         except FileNotFoundError:
             continue  # the process ended since pg_stat_activity listed it
         except PermissionError:
@@ -111,8 +118,10 @@ def read_local(
             continue
         except (OSError, ParseError):
             continue
+        if pid != postmaster and status.ppid != postmaster:
+            continue
         out[pid] = merge(rollup, status)
-    return out, (denied if not out else None)
+    return out, (denied if not out else None), postmaster
 
 
 def read_local_hugepages(proc: Path = Path("/proc")) -> tuple[int | None, int | None]:

@@ -19,10 +19,20 @@ def add_lab_arguments(parser: argparse.ArgumentParser, lab_only: bool = True) ->
     quiet = argparse.SUPPRESS  # so a subcommand's absent flag does not undo the parent's
     if lab_only:
         parser.add_argument("--config", type=Path, default=quiet, metavar="PATH", help="TOML config")
-    parser.add_argument("--base-port", type=int, default=quiet, metavar="N",
-                        help="first of the lab's ports (default 25400; uses N..N+40)")
-    parser.add_argument("--state-dir", type=Path, default=quiet, metavar="DIR",
-                        help="where the lab keeps data, logs and PIDs")
+    parser.add_argument(
+        "--base-port",
+        type=int,
+        default=quiet,
+        metavar="N",
+        help="first of the lab's ports (default 25400; uses N..N+40)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=quiet,
+        metavar="DIR",
+        help="where the lab keeps data, logs and PIDs",
+    )
 
 
 def _lab_parser(sub: Any, name: str, text: str) -> argparse.ArgumentParser:
@@ -36,8 +46,13 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
     add_lab_arguments(parser)
     sub = parser.add_subparsers(dest="lab_command", metavar="LAB_COMMAND", required=True)
     up = _lab_parser(sub, "up", "start the sandbox cluster (idempotent)")
-    up.add_argument("--rows", type=int, default=None, metavar="N",
-                    help="rows in the published table (default 1,000,000)")
+    up.add_argument(
+        "--rows",
+        type=int,
+        default=None,
+        metavar="N",
+        help="rows in the published table (default 1,000,000)",
+    )
     status = _lab_parser(sub, "status", "members with role, state, ports and PIDs")
     status.add_argument("--json", action="store_true", help="as JSON")
     _lab_parser(sub, "down", "stop everything the lab started and remove its state")
@@ -134,15 +149,21 @@ def _print_status(lab: Any, as_json: bool) -> int:
         }
         print(json.dumps(doc, indent=2))
         return 0
-    print(f"{'member':<8} {'role':<14} {'state':<12} {'TL':>3} {'pg':>6} {'rest':>6} "
-          f"{'patroni':>8} {'postmaster':>10}")
+    print(
+        f"{'member':<8} {'role':<14} {'state':<12} {'TL':>3} {'pg':>6} {'rest':>6} "
+        f"{'patroni':>8} {'postmaster':>10}"
+    )
     for m in members:
-        print(f"{m.name:<8} {m.role or '-':<14} {m.state or 'down':<12} {m.timeline or '-':>3} "
-              f"{m.pg_port:>6} {m.rest_port:>6} {m.patroni_pid or '-':>8} {m.postmaster_pid or '-':>10}")
+        print(
+            f"{m.name:<8} {m.role or '-':<14} {m.state or 'down':<12} {m.timeline or '-':>3} "
+            f"{m.pg_port:>6} {m.rest_port:>6} {m.patroni_pid or '-':>8} {m.postmaster_pid or '-':>10}"
+        )
     for name, pid in sorted(others.items()):
         print(f"{name:<8} pid {pid}")
-    print(f"writer 127.0.0.1:{lab.layout.writer_port}  reader 127.0.0.1:{lab.layout.reader_port}  "
-          f"stats {lab.layout.stats_url}")
+    print(
+        f"writer 127.0.0.1:{lab.layout.writer_port}  reader 127.0.0.1:{lab.layout.reader_port}  "
+        f"stats {lab.layout.stats_url}"
+    )
     return 0
 
 

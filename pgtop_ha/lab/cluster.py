@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +48,37 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def _claim(lock: Path) -> bool:
+    """Take ``lock`` for this process unless a live process holds it (atomic create)."""
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            try:
+                holder = int(lock.read_text() or "0")
+            except (OSError, ValueError):
+                holder = 0
+            if holder and procs.alive(holder):
+                return False
+            lock.unlink(missing_ok=True)  # its holder is gone: the claim is stale
+            continue
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(os.getpid()))
+        return True
+    return False
+
+
+def claim_layout(state_dir: Path | None, start: int = 26400, stop: int = 30000) -> Layout:
+    """A layout on a free port range, its state directory claimed atomically (for test suites)."""
+    for base in range(start, stop, 50):
+        layout = Layout(base, state_dir or Path(f"/tmp/pgtop-ha-test-{base}"))
+        if not all(_port_free(p) for p in layout.ports()):
+            continue
+        if _claim(Path(f"/tmp/pgtop-ha-port-{base}.claim")):
+            return layout
+    raise UserError(f"no free lab port range between {start} and {stop}; free some ports")
 
 
 class Lab:
@@ -131,17 +161,29 @@ class Lab:
                 continue
         return None
 
+    def own_state(self, name: str, timeout: float = 2.0) -> str | None:
+        """The state node ``name`` reports on its own GET /patroni (None when it does not answer)."""
+        try:
+            resp = httpx.get(f"{self.layout.patroni_url(self.index(name))}/patroni", timeout=timeout)
+            state = resp.json().get("state")
+        except (httpx.HTTPError, ValueError):
+            return None
+        return state if isinstance(state, str) else None
+
     def leader(self) -> str | None:
         """The member /cluster calls leader."""
         data = self.cluster() or {}
         return next((m["name"] for m in data.get("members", []) if m.get("role") == "leader"), None)
 
     def healthy(self) -> bool:
-        """One leader running and two replicas streaming."""
+        """One leader running and two replicas streaming, by /cluster and by each node itself."""
         members = (self.cluster() or {}).get("members", [])
         leaders = [m for m in members if m.get("role") == "leader" and m.get("state") == "running"]
         streaming = [m for m in members if m.get("role") != "leader" and m.get("state") == "streaming"]
-        return len(leaders) == 1 and len(streaming) == len(NODE_NAMES) - 1
+        if len(leaders) != 1 or len(streaming) != len(NODE_NAMES) - 1:
+            return False
+        # /cluster keeps a crashed member's last entry until its TTL: confirm with each node.
+        return all(self.own_state(m["name"]) == m["state"] for m in members)
 
     def index(self, name: str) -> int:
         """Index of node ``name``; a clear error for an unknown one."""
@@ -185,8 +227,7 @@ class Lab:
         state = self.layout.state_dir
         if state.exists() and any(state.iterdir()) and not self.exists():
             raise UserError(
-                f"state dir {state} is not empty and was not made by pgtop-ha lab; "
-                "choose another --state-dir"
+                f"state dir {state} is not empty and was not made by pgtop-ha lab; choose another --state-dir"
             )
         self._check_ports()
         python = self.patroni_python() if self._patroni_missing() else sys.executable
@@ -198,7 +239,7 @@ class Lab:
         self._start_etcd(tools, progress)
 
         progress.step("starting Patroni on node1..node3")
-        for i, name in enumerate(NODE_NAMES):
+        for _i, name in enumerate(NODE_NAMES):
             if not self.book.running(f"patroni-{name}"):
                 self.start_patroni(name, python=python)
         self._wait_members(progress, timeout=240)
@@ -259,9 +300,7 @@ class Lab:
         self._lab_file(layout.state_dir / "pgbackrest.conf", configs.pgbackrest_conf(layout), 0o644)
         self._lab_file(layout.state_dir / "haproxy.cfg", configs.haproxy_cfg(layout), 0o644)
         self._lab_file(layout.state_dir / "bootstrap.sql", configs.bootstrap_sql(passwords))
-        self._lab_file(
-            layout.state_dir / "bootstrap.sh", configs.bootstrap_script(layout, tools.psql), 0o700
-        )
+        self._lab_file(layout.state_dir / "bootstrap.sh", configs.bootstrap_script(layout, tools.psql), 0o700)
         for i, name in enumerate(NODE_NAMES):
             self._lab_file(
                 layout.state_dir / f"patroni-{name}.yml",
@@ -282,7 +321,7 @@ class Lab:
             progress.note("waiting for etcd /health")
             try:
                 url = f"http://127.0.0.1:{self.layout.etcd_client_port}/health"
-                return httpx.get(url, timeout=1).json().get("health") == "true"
+                return bool(httpx.get(url, timeout=1).json().get("health") == "true")
             except (httpx.HTTPError, ValueError):
                 return False
 
@@ -298,7 +337,12 @@ class Lab:
         env = {**os.environ, **configs.patroni_env(self.layout, i)}
         env.pop("PGTOP_HA_PATRONI_PASSWORD", None)
         proc = procs.spawn(
-            [python or sys.executable, "-m", "patroni", str(self.layout.state_dir / f"patroni-{name}.yml")],
+            [
+                python or sys.executable,
+                "-m",
+                "patroni",
+                str(self.layout.state_dir / f"patroni-{name}.yml"),
+            ],
             log=self.layout.log_dir / f"patroni-{name}.out",
             run_as=self.run_as,
             env=env,
@@ -389,7 +433,11 @@ class Lab:
             rate = done / max(progress.elapsed(), 0.001)
             eta = (rows - done) / rate if rate else 0
             bar = "#" * int(30 * done / rows)
-            print(f"      [{bar:<30}] {done:,}/{rows:,} rows, ETA {eta:.0f}s", file=self.out, flush=True)
+            print(
+                f"      [{bar:<30}] {done:,}/{rows:,} rows, ETA {eta:.0f}s",
+                file=self.out,
+                flush=True,
+            )
         env = {**os.environ, "PGPASSFILE": str(self.layout.pgpass)}
         result = subprocess.run(
             [str(tools.pgbench), "-i", "-s", "1", "-q", "-h", "127.0.0.1",
@@ -438,9 +486,7 @@ class Lab:
             progress.done(f"no lab in {self.layout.state_dir}: nothing to do")
             return
         if not self.exists():
-            raise UserError(
-                f"{self.layout.state_dir} was not made by pgtop-ha lab; refusing to touch it"
-            )
+            raise UserError(f"{self.layout.state_dir} was not made by pgtop-ha lab; refusing to touch it")
         progress.step("stopping HAProxy, the subscriber and Patroni (which stops PostgreSQL)")
         first = [n for n in ("haproxy", "subscriber") if self.book.running(n)]
         procs.terminate([p for n in first if (p := self.book.running(n))], grace=10)

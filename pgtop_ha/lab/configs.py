@@ -83,9 +83,7 @@ def patroni_config(layout: Layout, index: int, passwords: dict[str, str], bin_di
                         "logical_decoding_work_mem": "64kB",
                     },
                 },
-                "slots": {
-                    PERMANENT_SLOT: {"type": "logical", "database": DBNAME, "plugin": "pgoutput"}
-                },
+                "slots": {PERMANENT_SLOT: {"type": "logical", "database": DBNAME, "plugin": "pgoutput"}},
                 # A subscriber's table-sync slots are unknown to Patroni: keep it from dropping them.
                 "ignore_slots": [{"type": "logical", "plugin": "pgoutput"}],
             },
@@ -232,7 +230,7 @@ CREATE TABLE {COPY_TABLE} (id bigint PRIMARY KEY, payload text NOT NULL,
                            created_at timestamptz NOT NULL DEFAULT now());
 -- Before Patroni creates the permanent slot, so pgoutput finds the publication when decoding.
 CREATE PUBLICATION {PUBLICATION} FOR TABLE {COPY_TABLE};
-"""  # noqa: E501
+"""
 
 
 def bootstrap_script(layout: Layout, psql: Path) -> str:

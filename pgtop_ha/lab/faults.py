@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -13,7 +14,7 @@ import httpx
 from pgtop_ha.errors import UserError
 from pgtop_ha.lab import procs
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import DBNAME, NODE_NAMES, REST_USER, SUPERUSER
+from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, NODE_NAMES, REST_USER, SUPERUSER
 from pgtop_ha.lab.progress import Progress
 from pgtop_ha.lab.tools import find_tools
 
@@ -39,9 +40,13 @@ def kill_primary(lab: Lab) -> str:
 def crash(lab: Lab, node: str) -> str:
     """kill -9 a node's Patroni and postmaster: a power cut."""
     i = lab.index(node)
-    pids = [p for p in (lab.book.running(f"patroni-{node}"), procs.postmaster_pid(lab.layout.data_dir(i))) if p]
+    pids = [
+        p for p in (lab.book.running(f"patroni-{node}"), procs.postmaster_pid(lab.layout.data_dir(i))) if p
+    ]
     if not pids:
-        raise UserError(f"{node} is not running; bring it back with `pgtop-ha lab fault start-patroni {node}`")
+        raise UserError(
+            f"{node} is not running; bring it back with `pgtop-ha lab fault start-patroni {node}`"
+        )
     _signal(pids, signal.SIGKILL)
     procs.wait_gone(pids, time.monotonic() + 10)
     return f"crashed {node}: SIGKILL to {', '.join(map(str, pids))}"
@@ -69,9 +74,9 @@ def start_patroni(lab: Lab, node: str, timeout: float = 180) -> str:
     lab.start_patroni(node, python=lab.patroni_python())
 
     def back() -> bool:
-        members = {m["name"]: m for m in (lab.cluster() or {}).get("members", [])}
-        state = members.get(node, {}).get("state")
-        progress.note(f"{node} state: {state or 'not a member yet'}")
+        # Ask the node itself: after a crash /cluster still shows its stale entry until the TTL.
+        state = lab.own_state(node)
+        progress.note(f"{node} state: {state or 'REST API not answering yet'}")
         return state in ("running", "streaming")
 
     if not procs.poll(back, timeout, interval=0.5):
@@ -107,10 +112,8 @@ def thaw(lab: Lab, node: str) -> str:
     pids += [p for p in [lab.book.running(f"patroni-{node}")] if p]
     pids += procs.pids_under(lab.layout.data_dir(i), lab.run_as.uid)
     _signal(sorted(set(pids)), signal.SIGCONT)
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(_frozen_file(lab, node))
-    except FileNotFoundError:
-        pass
     return f"thawed {node}"
 
 
@@ -170,9 +173,18 @@ def load(lab: Lab, seconds: int) -> str:
         raise UserError("--seconds must be between 1 and 3600")
     tools = find_tools()
     env = {**os.environ, "PGPASSFILE": str(lab.layout.pgpass)}
+    # Besides pgbench's own transactions, a few large ones on the published table: they exceed
+    # logical_decoding_work_mem, so a subscriber's slot spills or streams for real.
+    big = lab.layout.run_dir / "bigtxn.sql"
+    big.write_text(
+        "\\set id random(1, 900000)\n"
+        f"UPDATE {COPY_TABLE} SET created_at = now() WHERE id BETWEEN :id AND :id + 2000;\n"
+    )
+    big.chmod(0o644)
     result = subprocess.run(
         [str(tools.pgbench), "-h", "127.0.0.1", "-p", str(lab.layout.writer_port), "-U", SUPERUSER,
-         "-c", "4", "-j", "2", "-T", str(seconds), "-P", "5", "-n", DBNAME],
+         "-c", "4", "-j", "2", "-T", str(seconds), "-P", "5", "-n",
+         "-b", "tpcb-like@20", "-f", f"{big}@1", DBNAME],
         env=env, text=True, stderr=subprocess.STDOUT, stdout=None, timeout=seconds + 60,
     )  # fmt: skip
     if result.returncode != 0:

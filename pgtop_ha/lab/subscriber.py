@@ -10,10 +10,20 @@ import time
 from pgtop_ha.errors import UserError
 from pgtop_ha.lab import procs
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, PERMANENT_SLOT, PUBLICATION, SUBSCRIPTION, SUPERUSER
+from pgtop_ha.lab.layout import (
+    COPY_TABLE,
+    DBNAME,
+    PERMANENT_SLOT,
+    PUBLICATION,
+    SUBSCRIPTION,
+    SUPERUSER,
+)
 from pgtop_ha.lab.progress import Progress
 from pgtop_ha.lab.secrets import ensure
 from pgtop_ha.lab.tools import find_tools
+
+THROTTLE_EVERY = 25_000
+THROTTLE_SLEEP = 0.5
 
 
 def up(lab: Lab) -> str:
@@ -67,6 +77,21 @@ def up(lab: Lab) -> str:
         "created_at timestamptz NOT NULL DEFAULT now())",
         port=port,
     )
+    # A throttled subscriber: the initial COPY lasts tens of seconds on any disk, long enough to
+    # watch pg_stat_progress_copy on both sides (a slow subscriber or link looks the same).
+    lab.psql(
+        "CREATE OR REPLACE FUNCTION lab_throttle() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        f"IF NEW.id % {THROTTLE_EVERY} = 0 THEN PERFORM pg_sleep({THROTTLE_SLEEP}); END IF; "
+        "RETURN NEW; END $$",
+        port=port,
+    )
+    if not lab.psql("SELECT 1 FROM pg_trigger WHERE tgname = 'lab_throttle'", port=port):
+        lab.psql(
+            f"CREATE TRIGGER lab_throttle BEFORE INSERT ON {COPY_TABLE} FOR EACH ROW "
+            "EXECUTE FUNCTION lab_throttle()",
+            port=port,
+        )
+        lab.psql(f"ALTER TABLE {COPY_TABLE} ENABLE ALWAYS TRIGGER lab_throttle", port=port)
     progress.step(f"CREATE SUBSCRIPTION {SUBSCRIPTION} on Patroni's permanent slot {PERMANENT_SLOT}")
     if not lab.psql(f"SELECT 1 FROM pg_subscription WHERE subname = '{SUBSCRIPTION}'", port=port):
         conninfo = f"host=127.0.0.1 port={layout.writer_port} dbname={DBNAME} user={SUPERUSER}"

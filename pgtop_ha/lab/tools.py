@@ -46,9 +46,7 @@ def _which(name: str, package: str) -> Path:
 
 def find_pg_bin(root: Path = Path("/usr/lib/postgresql")) -> Path:
     """The newest installed PostgreSQL (15 or later) bin directory."""
-    versions = sorted(
-        (int(p.name) for p in root.glob("*") if re.fullmatch(r"\d+", p.name)), reverse=True
-    )
+    versions = sorted((int(p.name) for p in root.glob("*") if re.fullmatch(r"\d+", p.name)), reverse=True)
     for version in versions:
         bin_dir = root / str(version) / "bin"
         if version >= 15 and (bin_dir / "postgres").exists() and (bin_dir / "psql").exists():

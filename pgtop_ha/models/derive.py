@@ -16,7 +16,9 @@ from pgtop_ha.models.snapshot import (
     Replication,
 )
 
-_WAL_NAME = re.compile(r"^([0-9A-Fa-f]{8})([0-9A-Fa-f]{8})([0-9A-Fa-f]{8})(\.partial|\.[0-9A-Fa-f]{8}\.backup)?$")
+_WAL_NAME = re.compile(
+    r"^([0-9A-Fa-f]{8})([0-9A-Fa-f]{8})([0-9A-Fa-f]{8})(\.partial|\.[0-9A-Fa-f]{8}\.backup)?$"
+)
 _LSN_TEXT = re.compile(r"^([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})$")
 
 
@@ -55,7 +57,7 @@ def walfile_timeline(name: str) -> int:
 
 
 def walfile_segno(name: str, wal_segment_size: int) -> int:
-    """The segment number of a WAL file name: log × (2^32 / segment size) + seg.
+    """The segment number of a WAL file name: log * (2^32 / segment size) + seg.
 
     Raises WalFileNameError for anything else (``.history`` files, junk, a seg beyond the range).
     """
@@ -144,9 +146,8 @@ def copy_estimate(row: CopyProgress) -> CopyEstimate:
     """
     done = row.bytes_processed
     if row.bytes_total and done is not None:
-        return CopyEstimate(
-            percent=min(100.0, 100.0 * done / row.bytes_total), estimated_total_bytes=row.bytes_total
-        )
+        percent = min(100.0, 100.0 * done / row.bytes_total)
+        return CopyEstimate(percent=percent, estimated_total_bytes=row.bytes_total)
     tuples = row.tuples_processed
     if row.relation_tuples and row.relation_tuples > 0 and tuples is not None:
         fraction = min(1.0, tuples / row.relation_tuples)

@@ -165,8 +165,9 @@ def takeover_plan(snapshot: ClusterSnapshot) -> TakeoverPlan:
     )
     sync_mode = any((m.role or "") in SYNC_ROLES for m in snapshot.members)
     others = [m for m in snapshot.members if leader is None or m.name != leader.name]
-    judged = sorted((_judge(m, snapshot, leader, max_lag, sync_mode) for m in others),
-                    key=_health_key)
+    judged = sorted(
+        (_judge(m, snapshot, leader, max_lag, sync_mode) for m in others), key=_health_key
+    )
     notes: list[str] = []
     if leader is None:
         notes.append("no leader: only a failover to a named candidate is possible")

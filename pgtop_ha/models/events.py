@@ -68,7 +68,9 @@ def _member_events(
     before, after = _role(prev, name), _role(cur, name)
     if pm is not None and cm is not None and before != after:
         out.append(
-            Event(at=at, kind="role", node=name, text=f"Patroni role {before} → {after}", severity=1)
+            Event(
+                at=at, kind="role", node=name, text=f"Patroni role {before} → {after}", severity=1
+            )
         )
     if pm is not None and cm is not None and pm.state != cm.state:
         bad = cm.state not in ("running", "streaming")

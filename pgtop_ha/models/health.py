@@ -102,6 +102,7 @@ class Problem:
     level: Level
     node: str | None
     text: str
+    short: str = ""  # a few words for narrow cells; text when empty
 
 
 @dataclass(frozen=True)
@@ -130,10 +131,9 @@ def routes(snapshot: ClusterSnapshot, pools: Pools, kind: str) -> dict[str, HAPr
     """The servers of the ``kind`` pool by server name (the member name in a standard setup)."""
     out: dict[str, HAProxyServer] = {}
     for srv in snapshot.haproxy.servers:
-        if pools.kind(srv.proxy) == kind:
-            # Several writer backends may list one member: keep the UP one.
-            if srv.server not in out or is_up(srv):
-                out[srv.server] = srv
+        # Several backends of one pool may list one member: keep the UP one.
+        if pools.kind(srv.proxy) == kind and (srv.server not in out or is_up(srv)):
+            out[srv.server] = srv
     return out
 
 
@@ -164,23 +164,45 @@ def member_problems(
     out: list[Problem] = []
     pg_down = n is not None and not n.reachable
     if pg_down and leader and routed:
-        out.append(Problem(Level.CRIT, name, "PG DOWN, still routed (Patroni leader, HAProxy writer UP)"))
+        out.append(
+            Problem(
+                Level.CRIT,
+                name,
+                "PG DOWN, still routed (Patroni leader, HAProxy writer UP)",
+                "PG DOWN, still routed",
+            )
+        )
     elif pg_down and leader:
-        out.append(Problem(Level.CRIT, name, "PG DOWN on the Patroni leader"))
+        out.append(Problem(Level.CRIT, name, "PG DOWN on the Patroni leader", "PG DOWN on leader"))
     elif pg_down and routed:
-        out.append(Problem(Level.CRIT, name, "PG DOWN, HAProxy still routes writes here"))
+        out.append(
+            Problem(
+                Level.CRIT, name, "PG DOWN, HAProxy still routes writes here", "PG DOWN, routed"
+            )
+        )
     elif pg_down:
-        out.append(Problem(Level.CRIT, name, "PostgreSQL unreachable"))
+        out.append(Problem(Level.CRIT, name, "PostgreSQL unreachable", "PG unreachable"))
     if m is not None and not m.reachable:
         # No age in the text: a problem keeps its row (and its key) while it lasts.
-        out.append(Problem(Level.CRIT, name, "Patroni REST unreachable"))
+        out.append(Problem(Level.CRIT, name, "Patroni REST unreachable", "REST unreachable"))
     pg_primary = _pg_primary(n)
     if leader and pg_primary is False and (m is None or m.role != "standby_leader"):
-        out.append(Problem(Level.CRIT, name, "Patroni leader but PG in recovery"))
+        out.append(
+            Problem(Level.CRIT, name, "Patroni leader but PG in recovery", "leader in recovery")
+        )
     if m is not None and not leader and pg_primary is True:
-        out.append(Problem(Level.CRIT, name, "PG primary but Patroni says " + (m.role or "?")))
+        said = m.role or "?"
+        out.append(
+            Problem(
+                Level.CRIT, name, f"PG primary but Patroni says {said}", "PG primary, not leader"
+            )
+        )
     if routed and m is not None and not leader:
-        out.append(Problem(Level.CRIT, name, "HAProxy routes writes to a non-leader"))
+        out.append(
+            Problem(
+                Level.CRIT, name, "HAProxy routes writes to a non-leader", "writes to non-leader"
+            )
+        )
     if m is not None and m.state and m.state not in ("running", "streaming"):
         level = Level.CRIT if m.state in ("crashed", "stopped", "start failed") else Level.WARN
         out.append(Problem(level, name, f"Patroni state {m.state}"))
@@ -244,7 +266,9 @@ def _node_problems(n: NodeSnapshot | None, t: ThresholdsLike) -> Iterable[Proble
         if slot.wal_status == "lost":
             lv = Level.CRIT
         if lv > Level.OK:
-            yield Problem(lv, n.name, f"slot {slot.slot_name} retains {human_bytes(slot.retained_bytes)}")
+            yield Problem(
+                lv, n.name, f"slot {slot.slot_name} retains {human_bytes(slot.retained_bytes)}"
+            )
     a = n.archiver
     if a is not None:
         lv = ready_level(t, a.ready_count)

@@ -1,16 +1,12 @@
-"""Injected time, so tests and replay show the same screen every run."""
+"""The console's time: the project's injected Clock, plus a fixed one for tests and screenshots."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 
-Clock = Callable[[], datetime]
+from pgtop_ha.clock import Clock, system_clock
 
-
-def system_clock() -> datetime:
-    """Now, as an aware datetime in the local time zone."""
-    return datetime.now().astimezone()
+__all__ = ["Clock", "fixed_clock", "system_clock"]
 
 
 def fixed_clock(at: datetime) -> Clock:

@@ -1,4 +1,4 @@
-"""Text for numbers, ages and states, rounded so noise below the shown precision never changes it."""
+"""Text for numbers and ages, rounded so noise below the shown precision never changes it."""
 
 from __future__ import annotations
 

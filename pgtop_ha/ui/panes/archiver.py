@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pgtop_ha.models.health import Level, age_s, ready_level
-from pgtop_ha.ui.format import age, sparkline
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.ui.format import age, sparkline
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num, state
 
 COLUMNS = (
@@ -27,12 +27,21 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         a = node.archiver
         if a is None:
-            reason = node.unavailable.get("archiver") or (node.error if not node.reachable else None)
+            reason = node.unavailable.get("archiver") or (
+                node.error if not node.reachable else None
+            )
             out.append(
                 Row(
                     key=node.name,
                     node=node.name,
-                    cells=(cell(node.name), cell("?"), cell(reason or "no data"), *[cell("")] * 7),
+                    cells=(
+                        cell(node.name),
+                        cell("-"),
+                        cell(""),
+                        cell(""),
+                        cell(reason or "no data"),
+                        *[cell("")] * 5,
+                    ),
                 )
             )
             continue
@@ -58,14 +67,19 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 cells=(
                     cell(node.name),
                     state(level),
-                    num(_n(a.ready_count), a.ready_count, ready_level(ctx.thresholds, a.ready_count)),
+                    num(
+                        _n(a.ready_count), a.ready_count, ready_level(ctx.thresholds, a.ready_count)
+                    ),
                     num(_n(a.segments_behind), a.segments_behind),
                     cell(a.last_archived_wal or "-"),
                     num(age(ok_age), ok_age),
                     num(_n(a.archived_count), a.archived_count),
                     num(_n(a.failed_count), a.failed_count, Level.WARN if failing else None),
-                    num(age(fail_age) if failing or fail_age is not None else "-", fail_age,
-                        Level.WARN if failing else None),
+                    num(
+                        age(fail_age) if failing or fail_age is not None else "-",
+                        fail_age,
+                        Level.WARN if failing else None,
+                    ),
                     cell(sparkline(history), sort=float(a.ready_count or 0)),
                 ),
             )

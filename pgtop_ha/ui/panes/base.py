@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 from datetime import datetime
+from typing import Protocol
 
 from pgtop_ha.models.events import Event
 from pgtop_ha.models.health import Level, Pools, ThresholdsLike

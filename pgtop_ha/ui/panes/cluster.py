@@ -19,9 +19,9 @@ from pgtop_ha.ui.panes.base import Cell, Column, Context, PaneSpec, Row, cell, n
 COLUMNS = (
     Column("member", "Member"),
     Column("health", "Health"),
-    Column("problem", "Problem"),
     Column("role", "Role"),
     Column("pg", "PG"),
+    Column("problem", "Problem"),
     Column("writer", "Writer"),
     Column("reader", "Reader"),
     Column("tl", "TL", right=True),
@@ -33,11 +33,15 @@ COLUMNS = (
 )
 
 
-def _route(srv: HAProxyServer | None, leader: bool, writer: bool) -> tuple[str, Level | None]:
+def _route(
+    srv: HAProxyServer | None, leader: bool, writer: bool, pg_down: bool = False
+) -> tuple[str, Level | None]:
     if srv is None:
         return "-", None
     text = srv.status or "?"
     up = is_up(srv)
+    if writer and up and pg_down:
+        return text, Level.CRIT
     if writer and up and not leader:
         return text, Level.CRIT
     if writer and not up and leader:
@@ -45,6 +49,14 @@ def _route(srv: HAProxyServer | None, leader: bool, writer: bool) -> tuple[str, 
     if not writer and not up and not leader:
         return text, Level.WARN
     return text, Level.OK if up else None
+
+
+_ROLES = {"sync_standby": "sync", "quorum_standby": "quorum", "standby_leader": "sb-leader"}
+
+
+def _role(role: str | None) -> str:
+    """Patroni's role, shortened so the row fits 80 columns."""
+    return "?" if role is None else _ROLES.get(role, role)
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
@@ -58,7 +70,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         leader = is_leader(m)
         problems = member_problems(snapshot, name, ctx.thresholds, ctx.pools, ctx.now)
         worst = max((p.level for p in problems), default=Level.OK)
-        problem = problems[0].text if problems else ""
+        problem = (problems[0].short or problems[0].text) if problems else ""
         if len(problems) > 1:
             problem += f" (+{len(problems) - 1})"
         if n is None:
@@ -69,12 +81,16 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             pg = cell("?")
         else:
             pg = cell("standby" if n.in_recovery else "primary")
-        w_text, w_level = _route(writers.get(name), leader, writer=True)
+        pg_down = n is not None and not n.reachable
+        w_text, w_level = _route(writers.get(name), leader, writer=True, pg_down=pg_down)
         r_text, r_level = _route(readers.get(name), leader, writer=False)
         timeline = (m.timeline if m else None) or (n.timeline if n else None)
         lag = None if leader or m is None else m.lag_bytes
-        lag_cell = num(human_bytes(lag) if lag is not None else "-", lag,
-                       lag_level(ctx.thresholds, lag) if lag is not None else None)
+        lag_cell = num(
+            human_bytes(lag) if lag is not None else "-",
+            lag,
+            lag_level(ctx.thresholds, lag) if lag is not None else None,
+        )
         out.append(
             Row(
                 key=name,
@@ -82,17 +98,19 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 cells=(
                     cell(name),
                     state(worst),
-                    cell(problem, worst if problems else None),
-                    cell((m.role or "?") if m else "not in DCS", Level.CRIT if m is None else None),
+                    cell(_role(m.role) if m else "not in DCS", Level.CRIT if m is None else None),
                     pg,
+                    cell(problem, worst if problems else None),
                     cell(w_text, w_level),
                     cell(r_text, r_level),
                     num(str(timeline) if timeline is not None else "-", timeline),
                     lag_cell,
                     _reach(snapshot, name, ctx),
                     cell((m.state or "?") if m else "-"),
-                    cell("yes" if m and m.pending_restart else "-",
-                         Level.WARN if m and m.pending_restart else None),
+                    cell(
+                        "yes" if m and m.pending_restart else "-",
+                        Level.WARN if m and m.pending_restart else None,
+                    ),
                     cell("yes" if (m and m.pause) or snapshot.cluster.pause else "-"),
                 ),
             )

@@ -16,12 +16,11 @@ COLUMNS = (
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
-    """The recorded events, newest first; times in the clock's time zone."""
+    """The recorded events, newest first; times in the local time zone."""
     out = []
-    tz = ctx.now.tzinfo
     for ev in reversed(ctx.events):
         level = Level(max(0, min(2, ev.severity)))
-        when = ev.at.astimezone(tz) if tz is not None else ev.at
+        when = ev.at.astimezone()
         out.append(
             Row(
                 key=f"{ev.at.isoformat()}|{ev.node}|{ev.kind}|{ev.text}",

@@ -24,11 +24,14 @@ def server_level(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer
     """Is this server's status what its pool expects of its member's Patroni role?"""
     leader = is_leader(snapshot.member(srv.server))
     known = snapshot.member(srv.server) is not None
+    node = snapshot.node(srv.server)
     up = is_up(srv)
     status = (srv.status or "").upper()
     if kind == "writer":
         if up and known and not leader:
             return Level.CRIT
+        if up and node is not None and not node.reachable:
+            return Level.CRIT  # writes routed to a PostgreSQL that does not answer
         if leader and not up:
             return Level.CRIT
         return Level.OK
@@ -45,7 +48,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     backends: dict[str, list[HAProxyServer]] = {}
     for srv in snapshot.haproxy.servers:
         backends.setdefault(srv.proxy, []).append(srv)
-    for proxy in sorted(backends):
+    rank = {"writer": 0, "reader": 1}
+    for proxy in sorted(backends, key=lambda p: (rank.get(ctx.pools.kind(p) or "", 2), p)):
         kind = ctx.pools.kind(proxy)
         servers = backends[proxy]
         up = sum(1 for s in servers if is_up(s))

@@ -1,4 +1,4 @@
-"""Slots pane: member × slot with retained WAL and decoding rates; Patroni permanent slots matrix."""
+"""Slots pane: each member's slots, retained WAL, decoding rates; permanent slot presence."""
 
 from __future__ import annotations
 
@@ -30,8 +30,10 @@ def _rate(
     if prev is None or not isinstance(value, int) or dt is None:
         return None
     pnode = prev.node(node)
-    old = None if pnode is None else next(
-        (s for s in pnode.slots if s.slot_name == slot.slot_name), None
+    old = (
+        None
+        if pnode is None
+        else next((s for s in pnode.slots if s.slot_name == slot.slot_name), None)
     )
     before = None if old is None else getattr(old, attr)
     if not isinstance(before, int) or value < before:
@@ -64,10 +66,15 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         state(level),
                         cell(slot.slot_type or "?"),
                         cell("yes" if slot.active else "no" if slot.active is False else "?"),
-                        num(human_bytes(slot.retained_bytes), slot.retained_bytes,
-                            retained_level(ctx.thresholds, slot.retained_bytes)),
-                        cell(slot.wal_status or "-",
-                             Level.CRIT if slot.wal_status == "lost" else None),
+                        num(
+                            human_bytes(slot.retained_bytes),
+                            slot.retained_bytes,
+                            retained_level(ctx.thresholds, slot.retained_bytes),
+                        ),
+                        cell(
+                            slot.wal_status or "-",
+                            Level.CRIT if slot.wal_status == "lost" else None,
+                        ),
                         num(human_bytes(slot.safe_wal_size), slot.safe_wal_size),
                         num(rate(spill), spill),
                         num(rate(stream), stream),

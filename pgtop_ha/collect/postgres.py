@@ -1,0 +1,449 @@
+"""PostgreSQL's view of one node: one asyncpg connection, one statement per cycle.
+
+Read sessions are read-only (default_transaction_read_only=on), named (application_name=pgtop-ha)
+and bounded (statement_timeout, lock_timeout). Passwords come only from libpq conventions
+(PGPASSWORD, PGPASSFILE, ~/.pgpass or postgres.passfile); none is ever passed or logged here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import asyncpg
+from pydantic import ValidationError
+
+from pgtop_ha.clock import Clock
+from pgtop_ha.collect import procmem
+from pgtop_ha.collect.errors import ParseError
+from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query, unavailable
+from pgtop_ha.models import derive
+from pgtop_ha.models.snapshot import (
+    Archiver,
+    CopyProgress,
+    NodeSnapshot,
+    PendingSetting,
+    Process,
+    Replication,
+    Slot,
+    Subscription,
+    WalReceiver,
+)
+from pgtop_ha.settings import PostgresSettings
+
+BACKOFF_START_S = 1.0
+BACKOFF_MAX_S = 10.0
+_PROCESS_FIELDS = frozenset(Process.model_fields)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one node's PostgreSQL listens."""
+
+    name: str
+    host: str
+    port: int
+    dbname: str
+
+
+def _rows(doc: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    value = doc.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
+        raise ParseError(f"postgres document: {key!r} is not a list of rows")
+    return value
+
+
+def _memory_from_texts(smaps: Any, status: Any) -> procmem.Memory | None:
+    if not isinstance(smaps, str) or not smaps:
+        return None
+    try:
+        rollup = procmem.parse_smaps_rollup(smaps)
+    except ParseError:
+        return None
+    stat = None
+    if isinstance(status, str):
+        try:
+            stat = procmem.parse_status(status)
+        except ParseError:
+            stat = None
+    return procmem.merge(rollup, stat)
+
+
+def _with_memory(proc: Process, mem: procmem.Memory | None) -> Process:
+    if mem is None:
+        return proc
+    return proc.model_copy(
+        update={
+            "pss_bytes": mem.pss,
+            "uss_bytes": mem.uss,
+            "rss_bytes": mem.rss,
+            "pagetable_bytes": mem.pagetable,
+            "swap_bytes": mem.swap,
+        }
+    )
+
+
+@dataclass
+class Parsed:
+    """A node's document turned into model parts, before /proc memory is attached."""
+
+    fields: dict[str, Any]
+    processes: list[Process]
+    remote_memory: dict[int, procmem.Memory] = field(default_factory=dict)
+    postmaster: procmem.Memory | None = None
+    postmaster_pid: int | None = None
+    backend_pid: int | None = None
+    hugepages: tuple[int | None, int | None] = (None, None)
+
+
+def parse_document(text: str, caps: Capabilities) -> Parsed:
+    """The single statement's JSON document as model parts; ParseError if it is not one."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise ParseError("postgres document: not JSON") from None
+    if not isinstance(doc, dict):
+        raise ParseError("postgres document: not an object")
+    try:
+        in_recovery = doc.get("in_recovery")
+        current_lsn = doc.get("current_lsn")
+        replay_lsn = doc.get("replay_lsn")
+        receive_lsn = doc.get("receive_lsn")
+        reference = replay_lsn if in_recovery else current_lsn
+        if in_recovery and reference is None:
+            reference = receive_lsn
+        replication = tuple(
+            derive.with_lag(Replication.model_validate(r), current_lsn)
+            for r in _rows(doc, "replication")
+        )
+        slots = []
+        for row in _rows(doc, "slots"):
+            slot = Slot.model_validate(row)
+            slots.append(
+                slot.model_copy(
+                    update={"retained_bytes": derive.lag_bytes(reference, slot.restart_lsn)}
+                )
+            )
+        copies = []
+        for row in _rows(doc, "copy_progress"):
+            copy = CopyProgress.model_validate(row)
+            est = derive.copy_estimate(copy)
+            copies.append(
+                copy.model_copy(
+                    update={
+                        "percent": est.percent,
+                        "estimated_total_bytes": est.estimated_total_bytes,
+                    }
+                )
+            )
+        archiver = None
+        raw_arch = doc.get("archiver")
+        if isinstance(raw_arch, dict):
+            archiver = Archiver.model_validate(raw_arch)
+            if not in_recovery or archiver.archive_mode == "always":
+                behind = derive.segments_behind(
+                    reference, archiver.last_archived_wal, caps.wal_segment_size
+                )
+                archiver = archiver.model_copy(update={"segments_behind": behind})
+        wal_receiver = None
+        if isinstance(doc.get("wal_receiver"), dict):
+            wal_receiver = WalReceiver.model_validate(doc["wal_receiver"])
+        processes: list[Process] = []
+        remote: dict[int, procmem.Memory] = {}
+        for row in _rows(doc, "processes"):
+            proc = Process.model_validate({k: v for k, v in row.items() if k in _PROCESS_FIELDS})
+            mem = _memory_from_texts(row.get("smaps"), row.get("status"))
+            if mem is not None:
+                remote[proc.pid] = mem
+            processes.append(proc)
+        fields: dict[str, Any] = {
+            "in_recovery": in_recovery,
+            "timeline": doc.get("timeline"),
+            "current_lsn": current_lsn,
+            "receive_lsn": receive_lsn,
+            "replay_lsn": replay_lsn,
+            "replay_timestamp": doc.get("replay_timestamp"),
+            "replay_paused": doc.get("replay_paused"),
+            "replication": replication,
+            "wal_receiver": wal_receiver,
+            "slots": tuple(slots),
+            "copy_progress": tuple(copies),
+            "subscriptions": tuple(
+                Subscription.model_validate(r) for r in _rows(doc, "subscriptions")
+            ),
+            "archiver": archiver,
+            "pending_restart": tuple(
+                PendingSetting.model_validate(r) for r in _rows(doc, "pending_restart")
+            ),
+        }
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ParseError(f"postgres document: unexpected value at {where}: {err['msg']}") from None
+    parsed = Parsed(fields=fields, processes=processes, remote_memory=remote)
+    backend_pid = doc.get("backend_pid")
+    parsed.backend_pid = backend_pid if isinstance(backend_pid, int) else None
+    post = doc.get("postmaster")
+    if isinstance(post, dict):
+        pid = post.get("pid")
+        parsed.postmaster_pid = pid if isinstance(pid, int) else None
+        parsed.postmaster = _memory_from_texts(post.get("smaps"), post.get("status"))
+        if isinstance(post.get("meminfo"), str):
+            parsed.hugepages = procmem.parse_hugepages(post["meminfo"])
+    return parsed
+
+
+def tls_dsn(settings: PostgresSettings) -> str | None:
+    """A DSN carrying only sslmode/sslrootcert, the libpq way (asyncpg parses it)."""
+    params: dict[str, str] = {}
+    if settings.sslmode is not None:
+        params["sslmode"] = settings.sslmode
+    if settings.sslrootcert is not None:
+        params["sslrootcert"] = str(settings.sslrootcert)
+    if not params:
+        return None
+    return "postgresql://?" + urlencode(params)
+
+
+def server_settings(settings: PostgresSettings) -> dict[str, str]:
+    """Session settings of every read connection."""
+    statement = settings.statement_timeout_ms
+    return {
+        "default_transaction_read_only": "on",
+        "application_name": "pgtop-ha",
+        "statement_timeout": str(statement),
+        "lock_timeout": str(min(statement, 500)),
+        "idle_in_transaction_session_timeout": str(max(statement * 5, 10000)),
+        "jit": "off",
+    }
+
+
+def describe_error(exc: BaseException, target: Target) -> str:
+    """One line naming the node and what went wrong (never a password)."""
+    where = f"{target.host}:{target.port}"
+    if isinstance(exc, TimeoutError):
+        return f"{where}: no answer (timeout)"
+    auth = asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError
+    if isinstance(exc, auth):
+        return f"{where}: authentication failed ({exc}); check the role and ~/.pgpass or PGPASSFILE"
+    if isinstance(exc, asyncpg.PostgresError):
+        return f"{where}: {exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"{where}: connection refused (is PostgreSQL running?)"
+    if isinstance(exc, OSError):
+        return f"{where}: {exc.strerror or exc}"
+    if isinstance(exc, ParseError):
+        return f"{where}: {exc}"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{where}: {exc.__class__.__name__}{': ' + text if text else ''}"
+
+
+class NodeReader:
+    """Polls one node's PostgreSQL: one connection, probed once, reconnected with backoff."""
+
+    def __init__(
+        self,
+        target: Target,
+        settings: PostgresSettings,
+        clock: Clock,
+        *,
+        proc: Path = Path("/proc"),
+    ) -> None:
+        self.target = target
+        self._settings = settings
+        self._clock = clock
+        self._proc = proc
+        self._conn: asyncpg.Connection | None = None
+        self._caps: Capabilities | None = None
+        self._sql: str | None = None
+        self._local = procmem.is_local_host(target.host)
+        self._failures = 0
+        self._retry_at = 0.0
+        self._task: asyncio.Task[None] | None = None
+        self._task_started = 0.0
+        self._result: NodeSnapshot = NodeSnapshot(
+            name=target.name, host=target.host, port=target.port, error="not polled yet"
+        )
+        self.last_ok_at: datetime | None = None
+        self.round_trips = 0
+        self.connects = 0
+
+    # -- task management (the poller calls these) --------------------------------------------
+
+    def start(self) -> asyncio.Task[None]:
+        """The running poll, or a new one when the last has finished."""
+        if self._task is None or self._task.done():
+            self._task_started = asyncio.get_running_loop().time()
+            self._task = asyncio.create_task(self._poll(), name=f"pg:{self.target.name}")
+        return self._task
+
+    def view(self) -> NodeSnapshot:
+        """The latest result; an error naming the wait when the poll has not answered yet."""
+        task = self._task
+        if task is not None and not task.done():
+            waited = asyncio.get_running_loop().time() - self._task_started
+            return NodeSnapshot(
+                name=self.target.name,
+                host=self.target.host,
+                port=self.target.port,
+                error=f"{self.target.host}:{self.target.port}: no answer for {waited:.1f}s",
+                last_ok_at=self.last_ok_at,
+            )
+        return self._result
+
+    async def aclose(self) -> None:
+        """Stop the poll and drop the connection."""
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._drop()
+
+    # -- the poll -------------------------------------------------------------------------------
+
+    def _drop(self) -> None:
+        conn, self._conn, self._caps, self._sql = self._conn, None, None, None
+        if conn is not None and not conn.is_closed():
+            conn.terminate()  # no goodbye: the server may be frozen
+
+    def _fail(self, message: str) -> None:
+        loop = asyncio.get_running_loop()
+        self._failures += 1
+        delay = min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** (self._failures - 1))
+        self._retry_at = loop.time() + delay
+        self._result = NodeSnapshot(
+            name=self.target.name,
+            host=self.target.host,
+            port=self.target.port,
+            error=message,
+            last_ok_at=self.last_ok_at,
+        )
+
+    async def _connect(self) -> asyncpg.Connection:
+        s = self._settings
+        dsn = tls_dsn(s)
+        kwargs: dict[str, Any] = {
+            "host": self.target.host,
+            "port": self.target.port,
+            "database": self.target.dbname,
+            "timeout": s.connect_timeout,
+            "server_settings": server_settings(s),
+            "statement_cache_size": 8,
+        }
+        if dsn is not None:
+            kwargs["dsn"] = dsn
+        if s.user is not None:
+            kwargs["user"] = s.user
+        if s.passfile is not None:
+            kwargs["passfile"] = str(s.passfile)
+        self.connects += 1
+        return await asyncpg.connect(**kwargs)
+
+    async def _ensure(self) -> tuple[asyncpg.Connection, Capabilities, str]:
+        if self._conn is None or self._conn.is_closed() or self._sql is None or self._caps is None:
+            self._drop()
+            conn = await self._connect()
+            try:
+                row = await conn.fetchrow(PROBE_SQL)
+                self.round_trips += 1
+                caps = Capabilities.from_row(row)
+            except BaseException:
+                conn.terminate()
+                raise
+            self._conn, self._caps = conn, caps
+            self._sql = build_query(caps, remote_memory=not self._local and caps.remote_memory)
+        return self._conn, self._caps, self._sql
+
+    async def _poll(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._failures and loop.time() < self._retry_at:
+            return  # backing off: keep the last error
+        connecting = self._conn is None or self._conn.is_closed()
+        budget = self._settings.statement_timeout_ms / 1000 + 0.5
+        if connecting:
+            budget += self._settings.connect_timeout + 0.5
+        try:
+            async with asyncio.timeout(budget):
+                conn, caps, sql = await self._ensure()
+                text = await conn.fetchval(sql)
+                self.round_trips += 1
+            if not isinstance(text, str):
+                raise ParseError("postgres document: empty")
+            parsed = parse_document(text, caps)
+        except asyncio.CancelledError:
+            self._drop()
+            raise
+        except TimeoutError as exc:
+            self._drop()
+            self._fail(describe_error(exc, self.target))
+            return
+        except (asyncpg.QueryCanceledError, asyncpg.LockNotAvailableError) as exc:
+            # The server cancelled us (statement/lock timeout): the connection is still good.
+            self._fail(describe_error(exc, self.target))
+            return
+        except ParseError as exc:
+            self._fail(describe_error(exc, self.target))
+            return
+        except Exception as exc:  # any other failure is data about this node, never a crash
+            self._drop()
+            self._fail(describe_error(exc, self.target))
+            return
+        await self._finish(parsed, caps)
+
+    async def _finish(self, parsed: Parsed, caps: Capabilities) -> None:
+        now = self._clock()
+        local_reason: str | None = None
+        memory: dict[int, procmem.Memory] = parsed.remote_memory
+        postmaster_pid = parsed.postmaster_pid
+        hugepages = parsed.hugepages
+        source = "pg_read_file" if memory else None
+        processes = parsed.processes
+        if self._local:
+            pids = [p.pid for p in processes]
+            local, local_reason, postmaster_pid = await asyncio.to_thread(
+                procmem.read_local, pids, parsed.backend_pid, self._proc
+            )
+            hugepages = procmem.read_local_hugepages(self._proc)
+            if local:
+                memory, source = local, "local /proc"
+                postmaster_mem = local.get(postmaster_pid) if postmaster_pid else None
+            else:
+                postmaster_mem = None
+        else:
+            postmaster_mem = parsed.postmaster
+        rows = [_with_memory(p, memory.get(p.pid)) for p in processes]
+        if postmaster_pid is not None and postmaster_mem is not None:
+            postmaster = Process(pid=postmaster_pid, backend_type="postmaster")
+            rows.insert(0, _with_memory(postmaster, postmaster_mem))
+        missing = unavailable(caps, local_memory=self._local)
+        if self._local and local_reason:
+            missing["processes.memory"] = local_reason
+        self.last_ok_at = now
+        self._failures = 0
+        self._result = NodeSnapshot(
+            name=self.target.name,
+            host=self.target.host,
+            port=self.target.port,
+            reachable=True,
+            last_ok_at=now,
+            server_version=caps.version,
+            wal_segment_size=caps.wal_segment_size,
+            processes=tuple(rows),
+            memory_source=source,
+            hugepages_total=hugepages[0],
+            hugepages_free=hugepages[1],
+            unavailable=missing,
+            postmaster_pid=postmaster_pid,
+            is_superuser=caps.superuser,
+            **parsed.fields,
+        )
+

@@ -1,0 +1,79 @@
+"""One polled source (a URL, a socket): its own task, its own time limit, failure kept as data."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from pgtop_ha.clock import Clock
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Reading(Generic[T]):
+    """What a source last said: a value or an error, and when it last answered well."""
+
+    value: T | None
+    error: str | None
+    last_ok_at: datetime | None
+
+
+class Source(Generic[T]):
+    """Runs ``fetch`` under its own time limit; a poll still running is reported, never awaited."""
+
+    def __init__(
+        self,
+        name: str,
+        fetch: Callable[[], Awaitable[T]],
+        limit_s: float,
+        clock: Clock,
+        describe: Callable[[BaseException], str],
+    ) -> None:
+        self.name = name
+        self._fetch = fetch
+        self._limit_s = limit_s
+        self._clock = clock
+        self._describe = describe
+        self._task: asyncio.Task[None] | None = None
+        self._started = 0.0
+        self._reading: Reading[T] = Reading(None, "not polled yet", None)
+
+    def start(self) -> asyncio.Task[None]:
+        """The running poll, or a new one when the last has finished."""
+        if self._task is None or self._task.done():
+            self._started = asyncio.get_running_loop().time()
+            self._task = asyncio.create_task(self._poll(), name=f"source:{self.name}")
+        return self._task
+
+    async def _poll(self) -> None:
+        try:
+            async with asyncio.timeout(self._limit_s):
+                value = await self._fetch()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a failure is data about this source, never a crash
+            self._reading = Reading(None, self._describe(exc), self._reading.last_ok_at)
+            return
+        self._reading = Reading(value, None, self._clock())
+
+    def reading(self) -> Reading[T]:
+        """The latest reading; an error naming the wait when the poll has not answered yet."""
+        task = self._task
+        if task is not None and not task.done():
+            waited = asyncio.get_running_loop().time() - self._started
+            error = f"{self.name}: no answer for {waited:.1f}s"
+            return Reading(None, error, self._reading.last_ok_at)
+        return self._reading
+
+    async def aclose(self) -> None:
+        """Cancel a running poll."""
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -1,0 +1,139 @@
+"""The console app: one long-lived poll task posts snapshots; screens show them."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from typing import TYPE_CHECKING, cast
+
+from textual.app import App
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.worker import Worker, WorkerState
+
+from pgtop_ha.models.events import Event, diff
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.settings import Settings
+from pgtop_ha.ui.clock import Clock, system_clock
+from pgtop_ha.ui.messages import SnapshotReady
+from pgtop_ha.ui.source import SnapshotSource
+from pgtop_ha.ui.themes import ConsoleTheme, load_theme
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+    from pgtop_ha.actions import Actions
+
+HISTORY = 30  # snapshots kept for sparklines, trends and rates
+EVENTS = 500  # events kept for the Events pane
+INTERVALS = (0.2, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 15.0, 30.0, 60.0)
+
+
+class PgtopApp(App[None]):
+    """pgtop-ha's console: Monitor screen when read-only, Operator screen when actions exist."""
+
+    TITLE = "pgtop-ha"
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS = [Binding("q", "quit", "Quit", priority=False)]
+
+    snapshot: reactive[ClusterSnapshot | None] = reactive(None, init=False)
+    paused: reactive[bool] = reactive(False, init=False)
+    interval: reactive[float] = reactive(1.0, init=False)
+    node_filter: reactive[str] = reactive("", init=False)
+    source_error: reactive[str | None] = reactive(None, init=False)
+
+    def __init__(
+        self,
+        settings: Settings,
+        source: SnapshotSource,
+        actions: object | None = None,
+        read_only: bool = True,
+        clock: Clock = system_clock,
+    ) -> None:
+        # NO_COLOR: Textual strips colour itself; the mono theme adds bold/reverse for states.
+        name = "mono" if "NO_COLOR" in os.environ else settings.theme
+        self.console_theme: ConsoleTheme = load_theme(name)  # ConfigError before any drawing
+        super().__init__()
+        self.settings = settings
+        self.source = source
+        self.actions = actions
+        self.read_only = read_only
+        self.clock = clock
+        self.history: deque[ClusterSnapshot] = deque(maxlen=HISTORY)
+        self.events: deque[Event] = deque(maxlen=EVENTS)
+        self.received = 0  # snapshots received, shown or not (pause)
+        self._poll: Worker[None] | None = None
+        self.register_theme(self.console_theme.theme)
+        self.theme = self.console_theme.theme.name
+        self.set_reactive(PgtopApp.interval, settings.interval)
+
+    def on_mount(self) -> None:
+        """Push the right screen and start the one long-lived poll task."""
+        self.push_screen(self._main_screen())
+        self._poll = self.run_worker(
+            self._poll_loop(), name="poll", group="poll", exit_on_error=False
+        )
+
+    def _main_screen(self) -> Screen[None]:
+        if self.actions is None:
+            from pgtop_ha.ui.screens.monitor import MonitorScreen
+
+            return MonitorScreen()
+        # The operator screen (and with it the write path) is imported only when actions exist.
+        from pgtop_ha.ui.operator.screen import OperatorScreen
+
+        screen: Screen[None] = OperatorScreen(cast("Actions", self.actions))
+        return screen
+
+    async def _poll_loop(self) -> None:
+        await self.source.run(self._deliver, lambda: self.interval)
+
+    def _deliver(self, snapshot: ClusterSnapshot) -> None:
+        # Called from the poll task: hand over by message, never touch widgets here.
+        self.post_message(SnapshotReady(snapshot))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A poll task that fails is shown in the header, not as a traceback."""
+        if event.worker is self._poll and event.state is WorkerState.ERROR:
+            err = event.worker.error
+            self.source_error = f"poller stopped: {type(err).__name__}: {err}"
+
+    def on_snapshot_ready(self, message: SnapshotReady) -> None:
+        """Record events and history; show the snapshot unless paused."""
+        snap = message.snapshot
+        prev = self.history[-1] if self.history else None
+        self.events.extend(diff(prev, snap))
+        self.history.append(snap)
+        self.received += 1
+        if not self.paused:
+            self.snapshot = snap
+
+    def record_event(self, event: Event) -> None:
+        """Add an event from outside the poll (e.g. an operator action) to the Events pane."""
+        self.events.append(event)
+        # A new identity makes the screen recompute panes even though the snapshot is the same.
+        if self.snapshot is not None:
+            self.snapshot = self.snapshot.model_copy()
+
+    def watch_paused(self, paused: bool) -> None:
+        """When resumed, jump to the newest snapshot."""
+        if not paused and self.history and self.snapshot is not self.history[-1]:
+            self.snapshot = self.history[-1]
+
+    def step_interval(self, direction: int) -> float:
+        """Move the poll interval one step up (+1) or down (-1) the ladder; returns it."""
+        current = self.interval
+        if direction > 0:
+            bigger = [i for i in INTERVALS if i > current + 1e-9]
+            self.interval = bigger[0] if bigger else INTERVALS[-1]
+        else:
+            smaller = [i for i in INTERVALS if i < current - 1e-9]
+            self.interval = smaller[-1] if smaller else INTERVALS[0]
+        return self.interval
+
+    async def on_unmount(self) -> None:
+        """Stop polling and close the source's connections."""
+        if self._poll is not None:
+            self._poll.cancel()
+        await self.source.aclose()

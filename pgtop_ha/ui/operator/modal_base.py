@@ -1,0 +1,81 @@
+"""What every operator modal shares: a dialog, a status area, no closing while an action runs."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+
+from textual.binding import Binding
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from pgtop_ha.actions.results import ActionResult
+
+
+def result_lines(result: ActionResult) -> list[str]:
+    """The lines a finished action shows: verdict, duration, then one line per node."""
+    verdict = "OK" if result.ok else "FAILED"
+    lines = [f"{verdict} ({result.duration_s:.1f} s): {result.message}"]
+    for node in result.nodes:
+        mark = "ok  " if node.ok else "FAIL"
+        lines.append(f"  {mark} {node.message} ({node.duration_s * 1000:.0f} ms)")
+    return lines
+
+
+class OperatorModal(ModalScreen[ActionResult | None]):
+    """A dialog that runs one action and shows its progress and result until closed."""
+
+    CSS_PATH = "operator.tcss"
+    BINDINGS = [Binding("escape", "close", "Close", priority=True)]
+
+    def __init__(self) -> None:
+        """Start idle: nothing running, no result yet."""
+        super().__init__()
+        self.running = False
+        self.result: ActionResult | None = None
+        self._lines: list[str] = []
+
+    def status(self) -> Static:
+        """The status area (progress steps, then the result)."""
+        return self.query_one("#status", Static)
+
+    def say(self, line: str, *, fresh: bool = False) -> None:
+        """Add a line to the status area (``fresh`` clears it first)."""
+        if fresh:
+            self._lines = []
+        self._lines.append(line)
+        # Keep the latest lines visible in a small terminal.
+        self.status().update("\n".join(self._lines[-10:]))
+
+    def finished(self, result: ActionResult) -> None:
+        """Show ``result`` and allow closing."""
+        self.running = False
+        self.result = result
+        for line in result_lines(result):
+            self.say(line)
+        self.say("Esc: close")
+        self.status().set_class(result.ok, "ok")
+        self.status().set_class(not result.ok, "failed")
+
+    def launch(self, action: Awaitable[ActionResult]) -> None:
+        """Run ``action`` in a worker; an unexpected error becomes a line, never a traceback."""
+        self.running = True
+
+        async def perform() -> None:
+            try:
+                result = await action
+            except Exception as exc:  # the console must keep running, whatever broke
+                self.running = False
+                first = (str(exc).splitlines() or [type(exc).__name__])[0]
+                self.say(f"FAILED: {type(exc).__name__}: {first}; Esc: close")
+                self.status().set_class(True, "failed")
+                return
+            self.finished(result)
+
+        self.run_worker(perform(), exclusive=True, group="operator-action")
+
+    def action_close(self) -> None:
+        """Close, unless an action is still running (closing would cancel it half-way)."""
+        if self.running:
+            self.notify("an action is running; its result will show here", severity="warning")
+            return
+        self.dismiss(self.result)

@@ -1,0 +1,139 @@
+"""The operator screen: the monitor plus the write keys; it exists only when actions were built."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from textual.binding import Binding
+
+from pgtop_ha.actions import Actions, AuditEntry
+from pgtop_ha.actions.reset_scopes import reset_choices
+from pgtop_ha.actions.results import ActionResult, Progress
+from pgtop_ha.models.eligibility import TakeoverPlan, takeover_plan
+from pgtop_ha.models.events import Event
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.ui.operator.confirm_modal import ConfirmModal
+from pgtop_ha.ui.operator.reset_modal import ResetModal
+from pgtop_ha.ui.operator.takeover_modal import TakeoverModal
+from pgtop_ha.ui.screens.monitor import MonitorScreen
+
+_OPS = Binding.Group("Operator", compact=True)
+
+OPERATOR_HELP = """
+[b]Operator keys[/b] (absent in read-only mode; every action goes to the audit log)
+  s        switchover to a candidate (failover when there is no leader):
+           the healthiest eligible one is preselected; type the cluster name, Enter
+  r        reset statistics: choose the scope and node(s), Enter twice
+  m        maintenance mode on/off (PATCH /config pause); type the cluster name
+  x        cancel a scheduled switchover (DELETE /switchover)
+"""
+
+
+def audit_event(entry: AuditEntry) -> Event:
+    """An audit entry as the Events pane lists it."""
+    verdict = "ok" if entry.ok else "FAILED"
+    return Event(at=entry.at, kind="action", node=entry.target,
+                 text=f"{entry.user}: {entry.action} {verdict}: {entry.result}",
+                 severity=0 if entry.ok else 1)
+
+
+class OperatorScreen(MonitorScreen):
+    """MonitorScreen with switchover, failover, maintenance and stats-reset keys."""
+
+    BINDINGS = [
+        Binding("s", "takeover", "Switchover", group=_OPS),
+        Binding("r", "reset_stats", "Reset stats", group=_OPS),
+        Binding("m", "maintenance", "Maintenance", group=_OPS),
+        Binding("x", "cancel_switchover", "Cancel sched.", show=False),
+    ]
+
+    def __init__(self, actions: Actions) -> None:
+        """Offer ``actions`` on top of the monitor."""
+        super().__init__()
+        self.actions = actions
+        self.last_result: ActionResult | None = None
+
+    def on_mount(self) -> None:
+        """Send every audited action to the Events pane."""
+        self.actions.on_audit(lambda entry: self.papp.record_event(audit_event(entry)))
+
+    def help_extra(self) -> str:
+        """The operator keys, for `?`."""
+        return OPERATOR_HELP
+
+    def _snapshot(self) -> ClusterSnapshot | None:
+        snap = self.papp.snapshot or (self.papp.history[-1] if self.papp.history else None)
+        if snap is None:
+            self.notify("no snapshot yet: wait for the first poll", severity="warning")
+        return snap
+
+    def confirm_word(self, snap: ClusterSnapshot, plan: TakeoverPlan | None = None) -> str:
+        """What the operator types to confirm: the cluster name."""
+        return (self.papp.settings.cluster_name or snap.cluster.name
+                or (plan.leader if plan is not None else None) or "yes")
+
+    def _done(self, result: ActionResult | None) -> None:
+        if result is None:
+            return
+        self.last_result = result
+        self.notify(result.message, severity="information" if result.ok else "error",
+                    timeout=8)
+
+    def action_takeover(self) -> None:
+        """Open the switchover (or failover) dialog."""
+        snap = self._snapshot()
+        if snap is None:
+            return
+        plan = takeover_plan(snap)
+        actions = self.actions
+
+        async def run(candidate: str, when: datetime | None, progress: Progress) -> ActionResult:
+            if plan.kind == "failover" or plan.leader is None:
+                return await actions.failover(candidate, progress=progress)
+            return await actions.switchover(plan.leader, candidate, when, progress=progress)
+
+        self.app.push_screen(TakeoverModal(plan, self.confirm_word(snap, plan), run,
+                                           now=self.papp.clock), self._done)
+
+    def action_reset_stats(self) -> None:
+        """Open the stats reset dialog."""
+        snap = self._snapshot()
+        if snap is None:
+            return
+        self.app.push_screen(
+            ResetModal(reset_choices(snap), self.actions.reset_stats, self.actions.resetter.user),
+            self._done)
+
+    def action_maintenance(self) -> None:
+        """Toggle Patroni's maintenance mode (pause), after typing the cluster name."""
+        snap = self._snapshot()
+        if snap is None:
+            return
+        paused = takeover_plan(snap).paused
+        want = not paused
+        if want:
+            title = "Enter maintenance mode"
+            detail = ('PATCH /config {"pause": true}: Patroni stops managing PostgreSQL — '
+                      "no automatic failover until resumed.")
+        else:
+            title = "Leave maintenance mode"
+            detail = 'PATCH /config {"pause": false}: Patroni manages the cluster again.'
+
+        async def run() -> ActionResult:
+            return await self.actions.set_pause(want)
+
+        self.app.push_screen(ConfirmModal(title, detail, run, self.confirm_word(snap)),
+                             self._done)
+
+    def action_cancel_switchover(self) -> None:
+        """Cancel a scheduled switchover (DELETE /switchover), after Enter."""
+        snap = self._snapshot()
+        if snap is None:
+            return
+        scheduled = snap.cluster.scheduled_switchover
+        when = (scheduled or {}).get("at") or (scheduled or {}).get("scheduled_at")
+        detail = ("DELETE /switchover: " + (f"drops the switchover scheduled for {when}."
+                                            if scheduled else "none is scheduled as far as the "
+                                            "last snapshot shows; Patroni will say so."))
+        self.app.push_screen(ConfirmModal("Cancel the scheduled switchover", detail,
+                                          self.actions.cancel_switchover), self._done)

@@ -1,0 +1,148 @@
+"""The switchover (or, with no leader, failover) dialog: candidates judged, name typed, progress."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from pgtop_ha.actions.results import ActionResult, Progress
+from pgtop_ha.models.eligibility import Candidate, TakeoverPlan
+from pgtop_ha.ui.format import human_bytes
+from pgtop_ha.ui.operator.modal_base import OperatorModal
+
+RunTakeover = Callable[[str, datetime | None, Progress], Awaitable[ActionResult]]
+_RELATIVE = re.compile(r"^\+(\d+)\s*([smh])$")
+
+
+def parse_when(text: str, now: datetime) -> datetime | None:
+    """An optional schedule: blank (now), '+15m', or ISO 8601 (local time when no zone is given)."""
+    text = text.strip()
+    if not text:
+        return None
+    match = _RELATIVE.match(text)
+    if match:
+        unit = {"s": "seconds", "m": "minutes", "h": "hours"}[match.group(2)]
+        return now + timedelta(**{unit: int(match.group(1))})
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"scheduled time {text!r} not understood; write +15m or 2025-06-01T03:00+00:00"
+        ) from None
+    if when.tzinfo is None:
+        when = when.astimezone()
+    if when <= now:
+        raise ValueError(f"scheduled time {text} is in the past; leave it empty for now")
+    return when
+
+
+def candidate_line(c: Candidate) -> str:
+    """One candidate as the dialog lists it: verdict, facts, then reasons or warnings."""
+    verdict = "ELIGIBLE" if c.eligible else "BLOCKED "
+    lag = "lag ?" if c.lag_bytes is None else f"lag {human_bytes(c.lag_bytes)}"
+    tl = c.timeline or "?"
+    facts = f"{c.name:<12} {verdict} {c.role or '?'}, {c.state or '?'}, tl {tl}, {lag}"
+    why = "; ".join(c.reasons or c.warnings)
+    return f"{facts}\n    {why}" if why else facts
+
+
+class TakeoverModal(OperatorModal):
+    """Pick a candidate (the healthiest preselected), type the cluster name, Enter: it runs."""
+
+    AUTO_FOCUS = "#confirm"
+
+    def __init__(
+        self,
+        plan: TakeoverPlan,
+        confirm_word: str,
+        run: RunTakeover,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        """Show ``plan``; confirming runs ``run(candidate, scheduled_at, progress)``."""
+        super().__init__()
+        self.plan = plan
+        self.confirm_word = confirm_word
+        self._run = run
+        self._now = now
+
+    def compose(self) -> ComposeResult:
+        """Title, notes, candidates, optional schedule, confirmation and status."""
+        plan = self.plan
+        if plan.kind == "switchover":
+            title = f"Switchover of {self.confirm_word}: leader {plan.leader}"
+        else:
+            title = f"Failover of {self.confirm_word}: there is no leader"
+        with Vertical(id="dialog"):
+            yield Static(title, id="title")
+            if plan.notes:
+                yield Static("\n".join(plan.notes), id="notes")
+            options = [
+                Option(candidate_line(c), id=c.name, disabled=not c.eligible)
+                for c in plan.candidates
+            ]
+            yield OptionList(*options, id="candidates")
+            if plan.kind == "switchover" and not plan.paused:
+                yield Static("When (optional: empty = now, +15m, or ISO time):", classes="hint")
+                yield Input(placeholder="now", id="when")
+            yield Static(
+                f"Type {self.confirm_word} and press Enter to {plan.kind} to the "
+                "highlighted candidate; Esc to cancel.",
+                classes="hint",
+            )
+            yield Input(placeholder=self.confirm_word, id="confirm")
+            yield Static("", id="status")
+
+    def on_mount(self) -> None:
+        """Preselect the default (healthiest eligible) candidate."""
+        options = self.query_one("#candidates", OptionList)
+        names = [c.name for c in self.plan.candidates]
+        if self.plan.default in names:
+            options.highlighted = names.index(self.plan.default)
+        if self.plan.default is None:
+            self.say("No eligible candidate: Patroni would refuse (see the reasons above).")
+
+    @property
+    def chosen(self) -> str | None:
+        """The highlighted candidate's name, if it is eligible."""
+        options = self.query_one("#candidates", OptionList)
+        index = options.highlighted
+        if index is None:
+            return None
+        option = options.get_option_at_index(index)
+        return None if option.disabled else option.id
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter on a candidate moves on to the confirmation."""
+        event.stop()
+        self.query_one("#confirm", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in either input: check everything, then run."""
+        event.stop()
+        if self.running or self.result is not None:
+            return
+        if self.query_one("#confirm", Input).value.strip() != self.confirm_word:
+            self.say(f"Type the cluster name {self.confirm_word} exactly to confirm.", fresh=True)
+            self.query_one("#confirm", Input).focus()
+            return
+        candidate = self.chosen
+        if candidate is None:
+            self.say("Highlight an ELIGIBLE candidate first.", fresh=True)
+            return
+        when: datetime | None = None
+        if self.query("#when"):
+            try:
+                when = parse_when(self.query_one("#when", Input).value, self._now())
+            except ValueError as exc:
+                self.say(str(exc), fresh=True)
+                return
+        for widget in self.query("Input, OptionList"):
+            widget.disabled = True
+        self.say(f"{self.plan.kind} to {candidate} started", fresh=True)
+        self.launch(self._run(candidate, when, self.say))

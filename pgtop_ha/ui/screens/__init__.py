@@ -1,0 +1,1 @@
+"""The console's screens: monitor, help and the node filter prompt."""

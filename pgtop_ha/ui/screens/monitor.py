@@ -1,0 +1,295 @@
+"""The monitor screen: every pane, the layouts (overview, single pane, dashboard) and the keys."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, cast
+
+from rich.style import Style
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from pgtop_ha.models.health import Level, Pools
+from pgtop_ha.ui.panes import (
+    archiver,
+    cluster,
+    copy,
+    haproxy,
+    memory,
+    problems,
+    replication,
+    slots,
+)
+from pgtop_ha.ui.panes import (
+    events as events_pane,
+)
+from pgtop_ha.ui.panes.base import Context, PaneSpec
+from pgtop_ha.ui.screens.filter import FilterScreen
+from pgtop_ha.ui.screens.help import HelpScreen
+from pgtop_ha.ui.themes import level_styles, resolve
+from pgtop_ha.ui.widgets.heartbeat import Heartbeat, heartbeat_text
+from pgtop_ha.ui.widgets.keyed_table import KeyedTable
+from pgtop_ha.ui.widgets.pane import Pane
+
+if TYPE_CHECKING:
+    from pgtop_ha.ui.app import PgtopApp
+
+# (id, title, key, specs) in the order the dashboard lays them out.
+PANES: tuple[tuple[str, str, str, tuple[PaneSpec, ...]], ...] = (
+    ("cluster", "Cluster", "1", (cluster.PANE,)),
+    ("problems", "Problems", "0", (problems.PANE,)),
+    ("haproxy", "HAProxy", "2", (haproxy.PANE,)),
+    ("replication", "Replication", "3", (replication.PANE,)),
+    ("slots", "Slots", "4", (slots.PANE, slots.MATRIX)),
+    ("archiver", "Archiver", "6", (archiver.PANE,)),
+    ("copy", "Copy", "5", (copy.PANE,)),
+    ("memory", "Memory", "7", (memory.PANE,)),
+    ("events", "Events", "8", (events_pane.PANE,)),
+)
+BY_KEY = {key: pane_id for pane_id, _, key, _ in PANES if key != "0"}
+WIDE = (160, 48)  # at least this many columns and rows: the dashboard
+
+_VIEW = Binding.Group("Panes", compact=True)
+
+
+class MonitorScreen(Screen[None]):
+    """All panes and the read-only keys; OperatorScreen adds the write keys on top."""
+
+    BINDINGS = [
+        Binding("0", "view('overview')", "Overview", group=_VIEW),
+        *(
+            Binding(key, f"view('{pane_id}')", title, group=_VIEW)
+            for pane_id, title, key, _ in sorted(PANES, key=lambda p: p[2])
+            if key != "0"
+        ),
+        Binding("escape", "back", "Back", show=False),
+        Binding("p", "pause", "Pause"),
+        Binding("plus", "slower", "Slower", key_display="+"),
+        Binding("minus", "faster", "Faster", key_display="-"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("o", "sort", "Sort"),
+        Binding("O", "reverse_sort", "Reverse", show=False),
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    view: reactive[str] = reactive("overview", init=False)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.panes: dict[str, Pane] = {}
+        self.note = ""
+        self.wide = False
+        self._styles_gen = 0
+        self._header_styles: dict[str, Style] = {}
+
+    @property
+    def papp(self) -> PgtopApp:
+        """The app, typed."""
+        return cast("PgtopApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        """Header, the grid of panes, footer."""
+        yield Heartbeat()
+        with Grid(id="body"):
+            for pane_id, title, key, specs in PANES:
+                pane = Pane(pane_id, title, key if key != "0" else "", specs)
+                self.panes[pane_id] = pane
+                yield pane
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Follow the app's state; tick the header so staleness shows even without snapshots."""
+        app = self.papp
+        self.watch(app, "snapshot", self._data_changed, init=False)
+        self.watch(app, "node_filter", self._data_changed, init=False)
+        self.watch(app, "paused", lambda _: self.refresh_header(), init=False)
+        self.watch(app, "interval", lambda _: self.refresh_header(), init=False)
+        self.watch(app, "source_error", lambda _: self.refresh_header(), init=False)
+        self.watch(app, "theme", lambda _: self.restyle(), init=True)
+        self.set_interval(1.0, self.refresh_header)
+        self._layout(self.size.width, self.size.height)
+        self.refresh_view()
+
+    def _data_changed(self, _: object) -> None:
+        self.refresh_view()
+
+    # -- layout -----------------------------------------------------------------------------
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Switch between the overview and the dashboard as the terminal changes size."""
+        self._layout(event.size.width, event.size.height)
+
+    def _layout(self, width: int, height: int) -> None:
+        wide = width >= WIDE[0] and height >= WIDE[1]
+        changed = wide != self.wide
+        self.wide = wide
+        self.set_class(wide, "-wide")
+        self.set_class(wide and self.view == "overview", "-dash")
+        for pane_id in self.panes:
+            self.set_class(self.view == pane_id, f"-view-{pane_id}")
+        self.set_class(self.view == "overview", "-view-overview")
+        if changed:
+            self.refresh_view()
+
+    def visible_panes(self) -> list[str]:
+        """The panes on screen now: only these do any work."""
+        if self.view != "overview":
+            return [self.view]
+        if self.wide:
+            return [p[0] for p in PANES]
+        return ["cluster", "problems"]
+
+    def watch_view(self, view: str) -> None:
+        """Show the chosen pane (or the overview) and focus its first table."""
+        self._layout(self.size.width, self.size.height)
+        self.refresh_view()
+        if view != "overview":
+            table = next(iter(self.panes[view].tables.values()), None)
+            if table is not None:
+                table.focus()
+        else:
+            first = next(iter(self.panes["cluster"].tables.values()), None)
+            if first is not None:
+                first.focus()
+
+    # -- data -------------------------------------------------------------------------------
+
+    def context(self) -> Context:
+        """What rows() needs besides the snapshot."""
+        app = self.papp
+        s = app.settings
+        snap = app.snapshot
+        history = [h for h in app.history if h is not snap]
+        if snap is not None and snap in history:
+            history = history[: history.index(snap)]
+        return Context(
+            thresholds=s.thresholds,
+            pools=Pools(s.haproxy.writer_backends, s.haproxy.reader_backends),
+            now=app.clock(),
+            interval=app.interval,
+            history=tuple(history),
+            events=tuple(app.events),
+        )
+
+    def refresh_view(self) -> int:
+        """Update the visible panes from the app's snapshot; hidden panes are left alone."""
+        self.refresh_header()
+        snap = self.papp.snapshot
+        if snap is None or not self.is_attached:
+            return 0
+        ctx = self.context()
+        stamp = (id(snap), len(self.papp.events), self.papp.node_filter, self._styles_gen)
+        written = 0
+        for pane_id in self.visible_panes():
+            written += self.panes[pane_id].show(snap, ctx, self.papp.node_filter, stamp)
+        return written
+
+    def refresh_header(self) -> None:
+        """Recompute the header line; it repaints only when its text changed."""
+        if not self.is_attached:
+            return
+        app = self.papp
+        note = app.source_error or self.note
+        text = heartbeat_text(
+            snapshot=app.snapshot,
+            now=app.clock(),
+            thresholds=app.settings.thresholds,
+            read_only=app.read_only,
+            paused=app.paused,
+            interval=app.interval,
+            node_filter=app.node_filter,
+            note=note,
+            styles=self._header_styles,
+        )
+        self.query_one(Heartbeat).show(text)
+
+    def restyle(self) -> None:
+        """Resolve the theme's state and badge styles and redraw every table with them."""
+        app = self.papp
+        variables = dict(app.theme_variables)
+        ct = app.console_theme
+        levels = level_styles(ct, variables)
+        self._header_styles = {
+            "ok": levels[Level.OK],
+            "warn": levels[Level.WARN],
+            "crit": levels[Level.CRIT],
+            "title": resolve("bold $accent", variables),
+            **{k: resolve(v, variables) for k, v in ct.badges.items()},
+        }
+        self._styles_gen += 1
+        for pane in self.panes.values():
+            pane.use_level_styles(levels)
+        self.refresh_view()
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def action_view(self, view: str) -> None:
+        """Show one pane (or the overview)."""
+        self.view = view
+
+    def action_back(self) -> None:
+        """Back to the overview; a second Esc clears the node filter."""
+        if self.view != "overview":
+            self.view = "overview"
+        elif self.papp.node_filter:
+            self.papp.node_filter = ""
+
+    def action_pause(self) -> None:
+        """Freeze or unfreeze the display."""
+        self.papp.paused = not self.papp.paused
+
+    def action_slower(self) -> None:
+        """Poll less often."""
+        self.papp.step_interval(+1)
+
+    def action_faster(self) -> None:
+        """Poll more often."""
+        self.papp.step_interval(-1)
+
+    def action_filter(self) -> None:
+        """Ask for a node filter."""
+
+        def done(value: str | None) -> None:
+            if value is not None:
+                self.papp.node_filter = value
+
+        self.app.push_screen(FilterScreen(self.papp.node_filter), done)
+
+    def action_help(self) -> None:
+        """Show the keys."""
+        self.app.push_screen(HelpScreen(self.help_extra()))
+
+    def help_extra(self) -> str:
+        """More help lines (the operator screen lists its keys here)."""
+        return ""
+
+    def _table(self) -> KeyedTable | None:
+        focused = self.focused
+        if isinstance(focused, KeyedTable):
+            return focused
+        pane = self.panes.get(self.view if self.view != "overview" else "cluster")
+        return next(iter(pane.tables.values()), None) if pane else None
+
+    def action_sort(self) -> None:
+        """Sort the focused table by its next column."""
+        table = self._table()
+        if table is not None:
+            self.note = table.cycle_sort()
+            self.refresh_header()
+
+    def action_reverse_sort(self) -> None:
+        """Reverse the focused table's sort."""
+        table = self._table()
+        if table is not None:
+            self.note = table.reverse_sort()
+            self.refresh_header()
+
+    def all_tables(self) -> Iterable[KeyedTable]:
+        """Every keyed table of the screen (tests, benchmarks)."""
+        for pane in self.panes.values():
+            yield from pane.tables.values()

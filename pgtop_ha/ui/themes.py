@@ -1,0 +1,122 @@
+"""Themes as data files (themes/*.toml): Textual colours plus styles for states and badges."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.style import Style
+from textual.theme import Theme
+
+from pgtop_ha.errors import ConfigError
+from pgtop_ha.models.health import Level
+
+_COLOR_KEYS = (
+    "primary",
+    "secondary",
+    "accent",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "boost",
+    "success",
+    "warning",
+    "error",
+)
+
+
+@dataclass(frozen=True)
+class ConsoleTheme:
+    """A Textual theme plus the console's own style strings ("$name" = a theme colour)."""
+
+    theme: Theme
+    levels: dict[str, str] = field(default_factory=dict)
+    badges: dict[str, str] = field(default_factory=dict)
+
+
+def theme_dirs() -> list[Path]:
+    """Where theme files are looked for: the user's own, then the built-in ones."""
+    home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    here = Path(__file__).resolve()
+    return [home / "pgtop-ha" / "themes", here.parents[2] / "themes", here.parent / "themes"]
+
+
+def available() -> list[str]:
+    """Names of every theme file found."""
+    names = {p.stem for d in theme_dirs() if d.is_dir() for p in d.glob("*.toml")}
+    return sorted(names)
+
+
+def load_theme(name: str) -> ConsoleTheme:
+    """Load ``name`` (a theme name or a path to a .toml file); bad input is a ConfigError."""
+    path = Path(name)
+    if not (name.endswith(".toml") and path.is_file()):
+        found = next(
+            (d / f"{name}.toml" for d in theme_dirs() if (d / f"{name}.toml").is_file()), None
+        )
+        if found is None:
+            raise ConfigError(
+                f"theme {name!r} not found; use one of {', '.join(available()) or 'dark'} "
+                "or a path to a theme .toml file"
+            )
+        path = found
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"theme file {path}: {exc}; fix or remove it") from None
+    colors = data.get("colors", {})
+    if not isinstance(colors, dict) or "primary" not in colors:
+        raise ConfigError(f"theme file {path}: [colors] needs at least primary; add it")
+    unknown = set(colors) - set(_COLOR_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"theme file {path}: unknown colour {sorted(unknown)[0]!r}; "
+            f"use {', '.join(_COLOR_KEYS)}"
+        )
+    c = {k: str(v) for k, v in colors.items()}
+    theme = Theme(
+        name=str(data.get("name", path.stem)),
+        primary=c["primary"],
+        secondary=c.get("secondary"),
+        warning=c.get("warning"),
+        error=c.get("error"),
+        success=c.get("success"),
+        accent=c.get("accent"),
+        foreground=c.get("foreground"),
+        background=c.get("background"),
+        surface=c.get("surface"),
+        panel=c.get("panel"),
+        boost=c.get("boost"),
+        dark=bool(data.get("dark", True)),
+        variables={str(k): str(v) for k, v in data.get("variables", {}).items()},
+    )
+    return ConsoleTheme(
+        theme=theme,
+        levels={str(k): str(v) for k, v in data.get("levels", {}).items()},
+        badges={str(k): str(v) for k, v in data.get("badges", {}).items()},
+    )
+
+
+def resolve(style: str, variables: dict[str, str]) -> Style:
+    """Turn 'bold $error' into a Rich Style using the theme's variables; unknown words drop."""
+    words = []
+    for word in style.split():
+        if word.startswith("$"):
+            value = variables.get(word[1:])
+            if value is None:
+                continue
+            word = value.split()[0]  # "#ff0000 50%" -> the colour alone
+        words.append(word)
+    try:
+        return Style.parse(" ".join(words)) if words else Style()
+    except Exception:  # a bad style word in a user's theme must not stop the console
+        return Style()
+
+
+def level_styles(ct: ConsoleTheme, variables: dict[str, str]) -> dict[Level, Style]:
+    """The Rich style of each state for this theme."""
+    names = {Level.OK: "ok", Level.WARN: "warn", Level.CRIT: "crit"}
+    return {lv: resolve(ct.levels.get(n, ""), variables) for lv, n in names.items()}

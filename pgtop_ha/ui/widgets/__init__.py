@@ -1,0 +1,1 @@
+"""Widgets of the console that are not panes' pure parts."""

@@ -1,0 +1,98 @@
+"""The header line: cluster, mode badge, time of the last snapshot, per-node staleness."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from rich.style import Style
+from rich.text import Text
+from textual.widgets import Static
+
+from pgtop_ha.models.health import Level, ThresholdsLike, age_s, member_names, stale_level
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.ui.format import age
+
+
+def node_freshness(
+    snapshot: ClusterSnapshot, name: str, now: datetime, t: ThresholdsLike
+) -> tuple[Level, float | None]:
+    """How stale a node's data is: the older of its Patroni and PostgreSQL last successes."""
+    stamps = []
+    m, n = snapshot.member(name), snapshot.node(name)
+    if m is not None:
+        stamps.append(m.last_ok_at)
+    if n is not None:
+        stamps.append(n.last_ok_at)
+    if not stamps or any(s is None for s in stamps):
+        return Level.CRIT, None
+    oldest = min(s for s in stamps if s is not None)
+    since = age_s(now, oldest)
+    return stale_level(t, since), since
+
+
+def heartbeat_text(
+    *,
+    snapshot: ClusterSnapshot | None,
+    now: datetime,
+    thresholds: ThresholdsLike,
+    read_only: bool,
+    paused: bool,
+    interval: float,
+    node_filter: str,
+    note: str,
+    styles: Mapping[str, Style],
+) -> Text:
+    """The header as rich text; ``styles`` maps ok/warn/crit/badge names to theme styles."""
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(" pgtop-ha ", styles.get("title", Style(bold=True)))
+    if snapshot is not None and snapshot.cluster.name:
+        t.append(f"{snapshot.cluster.name} ")
+    if read_only:
+        t.append(" READ-ONLY ", styles.get("read_only"))
+    else:
+        t.append(" OPERATOR ", styles.get("operator"))
+    if paused:
+        t.append(" ")
+        t.append(" ⏸ PAUSED ", styles.get("paused"))
+    if snapshot is None:
+        t.append("  waiting for the first snapshot…")
+    else:
+        when = snapshot.taken_at.astimezone()  # local time: what the DBA's watch says
+        t.append(f"  last {when:%H:%M:%S}")
+        late = age_s(now, snapshot.taken_at) or 0.0
+        if late > max(3 * interval, thresholds.stale_warn_s):
+            t.append(f" (no data for {age(late)})", styles.get("crit"))
+        for name in member_names(snapshot):
+            level, since = node_freshness(snapshot, name, now, thresholds)
+            t.append("  ")
+            if level is Level.OK:
+                t.append(f"{name} ✔", styles.get("ok"))
+            else:
+                mark = "▲" if level is Level.WARN else "✖"
+                t.append(
+                    f"{name} {mark} {age(since) if since is not None else 'never'}",
+                    styles.get("warn" if level is Level.WARN else "crit"),
+                )
+    t.append(f"  every {interval:g}s")
+    if node_filter:
+        t.append(f"  filter: {node_filter}", styles.get("warn"))
+    if note:
+        t.append(f"  {note}")
+    return t
+
+
+class Heartbeat(Static):
+    """One line at the top; repainted only when its text changes."""
+
+    def __init__(self) -> None:
+        super().__init__("", id="heartbeat", markup=False)
+        self._last: Text | None = None
+
+    def show(self, text: Text) -> bool:
+        """Show ``text`` unless it is what is shown already; True when it repainted."""
+        if self._last is not None and text == self._last:
+            return False
+        self._last = text
+        self.update(text)
+        return True

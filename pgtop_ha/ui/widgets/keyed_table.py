@@ -1,0 +1,206 @@
+"""A DataTable updated in place by row key: only changed cells are touched, nothing when none."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+
+from rich.style import Style
+from rich.text import Text
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+
+from pgtop_ha.models.health import Level
+from pgtop_ha.ui.panes.base import Cell, Column, Row, SortValue
+
+
+class CellText(Text):
+    """Rich text of one cell that remembers how it sorts and where its row came in rows()."""
+
+    sort_key: tuple[int, SortValue] = (1, "")
+    order: int = 0
+
+
+LevelStyles = Mapping[Level, Style]
+
+
+class KeyedTable(DataTable[CellText]):
+    """A table whose rows are replaced by key; cursor row and sort order survive refreshes."""
+
+    DEFAULT_CSS = """
+    KeyedTable { height: auto; max-height: 100%; }
+    """
+
+    def __init__(self, columns: Sequence[Column], *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
+        self._cols: tuple[Column, ...] = tuple(columns)
+        self._shown: dict[str, tuple[tuple[str, Level | None], ...]] = {}
+        self._order: list[str] = []
+        self._sort: tuple[str, bool] | None = None
+        self._styles: LevelStyles = {}
+        self.touched = 0  # cells written since mount: tests and benchmarks read it
+
+    def on_mount(self) -> None:
+        """Create the columns."""
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        for col in self._cols:
+            self.add_column(Text(col.label, justify="right" if col.right else "left"), key=col.key)
+
+    @property
+    def columns_spec(self) -> tuple[Column, ...]:
+        """The columns as the pane defined them."""
+        return self._cols
+
+    @property
+    def sort_state(self) -> tuple[str, bool] | None:
+        """(column key, reverse) when sorted by the user, else None (rows() order)."""
+        return self._sort
+
+    def use_level_styles(self, styles: LevelStyles) -> None:
+        """Use these styles for OK/WARN/CRIT and redraw every cell with them."""
+        self._styles = styles
+        self._shown = {key: () for key in self._shown}  # force a rewrite of every cell
+
+    def _make(self, c: Cell, col: Column, order: int) -> CellText:
+        style = self._styles.get(c.level) if c.level is not None else None
+        t = CellText(c.text, style=style or "", justify="right" if col.right else "left", end="")
+        t.no_wrap = True
+        t.sort_key = c.sort_key()
+        t.order = order
+        return t
+
+    def apply(self, rows: Sequence[Row], columns: Sequence[Column] | None = None) -> int:
+        """Make the table show ``rows``; returns how many cells were written (0: no repaint)."""
+        if columns is not None and tuple(columns) != self._cols:
+            self._cols = tuple(columns)
+            self.clear(columns=True)
+            self._shown.clear()
+            self._order = []
+            self._add_columns()
+        cursor_key = self._cursor_key()
+        wanted = {r.key for r in rows}
+        written = 0
+        moved = False
+        for key in [k for k in self._shown if k not in wanted]:
+            with contextlib.suppress(RowDoesNotExist):
+                self.remove_row(key)
+            del self._shown[key]
+            moved = True
+        for index, row in enumerate(rows):
+            sig = tuple((c.text, c.level) for c in row.cells)
+            old = self._shown.get(row.key)
+            if old is None:
+                values = [
+                    self._make(c, col, index) for c, col in zip(row.cells, self._cols, strict=False)
+                ]
+                self.add_row(*values, key=row.key)
+                written += len(values)
+                moved = True
+            elif old != sig:
+                for j, (c, col) in enumerate(zip(row.cells, self._cols, strict=False)):
+                    if j < len(old) and old[j] == sig[j]:
+                        continue
+                    grows = j >= len(old) or len(c.text) > len(old[j][0])
+                    try:
+                        self.update_cell(
+                            row.key, col.key, self._make(c, col, index), update_width=grows
+                        )
+                    except CellDoesNotExist:
+                        continue
+                    written += 1
+                    if self._sort is not None and self._sort[0] == col.key:
+                        moved = True
+            self._shown[row.key] = sig
+        order = [r.key for r in rows]
+        if order != self._order:
+            self._order = order
+            self._set_order(order)
+            moved = True
+        if moved:
+            self._resort()
+            self._restore_cursor(cursor_key)
+        self.touched += written
+        return written
+
+    def _set_order(self, order: list[str]) -> None:
+        # Rows keep the index rows() gave them so "no sort" means rows() order.
+        index = {key: i for i, key in enumerate(order)}
+        for key in order:
+            for value in self._data_row(key):
+                value.order = index[key]
+
+    def _data_row(self, key: str) -> list[CellText]:
+        try:
+            return list(self.get_row(key))
+        except RowDoesNotExist:
+            return []
+
+    def sort_by(self, column: str | None, reverse: bool = False) -> None:
+        """Sort by ``column`` (None: rows() order) and keep it that way across refreshes."""
+        cursor_key = self._cursor_key()
+        self._sort = None if column is None else (column, reverse)
+        self._resort()
+        self._restore_cursor(cursor_key)
+
+    def cycle_sort(self) -> str:
+        """Sort by the next column (after the last one: rows() order); returns a description."""
+        keys = [c.key for c in self._cols]
+        if self._sort is None:
+            nxt: str | None = keys[0] if keys else None
+        else:
+            i = keys.index(self._sort[0]) if self._sort[0] in keys else -1
+            nxt = keys[i + 1] if i + 1 < len(keys) else None
+        self.sort_by(nxt, reverse=False)
+        return self.describe_sort()
+
+    def reverse_sort(self) -> str:
+        """Flip the direction of the current sort; returns a description."""
+        if self._sort is not None:
+            self.sort_by(self._sort[0], not self._sort[1])
+        return self.describe_sort()
+
+    def describe_sort(self) -> str:
+        """'sorted by Lag ↓' or 'natural order'."""
+        if self._sort is None:
+            return "natural order"
+        label = next((c.label for c in self._cols if c.key == self._sort[0]), self._sort[0])
+        return f"sorted by {label} {'↓' if self._sort[1] else '↑'}"
+
+    def _resort(self) -> None:
+        if not self.row_count:
+            return
+        if self._sort is None:
+            self.sort(key=lambda values: values[0].order if values else 0)
+            return
+        column, reverse = self._sort
+        if column not in {c.key for c in self._cols}:
+            return
+        self.sort(column, key=lambda value: (value.sort_key, value.order), reverse=reverse)
+
+    def _cursor_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        except CellDoesNotExist:
+            return None
+        return key.value
+
+    def _restore_cursor(self, key: str | None) -> None:
+        if key is None:
+            return
+        try:
+            row = self.get_row_index(key)
+        except RowDoesNotExist:
+            return
+        if row != self.cursor_row:
+            self.move_cursor(row=row, animate=False, scroll=False)
+
+    def visible_texts(self) -> list[list[str]]:
+        """The table's text in display order (for tests)."""
+        out = []
+        for i in range(self.row_count):
+            out.append([v.plain for v in self.get_row_at(i)])
+        return out

@@ -1,0 +1,71 @@
+"""A pane on screen: a bordered box with one or more keyed tables fed by PaneSpecs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.ui.panes.base import Context, PaneSpec, Row
+from pgtop_ha.ui.widgets.keyed_table import KeyedTable, LevelStyles
+
+
+def matches(row: Row, node_filter: str) -> bool:
+    """True when the row belongs to a node whose name contains ``node_filter``."""
+    if not node_filter:
+        return True
+    needle = node_filter.lower()
+    return needle in (row.node or "").lower() or needle in row.key.lower()
+
+
+class Pane(Vertical):
+    """One of the console's panes; it does no work while hidden (see MonitorScreen)."""
+
+    DEFAULT_CSS = """
+    Pane { height: 1fr; }
+    """
+
+    def __init__(self, pane_id: str, title: str, key: str, specs: Sequence[PaneSpec]) -> None:
+        super().__init__(id=f"pane-{pane_id}", classes="pane")
+        self.pane_id = pane_id
+        self.specs = tuple(specs)
+        self.border_title = f"{key} {title}" if key else title
+        self.tables: dict[str, KeyedTable] = {}
+        self._stamp: object = None
+
+    def compose(self) -> ComposeResult:
+        """One keyed table per spec."""
+        for spec in self.specs:
+            table = KeyedTable(spec.columns, id=f"t-{spec.id}")
+            if spec.sort:
+                table.sort_by(spec.sort, spec.reverse)
+            self.tables[spec.id] = table
+            yield table
+
+    def show(self, snapshot: ClusterSnapshot, ctx: Context, node_filter: str, stamp: object) -> int:
+        """Bring the tables up to date; ``stamp`` identical to last time means nothing to do."""
+        if stamp == self._stamp:
+            return 0
+        self._stamp = stamp
+        written = 0
+        for spec in self.specs:
+            table = self.tables[spec.id]
+            rows = [r for r in spec.rows(snapshot, ctx) if matches(r, node_filter)]
+            columns = spec.dynamic_columns(snapshot) if spec.dynamic_columns else None
+            written += table.apply(rows, columns)
+            want = bool(rows) or spec is self.specs[0]
+            if table.display != want:
+                table.display = want
+        return written
+
+    def forget(self) -> None:
+        """Drop the 'already shown' stamp so the next show() recomputes (theme or filter change)."""
+        self._stamp = None
+
+    def use_level_styles(self, styles: LevelStyles) -> None:
+        """Give every table the level styles of the current theme."""
+        for table in self.tables.values():
+            table.use_level_styles(styles)
+        self.forget()

@@ -1,0 +1,251 @@
+"""The operator screen through Textual's Pilot, on scripted snapshots and a scripted Patroni.
+
+The real Patroni path is covered on the lab (test_lab_ui.py); here the fakes give answers a
+real server cannot give on demand (a 412 with a body) and make the screens deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from pgtop_ha.actions import ActionResult, NodeResult, ResetScope, ResetTarget
+from pgtop_ha.actions.audit import AuditLog
+from pgtop_ha.actions.operator import Actions
+from pgtop_ha.actions.patroni_writer import PatroniWriter
+from pgtop_ha.actions.stats_reset import StatsResetter
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.ui.app import PgtopApp
+from pgtop_ha.ui.operator.modal_base import OperatorModal
+from pgtop_ha.ui.operator.reset_modal import ResetModal
+from pgtop_ha.ui.operator.screen import OperatorScreen
+from pgtop_ha.ui.operator.takeover_modal import TakeoverModal, parse_when
+from pgtop_ha.ui.screens.monitor import MonitorScreen
+from pgtop_ha.ui.source import ScriptedSource
+from tests.ui import fixtures
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+class FakeResetter(StatsResetter):
+    """Records what would run; node2 lacks the privilege."""
+
+    def __init__(self) -> None:
+        super().__init__(fixtures.settings(postgres={"operator_user": "pgtop_operator"}))
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+
+    async def reset(self, scope: ResetScope, targets: Sequence[ResetTarget]) -> list[NodeResult]:
+        self.calls.append((scope.call, tuple(t.name for t in targets)))
+        return [NodeResult(node=t.name, ok=t.name != "node2",
+                           message=f"{t.name}: {scope.call} done" if t.name != "node2" else
+                           "pgtop_operator may not run pg_stat_reset_shared: GRANT ...")
+                for t in targets]
+
+
+def cluster_doc(leader: str) -> dict[str, object]:
+    return {"members": [{"name": n, "role": "leader" if n == leader else "replica",
+                         "state": "running" if n == leader else "streaming", "timeline": 3}
+                        for n in fixtures.NAMES]}
+
+
+def make_actions(tmp_path: Path, handler: Handler) -> tuple[Actions, list[httpx.Request]]:
+    seen: list[httpx.Request] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return handler(request)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(record))
+    actions = Actions(PatroniWriter(["http://127.0.0.1:9"], client), FakeResetter(),
+                      AuditLog(tmp_path / "audit.log", cluster="pgtop-lab"),
+                      lambda: datetime.now(UTC), poll_every_s=0.01, takeover_timeout_s=5)
+    return actions, seen
+
+
+def make_app(actions: Actions | None, snap: ClusterSnapshot | None = None) -> PgtopApp:
+    return PgtopApp(settings=fixtures.settings(), source=ScriptedSource([snap or fixtures.healthy()]),
+                    actions=actions, read_only=actions is None)
+
+
+async def until(pilot: Pilot[None], check: Callable[[], bool], what: str,
+                timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def modal(app: PgtopApp) -> OperatorModal:
+    screen = app.screen
+    assert isinstance(screen, OperatorModal), type(screen)
+    return screen
+
+
+def status_text(app: PgtopApp) -> str:
+    return str(modal(app).query_one("#status", Static).content)
+
+
+async def test_s_cluster_name_enter_switches_to_the_healthiest(tmp_path: Path) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            return httpx.Response(200, text='Successfully switched over to "node2"')
+        return httpx.Response(200, json=cluster_doc("node2"))
+
+    actions, seen = make_actions(tmp_path, handler)
+    app = make_app(actions)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.snapshot is not None, "the first snapshot")
+        assert isinstance(app.screen, OperatorScreen)
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, TakeoverModal), "the dialog")
+        dialog = modal(app)
+        assert isinstance(dialog, TakeoverModal)
+        # node2 is the sync standby of the fixture: the healthiest eligible candidate.
+        assert dialog.chosen == "node2"
+        await pilot.press(*"pgtop-lab", "enter")
+        await until(pilot, lambda: dialog.result is not None, "the result")
+        assert "OK" in status_text(app) and "node2 leads" in status_text(app)
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, OperatorScreen), "the dialog closed")
+        assert any(e.kind == "action" and "switchover ok" in e.text for e in app.events)
+    post = next(r for r in seen if r.method == "POST")
+    assert post.url.path == "/switchover"
+    assert json.loads(post.content) == {"leader": "node1", "candidate": "node2"}
+
+
+async def test_wrong_name_does_nothing(tmp_path: Path) -> None:
+    actions, seen = make_actions(tmp_path, lambda r: httpx.Response(500))
+    app = make_app(actions)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.snapshot is not None, "the first snapshot")
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, TakeoverModal), "the dialog")
+        await pilot.press(*"pgtop", "enter")
+        await pilot.pause()
+        assert "Type the cluster name pgtop-lab exactly" in status_text(app)
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, OperatorScreen), "the dialog closed")
+    assert seen == []
+
+
+async def test_refused_switchover_shows_patronis_reason(tmp_path: Path) -> None:
+    reason = "candidate name does not match with sync_standby"
+    actions, _ = make_actions(tmp_path, lambda r: httpx.Response(412, text=reason))
+    app = make_app(actions)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.snapshot is not None, "the first snapshot")
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, TakeoverModal), "the dialog")
+        await pilot.press(*"pgtop-lab", "enter")
+        await until(pilot, lambda: modal(app).result is not None, "the result")
+        text = status_text(app)
+        assert "FAILED" in text
+        assert f"switchover refused (412): {reason}" in text
+
+
+async def test_failover_when_no_leader(tmp_path: Path) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            return httpx.Response(200, text='Successfully failed over to "node2"')
+        return httpx.Response(200, json=cluster_doc("node2"))
+
+    snap = fixtures.healthy()
+    members = tuple(m.model_copy(update={"role": "replica" if m.name == "node1" else m.role,
+                                         "state": "stopped" if m.name == "node1" else m.state})
+                    for m in snap.members)
+    snap = snap.model_copy(update={"members": members,
+                                   "cluster": snap.cluster.model_copy(update={"leader": None})})
+    actions, seen = make_actions(tmp_path, handler)
+    app = make_app(actions, snap)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.snapshot is not None, "the first snapshot")
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, TakeoverModal), "the dialog")
+        assert modal(app).query("#when") == modal(app).query("#nothing")  # no scheduling
+        await pilot.press(*"pgtop-lab", "enter")
+        await until(pilot, lambda: modal(app).result is not None, "the result")
+    post = next(r for r in seen if r.method == "POST")
+    assert post.url.path == "/failover"
+    assert json.loads(post.content)["candidate"] in ("node2", "node3")
+
+
+async def test_reset_dialog_runs_the_shown_function_per_node(tmp_path: Path) -> None:
+    actions, _ = make_actions(tmp_path, lambda r: httpx.Response(500))
+    resetter = actions.resetter
+    assert isinstance(resetter, FakeResetter)
+    app = make_app(actions)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.snapshot is not None, "the first snapshot")
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ResetModal), "the dialog")
+        dialog = modal(app)
+        assert isinstance(dialog, ResetModal)
+        calls = [c.scope.call for c in dialog.choices]
+        archiver = calls.index("pg_stat_reset_shared('archiver')")
+        await pilot.press(*(["down"] * archiver), "enter")
+        preview = str(dialog.query_one("#preview", Static).content)
+        assert "SELECT pg_stat_reset_shared('archiver')  on node1  as pgtop_operator" in preview
+        await pilot.press("down")  # "all: node1, node2, node3"
+        await pilot.press("enter")
+        assert "Press Enter again" in str(dialog.query_one("#preview", Static).content)
+        assert resetter.calls == []
+        await pilot.press("enter")
+        await until(pilot, lambda: dialog.result is not None, "the result")
+        text = status_text(app)
+        assert "ok   node1: pg_stat_reset_shared('archiver') done" in text
+        assert "FAIL pgtop_operator may not run pg_stat_reset_shared" in text
+    assert resetter.calls == [("pg_stat_reset_shared('archiver')", ("node1", "node2", "node3"))]
+
+
+async def test_maintenance_toggle_needs_the_name(tmp_path: Path) -> None:
+    actions, seen = make_actions(tmp_path, lambda r: httpx.Response(200, json={"pause": True}))
+    app = make_app(actions)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.snapshot is not None, "the first snapshot")
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, OperatorModal), "the dialog")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert seen == []
+        await pilot.press(*"pgtop-lab", "enter")
+        await until(pilot, lambda: modal(app).result is not None, "the result")
+        result: ActionResult | None = modal(app).result
+        assert result is not None and result.ok
+    assert [(r.method, r.url.path, json.loads(r.content)) for r in seen] == [
+        ("PATCH", "/config", {"pause": True})]
+
+
+async def test_read_only_screen_has_no_write_keys() -> None:
+    app = make_app(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.snapshot is not None, "the first snapshot")
+        assert type(app.screen) is MonitorScreen
+        keys = {b.key for b in app.screen._bindings.key_to_bindings}  # noqa: SLF001
+        assert not keys & {"s", "r", "m", "x"}
+        for key in ("s", "r", "m", "x"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert type(app.screen) is MonitorScreen
+
+
+def test_parse_when() -> None:
+    now = datetime(2025, 1, 1, 12, tzinfo=UTC)
+    assert parse_when("", now) is None
+    assert parse_when("+15m", now) == datetime(2025, 1, 1, 12, 15, tzinfo=UTC)
+    assert parse_when("2025-01-01T13:00+00:00", now) == datetime(2025, 1, 1, 13, tzinfo=UTC)
+    for bad, why in (("tomorrow", "not understood"), ("2024-01-01T00:00+00:00", "in the past")):
+        try:
+            parse_when(bad, now)
+        except ValueError as exc:
+            assert why in str(exc)
+        else:
+            raise AssertionError(bad)

@@ -1,0 +1,100 @@
+"""/proc parsing: smaps_rollup and status of a real process, and fuzzing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pgtop_ha.collect.errors import ParseError
+from pgtop_ha.collect.procmem import (
+    is_local_host,
+    parse_hugepages,
+    parse_smaps_rollup,
+    parse_status,
+    read_local,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_smaps_rollup_fixture() -> None:
+    mem = parse_smaps_rollup((FIXTURES / "smaps_rollup.txt").read_text())
+    assert mem.rss and mem.pss and mem.uss is not None
+    assert mem.pss <= mem.rss
+    assert mem.uss <= mem.rss
+    assert mem.rss % 1024 == 0
+
+
+def test_smaps_rollup_values() -> None:
+    text = (
+        "55d0-7ffd ---p 00000000 00:00 0    [rollup]\n"
+        "Rss:   100 kB\nPss:    40 kB\nPrivate_Clean:  4 kB\nPrivate_Dirty: 6 kB\nSwap: 2 kB\n"
+    )
+    mem = parse_smaps_rollup(text)
+    assert (mem.rss, mem.pss, mem.uss, mem.swap) == (102400, 40960, 10240, 2048)
+
+
+def test_status_fixture() -> None:
+    status = parse_status((FIXTURES / "status.txt").read_text())
+    assert status.pagetable is not None and status.pagetable > 0
+    assert isinstance(status.ppid, int)
+
+
+def test_hugepages() -> None:
+    assert parse_hugepages("HugePages_Total:      4\nHugePages_Free:       1\n") == (4, 1)
+    assert parse_hugepages("MemTotal: 1 kB\n") == (None, None)
+
+
+@pytest.mark.parametrize("text", ["", "Rss: 1 kB\n", "garbage", "Pss: x kB\n"])
+def test_smaps_rollup_without_fields(text: str) -> None:
+    with pytest.raises(ParseError, match="smaps_rollup"):
+        parse_smaps_rollup(text)
+
+
+def test_read_local_of_own_children(tmp_path: Path) -> None:
+    # This test process plays the postmaster: its parent is what read_local must find.
+    mem, reason, parent = read_local([os.getpid()], os.getpid())
+    assert parent == os.getppid()
+    assert reason is None
+    assert parent in mem  # the "postmaster" itself is always read
+    assert os.getpid() not in mem or mem[os.getpid()].ppid == parent
+    none, why, _ = read_local([1], 999_999_999, proc=tmp_path)
+    assert none == {}
+    assert why and "/proc" in why
+
+
+def test_is_local_host() -> None:
+    assert is_local_host("127.0.0.1")
+    assert is_local_host("localhost")
+    assert is_local_host("::1")
+    assert is_local_host("/var/run/postgresql")
+    assert not is_local_host("10.0.0.5")
+    assert not is_local_host(None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=30),
+            st.builds(
+                lambda k, v, u: f"{k}: {v} {u}",
+                st.sampled_from(["Rss", "Pss", "Private_Clean", "VmPTE", "PPid", "Swap"]),
+                st.integers(min_value=-5, max_value=10**12) | st.text(max_size=4),
+                st.sampled_from(["kB", "", "MB"]),
+            ),
+        ),
+        max_size=12,
+    ).map("\n".join)
+)
+def test_fuzz_proc_files(text: str) -> None:
+    for parse in (parse_smaps_rollup, parse_status):
+        try:
+            parse(text)
+        except ParseError:
+            pass
+    parse_hugepages(text)

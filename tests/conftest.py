@@ -1,0 +1,72 @@
+"""Shared fixtures: the real lab cluster, started once per test session by the project's own code.
+
+By default each session claims its own free port range and state directory, so several suites can
+run side by side. Environment knobs:
+- PGTOP_HA_TEST_BASE_PORT and PGTOP_HA_TEST_STATE_DIR pin the lab (to reuse one across sessions);
+- PGTOP_HA_TEST_KEEP_LAB=1 leaves the lab running after the session (the next session reuses it).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgtop_ha.lab import faults
+from pgtop_ha.lab.cluster import Lab, claim_layout
+from pgtop_ha.lab.layout import NODE_NAMES, Layout
+from pgtop_ha.lab.procs import poll
+from pgtop_ha.settings import Settings, load_settings
+
+TEST_ROWS = int(os.environ.get("PGTOP_HA_TEST_ROWS", "1000000"))
+
+
+def _layout() -> Layout:
+    pinned = os.environ.get("PGTOP_HA_TEST_BASE_PORT")
+    if pinned:
+        state = os.environ.get("PGTOP_HA_TEST_STATE_DIR", f"/tmp/pgtop-ha-test-{pinned}")
+        return Layout(base_port=int(pinned), state_dir=Path(state))
+    return claim_layout(None)
+
+
+@pytest.fixture(scope="session")
+def lab_session() -> Iterator[Lab]:
+    """The lab, brought up once for the whole session and torn down at its end."""
+    lab = Lab(_layout(), out=sys.stderr)
+    lab.up(rows=TEST_ROWS)
+    yield lab
+    if os.environ.get("PGTOP_HA_TEST_KEEP_LAB") != "1":
+        lab.down()
+
+
+def restore(lab: Lab, timeout: float = 240) -> None:
+    """Undo what an earlier test may have left: frozen or stopped nodes, a broken archive."""
+    quiet = Lab(lab.layout, out=io.StringIO())
+    for name in NODE_NAMES:
+        faults.thaw(quiet, name)
+    faults.fix_archive(quiet)
+    for name in NODE_NAMES:
+        if not quiet.book.running(f"patroni-{name}"):
+            quiet.start_patroni(name, python=quiet.patroni_python())
+    if not poll(quiet.healthy, timeout, interval=0.5):
+        raise AssertionError(f"lab not healthy within {timeout}s: {quiet.cluster()}")
+
+
+@pytest.fixture
+def lab(lab_session: Lab) -> Lab:
+    """The session's lab, healthy (one leader, two streaming replicas) when the test starts.
+
+    Tests must not assume which node leads: switchovers and failovers move the leader.
+    """
+    restore(lab_session)
+    return lab_session
+
+
+@pytest.fixture
+def lab_settings(lab: Lab) -> Settings:
+    """Console settings the lab wrote for itself (pg_monitor role, REST password file)."""
+    return load_settings(lab.layout.console_config, environ={})

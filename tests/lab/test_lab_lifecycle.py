@@ -1,0 +1,239 @@
+"""The lab against itself: up gives one leader and two streaming replicas; each fault does what
+it says (checked with SQL and Patroni's REST API); down leaves no process."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pgtop_ha.lab import faults, procs
+from pgtop_ha.lab.cluster import Lab, claim_layout
+from pgtop_ha.lab.layout import NODE_NAMES, PERMANENT_SLOT
+
+pytestmark = pytest.mark.lab
+
+
+def _quiet(lab: Lab) -> Lab:
+    return Lab(lab.layout, out=io.StringIO())
+
+
+def _members(lab: Lab) -> dict[str, dict[str, object]]:
+    return {m["name"]: m for m in (lab.cluster() or {}).get("members", [])}
+
+
+def _replicas(lab: Lab) -> list[str]:
+    leader = lab.leader()
+    return [n for n in NODE_NAMES if n != leader]
+
+
+def test_up_gives_one_leader_two_streaming_replicas(lab: Lab) -> None:
+    members = _members(lab)
+    roles = sorted(str(m["role"]) for m in members.values())
+    assert roles == ["leader", "replica", "replica"]
+    leader = lab.leader()
+    assert leader is not None
+    assert lab.psql("SELECT pg_is_in_recovery()", leader) == "f"
+    for name in _replicas(lab):
+        assert members[name]["state"] == "streaming"
+        assert lab.psql("SELECT pg_is_in_recovery()", name) == "t"
+    senders = lab.psql("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'", leader)
+    assert senders == "2"
+
+
+def test_status_json_names_roles_ports_and_pids(lab: Lab) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "pgtop_ha", "lab", "status", "--json",
+         "--base-port", str(lab.layout.base_port), "--state-dir", str(lab.layout.state_dir)],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    doc = json.loads(out.stdout)
+    members = {m["name"]: m for m in doc["members"]}
+    assert set(members) == set(NODE_NAMES)
+    assert sum(m["role"] == "leader" for m in members.values()) == 1
+    for i, name in enumerate(NODE_NAMES):
+        assert members[name]["pg_port"] == lab.layout.pg_port(i)
+        assert procs.alive(members[name]["patroni_pid"])
+        assert procs.alive(members[name]["postmaster_pid"])
+    assert procs.alive(doc["processes"]["etcd"]) and procs.alive(doc["processes"]["haproxy"])
+
+
+def test_lab_setup_roles_slots_archiving(lab: Lab) -> None:
+    leader = lab.leader()
+    assert leader is not None
+    # SCRAM, a pg_monitor-only role, logical WAL, the permanent slot on every member.
+    assert lab.psql("SHOW password_encryption", leader) == "scram-sha-256"
+    assert lab.psql("SHOW wal_level", leader) == "logical"
+    assert lab.psql("SHOW hot_standby_feedback", leader) == "on"
+    assert (
+        lab.psql(
+            "SELECT pg_has_role('pgtop_monitor', 'pg_monitor', 'MEMBER') "
+            "AND NOT (SELECT rolsuper FROM pg_roles WHERE rolname = 'pgtop_monitor')",
+            leader,
+        )
+        == "t"
+    )
+    for name in NODE_NAMES:
+        assert (
+            lab.psql(
+                f"SELECT slot_type FROM pg_replication_slots WHERE slot_name = '{PERMANENT_SLOT}'",
+                name,
+            )
+            == "logical"
+        ), name
+    assert "pgbackrest" in lab.psql("SHOW archive_command", leader)
+    assert lab.psql("SELECT count(*) > 0 FROM pg_publication WHERE pubname = 'lab_pub'", leader) == "t"
+
+
+def test_rest_api_refuses_writes_without_credentials(lab: Lab) -> None:
+    url = lab.layout.patroni_url(0)
+    resp = httpx.post(f"{url}/switchover", json={"leader": lab.leader()}, timeout=10)
+    assert resp.status_code == 401
+    assert lab.leader() is not None
+
+
+def test_up_is_idempotent(lab: Lab) -> None:
+    before = lab.running_pids()
+    _quiet(lab).up()
+    assert lab.running_pids() == before
+
+
+def test_up_refuses_a_taken_port(tmp_path: Path, lab: Lab) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "pgtop_ha", "lab", "up",
+         "--base-port", str(lab.layout.base_port), "--state-dir", str(tmp_path / "other")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "already in use" in out.stderr and "--base-port" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("pgtop-ha: port ")
+
+
+def test_kill_primary_kills_the_postmaster_and_patroni_recovers(lab: Lab) -> None:
+    leader = lab.leader()
+    assert leader is not None
+    i = lab.index(leader)
+    old = procs.postmaster_pid(lab.layout.data_dir(i))
+    assert old is not None
+    faults.kill_primary(_quiet(lab))
+    assert procs.wait_gone([old], deadline_in(10)) == []
+    # Patroni restarts PostgreSQL (in place, or after a failover): a new postmaster appears.
+    assert procs.poll(lambda: lab.healthy(), 120, interval=0.5)
+    assert procs.postmaster_pid(lab.layout.data_dir(i)) not in (None, old)
+
+
+def deadline_in(seconds: float) -> float:
+    """A monotonic deadline ``seconds`` from now."""
+    return time.monotonic() + seconds
+
+
+def test_crash_then_start_patroni(lab: Lab) -> None:
+    node = _replicas(lab)[0]
+    i = lab.index(node)
+    faults.crash(_quiet(lab), node)
+    assert lab.book.running(f"patroni-{node}") is None
+    assert procs.postmaster_pid(lab.layout.data_dir(i)) is None
+    assert lab.own_state(node) is None
+    faults.start_patroni(_quiet(lab), node)
+    assert lab.own_state(node) in ("running", "streaming")
+    assert procs.poll(lambda: lab.healthy(), 120, interval=0.5)
+
+
+def test_stop_patroni_on_leader_hands_over(lab: Lab) -> None:
+    leader = lab.leader()
+    assert leader is not None
+    faults.stop_patroni(_quiet(lab), leader)
+    assert procs.poll(lambda: lab.leader() not in (None, leader), 60, interval=0.5)
+    assert procs.postmaster_pid(lab.layout.data_dir(lab.index(leader))) is None
+    faults.start_patroni(_quiet(lab), leader)
+    assert procs.poll(lambda: lab.healthy(), 120, interval=0.5)
+
+
+def test_freeze_and_thaw(lab: Lab) -> None:
+    node = _replicas(lab)[0]
+    faults.freeze(_quiet(lab), node)
+    try:
+        pid = lab.book.running(f"patroni-{node}")
+        assert pid is not None
+        assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+        assert lab.own_state(node, timeout=1) is None
+    finally:
+        faults.thaw(_quiet(lab), node)
+    assert procs.poll(lambda: lab.own_state(node) == "streaming", 60, interval=0.5)
+
+
+def test_break_and_fix_archive(lab: Lab) -> None:
+    leader = lab.leader()
+    assert leader is not None
+    failed = int(lab.psql("SELECT failed_count FROM pg_stat_archiver", leader))
+    faults.break_archive(_quiet(lab))
+    try:
+        lab.psql("SELECT pg_switch_wal()", leader)
+
+        def failing() -> bool:
+            lab.psql("CREATE TEMP TABLE t AS SELECT 1; SELECT pg_switch_wal()", leader)
+            return int(lab.psql("SELECT failed_count FROM pg_stat_archiver", leader)) > failed
+
+        assert procs.poll(failing, 60, interval=1)
+        ready = lab.psql("SELECT count(*) FROM pg_ls_archive_statusdir() WHERE name LIKE '%.ready'", leader)
+        assert int(ready) > 0
+    finally:
+        faults.fix_archive(_quiet(lab))
+    archived = int(lab.psql("SELECT archived_count FROM pg_stat_archiver", leader))
+
+    def archiving() -> bool:
+        lab.psql("SELECT pg_switch_wal()", leader)
+        return int(lab.psql("SELECT archived_count FROM pg_stat_archiver", leader)) > archived
+
+    # PostgreSQL waits up to a minute between retries after three failures in a row.
+    assert procs.poll(archiving, 120, interval=2)
+
+
+def test_switchover_to_a_named_node(lab: Lab) -> None:
+    target = _replicas(lab)[-1]
+    faults.switchover(_quiet(lab), to=target)
+    assert lab.leader() == target
+    assert lab.psql("SELECT pg_is_in_recovery()", target) == "f"
+
+
+def test_load_runs_pgbench_through_the_writer(lab: Lab) -> None:
+    leader = lab.leader()
+    assert leader is not None
+    before = int(lab.psql("SELECT coalesce(sum(n_tup_upd), 0) FROM pg_stat_user_tables", leader))
+    message = faults.load(_quiet(lab), 3)
+    assert "pgbench ran 3s" in message
+    after = int(
+        lab.psql("SELECT coalesce(sum(n_tup_upd), 0) FROM pg_stat_user_tables", lab.leader() or leader)
+    )
+    assert after > before
+
+
+def test_down_leaves_no_process(tmp_path: Path, lab: Lab) -> None:
+    # A second, small lab of its own: the session's lab stays up for the other tests.
+    layout = claim_layout(tmp_path / "lab2")
+    base, state = layout.base_port, layout.state_dir
+    env = {**os.environ}
+    args = ["--base-port", str(base), "--state-dir", str(state)]
+    up = subprocess.run(
+        [sys.executable, "-m", "pgtop_ha", "lab", "up", "--rows", "1000", *args],
+        capture_output=True, text=True, timeout=400, env=env,
+    )  # fmt: skip
+    assert up.returncode == 0, up.stderr[-2000:]
+    second = Lab(layout, out=io.StringIO())
+    pids = list(second.running_pids().values()) + second.stray_pids()
+    assert len(pids) >= 5
+    down = subprocess.run(
+        [sys.executable, "-m", "pgtop_ha", "lab", "down", *args],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert down.returncode == 0, down.stderr[-2000:]
+    assert [p for p in pids if procs.alive(p)] == []
+    assert not state.exists()

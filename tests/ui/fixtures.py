@@ -1,0 +1,346 @@
+"""Hand-built snapshots of a three-node lab cluster, in states the console must show right."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from pgtop_ha.models.snapshot import (
+    Archiver,
+    ClusterInfo,
+    ClusterSnapshot,
+    CopyProgress,
+    HAProxyServer,
+    HAProxyState,
+    Member,
+    NodeSnapshot,
+    PatroniConfig,
+    Process,
+    Replication,
+    Slot,
+    Subscription,
+)
+from pgtop_ha.settings import Settings
+
+T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+NAMES = ("node1", "node2", "node3")
+MiB = 1024**2
+
+
+def settings(**kw: object) -> Settings:
+    """Settings as the lab's config would give them (writer/reader backend names)."""
+    base: dict[str, object] = {
+        "cluster_name": "pgtop-lab",
+        "haproxy": {"writer_backends": ["pg_writer"], "reader_backends": ["pg_reader"]},
+    }
+    base.update(kw)
+    return Settings.model_validate(base)
+
+
+def _member(name: str, leader: str, at: datetime, **kw: object) -> Member:
+    role = "leader" if name == leader else ("sync_standby" if name == "node2" else "replica")
+    data: dict[str, object] = {
+        "name": name,
+        "role": role,
+        "state": "running" if name == leader else "streaming",
+        "timeline": 3,
+        "lag_bytes": None if name == leader else 0,
+        "host": "127.0.0.1",
+        "port": 25410 + NAMES.index(name),
+        "api_url": f"http://127.0.0.1:{25420 + NAMES.index(name)}/patroni",
+        "reachable": True,
+        "last_ok_at": at,
+        "own_role": "primary" if name == leader else "replica",
+        "own_state": "running",
+        "patroni_version": "4.1.5",
+    }
+    data.update(kw)
+    return Member.model_validate(data)
+
+
+def _processes(name: str) -> tuple[Process, ...]:
+    base = 1000 * (NAMES.index(name) + 1)
+    return (
+        Process(
+            pid=base + 1,
+            backend_type="checkpointer",
+            pss_bytes=12 * MiB,
+            uss_bytes=1 * MiB,
+            rss_bytes=40 * MiB,
+            pagetable_bytes=300 * 1024,
+            swap_bytes=0,
+        ),
+        Process(
+            pid=base + 2,
+            backend_type="client backend",
+            state="active",
+            application_name="psql",
+            pss_bytes=6 * MiB,
+            uss_bytes=3 * MiB,
+            rss_bytes=30 * MiB,
+            pagetable_bytes=200 * 1024,
+            swap_bytes=0,
+        ),
+        Process(
+            pid=base + 3,
+            backend_type="walsender",
+            state="active",
+            application_name="node2",
+            pss_bytes=3 * MiB,
+            uss_bytes=2 * MiB,
+            rss_bytes=20 * MiB,
+            pagetable_bytes=100 * 1024,
+            swap_bytes=0,
+        ),
+    )
+
+
+def _node(name: str, leader: str, at: datetime, **kw: object) -> NodeSnapshot:
+    primary = name == leader
+    standbys = [n for n in NAMES if n != leader]
+    data: dict[str, object] = {
+        "name": name,
+        "host": "127.0.0.1",
+        "port": 25410 + NAMES.index(name),
+        "reachable": True,
+        "last_ok_at": at,
+        "server_version": 150010,
+        "in_recovery": not primary,
+        "timeline": 3,
+        "current_lsn": 0x3000060 if primary else None,
+        "receive_lsn": None if primary else 0x3000060,
+        "replay_lsn": None if primary else 0x3000060,
+        "wal_segment_size": 16 * MiB,
+        "replication": tuple(
+            Replication(
+                pid=4000 + i,
+                application_name=s,
+                client_addr="127.0.0.1",
+                state="streaming",
+                sync_state="sync" if s == "node2" else "async",
+                sent_lag_bytes=0,
+                write_lag_bytes=0,
+                flush_lag_bytes=0,
+                replay_lag_bytes=0 if s == "node2" else 2 * MiB,
+                write_lag_s=0.0004,
+                flush_lag_s=0.0009,
+                replay_lag_s=0.0012 if s == "node2" else 1.5,
+            )
+            for i, s in enumerate(standbys)
+        )
+        if primary
+        else (),
+        "slots": (
+            Slot(
+                slot_name="lab_sub",
+                slot_type="logical",
+                plugin="pgoutput",
+                database="labdb",
+                active=primary,
+                retained_bytes=48 * MiB if primary else 16 * MiB,
+                wal_status="reserved",
+                spill_bytes=0,
+                stream_bytes=0,
+            ),
+            *(
+                Slot(
+                    slot_name=s,
+                    slot_type="physical",
+                    active=primary,
+                    retained_bytes=0,
+                    wal_status="reserved",
+                )
+                for s in standbys
+                if primary
+            ),
+        ),
+        "copy_progress": (
+            CopyProgress(
+                pid=5001,
+                datname="labdb",
+                relation="sync_big",
+                command="COPY TO",
+                type="PIPE",
+                application_name="lab_sub_16400_sync_16390",
+                bytes_processed=300 * MiB,
+                bytes_total=0,
+                estimated_total_bytes=1200 * MiB,
+                percent=25.0,
+            ),
+        )
+        if primary
+        else (),
+        "archiver": Archiver(
+            archived_count=42 if primary else 0,
+            failed_count=0,
+            last_archived_wal="000000030000000000000002" if primary else None,
+            last_archived_time=at - timedelta(seconds=95) if primary else None,
+            ready_count=0,
+            current_wal="000000030000000000000003" if primary else None,
+            segments_behind=1 if primary else 0,
+        ),
+        "processes": _processes(name),
+        "memory_source": "procfs",
+    }
+    data.update(kw)
+    return NodeSnapshot.model_validate(data)
+
+
+def _haproxy(leader: str, at: datetime, writer_up: tuple[str, ...] | None = None) -> HAProxyState:
+    writer_up = (leader,) if writer_up is None else writer_up
+    servers = []
+    for name in NAMES:
+        up = name in writer_up
+        servers.append(
+            HAProxyServer(
+                proxy="pg_writer",
+                server=name,
+                status="UP" if up else "DOWN",
+                check_status="L7OK" if up else "L7STS",
+                check_code=200 if up else 503,
+                sessions=2 if up else 0,
+                sessions_total=17 if up else 0,
+                last_change_s=300,
+                weight=1,
+            )
+        )
+    for name in NAMES:
+        up = name != leader
+        servers.append(
+            HAProxyServer(
+                proxy="pg_reader",
+                server=name,
+                status="UP" if up else "DOWN",
+                check_status="L7OK" if up else "L7STS",
+                check_code=200 if up else 503,
+                sessions=1 if up else 0,
+                sessions_total=5,
+                last_change_s=300,
+                weight=1,
+            )
+        )
+    return HAProxyState(servers=tuple(servers), last_ok_at=at)
+
+
+def healthy(at: datetime = T0, leader: str = "node1") -> ClusterSnapshot:
+    """A healthy cluster: ``leader`` primary, node2 sync standby, the rest async."""
+    return ClusterSnapshot(
+        taken_at=at,
+        cluster=ClusterInfo(name="pgtop-lab", leader=leader, pause=False),
+        members=tuple(_member(n, leader, at) for n in NAMES),
+        nodes=tuple(_node(n, leader, at) for n in NAMES),
+        haproxy=_haproxy(leader, at),
+        patroni_config=PatroniConfig(
+            ttl=30,
+            loop_wait=10,
+            maximum_lag_on_failover=1048576,
+            permanent_slots={
+                "lab_sub": {"type": "logical", "database": "labdb", "plugin": "pgoutput"}
+            },
+        ),
+    )
+
+
+def kill_primary(
+    at: datetime = T0 + timedelta(seconds=20), leader: str = "node1"
+) -> ClusterSnapshot:
+    """After kill -9 of the leader's postmaster: Patroni still says leader, HAProxy still routes."""
+    snap = healthy(at, leader)
+    dead = _node(
+        leader,
+        leader,
+        at,
+        reachable=False,
+        error="connection refused",
+        last_ok_at=at - timedelta(seconds=12),
+        replication=(),
+        slots=(),
+        copy_progress=(),
+        archiver=None,
+        processes=(),
+        in_recovery=None,
+    )
+    nodes = tuple(dead if n.name == leader else n for n in snap.nodes)
+    return snap.model_copy(update={"nodes": nodes})
+
+
+def failed_over(at: datetime = T0 + timedelta(seconds=40)) -> ClusterSnapshot:
+    """After a failover from node1 to node2: node1 unreachable everywhere, node2 leads."""
+    snap = healthy(at, leader="node2")
+    members = tuple(
+        m
+        if m.name != "node1"
+        else m.model_copy(
+            update={
+                "reachable": False,
+                "error": "timed out",
+                "role": "replica",
+                "state": "stopped",
+                "last_ok_at": at - timedelta(seconds=25),
+                "lag_bytes": None,
+            }
+        )
+        for m in snap.members
+    )
+    nodes = tuple(
+        n
+        if n.name != "node1"
+        else NodeSnapshot(
+            name="node1", reachable=False, error="timed out", last_ok_at=at - timedelta(seconds=25)
+        )
+        for n in snap.nodes
+    )
+    hap = _haproxy("node2", at)
+    servers = tuple(
+        s.model_copy(update={"status": "DOWN", "check_status": "L4CON"})
+        if s.server == "node1"
+        else s
+        for s in hap.servers
+    )
+    return snap.model_copy(
+        update={
+            "members": members,
+            "nodes": nodes,
+            "haproxy": hap.model_copy(update={"servers": servers}),
+        }
+    )
+
+
+def subscriber_copy(snap: ClusterSnapshot) -> ClusterSnapshot:
+    """Add a subscriber-side COPY and a subscription with tables syncing on node3."""
+    node3 = snap.node("node3")
+    assert node3 is not None
+    sub = Subscription(subname="lab_sub", pid=6001, table_states={"d": 1, "r": 3})
+    copy_in = CopyProgress(
+        pid=6002,
+        datname="subdb",
+        relation="sync_big",
+        command="COPY FROM",
+        type="CALLBACK",
+        bytes_processed=280 * MiB,
+        bytes_total=0,
+        estimated_total_bytes=1200 * MiB,
+    )
+    new3 = node3.model_copy(update={"subscriptions": (sub,), "copy_progress": (copy_in,)})
+    return snap.model_copy(
+        update={"nodes": tuple(new3 if n.name == "node3" else n for n in snap.nodes)}
+    )
+
+
+def lagging(snap: ClusterSnapshot, lag: int = 300 * MiB) -> ClusterSnapshot:
+    """node3 lags by ``lag`` bytes (Patroni and pg_stat_replication agree)."""
+    members = tuple(
+        m.model_copy(update={"lag_bytes": lag}) if m.name == "node3" else m for m in snap.members
+    )
+    leader = snap.cluster.leader
+    nodes = []
+    for n in snap.nodes:
+        if n.name == leader:
+            reps = tuple(
+                r.model_copy(update={"replay_lag_bytes": lag, "replay_lag_s": 75.0})
+                if r.application_name == "node3"
+                else r
+                for r in n.replication
+            )
+            n = n.model_copy(update={"replication": reps})
+        nodes.append(n)
+    return snap.model_copy(update={"members": members, "nodes": tuple(nodes)})
