@@ -112,6 +112,15 @@ def parse_document(text: str, caps: Capabilities) -> Parsed:
         raise ParseError("postgres document: not JSON") from None
     if not isinstance(doc, dict):
         raise ParseError("postgres document: not an object")
+    for key in ("current_lsn", "receive_lsn", "replay_lsn", "timeline", "backend_pid"):
+        value = doc.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ParseError(f"postgres document: {key!r} is not an integer")
+    for key in ("in_recovery", "replay_paused"):
+        if doc.get(key) is not None and not isinstance(doc.get(key), bool):
+            raise ParseError(f"postgres document: {key!r} is not a boolean")
+    if doc.get("replay_timestamp") is not None and not isinstance(doc["replay_timestamp"], str):
+        raise ParseError("postgres document: 'replay_timestamp' is not a timestamp")
     try:
         in_recovery = doc.get("in_recovery")
         current_lsn = doc.get("current_lsn")
@@ -256,6 +265,7 @@ class NodeReader:
         clock: Clock,
         *,
         proc: Path = Path("/proc"),
+        local: bool | None = None,
     ) -> None:
         self.target = target
         self._settings = settings
@@ -264,7 +274,8 @@ class NodeReader:
         self._conn: asyncpg.Connection | None = None
         self._caps: Capabilities | None = None
         self._sql: str | None = None
-        self._local = procmem.is_local_host(target.host)
+        # Local nodes' memory comes from this host's /proc; ``local`` overrides the guess.
+        self._local = procmem.is_local_host(target.host) if local is None else local
         self._failures = 0
         self._retry_at = 0.0
         self._task: asyncio.Task[None] | None = None

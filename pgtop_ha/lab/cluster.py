@@ -24,6 +24,7 @@ from pgtop_ha.lab.tools import Tools, find_tools
 LAB_USER = "pgtopha"
 MARKER = ".pgtop-ha-lab"
 DEFAULT_ROWS = 1_000_000
+RUNTIME_DIR = Path("/var/lib/pgtop-ha/patroni-venv")
 
 
 @dataclass(frozen=True)
@@ -132,22 +133,61 @@ class Lab:
         self._chown(path)
         return path
 
+    def _can_run_patroni(self, python: str) -> bool:
+        if not Path(python).exists():
+            return False
+        try:
+            procs.run([python, "-c", "import patroni, psycopg"], run_as=self.run_as, timeout=60)
+        except (subprocess.CalledProcessError, OSError):
+            return False
+        return True
+
     def patroni_python(self) -> str:
-        """An interpreter with Patroni that the lab user can run (checked, never assumed)."""
-        candidates = [sys.executable, str(self.layout.state_dir.parent / "patroni-venv/bin/python")]
-        for python in candidates:
-            if not Path(python).exists():
-                continue
-            try:
-                procs.run([python, "-c", "import patroni, psycopg"], run_as=self.run_as, timeout=60)
-            except (subprocess.CalledProcessError, PermissionError, OSError):
-                continue
-            return python
-        raise UserError(
-            f"Patroni is not importable by user {LAB_USER} from {sys.executable}; install the "
-            "project with its lab extra (pip install 'pgtop-ha[lab]') into a virtualenv under a "
-            "directory that user can read, e.g. /opt"
+        """An interpreter with Patroni that the lab user can run (checked, never assumed).
+
+        Ours, when the lab user can read it; else (a checkout under /root, say) a small runtime
+        under /var/lib/pgtop-ha made once with Debian's python3 and the same Patroni version.
+        """
+        if self._can_run_patroni(sys.executable):
+            return sys.executable
+        runtime = RUNTIME_DIR / "bin" / "python"
+        if self._can_run_patroni(str(runtime)):
+            return str(runtime)
+        if os.geteuid() != 0:
+            raise UserError(
+                f"Patroni is not importable from {sys.executable}; install the lab extra: "
+                "pip install 'pgtop-ha[lab]'"
+            )
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            pins = [f"patroni[etcd3]=={version('patroni')}", f"psycopg[binary]=={version('psycopg')}"]
+        except PackageNotFoundError:
+            raise UserError(
+                "Patroni is not installed; install the lab extra: pip install 'pgtop-ha[lab]'"
+            ) from None
+        print(
+            f"      … {LAB_USER} cannot read {sys.executable}; making a Patroni runtime in "
+            f"{RUNTIME_DIR} (once)",
+            file=self.out,
+            flush=True,
         )
+        RUNTIME_DIR.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            subprocess.run(
+                ["/usr/bin/python3", "-m", "venv", str(RUNTIME_DIR)], check=True, capture_output=True
+            )
+            subprocess.run(
+                [str(runtime), "-m", "pip", "install", "-q", *pins], check=True, capture_output=True
+            )
+        except (subprocess.CalledProcessError, OSError) as exc:
+            raise UserError(
+                f"could not make a Patroni runtime in {RUNTIME_DIR} ({exc}); install python3-venv "
+                "or put the checkout under a directory the lab user can read, e.g. /opt"
+            ) from None
+        if not self._can_run_patroni(str(runtime)):
+            raise UserError(f"{LAB_USER} still cannot run Patroni from {RUNTIME_DIR}; check its permissions")
+        return str(runtime)
 
     def cluster(self, timeout: float = 2.0) -> dict[str, Any] | None:
         """Patroni's GET /cluster from the first member that answers."""
@@ -183,7 +223,8 @@ class Lab:
         if len(leaders) != 1 or len(streaming) != len(NODE_NAMES) - 1:
             return False
         # /cluster keeps a crashed member's last entry until its TTL: confirm with each node.
-        return all(self.own_state(m["name"]) == m["state"] for m in members)
+        # (A node's own /patroni says "running" where /cluster says a replica is "streaming".)
+        return all(self.own_state(m["name"]) == "running" for m in members)
 
     def index(self, name: str) -> int:
         """Index of node ``name``; a clear error for an unknown one."""

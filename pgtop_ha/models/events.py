@@ -56,9 +56,7 @@ def diff(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> tuple[Event, ...
     return tuple(out)
 
 
-def _member_events(
-    prev: ClusterSnapshot, cur: ClusterSnapshot, name: str, at: datetime
-) -> list[Event]:
+def _member_events(prev: ClusterSnapshot, cur: ClusterSnapshot, name: str, at: datetime) -> list[Event]:
     out: list[Event] = []
     pm, cm = prev.member(name), cur.member(name)
     if pm is None and cm is not None:
@@ -67,11 +65,7 @@ def _member_events(
         out.append(Event(at=at, kind="member", node=name, text="member left", severity=2))
     before, after = _role(prev, name), _role(cur, name)
     if pm is not None and cm is not None and before != after:
-        out.append(
-            Event(
-                at=at, kind="role", node=name, text=f"Patroni role {before} → {after}", severity=1
-            )
-        )
+        out.append(Event(at=at, kind="role", node=name, text=f"Patroni role {before} → {after}", severity=1))
     if pm is not None and cm is not None and pm.state != cm.state:
         bad = cm.state not in ("running", "streaming")
         out.append(

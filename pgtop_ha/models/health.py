@@ -175,11 +175,7 @@ def member_problems(
     elif pg_down and leader:
         out.append(Problem(Level.CRIT, name, "PG DOWN on the Patroni leader", "PG DOWN on leader"))
     elif pg_down and routed:
-        out.append(
-            Problem(
-                Level.CRIT, name, "PG DOWN, HAProxy still routes writes here", "PG DOWN, routed"
-            )
-        )
+        out.append(Problem(Level.CRIT, name, "PG DOWN, HAProxy still routes writes here", "PG DOWN, routed"))
     elif pg_down:
         out.append(Problem(Level.CRIT, name, "PostgreSQL unreachable", "PG unreachable"))
     if m is not None and not m.reachable:
@@ -187,22 +183,12 @@ def member_problems(
         out.append(Problem(Level.CRIT, name, "Patroni REST unreachable", "REST unreachable"))
     pg_primary = _pg_primary(n)
     if leader and pg_primary is False and (m is None or m.role != "standby_leader"):
-        out.append(
-            Problem(Level.CRIT, name, "Patroni leader but PG in recovery", "leader in recovery")
-        )
+        out.append(Problem(Level.CRIT, name, "Patroni leader but PG in recovery", "leader in recovery"))
     if m is not None and not leader and pg_primary is True:
         said = m.role or "?"
-        out.append(
-            Problem(
-                Level.CRIT, name, f"PG primary but Patroni says {said}", "PG primary, not leader"
-            )
-        )
+        out.append(Problem(Level.CRIT, name, f"PG primary but Patroni says {said}", "PG primary, not leader"))
     if routed and m is not None and not leader:
-        out.append(
-            Problem(
-                Level.CRIT, name, "HAProxy routes writes to a non-leader", "writes to non-leader"
-            )
-        )
+        out.append(Problem(Level.CRIT, name, "HAProxy routes writes to a non-leader", "writes to non-leader"))
     if m is not None and m.state and m.state not in ("running", "streaming"):
         level = Level.CRIT if m.state in ("crashed", "stopped", "start failed") else Level.WARN
         out.append(Problem(level, name, f"Patroni state {m.state}"))
@@ -266,9 +252,7 @@ def _node_problems(n: NodeSnapshot | None, t: ThresholdsLike) -> Iterable[Proble
         if slot.wal_status == "lost":
             lv = Level.CRIT
         if lv > Level.OK:
-            yield Problem(
-                lv, n.name, f"slot {slot.slot_name} retains {human_bytes(slot.retained_bytes)}"
-            )
+            yield Problem(lv, n.name, f"slot {slot.slot_name} retains {human_bytes(slot.retained_bytes)}")
     a = n.archiver
     if a is not None:
         lv = ready_level(t, a.ready_count)

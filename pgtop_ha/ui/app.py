@@ -71,9 +71,7 @@ class PgtopApp(App[None]):
     def on_mount(self) -> None:
         """Push the right screen and start the one long-lived poll task."""
         self.push_screen(self._main_screen())
-        self._poll = self.run_worker(
-            self._poll_loop(), name="poll", group="poll", exit_on_error=False
-        )
+        self._poll = self.run_worker(self._poll_loop(), name="poll", group="poll", exit_on_error=False)
 
     def _main_screen(self) -> Screen[None]:
         if self.actions is None:

@@ -54,9 +54,7 @@ def load_theme(name: str) -> ConsoleTheme:
     """Load ``name`` (a theme name or a path to a .toml file); bad input is a ConfigError."""
     path = Path(name)
     if not (name.endswith(".toml") and path.is_file()):
-        found = next(
-            (d / f"{name}.toml" for d in theme_dirs() if (d / f"{name}.toml").is_file()), None
-        )
+        found = next((d / f"{name}.toml" for d in theme_dirs() if (d / f"{name}.toml").is_file()), None)
         if found is None:
             raise ConfigError(
                 f"theme {name!r} not found; use one of {', '.join(available()) or 'dark'} "
@@ -73,8 +71,7 @@ def load_theme(name: str) -> ConsoleTheme:
     unknown = set(colors) - set(_COLOR_KEYS)
     if unknown:
         raise ConfigError(
-            f"theme file {path}: unknown colour {sorted(unknown)[0]!r}; "
-            f"use {', '.join(_COLOR_KEYS)}"
+            f"theme file {path}: unknown colour {sorted(unknown)[0]!r}; use {', '.join(_COLOR_KEYS)}"
         )
     c = {k: str(v) for k, v in colors.items()}
     theme = Theme(

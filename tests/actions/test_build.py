@@ -41,7 +41,7 @@ async def test_build_uses_rest_credentials_and_audit_path(tmp_path: Path) -> Non
 async def test_env_password_wins_and_reset_role_defaults_to_user(tmp_path: Path) -> None:
     settings = Settings(audit_log=tmp_path / "audit.log",
                         patroni_password=SecretStr("from-env"),
-                        postgres={"user": "postgres"})  # type: ignore[arg-type]
+                        postgres={"user": "postgres"})
     actions = build_actions(settings)
     try:
         assert actions.resetter.user == "postgres"
@@ -54,7 +54,7 @@ def test_unreadable_password_file_is_one_line(tmp_path: Path) -> None:
         "audit_log": str(tmp_path / "audit.log"),
         "patroni": {"user": "patroni", "password_file": str(tmp_path / "missing")},
     })
-    with pytest.raises(ConfigError, match="patroni.password_file"):
+    with pytest.raises(ConfigError, match=r"patroni\.password_file"):
         build_actions(settings)
 
 

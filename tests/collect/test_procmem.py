@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -93,8 +94,6 @@ def test_is_local_host() -> None:
 )
 def test_fuzz_proc_files(text: str) -> None:
     for parse in (parse_smaps_rollup, parse_status):
-        try:
+        with contextlib.suppress(ParseError):
             parse(text)
-        except ParseError:
-            pass
     parse_hugepages(text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from pgtop_ha.models.events import Event
 from pgtop_ha.models.snapshot import (
     Archiver,
     ClusterInfo,
@@ -233,16 +234,12 @@ def healthy(at: datetime = T0, leader: str = "node1") -> ClusterSnapshot:
             ttl=30,
             loop_wait=10,
             maximum_lag_on_failover=1048576,
-            permanent_slots={
-                "lab_sub": {"type": "logical", "database": "labdb", "plugin": "pgoutput"}
-            },
+            permanent_slots={"lab_sub": {"type": "logical", "database": "labdb", "plugin": "pgoutput"}},
         ),
     )
 
 
-def kill_primary(
-    at: datetime = T0 + timedelta(seconds=20), leader: str = "node1"
-) -> ClusterSnapshot:
+def kill_primary(at: datetime = T0 + timedelta(seconds=20), leader: str = "node1") -> ClusterSnapshot:
     """After kill -9 of the leader's postmaster: Patroni still says leader, HAProxy still routes."""
     snap = healthy(at, leader)
     dead = _node(
@@ -291,9 +288,7 @@ def failed_over(at: datetime = T0 + timedelta(seconds=40)) -> ClusterSnapshot:
     )
     hap = _haproxy("node2", at)
     servers = tuple(
-        s.model_copy(update={"status": "DOWN", "check_status": "L4CON"})
-        if s.server == "node1"
-        else s
+        s.model_copy(update={"status": "DOWN", "check_status": "L4CON"}) if s.server == "node1" else s
         for s in hap.servers
     )
     return snap.model_copy(
@@ -321,16 +316,12 @@ def subscriber_copy(snap: ClusterSnapshot) -> ClusterSnapshot:
         estimated_total_bytes=1200 * MiB,
     )
     new3 = node3.model_copy(update={"subscriptions": (sub,), "copy_progress": (copy_in,)})
-    return snap.model_copy(
-        update={"nodes": tuple(new3 if n.name == "node3" else n for n in snap.nodes)}
-    )
+    return snap.model_copy(update={"nodes": tuple(new3 if n.name == "node3" else n for n in snap.nodes)})
 
 
 def lagging(snap: ClusterSnapshot, lag: int = 300 * MiB) -> ClusterSnapshot:
     """node3 lags by ``lag`` bytes (Patroni and pg_stat_replication agree)."""
-    members = tuple(
-        m.model_copy(update={"lag_bytes": lag}) if m.name == "node3" else m for m in snap.members
-    )
+    members = tuple(m.model_copy(update={"lag_bytes": lag}) if m.name == "node3" else m for m in snap.members)
     leader = snap.cluster.leader
     nodes = []
     for n in snap.nodes:
@@ -344,3 +335,8 @@ def lagging(snap: ClusterSnapshot, lag: int = 300 * MiB) -> ClusterSnapshot:
             n = n.model_copy(update={"replication": reps})
         nodes.append(n)
     return snap.model_copy(update={"members": members, "nodes": tuple(nodes)})
+
+
+def event(node: str, text: str, at: datetime = T0 + timedelta(seconds=1)) -> Event:
+    """An event as the operator screen would record it."""
+    return Event(at=at, kind="action", node=node, text=text, severity=1)

@@ -77,9 +77,7 @@ class ResetModal(OperatorModal):
         self._targets = target_options(self.choices[index])
         targets = self.query_one("#targets", OptionList)
         targets.clear_options()
-        targets.add_options(
-            [Option(label, id=str(i)) for i, (label, _) in enumerate(self._targets)]
-        )
+        targets.add_options([Option(label, id=str(i)) for i, (label, _) in enumerate(self._targets)])
         targets.highlighted = 0
         self._armed = None
         self._preview()

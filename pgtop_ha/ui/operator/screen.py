@@ -32,9 +32,13 @@ OPERATOR_HELP = """
 def audit_event(entry: AuditEntry) -> Event:
     """An audit entry as the Events pane lists it."""
     verdict = "ok" if entry.ok else "FAILED"
-    return Event(at=entry.at, kind="action", node=entry.target,
-                 text=f"{entry.user}: {entry.action} {verdict}: {entry.result}",
-                 severity=0 if entry.ok else 1)
+    return Event(
+        at=entry.at,
+        kind="action",
+        node=entry.target,
+        text=f"{entry.user}: {entry.action} {verdict}: {entry.result}",
+        severity=0 if entry.ok else 1,
+    )
 
 
 class OperatorScreen(MonitorScreen):
@@ -69,15 +73,18 @@ class OperatorScreen(MonitorScreen):
 
     def confirm_word(self, snap: ClusterSnapshot, plan: TakeoverPlan | None = None) -> str:
         """What the operator types to confirm: the cluster name."""
-        return (self.papp.settings.cluster_name or snap.cluster.name
-                or (plan.leader if plan is not None else None) or "yes")
+        return (
+            self.papp.settings.cluster_name
+            or snap.cluster.name
+            or (plan.leader if plan is not None else None)
+            or "yes"
+        )
 
     def _done(self, result: ActionResult | None) -> None:
         if result is None:
             return
         self.last_result = result
-        self.notify(result.message, severity="information" if result.ok else "error",
-                    timeout=8)
+        self.notify(result.message, severity="information" if result.ok else "error", timeout=8)
 
     def action_takeover(self) -> None:
         """Open the switchover (or failover) dialog."""
@@ -92,8 +99,9 @@ class OperatorScreen(MonitorScreen):
                 return await actions.failover(candidate, progress=progress)
             return await actions.switchover(plan.leader, candidate, when, progress=progress)
 
-        self.app.push_screen(TakeoverModal(plan, self.confirm_word(snap, plan), run,
-                                           now=self.papp.clock), self._done)
+        self.app.push_screen(
+            TakeoverModal(plan, self.confirm_word(snap, plan), run, now=self.papp.clock), self._done
+        )
 
     def action_reset_stats(self) -> None:
         """Open the stats reset dialog."""
@@ -101,8 +109,8 @@ class OperatorScreen(MonitorScreen):
         if snap is None:
             return
         self.app.push_screen(
-            ResetModal(reset_choices(snap), self.actions.reset_stats, self.actions.resetter.user),
-            self._done)
+            ResetModal(reset_choices(snap), self.actions.reset_stats, self.actions.resetter.user), self._done
+        )
 
     def action_maintenance(self) -> None:
         """Toggle Patroni's maintenance mode (pause), after typing the cluster name."""
@@ -113,8 +121,10 @@ class OperatorScreen(MonitorScreen):
         want = not paused
         if want:
             title = "Enter maintenance mode"
-            detail = ('PATCH /config {"pause": true}: Patroni stops managing PostgreSQL — '
-                      "no automatic failover until resumed.")
+            detail = (
+                'PATCH /config {"pause": true}: Patroni stops managing PostgreSQL — '
+                "no automatic failover until resumed."
+            )
         else:
             title = "Leave maintenance mode"
             detail = 'PATCH /config {"pause": false}: Patroni manages the cluster again.'
@@ -122,8 +132,7 @@ class OperatorScreen(MonitorScreen):
         async def run() -> ActionResult:
             return await self.actions.set_pause(want)
 
-        self.app.push_screen(ConfirmModal(title, detail, run, self.confirm_word(snap)),
-                             self._done)
+        self.app.push_screen(ConfirmModal(title, detail, run, self.confirm_word(snap)), self._done)
 
     def action_cancel_switchover(self) -> None:
         """Cancel a scheduled switchover (DELETE /switchover), after Enter."""
@@ -132,8 +141,12 @@ class OperatorScreen(MonitorScreen):
             return
         scheduled = snap.cluster.scheduled_switchover
         when = (scheduled or {}).get("at") or (scheduled or {}).get("scheduled_at")
-        detail = ("DELETE /switchover: " + (f"drops the switchover scheduled for {when}."
-                                            if scheduled else "none is scheduled as far as the "
-                                            "last snapshot shows; Patroni will say so."))
-        self.app.push_screen(ConfirmModal("Cancel the scheduled switchover", detail,
-                                          self.actions.cancel_switchover), self._done)
+        detail = "DELETE /switchover: " + (
+            f"drops the switchover scheduled for {when}."
+            if scheduled
+            else "none is scheduled as far as the last snapshot shows; Patroni will say so."
+        )
+        self.app.push_screen(
+            ConfirmModal("Cancel the scheduled switchover", detail, self.actions.cancel_switchover),
+            self._done,
+        )

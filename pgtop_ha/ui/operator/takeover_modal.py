@@ -82,10 +82,7 @@ class TakeoverModal(OperatorModal):
             yield Static(title, id="title")
             if plan.notes:
                 yield Static("\n".join(plan.notes), id="notes")
-            options = [
-                Option(candidate_line(c), id=c.name, disabled=not c.eligible)
-                for c in plan.candidates
-            ]
+            options = [Option(candidate_line(c), id=c.name, disabled=not c.eligible) for c in plan.candidates]
             yield OptionList(*options, id="candidates")
             if plan.kind == "switchover" and not plan.paused:
                 yield Static("When (optional: empty = now, +15m, or ISO time):", classes="hint")

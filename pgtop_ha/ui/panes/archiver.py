@@ -27,9 +27,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         a = node.archiver
         if a is None:
-            reason = node.unavailable.get("archiver") or (
-                node.error if not node.reachable else None
-            )
+            reason = node.unavailable.get("archiver") or (node.error if not node.reachable else None)
             out.append(
                 Row(
                     key=node.name,
@@ -56,9 +54,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         history: list[float | None] = []
         for snap in ctx.history[-9:]:
             old = snap.node(node.name)
-            history.append(
-                None if old is None or old.archiver is None else old.archiver.ready_count
-            )
+            history.append(None if old is None or old.archiver is None else old.archiver.ready_count)
         history.append(a.ready_count)
         out.append(
             Row(
@@ -67,9 +63,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 cells=(
                     cell(node.name),
                     state(level),
-                    num(
-                        _n(a.ready_count), a.ready_count, ready_level(ctx.thresholds, a.ready_count)
-                    ),
+                    num(_n(a.ready_count), a.ready_count, ready_level(ctx.thresholds, a.ready_count)),
                     num(_n(a.segments_behind), a.segments_behind),
                     cell(a.last_archived_wal or "-"),
                     num(age(ok_age), ok_age),

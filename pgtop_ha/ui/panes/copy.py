@@ -51,9 +51,7 @@ def _rate(snapshot: ClusterSnapshot, ctx: Context, node: str, copy: CopyProgress
     if prev is None or dt is None or copy.bytes_processed is None:
         return None
     pnode = prev.node(node)
-    old = (
-        None if pnode is None else next((c for c in pnode.copy_progress if c.pid == copy.pid), None)
-    )
+    old = None if pnode is None else next((c for c in pnode.copy_progress if c.pid == copy.pid), None)
     if old is None or old.bytes_processed is None or copy.bytes_processed < old.bytes_processed:
         return None
     return (copy.bytes_processed - old.bytes_processed) / dt

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import cluster_problems
+from pgtop_ha.models.health import Level, cluster_problems
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, dedupe, state
 
@@ -23,6 +23,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         )
         for p in cluster_problems(snapshot, ctx.thresholds, ctx.pools, ctx.now)
     ]
+    if not out:
+        out.append(Row(key="|ok", cells=(state(Level.OK), cell("cluster"), cell("no problems"))))
     return dedupe(out)
 
 

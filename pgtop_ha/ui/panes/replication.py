@@ -32,9 +32,7 @@ def _history(ctx: Context, upstream: str, name: str) -> list[float | None]:
     out: list[float | None] = []
     for snap in ctx.history[-9:]:
         node = snap.node(upstream)
-        match = (
-            None if node is None else next((r for r in node.replication if _name(r) == name), None)
-        )
+        match = None if node is None else next((r for r in node.replication if _name(r) == name), None)
         out.append(None if match is None else match.replay_lag_bytes)
     return out
 

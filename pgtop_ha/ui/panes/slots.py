@@ -21,20 +21,14 @@ COLUMNS = (
 )
 
 
-def _rate(
-    snapshot: ClusterSnapshot, ctx: Context, node: str, slot: Slot, attr: str
-) -> float | None:
+def _rate(snapshot: ClusterSnapshot, ctx: Context, node: str, slot: Slot, attr: str) -> float | None:
     prev = ctx.previous
     value = getattr(slot, attr)
     dt = elapsed(snapshot, prev)
     if prev is None or not isinstance(value, int) or dt is None:
         return None
     pnode = prev.node(node)
-    old = (
-        None
-        if pnode is None
-        else next((s for s in pnode.slots if s.slot_name == slot.slot_name), None)
-    )
+    old = None if pnode is None else next((s for s in pnode.slots if s.slot_name == slot.slot_name), None)
     before = None if old is None else getattr(old, attr)
     if not isinstance(before, int) or value < before:
         # A counter reset (pg_stat_reset_replication_slot) shows as a drop: no rate that cycle.
@@ -114,6 +108,4 @@ def matrix_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 
 
 PANE = PaneSpec("slots", "Slots", "4", COLUMNS, rows)
-MATRIX = PaneSpec(
-    "slots-matrix", "Permanent slots", "4", (), matrix_rows, dynamic_columns=matrix_columns
-)
+MATRIX = PaneSpec("slots-matrix", "Permanent slots", "4", (), matrix_rows, dynamic_columns=matrix_columns)

@@ -92,9 +92,7 @@ class KeyedTable(DataTable[CellText]):
             sig = tuple((c.text, c.level) for c in row.cells)
             old = self._shown.get(row.key)
             if old is None:
-                values = [
-                    self._make(c, col, index) for c, col in zip(row.cells, self._cols, strict=False)
-                ]
+                values = [self._make(c, col, index) for c, col in zip(row.cells, self._cols, strict=False)]
                 self.add_row(*values, key=row.key)
                 written += len(values)
                 moved = True
@@ -104,9 +102,7 @@ class KeyedTable(DataTable[CellText]):
                         continue
                     grows = j >= len(old) or len(c.text) > len(old[j][0])
                     try:
-                        self.update_cell(
-                            row.key, col.key, self._make(c, col, index), update_width=grows
-                        )
+                        self.update_cell(row.key, col.key, self._make(c, col, index), update_width=grows)
                     except CellDoesNotExist:
                         continue
                     written += 1

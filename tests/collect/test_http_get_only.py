@@ -1,0 +1,74 @@
+"""The read path's HTTP client: GET only, no credentials, TLS verification on by default."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pgtop_ha.collect.http import (
+    GetOnlyClient,
+    GetOnlyTransport,
+    ReadOnlyViolation,
+    strip_userinfo,
+    verify_context,
+)
+
+
+def _recording() -> tuple[list[httpx.Request], httpx.MockTransport]:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"ok": True})
+
+    return seen, httpx.MockTransport(handler)
+
+
+async def test_get_passes_without_credentials() -> None:
+    seen, transport = _recording()
+    client = GetOnlyClient(timeout=1, transport=transport)
+    try:
+        resp = await client.get("http://user:secret@127.0.0.1:1/patroni")
+    finally:
+        await client.aclose()
+    assert resp.status_code == 200
+    assert seen[0].method == "GET"
+    assert "authorization" not in seen[0].headers
+    assert "secret" not in str(seen[0].url)
+
+
+@pytest.mark.parametrize("verb", ["post", "put", "patch", "delete", "request", "send", "stream"])
+async def test_other_verbs_do_not_exist(verb: str) -> None:
+    client = GetOnlyClient(timeout=1, transport=_recording()[1])
+    try:
+        with pytest.raises(ReadOnlyViolation):
+            getattr(client, verb)
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.parametrize("method", ["POST", "PATCH", "DELETE", "PUT", "OPTIONS"])
+async def test_transport_refuses_other_methods(method: str) -> None:
+    seen, inner = _recording()
+    # Even a plain httpx client built on this transport cannot write.
+    async with httpx.AsyncClient(transport=GetOnlyTransport(inner)) as raw:
+        with pytest.raises(ReadOnlyViolation, match=method):
+            await raw.request(method, "http://127.0.0.1:1/switchover")
+        with pytest.raises(ReadOnlyViolation, match="no credentials"):
+            await raw.get("http://127.0.0.1:1/x", auth=("patroni", "pw"))
+    assert seen == []
+
+
+def test_tls_verification(tmp_path: Path) -> None:
+    assert verify_context(True, None) is True
+    assert verify_context(False, None) is False
+    with pytest.raises((ssl.SSLError, OSError)):
+        verify_context(True, tmp_path / "missing-ca.pem")
+
+
+def test_strip_userinfo() -> None:
+    assert strip_userinfo("http://a:b@h:1/p") == "http://h:1/p"
+    assert strip_userinfo("http://h:1/p") == "http://h:1/p"

@@ -1,0 +1,149 @@
+"""The PostgreSQL statement: built per version and grant, parsed into the snapshot's parts."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pgtop_ha.collect.errors import ParseError
+from pgtop_ha.collect.pgquery import Capabilities, build_query, unavailable
+from pgtop_ha.collect.postgres import parse_document, server_settings, tls_dsn
+from pgtop_ha.settings import PostgresSettings
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _caps(version: int, **grants: bool) -> Capabilities:
+    return Capabilities(
+        version=version,
+        progress_copy=version >= 140000,
+        replication_slot_stats=version >= 140000,
+        subscription_stats=version >= 150000,
+        wal_segment_size=16 * 1024 * 1024,
+        **grants,
+    )
+
+
+MONITOR = {"read_all_stats": True, "monitor": True, "ls_archive_status": True}
+
+
+@pytest.mark.parametrize("version", [120000, 130000, 140000, 150000, 160000, 170000])
+def test_statement_matches_version(version: int) -> None:
+    sql = build_query(_caps(version, **MONITOR), remote_memory=False)
+    assert sql.startswith("select json_build_object(")
+    assert ("pg_stat_progress_copy" in sql) == (version >= 140000)
+    assert ("pg_stat_replication_slots" in sql) == (version >= 140000)
+    assert ("pg_get_wal_replay_pause_state" in sql) == (version >= 140000)
+    assert ("pg_is_wal_replay_paused" in sql) == (version < 140000)
+    assert ("wal_status" in sql) == (version >= 130000)
+    assert ("s.conflicting" in sql) == (version >= 160000)
+    assert ("s.failover" in sql) == (version >= 170000)
+    assert "pg_read_file" not in sql
+    missing = unavailable(_caps(version, **MONITOR), local_memory=True)
+    assert ("copy_progress" in missing) == (version < 140000)
+    if version < 140000:
+        assert missing["copy_progress"] == "n/a (PostgreSQL 14+)"
+        assert missing["slots.stats"] == "n/a (PostgreSQL 14+)"
+    assert "replication" not in missing
+    assert "processes.memory" not in missing
+
+
+def test_grants_shape_the_statement() -> None:
+    bare = _caps(150000)
+    sql = build_query(bare, remote_memory=False)
+    assert "pg_ls_archive_statusdir" not in sql
+    assert "pg_control_checkpoint" not in sql
+    missing = unavailable(bare, local_memory=False)
+    assert missing["archiver.ready_count"] == "needs pg_monitor"
+    assert missing["replication"].startswith("needs pg_monitor")
+    assert missing["processes.memory"] == "needs superuser or pg_read_server_files"
+    superuser = _caps(150000, superuser=True, **MONITOR)
+    assert superuser.remote_memory
+    assert "smaps_rollup" in build_query(superuser, remote_memory=True)
+    assert "processes.memory" not in unavailable(superuser, local_memory=False)
+    granted = _caps(150000, read_server_files=True, read_file=True, **MONITOR)
+    assert granted.remote_memory
+    assert not _caps(150000, read_server_files=True, **MONITOR).remote_memory
+
+
+def test_session_settings_and_tls() -> None:
+    s = server_settings(PostgresSettings(statement_timeout_ms=1500))
+    assert s["default_transaction_read_only"] == "on"
+    assert s["application_name"] == "pgtop-ha"
+    assert s["statement_timeout"] == "1500"
+    assert int(s["lock_timeout"]) <= 1500
+    assert tls_dsn(PostgresSettings()) is None
+    dsn = tls_dsn(PostgresSettings(sslmode="verify-full", sslrootcert=Path("/etc/ca.pem")))
+    assert dsn == "postgresql://?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem"
+
+
+def test_parse_primary_document_as_monitor() -> None:
+    caps = _caps(150000, **MONITOR)
+    parsed = parse_document((FIXTURES / "doc_primary_monitor.json").read_text(), caps)
+    f = parsed.fields
+    assert f["in_recovery"] is False
+    assert f["current_lsn"] > 0
+    assert f["timeline"] >= 1
+    assert {r.application_name for r in f["replication"]} >= {"node1"}
+    for row in f["replication"]:
+        assert row.replay_lag_bytes is not None and row.replay_lag_bytes >= 0
+    slots = {s.slot_name: s for s in f["slots"]}
+    assert slots["lab_sub"].slot_type == "logical"
+    assert slots["lab_sub"].retained_bytes is not None
+    assert f["archiver"].current_wal is not None
+    assert parsed.processes and parsed.remote_memory == {}
+    assert parsed.backend_pid is not None
+
+
+def test_parse_standby_document_with_remote_memory() -> None:
+    caps = _caps(150000, superuser=True, **MONITOR)
+    parsed = parse_document((FIXTURES / "doc_standby_superuser.json").read_text(), caps)
+    assert parsed.fields["in_recovery"] is True
+    assert parsed.fields["wal_receiver"].status == "streaming"
+    assert parsed.remote_memory
+    assert all(m.pss and m.pss > 0 for m in parsed.remote_memory.values())
+    assert parsed.postmaster_pid is not None
+    assert parsed.postmaster is not None and parsed.postmaster.pss
+    assert parsed.hugepages[0] is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "[]",
+        "not json",
+        json.dumps({"slots": "x"}),
+        json.dumps({"replication": [{"pid": "x"}]}),
+        json.dumps({"current_lsn": "x", "slots": [{"slot_name": "s", "restart_lsn": 1}]}),
+        json.dumps({"in_recovery": "yes"}),
+    ],
+)
+def test_bad_documents(text: str) -> None:
+    with pytest.raises(ParseError, match="postgres document"):
+        parse_document(text, _caps(150000))
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            ["in_recovery", "slots", "replication", "processes", "archiver", "copy_progress",
+             "subscriptions", "wal_receiver", "postmaster", "current_lsn", "pending_restart"]
+        ),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.floats(),
+            lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+            max_leaves=10,
+        ),
+        max_size=6,
+    )
+)
+def test_fuzz_documents(doc: dict[str, object]) -> None:
+    with contextlib.suppress(ParseError):
+        parse_document(json.dumps(doc), _caps(150000))

@@ -1,0 +1,345 @@
+"""The console under Pilot with scripted snapshots: content, states as words, keys, in-place updates."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+
+from pgtop_ha.errors import ConfigError
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.ui.app import PgtopApp
+from pgtop_ha.ui.clock import fixed_clock
+from pgtop_ha.ui.screens.filter import FilterScreen
+from pgtop_ha.ui.screens.help import HelpScreen
+from pgtop_ha.ui.widgets.heartbeat import Heartbeat
+from tests.ui import fixtures as fx
+from tests.ui.harness import NOW, make_app, row_of, screen, settled, table, texts, until
+
+
+def header(app: PgtopApp) -> str:
+    """The heartbeat line's text."""
+    hb = app.screen.query_one(Heartbeat)
+    return str(hb.render())
+
+
+async def test_cluster_pane_shows_leader_and_replicas() -> None:
+    app, source = make_app([fx.healthy()])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settled(pilot, app, source)
+        node1 = row_of(app, "cluster", "node1")
+        node2 = row_of(app, "cluster", "node2")
+        node3 = row_of(app, "cluster", "node3")
+        assert node1[1:4] == ["✔ OK", "leader", "primary"]
+        assert node2[1:4] == ["✔ OK", "sync", "standby"]
+        assert node3[1:4] == ["✔ OK", "replica", "standby"]
+        # Writer routes to the leader only, readers to the replicas.
+        assert (node1[5], node1[6]) == ("UP", "DOWN")
+        assert (node2[5], node2[6]) == ("DOWN", "UP")
+        assert "READ-ONLY" in header(app)
+        assert texts(app, "problems") == [["✔ OK", "cluster", "no problems"]]
+
+
+async def test_kill_primary_contradiction_is_crit_in_words() -> None:
+    app, source = make_app([fx.healthy(), fx.kill_primary()])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, source)
+        node1 = row_of(app, "cluster", "node1")
+        assert node1[1] == "✖ CRIT"
+        assert node1[2] == "leader"
+        assert node1[3] == "DOWN"
+        assert node1[4] == "PG DOWN, still routed"
+        assert node1[5] == "UP"  # HAProxy still sends writes there
+        top = texts(app, "problems")[0]
+        assert top[0] == "✖ CRIT" and top[1] == "node1"
+        assert top[2].startswith("PG DOWN, still routed")
+        # The heartbeat shows node1 stale (last success 13 s before the clock's now).
+        assert "node1 ▲ 10s" in header(app)
+
+
+async def test_failover_shows_old_leader_unreachable_new_leader_leading() -> None:
+    app, source = make_app([fx.healthy(), fx.failed_over()], now=fx.T0 + timedelta(seconds=41))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settled(pilot, app, source)
+        node1 = row_of(app, "cluster", "node1")
+        node2 = row_of(app, "cluster", "node2")
+        assert node1[1] == "✖ CRIT" and node1[3] == "DOWN"
+        assert node1[9].startswith("✖ REST+PG")
+        assert node2[2:4] == ["leader", "primary"] and node2[5] == "UP"
+        await pilot.press("8")
+        await pilot.pause()
+        events = [r[4] for r in texts(app, "events")]
+        assert "leader node1 → node2" in events
+        assert "PostgreSQL unreachable" in events
+        assert "PostgreSQL standby → primary" in events
+
+
+@pytest.mark.parametrize(
+    ("key", "pane", "spec", "expect"),
+    [
+        ("1", "cluster", "cluster", "node1"),
+        ("2", "haproxy", "haproxy", "pg_writer"),
+        ("3", "replication", "replication", "node2"),
+        ("4", "slots", "slots", "lab_sub"),
+        ("5", "copy", "copy", "sync_big"),
+        ("6", "archiver", "archiver", "000000030000000000000002"),
+        ("7", "memory", "memory", "checkpointer"),
+        ("8", "events", "events", "replica lag"),
+    ],
+)
+async def test_number_keys_switch_panes(key: str, pane: str, spec: str, expect: str) -> None:
+    busy = fx.subscriber_copy(fx.lagging(fx.healthy(fx.T0 + timedelta(seconds=1))))
+    app, source = make_app([fx.healthy(), busy])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settled(pilot, app, source)
+        if spec == "events":
+            app.record_event(
+                fx.event("node3", "replica lag 300 MiB")  # also proves record_event shows up
+            )
+        await pilot.press(key)
+        await pilot.pause()
+        scr = screen(app)
+        assert scr.view == pane
+        assert scr.panes[pane].display
+        hidden = [p for p, w in scr.panes.items() if p != pane and w.region.height > 0]
+        assert hidden == []
+        flat = " ".join(" ".join(r) for r in texts(app, spec))
+        assert expect in flat
+        await pilot.press("0")
+        await pilot.pause()
+        assert scr.view == "overview"
+
+
+async def test_pane_contents_in_detail() -> None:
+    busy = fx.subscriber_copy(fx.lagging(fx.healthy(fx.T0 + timedelta(seconds=1))))
+    app, source = make_app([fx.healthy(), busy])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot, app, source)
+        rep = {r[1]: r for r in texts(app, "replication")}
+        assert rep["node3"][2] == "✖ CRIT" and rep["node3"][8] == "300 MiB"
+        assert rep["node3"][11] == "1m"  # 75 s of replay lag, shown coarsely
+        assert rep["node2"][4] == "sync" and rep["node2"][2] == "✔ OK"
+        slots = {(r[0], r[1]): r for r in texts(app, "slots")}
+        assert slots[("node1", "lab_sub")][5] == "48 MiB"
+        assert texts(app, "slots-matrix") == [["lab_sub", "✔ yes", "✔ yes", "✔ yes"]]
+        copies = {(r[0], r[1]): r for r in texts(app, "copy")}
+        pub = copies[("node1", "publisher")]
+        assert pub[4] == "~25%" and pub[6] == "~1.2 GiB"
+        assert pub[3].startswith("███")
+        assert ("node3", "subscriber") in copies
+        arch = {r[0]: r for r in texts(app, "archiver")}
+        assert arch["node1"][2] == "0" and arch["node1"][5] == "1m"
+        mem = texts(app, "memory")
+        assert mem[0][2].startswith("TOTAL 3 procs") and mem[0][4] == "21 MiB"
+        assert mem[1][2] == "checkpointer"  # largest Pss first
+        hap = texts(app, "haproxy")
+        assert hap[0][:5] == ["writer", "pg_writer", "(pool)", "✔ OK", "1/3 UP"]
+
+
+async def test_states_are_words_in_mono_theme() -> None:
+    app, source = make_app([fx.healthy(), fx.lagging(fx.kill_primary())], settings=fx.settings(theme="mono"))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settled(pilot, app, source)
+        assert app.theme == "mono"
+        words = {r[1] for r in texts(app, "cluster")}
+        assert words == {"✖ CRIT", "✔ OK"}
+        assert {r[0] for r in texts(app, "problems")} >= {"✖ CRIT"}
+
+
+def test_no_color_picks_mono(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app, _ = make_app([])
+    assert app.console_theme.theme.name == "mono"
+
+
+def test_unknown_theme_is_a_one_line_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"theme 'nope' not found; use one of .*dark.*mono"):
+        make_app([], settings=fx.settings(theme="nope"))
+
+
+async def test_in_place_update_touches_only_changed_cells() -> None:
+    app, source = make_app([fx.healthy()])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settled(pilot, app, source)
+        cluster = table(app, "cluster")
+        before = cluster.touched
+        # Same values, a second later: nothing to repaint.
+        source.push(fx.healthy(fx.T0 + timedelta(seconds=1)))
+        await until(pilot, lambda: app.received == 2)
+        await pilot.pause()
+        assert cluster.touched == before
+        # node3 lags: only its Health, Problem and Lag cells change.
+        source.push(fx.lagging(fx.healthy(fx.T0 + timedelta(seconds=2)), lag=20 * fx.MiB))
+        await until(pilot, lambda: app.received == 3)
+        await pilot.pause()
+        assert cluster.touched - before == 3
+        assert row_of(app, "cluster", "node3")[1] == "▲ WARN"
+
+
+async def test_hidden_panes_do_no_work() -> None:
+    app, source = make_app([fx.healthy()])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, source)
+        memory = table(app, "memory")
+        assert memory.touched == 0  # never shown in the 80x24 overview
+        await pilot.press("7")
+        await pilot.pause()
+        assert memory.touched > 0
+
+
+async def test_pause_freezes_display_and_resume_catches_up() -> None:
+    app, source = make_app([fx.healthy()])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settled(pilot, app, source)
+        await pilot.press("p")
+        await pilot.pause()
+        assert app.paused and "PAUSED" in header(app)
+        source.push(fx.kill_primary())
+        await until(pilot, lambda: app.received == 2)
+        await pilot.pause()
+        assert row_of(app, "cluster", "node1")[1] == "✔ OK"  # frozen
+        await pilot.press("p")
+        await until(pilot, lambda: row_of(app, "cluster", "node1")[1] == "✖ CRIT")
+        assert "PAUSED" not in header(app)
+
+
+async def test_plus_minus_change_the_poll_interval() -> None:
+    app, source = make_app([fx.healthy()])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settled(pilot, app, source)
+        assert app.interval == 1.0
+        await pilot.press("plus")
+        assert app.interval == 2.0
+        await pilot.press("minus", "minus")
+        assert app.interval == 0.5
+        source.push(fx.healthy(fx.T0 + timedelta(seconds=1)))
+        await until(pilot, lambda: source.sent == 2)
+        assert source.intervals[-1] == 0.5  # the source reads the interval every cycle
+        await pilot.pause()
+        assert "every 0.5s" in header(app)
+
+
+async def test_slash_filters_every_pane_by_node() -> None:
+    app, source = make_app([fx.healthy()])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settled(pilot, app, source)
+        await pilot.press("slash")
+        await until(pilot, lambda: isinstance(app.screen, FilterScreen))
+        await pilot.press(*"node2", "enter")
+        await until(pilot, lambda: app.node_filter == "node2")
+        await pilot.pause()
+        assert [r[0] for r in texts(app, "cluster")] == ["node2"]
+        assert "filter: node2" in header(app)
+        await pilot.press("2")
+        await pilot.pause()
+        assert {r[2] for r in texts(app, "haproxy")} == {"node2"}
+        await pilot.press("escape", "escape")  # back to overview, then clear the filter
+        await pilot.pause()
+        assert app.node_filter == ""
+        assert len(texts(app, "cluster")) == 3
+
+
+async def test_question_mark_shows_help_and_escape_closes_it() -> None:
+    app, source = make_app([fx.healthy()])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settled(pilot, app, source)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+
+
+async def test_sort_survives_refresh_and_cursor_stays_on_its_row() -> None:
+    lagging = fx.lagging(fx.healthy(), lag=20 * fx.MiB)
+    app, source = make_app([lagging])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settled(pilot, app, source)
+        await pilot.press("1")
+        cluster = table(app, "cluster")
+        await pilot.press("down", "down")  # cursor on node3
+        assert texts(app, "cluster")[cluster.cursor_row][0] == "node3"
+        for _ in range(9):  # Member, Health, Role, PG, Problem, Writer, Reader, TL, Lag
+            await pilot.press("o")
+        assert cluster.sort_state == ("lag", False)
+        await pilot.press("O")
+        assert cluster.sort_state == ("lag", True)
+        assert texts(app, "cluster")[0][0] == "node3"  # largest lag first
+        assert texts(app, "cluster")[cluster.cursor_row][0] == "node3"
+        # A refresh where node2 now lags more: order follows, sort and cursor row survive.
+        worse = fx.lagging(fx.healthy(fx.T0 + timedelta(seconds=1)), lag=20 * fx.MiB)
+        members = tuple(
+            m.model_copy(update={"lag_bytes": 90 * fx.MiB}) if m.name == "node2" else m for m in worse.members
+        )
+        source.push(worse.model_copy(update={"members": members}))
+        await until(pilot, lambda: texts(app, "cluster")[0][0] == "node2")
+        assert cluster.sort_state == ("lag", True)
+        assert texts(app, "cluster")[cluster.cursor_row][0] == "node3"
+
+
+async def test_resize_switches_between_overview_and_dashboard() -> None:
+    app, source = make_app([fx.healthy()])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, source)
+        scr = screen(app)
+        assert scr.visible_panes() == ["cluster", "problems"]
+        assert not scr.panes["memory"].display or scr.panes["memory"].region.height == 0
+        await pilot.resize_terminal(160, 48)
+        await until(pilot, lambda: scr.has_class("-dash"))
+        await pilot.pause()
+        assert all(p.region.height > 0 for p in scr.panes.values())
+        assert table(app, "memory").touched > 0
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: not scr.has_class("-dash"))
+
+
+async def test_key_is_handled_while_the_source_hangs() -> None:
+    class Hanging:
+        """A source stuck in I/O forever (a SIGSTOPped node with no timeout)."""
+
+        async def run(
+            self, on_snapshot: Callable[[ClusterSnapshot], object], interval: Callable[[], float]
+        ) -> None:
+            on_snapshot(fx.healthy())
+            await asyncio.Event().wait()
+
+        async def aclose(self) -> None:
+            return None
+
+    app = PgtopApp(fx.settings(), Hanging(), clock=fixed_clock(NOW))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.snapshot is not None)
+        loop = asyncio.get_running_loop()
+        handled: list[float] = []
+        scr = screen(app)
+        scr.watch(scr, "view", lambda _: handled.append(loop.time()), init=False)
+        started = loop.time()
+        await pilot.press("3")
+        await until(pilot, lambda: bool(handled), within=1.0, what="key handled")
+        assert handled[0] - started < 0.2
+
+
+async def test_source_failure_is_one_line_in_the_header() -> None:
+    class Broken:
+        async def run(
+            self, on_snapshot: Callable[[ClusterSnapshot], object], interval: Callable[[], float]
+        ) -> None:
+            raise RuntimeError("cannot reach anything")
+
+        async def aclose(self) -> None:
+            return None
+
+    app = PgtopApp(fx.settings(), Broken(), clock=fixed_clock(NOW))
+    async with app.run_test(size=(120, 24)) as pilot:
+        await until(pilot, lambda: app.source_error is not None)
+        await pilot.pause()
+        assert "poller stopped: RuntimeError: cannot reach anything" in header(app)
+
+
+async def test_app_closes_the_source_on_exit() -> None:
+    app, source = make_app([fx.healthy()])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, source)
+        await pilot.press("q")
+    assert source.closed

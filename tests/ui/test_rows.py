@@ -1,0 +1,240 @@
+"""Pure parts: rows() of every pane, health grading, events between snapshots, number formats."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pgtop_ha.models.events import diff
+from pgtop_ha.models.health import (
+    Level,
+    Pools,
+    cluster_problems,
+    grade,
+    lag_level,
+    member_problems,
+    stale_level,
+)
+from pgtop_ha.models.snapshot import Archiver, HAProxyState
+from pgtop_ha.ui.format import age, bar, duration, human_bytes, lsn, rate, sparkline
+from pgtop_ha.ui.panes import (
+    archiver,
+    cluster,
+    copy,
+    events,
+    haproxy,
+    memory,
+    problems,
+    replication,
+    slots,
+)
+from pgtop_ha.ui.panes.base import Context, Row
+from pgtop_ha.ui.themes import available, level_styles, load_theme, resolve
+from tests.ui import fixtures as fx
+
+S = fx.settings()
+POOLS = Pools(("pg_writer",), ("pg_reader",))
+NOW = fx.T0 + timedelta(seconds=21)
+
+
+def ctx(**kw: object) -> Context:
+    base: dict[str, object] = {"thresholds": S.thresholds, "pools": POOLS, "now": NOW}
+    base.update(kw)
+    return Context(**base)  # type: ignore[arg-type]
+
+
+def texts(rows: list[Row]) -> dict[str, list[str]]:
+    return {r.key: [c.text for c in r.cells] for r in rows}
+
+
+def test_formats_hide_noise_below_their_precision() -> None:
+    assert human_bytes(0) == "0 B"
+    assert human_bytes(1023) == "1023 B"
+    assert human_bytes(1536) == "1.5 KiB"
+    assert human_bytes(300 * fx.MiB) == human_bytes(300 * fx.MiB + 40_000) == "300 MiB"
+    assert human_bytes(None) == "-"
+    assert age(7.9) == "7s" and age(34) == age(39) == "30s" and age(125) == "2m"
+    assert age(3 * 3600 + 300) == "3h05m" and age(None) == "-"
+    assert duration(0.0004) == "0" and duration(0.012) == "12ms" and duration(1.46) == "1.5s"
+    assert rate(None) == "-" and rate(0.2) == "0" and rate(2 * fx.MiB) == "2.0 MiB/s"
+    assert lsn(0x3000060) == "0/3000060" and lsn((5 << 32) + 16) == "5/10"
+    assert sparkline([0, 0, 0]) == "▁▁▁" and sparkline([0, 5, 10]) == "▁▄█"
+    assert sparkline([None, 1]) == " █"
+    assert bar(0.5, 4) == "██░░" and bar(None, 3) == "···"
+
+
+def test_grades_from_thresholds() -> None:
+    t = S.thresholds
+    assert grade(None, 1, 2) is Level.OK
+    assert lag_level(t, 0) is Level.OK
+    assert lag_level(t, t.lag_warn_bytes) is Level.WARN
+    assert lag_level(t, 0, t.lag_crit_s) is Level.CRIT
+    assert stale_level(t, None) is Level.CRIT and stale_level(t, 0.5) is Level.OK
+    assert Level.CRIT.word == "✖ CRIT" and Level.WARN.word == "▲ WARN" and Level.OK.word == "✔ OK"
+
+
+def test_kill_primary_is_the_worst_problem() -> None:
+    snap = fx.kill_primary()
+    probs = cluster_problems(snap, S.thresholds, POOLS, NOW)
+    assert probs[0].level is Level.CRIT and probs[0].node == "node1"
+    assert probs[0].short == "PG DOWN, still routed"
+    assert member_problems(fx.healthy(), "node1", S.thresholds, POOLS, NOW) == []
+
+
+def test_writer_on_a_replica_and_two_writers_are_crit() -> None:
+    snap = fx.healthy()
+    servers = tuple(
+        s.model_copy(update={"status": "UP"}) if (s.proxy, s.server) == ("pg_writer", "node3") else s
+        for s in snap.haproxy.servers
+    )
+    snap = snap.model_copy(update={"haproxy": snap.haproxy.model_copy(update={"servers": servers})})
+    texts_ = [p.text for p in cluster_problems(snap, S.thresholds, POOLS, NOW)]
+    assert "HAProxy writer UP on node1, node3" in texts_
+    assert "HAProxy routes writes to a non-leader" in texts_
+    row = texts(cluster.rows(snap, ctx()))["node3"]
+    assert row[1] == "✖ CRIT" and row[4] == "writes to non-leader"
+
+
+def test_events_between_snapshots() -> None:
+    assert diff(None, fx.healthy()) == ()
+    assert diff(fx.healthy(), fx.healthy(fx.T0 + timedelta(seconds=1))) == ()
+    evs = diff(fx.healthy(), fx.failed_over())
+    text = [e.text for e in evs]
+    assert "leader node1 → node2" in text
+    assert "Patroni REST unreachable" in text and "PostgreSQL unreachable" in text
+    assert "Patroni role leader → replica" in text
+    assert "HAProxy pg_writer/node1 UP → DOWN" in text
+    assert "HAProxy pg_writer/node2 DOWN → UP" in text
+    # An empty HAProxy read is "no data this cycle", not every server going away.
+    empty = fx.healthy(fx.T0 + timedelta(seconds=1)).model_copy(
+        update={"haproxy": HAProxyState(error="stats cut short")}
+    )
+    assert [e.kind for e in diff(fx.healthy(), empty)] == ["haproxy"]
+
+
+def test_cluster_rows() -> None:
+    rows = texts(cluster.rows(fx.failed_over(), ctx(now=fx.T0 + timedelta(seconds=41))))
+    assert rows["node1"][:4] == ["node1", "✖ CRIT", "replica", "DOWN"]
+    assert rows["node1"][9] == "✖ REST+PG 20s"
+    assert rows["node2"][:4] == ["node2", "✔ OK", "leader", "primary"]
+
+
+def test_haproxy_rows_flag_routing_against_roles() -> None:
+    rows = texts(haproxy.rows(fx.kill_primary(), ctx()))
+    assert rows["pg_writer|node1"][3] == "✖ CRIT"  # UP but PostgreSQL is down
+    assert rows["pg_writer|"][3:5] == ["✖ CRIT", "1/3 UP"]
+    assert rows["pg_reader|node2"][3:6] == ["✔ OK", "UP", "L7OK"]
+    assert next(iter(rows)) == "pg_writer|"  # the writer pool comes first
+
+
+def test_replication_rows_with_trend() -> None:
+    history = [fx.lagging(fx.healthy(fx.T0 + timedelta(seconds=i)), lag=i * fx.MiB) for i in range(1, 5)]
+    cur = fx.lagging(fx.healthy(fx.T0 + timedelta(seconds=5)), lag=8 * fx.MiB)
+    rows = texts(replication.rows(cur, ctx(history=history)))
+    node3 = rows["node1|node3"]
+    assert node3[8] == "8.0 MiB" and node3[12] == "▁▂▃▄█"
+    assert rows["node1|node2"][4] == "sync"
+
+
+def test_slot_rates_from_deltas_and_presence_matrix() -> None:
+    prev = fx.healthy()
+    cur = fx.healthy(fx.T0 + timedelta(seconds=2))
+    node1 = cur.node("node1")
+    assert node1 is not None
+    slots_ = tuple(
+        s.model_copy(update={"spill_bytes": 4 * fx.MiB}) if s.slot_name == "lab_sub" else s
+        for s in node1.slots
+    )
+    cur = cur.model_copy(
+        update={
+            "nodes": tuple(
+                n.model_copy(update={"slots": slots_}) if n.name == "node1" else n for n in cur.nodes
+            )
+        }
+    )
+    rows = texts(slots.rows(cur, ctx(history=[prev])))
+    assert rows["node1|lab_sub"][8] == "2.0 MiB/s"
+    assert rows["node1|lab_sub"][9] == "0"
+    no_slot = fx.healthy().model_copy(
+        update={
+            "nodes": tuple(
+                n.model_copy(update={"slots": ()}) if n.name == "node3" else n for n in fx.healthy().nodes
+            )
+        }
+    )
+    matrix = texts(slots.matrix_rows(no_slot, ctx()))
+    assert matrix["lab_sub"] == ["lab_sub", "✔ yes", "✔ yes", "✖ no"]
+    assert [c.key for c in slots.matrix_columns(no_slot)] == ["slot", "node1", "node2", "node3"]
+
+
+def test_copy_rows_rate_and_eta() -> None:
+    prev = fx.healthy()
+    cur = fx.healthy(fx.T0 + timedelta(seconds=10))
+    node1 = cur.node("node1")
+    assert node1 is not None
+    progress = tuple(
+        c.model_copy(update={"bytes_processed": 400 * fx.MiB, "percent": None}) for c in node1.copy_progress
+    )
+    cur = cur.model_copy(
+        update={
+            "nodes": tuple(
+                n.model_copy(update={"copy_progress": progress}) if n.name == "node1" else n
+                for n in cur.nodes
+            )
+        }
+    )
+    row = texts(copy.rows(cur, ctx(history=[prev])))["node1|5001"]
+    assert row[1] == "publisher" and row[4] == "~33%"
+    assert row[7] == "10 MiB/s" and row[8] == "1m"  # 800 MiB left at 10 MiB/s = 80 s
+    subs = texts(copy.rows(fx.subscriber_copy(fx.healthy()), ctx()))
+    assert subs["node3|sub|lab_sub|"][4:6] == ["3/4", "d:1 r:3"]
+
+
+def test_archiver_rows_warn_on_failure_and_queue() -> None:
+    snap = fx.healthy()
+    arch = Archiver(
+        archived_count=42,
+        failed_count=3,
+        ready_count=150,
+        last_archived_time=fx.T0 - timedelta(minutes=5),
+        last_failed_time=fx.T0 - timedelta(seconds=3),
+    )
+    snap = snap.model_copy(
+        update={
+            "nodes": tuple(
+                n.model_copy(update={"archiver": arch}) if n.name == "node1" else n for n in snap.nodes
+            )
+        }
+    )
+    row = texts(archiver.rows(snap, ctx()))["node1"]
+    assert row[1] == "✖ CRIT" and row[2] == "150"
+    assert row[7] == "3" and row[8] == "20s"
+
+
+def test_memory_rows_rank_by_pss() -> None:
+    rows = memory.rows(fx.healthy(), ctx())
+    node1 = [r for r in rows if r.node == "node1"]
+    assert node1[0].cells[2].text == "TOTAL 3 procs"
+    assert [r.cells[1].text for r in node1[1:]] == ["1001", "1002", "1003"]
+    assert node1[0].cells[4].text == "21 MiB"
+
+
+def test_events_and_problems_rows() -> None:
+    evs = diff(fx.healthy(), fx.kill_primary())
+    rows = events.rows(fx.kill_primary(), ctx(events=evs))
+    assert [c.text for c in rows[0].cells][1:] == [
+        "✖ CRIT",
+        "node1",
+        "reachability",
+        "PostgreSQL unreachable",
+    ]
+    assert texts(problems.rows(fx.healthy(), ctx())) == {"|ok": ["✔ OK", "cluster", "no problems"]}
+
+
+def test_themes_are_data_files() -> None:
+    assert {"dark", "light", "mono"} <= set(available())
+    mono = load_theme("mono")
+    styles = level_styles(mono, {})
+    assert styles[Level.CRIT].bold and styles[Level.CRIT].reverse
+    dark = load_theme("dark")
+    assert resolve("bold $error", {"error": "#ff5f5f"}).color is not None
+    assert dark.theme.dark and not load_theme("light").theme.dark
