@@ -19,17 +19,16 @@ SWITCHOVER_TIMEOUT_S = 60.0
 POLL_EVERY_S = 0.5
 
 
-def _leader_of(cluster: Any) -> tuple[str | None, int | None]:
-    """The running leader's name and timeline from a /cluster document."""
+def _leader_of(cluster: Any) -> str | None:
+    """The running leader's name from a /cluster document."""
     if not isinstance(cluster, dict):
-        return None, None
+        return None
     for member in cluster.get("members") or ():
         if not isinstance(member, dict):
             continue
         if member.get("role") in LEADER_ROLES and member.get("state") == "running":
-            tl = member.get("timeline")
-            return str(member.get("name")), tl if isinstance(tl, int) else None
-    return None, None
+            return str(member.get("name"))
+    return None
 
 
 class Actions:
@@ -93,7 +92,7 @@ class Actions:
 
     async def _observe_leader(
         self, wanted: str | None, old: str | None, started: datetime, say: Progress
-    ) -> tuple[str | None, int | None]:
+    ) -> str | None:
         """Poll /cluster until ``wanted`` (or anyone but ``old``) leads, or time runs out."""
         last: str | None = None
         while self._elapsed(started) < self.takeover_timeout_s:
@@ -101,15 +100,15 @@ class Actions:
             if isinstance(reply.data, dict):
                 self.writer.learn(str(m["api_url"]) for m in reply.data.get("members") or ()
                                   if isinstance(m, dict) and m.get("api_url"))
-            leader, timeline = _leader_of(reply.data)
+            leader = _leader_of(reply.data)
             if leader is not None and (leader == wanted or (wanted is None and leader != old)):
-                return leader, timeline
+                return leader
             now = f"leader is {leader or 'none yet'}"
             if now != last:
                 say(f"waiting: {now} ({self._elapsed(started):.1f} s)")
                 last = now
             await asyncio.sleep(self.poll_every_s)
-        return None, None
+        return None
 
     async def _takeover(
         self, action: str, leader: str | None, candidate: str | None,
@@ -143,7 +142,7 @@ class Actions:
         if not reply.ok and reply.status is not None:
             return self._finish(self._from_reply(action, target, reply, started, steps))
         say(f"waiting for {candidate or 'a new leader'} to lead")
-        new_leader, timeline = await self._observe_leader(candidate, leader, started, say)
+        new_leader = await self._observe_leader(candidate, leader, started, say)
         if new_leader is None:
             text = (f"{action} {arrow}: no new leader observed within "
                     f"{self.takeover_timeout_s:.0f} s; Patroni said: {reply.text}")
@@ -152,11 +151,11 @@ class Actions:
                                   duration_s=self._elapsed(started), steps=tuple(steps))
             return self._finish(result)
         elapsed = self._elapsed(started)
-        tl = f", timeline {timeline}" if timeline is not None else ""
-        say(f"{new_leader} leads{tl}")
+        # No timeline here: /cluster reports the old one until the new leader's checkpoint.
+        say(f"{new_leader} leads")
         result = ActionResult(
             action=action, target=target, ok=True, status=reply.status, message=(
-                f"{action} done: {new_leader} leads{tl} after {elapsed:.1f} s"),
+                f"{action} done: {new_leader} leads after {elapsed:.1f} s"),
             started_at=started, duration_s=elapsed, new_leader=new_leader, steps=tuple(steps))
         return self._finish(result)
 

@@ -28,13 +28,13 @@ MIN_VERSION: dict[ResetKind, int] = {
 }
 _LABEL: dict[ResetKind, str] = {
     "slot": "replication slot counters",
-    "archiver": "archiver (archived/failed counts)",
-    "wal": "WAL statistics (pg_stat_wal)",
-    "bgwriter": "background writer (and checkpointer before 17)",
+    "archiver": "archiver (archived/failed)",
+    "wal": "WAL (pg_stat_wal)",
+    "bgwriter": "bgwriter (+checkpointer <17)",
     "checkpointer": "checkpointer",
     "recovery_prefetch": "recovery prefetch",
-    "io": "I/O statistics (pg_stat_io)",
-    "database": "current database (pg_stat_reset)",
+    "io": "I/O (pg_stat_io)",
+    "database": "current database",
 }
 
 

@@ -29,7 +29,7 @@ from pgtop_ha.collect.patroni import (
     base_url,
     describe_http_error,
 )
-from pgtop_ha.collect.postgres import NodeReader, Target
+from pgtop_ha.collect.postgres import MEMORY_REFRESH_S, NodeReader, Target
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.models.snapshot import (
     ClusterInfo,
@@ -147,6 +147,8 @@ class Poller:
         self._cluster_applied: object | None = None
         self.cycles = 0
         self.haproxy_requests = 0
+        self._closing: set[asyncio.Task[None]] = set()
+        self._memory_every_s: float | None = MEMORY_REFRESH_S
         for node in settings.nodes:
             api = _own_url(node.patroni_url) if node.patroni_url else None
             if node.patroni_url:
@@ -200,6 +202,7 @@ class Poller:
                 dbname=dbname or self._settings.postgres.dbname,
             )
             node = NodeReader(target, self._settings.postgres, self._clock, proc=self._proc)
+            node.memory_every_s = self._memory_every_s
         own = None
         if api_url:
             url = _own_url(api_url)
@@ -226,6 +229,8 @@ class Poller:
             if slot is not None and slot.static:
                 slot.cluster_entry = entry
                 continue
+            if self._settings.nodes:
+                continue  # nodes given explicitly: /cluster only adds roles, never members
             target_changed = slot is None or (
                 slot.api_url != entry.api_url
                 or (slot.node is None) != (entry.host is None)
@@ -380,8 +385,10 @@ class Poller:
                         pending |= slot.start()
                         started.add(name)
         for slot in retired:
-            # Closing a frozen node's connection never waits on it; keep the cycle moving.
-            asyncio.get_running_loop().create_task(slot.aclose())
+            # Closing a retired member never holds up the cycle; keep a reference until done.
+            closing = asyncio.get_running_loop().create_task(slot.aclose())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
         return self._assemble()
 
     def _take_cluster(self, reading: Reading[Discovered]) -> list[MemberSlot]:
@@ -520,6 +527,13 @@ class Poller:
             # Pacing, not synchronisation: the next cycle starts one interval after this one.
             await asyncio.sleep(max(0.0, started + period - loop.time()))
 
+    def set_memory_refresh(self, seconds: float | None) -> None:
+        """Read process memory every ``seconds`` (0: every cycle; None: never, e.g. pane hidden)."""
+        self._memory_every_s = seconds
+        for slot in self._members.values():
+            if slot.node is not None:
+                slot.node.memory_every_s = seconds
+
     def round_trips(self) -> dict[str, int]:
         """PostgreSQL round trips so far, per node (for the benchmark)."""
         return {
@@ -543,7 +557,7 @@ class Poller:
             closers.append(self._cluster.aclose())
         if self._haproxy is not None:
             closers.append(self._haproxy.aclose())
-        await asyncio.gather(*closers, return_exceptions=True)
+        await asyncio.gather(*closers, *self._closing, return_exceptions=True)
         await self._patroni_http.aclose()
         if self._haproxy_http is not None:
             await self._haproxy_http.aclose()

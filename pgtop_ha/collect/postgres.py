@@ -39,6 +39,7 @@ from pgtop_ha.settings import PostgresSettings
 
 BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 10.0
+MEMORY_REFRESH_S = 5.0
 _PROCESS_FIELDS = frozenset(Process.model_fields)
 
 
@@ -274,6 +275,15 @@ class NodeReader:
         self._conn: asyncpg.Connection | None = None
         self._caps: Capabilities | None = None
         self._sql: str | None = None
+        self._sql_memory: str | None = None
+        # Process memory is costly to read (~0.5 ms CPU per smaps_rollup): refreshed every
+        # memory_every_s, with new processes read at once; None switches it off.
+        self.memory_every_s: float | None = MEMORY_REFRESH_S
+        self._memory: dict[int, tuple[datetime | None, procmem.Memory]] = {}
+        self._memory_at: float | None = None
+        self._postmaster_pid: int | None = None
+        self._hugepages: tuple[int | None, int | None] = (None, None)
+        self._source: str | None = None
         # Local nodes' memory comes from this host's /proc; ``local`` overrides the guess.
         self._local = procmem.is_local_host(target.host) if local is None else local
         self._failures = 0
@@ -286,6 +296,7 @@ class NodeReader:
         self.last_ok_at: datetime | None = None
         self.round_trips = 0
         self.connects = 0
+        self.last_query_s: float | None = None
 
     # -- task management (the poller calls these) --------------------------------------------
 
@@ -359,7 +370,7 @@ class NodeReader:
         self.connects += 1
         return await asyncpg.connect(**kwargs)
 
-    async def _ensure(self) -> tuple[asyncpg.Connection, Capabilities, str]:
+    async def _ensure(self) -> tuple[asyncpg.Connection, Capabilities]:
         if self._conn is None or self._conn.is_closed() or self._sql is None or self._caps is None:
             self._drop()
             conn = await self._connect()
@@ -371,8 +382,18 @@ class NodeReader:
                 conn.terminate()
                 raise
             self._conn, self._caps = conn, caps
-            self._sql = build_query(caps, remote_memory=not self._local and caps.remote_memory)
-        return self._conn, self._caps, self._sql
+            self._sql = build_query(caps, remote_memory=False)
+            remote = not self._local and caps.remote_memory
+            self._sql_memory = build_query(caps, remote_memory=True) if remote else None
+            self._memory.clear()
+            self._memory_at = None
+        return self._conn, self._caps
+
+    def _memory_due(self, now: float) -> bool:
+        every = self.memory_every_s
+        if every is None:
+            return False
+        return self._memory_at is None or now - self._memory_at >= every
 
     async def _poll(self) -> None:
         loop = asyncio.get_running_loop()
@@ -384,8 +405,14 @@ class NodeReader:
             budget += self._settings.connect_timeout + 0.5
         try:
             async with asyncio.timeout(budget):
-                conn, caps, sql = await self._ensure()
+                conn, caps = await self._ensure()
+                full = self._memory_due(loop.time())
+                # Still one round trip: on memory cycles the statement also reads /proc.
+                sql = self._sql_memory if full and self._sql_memory else self._sql
+                assert sql is not None
+                sent = loop.time()
                 text = await conn.fetchval(sql)
+                self.last_query_s = loop.time() - sent
                 self.round_trips += 1
             if not isinstance(text, str):
                 raise ParseError("postgres document: empty")
@@ -408,36 +435,69 @@ class NodeReader:
             self._drop()
             self._fail(describe_error(exc, self.target))
             return
-        await self._finish(parsed, caps)
+        await self._finish(parsed, caps, full)
 
-    async def _finish(self, parsed: Parsed, caps: Capabilities) -> None:
-        now = self._clock()
-        local_reason: str | None = None
-        memory: dict[int, procmem.Memory] = parsed.remote_memory
-        postmaster_pid = parsed.postmaster_pid
-        hugepages = parsed.hugepages
-        source = "pg_read_file" if memory else None
-        processes = parsed.processes
-        if self._local:
-            pids = [p.pid for p in processes]
-            local, local_reason, postmaster_pid = await asyncio.to_thread(
-                procmem.read_local, pids, parsed.backend_pid, self._proc
+    async def _refresh_memory(self, parsed: Parsed, full: bool) -> str | None:
+        """Update the per-pid memory cache; a reason when memory cannot be read here."""
+        if self.memory_every_s is None:
+            self._memory.clear()
+            return None
+        starts = {p.pid: p.backend_start for p in parsed.processes}
+        if full:
+            self._memory_at = asyncio.get_running_loop().time()
+        # A pid whose backend_start changed is another process now: read it afresh.
+        known = {
+            pid: entry
+            for pid, entry in self._memory.items()
+            if (pid in starts and entry[0] == starts[pid]) or pid == self._postmaster_pid
+        }
+        if not self._local:
+            if full and parsed.remote_memory:
+                known = {pid: (starts.get(pid), m) for pid, m in parsed.remote_memory.items()}
+                if parsed.postmaster_pid is not None and parsed.postmaster is not None:
+                    known[parsed.postmaster_pid] = (None, parsed.postmaster)
+                    self._postmaster_pid = parsed.postmaster_pid
+                self._hugepages = parsed.hugepages
+                self._source = "pg_read_file"
+            self._memory = known
+            return None
+        wanted = [pid for pid in starts if full or pid not in known]
+        reason: str | None = None
+        if wanted or self._postmaster_pid is None:
+            found, reason, postmaster = await asyncio.to_thread(
+                procmem.read_local,
+                wanted,
+                parsed.backend_pid,
+                self._proc,
+                full or self._postmaster_pid is None,
             )
-            hugepages = procmem.read_local_hugepages(self._proc)
-            if local:
-                memory, source = local, "local /proc"
-                postmaster_mem = local.get(postmaster_pid) if postmaster_pid else None
-            else:
-                postmaster_mem = None
-        else:
-            postmaster_mem = parsed.postmaster
-        rows = [_with_memory(p, memory.get(p.pid)) for p in processes]
-        if postmaster_pid is not None and postmaster_mem is not None:
+            if full:
+                self._hugepages = procmem.read_local_hugepages(self._proc)
+            self._postmaster_pid = postmaster
+            for pid, mem in found.items():
+                known[pid] = (starts.get(pid), mem)
+            if found:
+                self._source = "local /proc"
+        self._memory = known
+        return reason
+
+    async def _finish(self, parsed: Parsed, caps: Capabilities, full: bool) -> None:
+        now = self._clock()
+        local_reason = await self._refresh_memory(parsed, full)
+        memory = self._memory
+        rows = [
+            _with_memory(p, memory[p.pid][1] if p.pid in memory else None)
+            for p in parsed.processes
+        ]
+        postmaster_pid = self._postmaster_pid
+        if postmaster_pid is not None and postmaster_pid in memory:
             postmaster = Process(pid=postmaster_pid, backend_type="postmaster")
-            rows.insert(0, _with_memory(postmaster, postmaster_mem))
+            rows.insert(0, _with_memory(postmaster, memory[postmaster_pid][1]))
         missing = unavailable(caps, local_memory=self._local)
-        if self._local and local_reason:
+        if self._local and local_reason and not memory:
             missing["processes.memory"] = local_reason
+        if self.memory_every_s is None:
+            missing["processes.memory"] = "not read (process memory is switched off)"
         self.last_ok_at = now
         self._failures = 0
         self._result = NodeSnapshot(
@@ -449,12 +509,11 @@ class NodeReader:
             server_version=caps.version,
             wal_segment_size=caps.wal_segment_size,
             processes=tuple(rows),
-            memory_source=source,
-            hugepages_total=hugepages[0],
-            hugepages_free=hugepages[1],
+            memory_source=self._source if memory else None,
+            hugepages_total=self._hugepages[0],
+            hugepages_free=self._hugepages[1],
             unavailable=missing,
             postmaster_pid=postmaster_pid,
             is_superuser=caps.superuser,
             **parsed.fields,
         )
-

@@ -92,7 +92,10 @@ def _read_memory(base: Path) -> tuple[Memory, Memory]:
 
 
 def read_local(
-    pids: list[int], backend_pid: int | None, proc: Path = Path("/proc")
+    pids: list[int],
+    backend_pid: int | None,
+    proc: Path = Path("/proc"),
+    with_postmaster: bool = True,
 ) -> tuple[dict[int, Memory], str | None, int | None]:
     """Memory of the postmaster and its children from this host's /proc.
 
@@ -108,7 +111,7 @@ def read_local(
     except (OSError, ParseError):
         return out, "this server's processes are not in this host's /proc", None
     denied: str | None = None
-    for pid in [postmaster, *pids] if postmaster else pids:
+    for pid in [postmaster, *pids] if postmaster and with_postmaster else pids:
         try:
             status, rollup = _read_memory(proc / str(pid))
         except FileNotFoundError:

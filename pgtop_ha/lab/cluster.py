@@ -337,6 +337,13 @@ class Lab:
         self._lab_dir(layout.log_dir / "pgbackrest")
         for name in NODE_NAMES:
             self._lab_dir(layout.log_dir / f"patroni-{name}")
+        if self.run_as.uid is not None:
+            probe = procs.run(["test", "-w", str(run_dir)], run_as=self.run_as, check=False)
+            if probe.returncode != 0:
+                raise UserError(
+                    f"user {LAB_USER} cannot reach {layout.state_dir} (a parent directory is private); "
+                    "choose a --state-dir under /var/lib or /tmp"
+                )
         self._lab_file(run_dir / "lab-pgpass", secrets.pgpass_text(passwords))
         self._lab_file(layout.state_dir / "pgbackrest.conf", configs.pgbackrest_conf(layout), 0o644)
         self._lab_file(layout.state_dir / "haproxy.cfg", configs.haproxy_cfg(layout), 0o644)

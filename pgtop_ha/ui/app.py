@@ -37,7 +37,9 @@ class PgtopApp(App[None]):
     ENABLE_COMMAND_PALETTE = False
     BINDINGS = [Binding("q", "quit", "Quit", priority=False)]
 
-    snapshot: reactive[ClusterSnapshot | None] = reactive(None, init=False)
+    # always_update: a new snapshot is always news; skip pydantic's deep equality check.
+    snapshot: reactive[ClusterSnapshot | None] = reactive(None, init=False, always_update=True)
+    event_count: reactive[int] = reactive(0, init=False)  # events recorded so far
     paused: reactive[bool] = reactive(False, init=False)
     interval: reactive[float] = reactive(1.0, init=False)
     node_filter: reactive[str] = reactive("", init=False)
@@ -101,18 +103,19 @@ class PgtopApp(App[None]):
         """Record events and history; show the snapshot unless paused."""
         snap = message.snapshot
         prev = self.history[-1] if self.history else None
-        self.events.extend(diff(prev, snap))
+        new = diff(prev, snap)
+        self.events.extend(new)
         self.history.append(snap)
         self.received += 1
+        # Counted quietly: the snapshot below announces both, so the screen redraws once.
+        self.set_reactive(PgtopApp.event_count, self.event_count + len(new))
         if not self.paused:
             self.snapshot = snap
 
     def record_event(self, event: Event) -> None:
         """Add an event from outside the poll (e.g. an operator action) to the Events pane."""
         self.events.append(event)
-        # A new identity makes the screen recompute panes even though the snapshot is the same.
-        if self.snapshot is not None:
-            self.snapshot = self.snapshot.model_copy()
+        self.event_count += 1  # the screen watches this and redraws the Events pane
 
     def watch_paused(self, paused: bool) -> None:
         """When resumed, jump to the newest snapshot."""

@@ -93,9 +93,14 @@ async def test_archiver_reset_zeroes_archived_count(lab: Lab, actions: Actions) 
              "VALUES (1); SELECT pg_switch_wal();", node=leader)
     count = "SELECT archived_count FROM pg_stat_archiver"
     wait_for(lambda: int(lab.psql(count, node=leader)) > 0, 60, "a segment archived")
+    calls = ("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE "
+             "'%pg_stat_reset_shared%' AND query NOT ILIKE '%pg_stat_statements%'")
+    calls_before = int(lab.psql(calls, node=leader))
     result = await actions.reset_stats(ResetScope(kind="archiver"), [target(lab, leader)])
     assert result.ok, result.message
     assert int(lab.psql(count, node=leader)) == 0
+    # What the read-only test relies on: pg_stat_statements sees a reset call.
+    assert int(lab.psql(calls, node=leader)) == calls_before + 1
     audit = actions.audit_entries()[-1]
     assert audit.action == "reset pg_stat_reset_shared('archiver')"
     assert audit.target == leader

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import string
 import threading
 import time
@@ -23,6 +24,7 @@ from pgtop_ha.models.eligibility import takeover_plan
 from pgtop_ha.settings import Settings
 from pgtop_ha.ui.app import PgtopApp
 from pgtop_ha.ui.operator.modal_base import OperatorModal
+from pgtop_ha.ui.operator.reset_modal import ResetModal
 from pgtop_ha.ui.operator.takeover_modal import TakeoverModal
 from pgtop_ha.ui.screens.monitor import MonitorScreen
 
@@ -265,4 +267,39 @@ async def test_read_only_every_key_writes_nothing(lab: Lab, lab_settings: Settin
                         "another poll through the proxies")
         assert capture.writes() == []
         assert "GET" in capture.methods()
+        # Control: a write through a proxy is seen (DELETE /switchover with none scheduled: 404).
+        secret = lab_settings.patroni_secret()
+        auth = (settings.patroni.user or "", secret.get_secret_value() if secret else "")
+        async with httpx.AsyncClient(auth=auth, timeout=10) as client:
+            answer = await client.delete(f"{proxies[0]}/switchover")
+        assert answer.status_code == 404
+        assert capture.writes() == [("DELETE", "/switchover")]
     assert reset_state(lab) == before
+
+
+async def test_archiver_reset_through_the_ui(lab: Lab, lab_settings: Settings,
+                                             tmp_path: Path) -> None:
+    leader = lab.leader()
+    assert leader is not None
+    lab.psql("CREATE TABLE IF NOT EXISTS archiver_probe (x int); INSERT INTO archiver_probe "
+             "VALUES (1); SELECT pg_switch_wal();", node=leader)
+    count = "SELECT archived_count FROM pg_stat_archiver"
+    deadline = time.monotonic() + 60
+    while int(lab.psql(count, node=leader)) == 0:
+        assert time.monotonic() < deadline, "no segment archived within 60s"
+        await asyncio.sleep(0.2)  # polling for the archiver, not synchronising on time
+    app = operator_app(lab_settings, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: ready(app, leader), "a snapshot of the cluster")
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ResetModal), "the dialog")
+        dialog = app.screen
+        assert isinstance(dialog, ResetModal)
+        calls = [c.scope.call for c in dialog.choices]
+        archiver = calls.index("pg_stat_reset_shared('archiver')")
+        assert dialog.choices[archiver].default_nodes == (leader,)
+        await pilot.press(*(["down"] * archiver), "enter", "enter", "enter")
+        await until(pilot, lambda: dialog.result is not None, "the result")
+        assert dialog.result is not None and dialog.result.ok, status_text(app)
+        assert f"ok   {leader}: pg_stat_reset_shared('archiver') done" in status_text(app)
+    assert int(lab.psql(count, node=leader)) == 0

@@ -72,7 +72,7 @@ async def test_switchover_waits_for_the_candidate_to_lead(tmp_path: Path) -> Non
     assert result.ok, result.message
     assert result.new_leader == "node3"
     assert result.status == 200
-    assert "node3 leads, timeline 4" in result.message
+    assert "node3 leads after" in result.message
     assert result.duration_s > 0
     assert steps[0] == "POST /switchover node1 → node3"
     assert any(s.startswith("waiting: leader is node1") for s in steps)

@@ -52,8 +52,9 @@ def test_status_json_names_roles_ports_and_pids(lab: Lab) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "pgtop_ha", "lab", "status", "--json",
          "--base-port", str(lab.layout.base_port), "--state-dir", str(lab.layout.state_dir)],
-        capture_output=True, text=True, check=True, timeout=60,
+        capture_output=True, text=True, timeout=60,
     )  # fmt: skip
+    assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     members = {m["name"]: m for m in doc["members"]}
     assert set(members) == set(NODE_NAMES)
@@ -103,6 +104,21 @@ def test_up_is_idempotent(lab: Lab) -> None:
     before = lab.running_pids()
     _quiet(lab).up()
     assert lab.running_pids() == before
+
+
+def test_up_refuses_a_private_state_dir(tmp_path: Path) -> None:
+    # pytest's tmp_path lies under a 0700 directory of root's: the lab user cannot enter it.
+    if os.geteuid() != 0:
+        pytest.skip("only root switches to the lab user")
+    layout = claim_layout(tmp_path / "private")
+    out = subprocess.run(
+        [sys.executable, "-m", "pgtop_ha", "lab", "up",
+         "--base-port", str(layout.base_port), "--state-dir", str(layout.state_dir)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1].startswith("pgtop-ha: user pgtopha cannot reach")
+    assert "--state-dir" in out.stderr
 
 
 def test_up_refuses_a_taken_port(tmp_path: Path, lab: Lab) -> None:
@@ -216,9 +232,9 @@ def test_load_runs_pgbench_through_the_writer(lab: Lab) -> None:
     assert after > before
 
 
-def test_down_leaves_no_process(tmp_path: Path, lab: Lab) -> None:
+def test_down_leaves_no_process(lab: Lab) -> None:
     # A second, small lab of its own: the session's lab stays up for the other tests.
-    layout = claim_layout(tmp_path / "lab2")
+    layout = claim_layout(None)
     base, state = layout.base_port, layout.state_dir
     env = {**os.environ}
     args = ["--base-port", str(base), "--state-dir", str(state)]

@@ -238,3 +238,9 @@ def test_themes_are_data_files() -> None:
     dark = load_theme("dark")
     assert resolve("bold $error", {"error": "#ff5f5f"}).color is not None
     assert dark.theme.dark and not load_theme("light").theme.dark
+
+
+def test_replication_falls_back_to_the_standbys_own_view() -> None:
+    rows = texts(replication.rows(fx.kill_primary(), ctx()))
+    assert set(rows) == {"?|node2", "?|node3"}
+    assert rows["?|node2"][3] == "no receiver" and rows["?|node2"][2] == "▲ WARN"

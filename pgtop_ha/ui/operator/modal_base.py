@@ -45,6 +45,8 @@ class OperatorModal(ModalScreen[ActionResult | None]):
         self._lines.append(line)
         # Keep the latest lines visible in a small terminal.
         self.status().update("\n".join(self._lines[-10:]))
+        # In a small terminal the dialog scrolls: keep the newest line in view.
+        self.call_after_refresh(self.query_one("#dialog").scroll_end, animate=False)
 
     def finished(self, result: ActionResult) -> None:
         """Show ``result`` and allow closing."""

@@ -50,7 +50,7 @@ class ResetModal(OperatorModal):
             yield Static("Scope (Enter to choose):", classes="hint")
             yield OptionList(
                 *(
-                    Option(f"{c.scope.label:<36} {c.scope.call}", id=str(i))
+                    Option(f"{c.scope.label:<29} {c.scope.call}", id=str(i))
                     for i, c in enumerate(self.choices)
                 ),
                 id="scopes",
@@ -121,5 +121,7 @@ class ResetModal(OperatorModal):
         nodes = self._targets[index][1]
         for widget in self.query(OptionList):
             widget.disabled = True
+        self.query_one("#preview", Static).update(
+            f"SELECT {scope.call}  on {', '.join(t.name for t in nodes)}  as {self.role}")
         self.say(f"running {scope.call} on {', '.join(t.name for t in nodes)}", fresh=True)
         self.launch(self._run(scope, nodes))

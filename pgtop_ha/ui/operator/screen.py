@@ -61,6 +61,10 @@ class OperatorScreen(MonitorScreen):
         """Send every audited action to the Events pane."""
         self.actions.on_audit(lambda entry: self.papp.record_event(audit_event(entry)))
 
+    async def on_unmount(self) -> None:
+        """Close the write path's HTTP client with the screen."""
+        await self.actions.aclose()
+
     def help_extra(self) -> str:
         """The operator keys, for `?`."""
         return OPERATOR_HELP

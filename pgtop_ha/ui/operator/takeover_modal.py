@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
@@ -56,6 +57,10 @@ class TakeoverModal(OperatorModal):
     """Pick a candidate (the healthiest preselected), type the cluster name, Enter: it runs."""
 
     AUTO_FOCUS = "#confirm"
+    BINDINGS = [
+        Binding("up", "move(-1)", "Previous candidate", show=False),
+        Binding("down", "move(1)", "Next candidate", show=False),
+    ]
 
     def __init__(
         self,
@@ -84,6 +89,7 @@ class TakeoverModal(OperatorModal):
                 yield Static("\n".join(plan.notes), id="notes")
             options = [Option(candidate_line(c), id=c.name, disabled=not c.eligible) for c in plan.candidates]
             yield OptionList(*options, id="candidates")
+            yield Static("", id="choice")
             if plan.kind == "switchover" and not plan.paused:
                 yield Static("When (optional: empty = now, +15m, or ISO time):", classes="hint")
                 yield Input(placeholder="now", id="when")
@@ -103,6 +109,33 @@ class TakeoverModal(OperatorModal):
             options.highlighted = names.index(self.plan.default)
         if self.plan.default is None:
             self.say("No eligible candidate: Patroni would refuse (see the reasons above).")
+        self._show_choice()
+
+    def _show_choice(self) -> None:
+        # Say the choice in words: a highlight alone is invisible without colour.
+        chosen = self.chosen
+        source = self.plan.leader or "(no leader)"
+        if chosen is None:
+            text = "Chosen: none eligible"
+        else:
+            default = " (default: healthiest eligible)" if chosen == self.plan.default else ""
+            text = f"Chosen: {self.plan.kind} {source} → {chosen}{default}"
+        self.query_one("#choice", Static).update(text)
+
+    def action_move(self, step: int) -> None:
+        """Up/Down pick the previous/next candidate while typing the confirmation."""
+        options = self.query_one("#candidates", OptionList)
+        if options.has_focus or options.disabled:
+            return
+        if step > 0:
+            options.action_cursor_down()
+        else:
+            options.action_cursor_up()
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        """Keep the 'Chosen:' line in step with the highlight."""
+        event.stop()
+        self._show_choice()
 
     @property
     def chosen(self) -> str | None:

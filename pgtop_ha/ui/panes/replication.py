@@ -78,6 +78,48 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     ),
                 )
             )
+    covered = {r.node for r in out}
+    out.extend(_standby_side(snapshot, covered))
+    return out
+
+
+def _standby_side(snapshot: ClusterSnapshot, covered: set[str | None]) -> list[Row]:
+    """Standbys no upstream reports (e.g. the primary is down): their own receiver's view."""
+    out = []
+    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        if not node.reachable or not node.in_recovery or node.name in covered:
+            continue
+        wr = node.wal_receiver
+        status = wr.status if wr is not None and wr.status else "no receiver"
+        level = Level.OK if status == "streaming" else Level.WARN
+        sender = "?"
+        if wr is not None and wr.sender_host:
+            sender = wr.sender_host + (f":{wr.sender_port}" if wr.sender_port else "")
+        backlog = None
+        if node.receive_lsn is not None and node.replay_lsn is not None:
+            backlog = max(0, node.receive_lsn - node.replay_lsn)
+        blank = num("-", None)
+        out.append(
+            Row(
+                key=f"?|{node.name}",
+                node=node.name,
+                cells=(
+                    cell(sender),
+                    cell(node.name),
+                    state(level),
+                    cell(status, None if level is Level.OK else Level.WARN),
+                    cell("?"),
+                    blank,
+                    blank,
+                    blank,
+                    num(human_bytes(backlog), backlog),
+                    blank,
+                    blank,
+                    blank,
+                    cell("(own view)"),
+                ),
+            )
+        )
     return out
 
 

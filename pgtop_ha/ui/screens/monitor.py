@@ -107,6 +107,7 @@ class MonitorScreen(Screen[None]):
         app = self.papp
         self.watch(app, "snapshot", self._data_changed, init=False)
         self.watch(app, "node_filter", self._data_changed, init=False)
+        self.watch(app, "event_count", self._data_changed, init=False)
         self.watch(app, "paused", lambda _: self.refresh_header(), init=False)
         self.watch(app, "interval", lambda _: self.refresh_header(), init=False)
         self.watch(app, "source_error", lambda _: self.refresh_header(), init=False)
@@ -183,7 +184,7 @@ class MonitorScreen(Screen[None]):
         if snap is None or not self.is_attached:
             return 0
         ctx = self.context()
-        stamp = (id(snap), len(self.papp.events), self.papp.node_filter, self._styles_gen)
+        stamp = (id(snap), self.papp.event_count, self.papp.node_filter, self._styles_gen)
         written = 0
         for pane_id in self.visible_panes():
             written += self.panes[pane_id].show(snap, ctx, self.papp.node_filter, stamp)
