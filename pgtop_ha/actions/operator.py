@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from pgtop_ha.actions.audit import AuditListener, AuditLog
-from pgtop_ha.actions.clock import Clock
+from pgtop_ha.clock import Clock
 from pgtop_ha.actions.patroni_writer import PatroniReply, PatroniWriter
 from pgtop_ha.actions.reset_scopes import ResetScope, ResetTarget
 from pgtop_ha.actions.results import ActionResult, AuditEntry, NodeResult, Progress

@@ -8,6 +8,8 @@ from typing import Any
 
 import httpx
 
+from pgtop_ha.collect.transport import LeanGetTransport
+
 
 class ReadOnlyViolation(RuntimeError):
     """Something on the read path tried to send a request other than a plain GET."""
@@ -59,7 +61,7 @@ class GetOnlyClient:
         verify: ssl.SSLContext | bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        inner = transport or httpx.AsyncHTTPTransport(verify=verify, retries=0)
+        inner = transport or LeanGetTransport(verify=verify)
         # trust_env=False: proxy mounts from the environment would bypass the GET-only transport.
         self._client = httpx.AsyncClient(
             transport=GetOnlyTransport(inner),
