@@ -128,8 +128,10 @@ async def _scenario(
     seconds: float,
     frozen: str | None = None,
     lab: Lab | None = None,
+    memory: bool = True,
 ) -> Result:
     poller = Poller.from_settings(settings)
+    poller.set_memory(memory)
     interval = settings.interval
     try:
         await poller.cycle()  # connect and probe outside the measurement
@@ -200,6 +202,13 @@ async def main_async(args: argparse.Namespace) -> list[Result]:
         await _scenario(
             f"{args.entries} entries, healthy", _repeated(settings, layout, args.entries), layout,
             args.seconds,
+        ),
+        await _scenario(
+            f"{args.entries} entries, healthy, process memory off",
+            _repeated(settings, layout, args.entries),
+            layout,
+            args.seconds,
+            memory=False,
         ),
         await _scenario(
             f"{args.entries} entries, {victim} frozen",

@@ -43,20 +43,27 @@ def run_tmux(args: argparse.Namespace, index: int) -> float:
     cmd = " ".join(
         shlex.quote(part)
         for part in (
-            sys.executable, os.path.abspath(__file__), "--child", "--config", str(args.config),
-            "--interval", str(args.interval), "--theme", args.theme,
+            sys.executable,
+            os.path.abspath(__file__),
+            "--child",
+            "--config",
+            str(args.config),
+            "--interval",
+            str(args.interval),
+            "--theme",
+            args.theme,
         )
     )
     w, h = args.size.split("x")
     env_cmd = f"cd {shlex.quote(os.getcwd())} && exec {cmd}"
-    subprocess.run(
-        ["tmux", "new-session", "-d", "-s", session, "-x", w, "-y", h, env_cmd], check=True
-    )
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", w, "-y", h, env_cmd], check=True)
     try:
         pid = int(
             subprocess.run(
                 ["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
-                check=True, capture_output=True, text=True,
+                check=True,
+                capture_output=True,
+                text=True,
             ).stdout.strip()
         )
         time.sleep(args.warmup)  # start-up (imports, first connections) is not steady state

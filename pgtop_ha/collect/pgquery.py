@@ -234,8 +234,12 @@ def _agg(sql: str) -> str:
     return f"(select coalesce(json_agg(t), '[]'::json) from ({sql}) t)"
 
 
-def build_query(caps: Capabilities, *, remote_memory: bool) -> str:
-    """The one statement returning every view as a single JSON document (as text)."""
+def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True) -> str:
+    """The one statement returning every view as a single JSON document (as text).
+
+    ``slow`` adds the parts that change rarely and cost most (pg_settings' pending restarts,
+    ~0.6 ms of the ~1.3 ms); ``remote_memory`` adds /proc reads through pg_read_file.
+    """
     if caps.version >= 140000:
         paused = "pg_get_wal_replay_pause_state() <> 'not paused'"
     else:
@@ -266,12 +270,11 @@ def build_query(caps: Capabilities, *, remote_memory: bool) -> str:
         ("slots", _agg(_slots(caps))),
         ("subscriptions", _agg(_subscriptions(caps))),
         ("archiver", f"(select row_to_json(t) from ({_archiver(caps)}) t)"),
-        (
-            "pending_restart",
-            _agg("select name, context from pg_settings where pending_restart order by name"),
-        ),
         ("processes", _agg(_processes(remote_memory))),
     ]
+    if slow:
+        pending = "select name, context from pg_settings where pending_restart order by name"
+        parts.append(("pending_restart", _agg(pending)))
     if caps.progress_copy:
         parts.append(("copy_progress", _agg(_COPY)))
     if remote_memory:

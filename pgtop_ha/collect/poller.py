@@ -29,7 +29,7 @@ from pgtop_ha.collect.patroni import (
     base_url,
     describe_http_error,
 )
-from pgtop_ha.collect.postgres import MEMORY_REFRESH_S, NodeReader, Target
+from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.models.snapshot import (
     ClusterInfo,
@@ -148,10 +148,10 @@ class Poller:
         self.cycles = 0
         self.haproxy_requests = 0
         self._closing: set[asyncio.Task[None]] = set()
-        self._memory_every_s: float | None = MEMORY_REFRESH_S
+        self._memory_enabled = True
         for node in settings.nodes:
             api = _own_url(node.patroni_url) if node.patroni_url else None
-            if node.patroni_url:
+            if node.patroni_url and base_url(node.patroni_url) not in self._roots:
                 self._roots.append(base_url(node.patroni_url))
             self._members[node.name] = self._slot(
                 node.name, api, node.host, node.port, node.dbname, static=True
@@ -202,7 +202,7 @@ class Poller:
                 dbname=dbname or self._settings.postgres.dbname,
             )
             node = NodeReader(target, self._settings.postgres, self._clock, proc=self._proc)
-            node.memory_every_s = self._memory_every_s
+            node.memory_enabled = self._memory_enabled
         own = None
         if api_url:
             url = _own_url(api_url)
@@ -527,12 +527,12 @@ class Poller:
             # Pacing, not synchronisation: the next cycle starts one interval after this one.
             await asyncio.sleep(max(0.0, started + period - loop.time()))
 
-    def set_memory_refresh(self, seconds: float | None) -> None:
-        """Read process memory every ``seconds`` (0: every cycle; None: never, e.g. pane hidden)."""
-        self._memory_every_s = seconds
+    def set_memory(self, enabled: bool) -> None:
+        """Read process memory (every few seconds) or not at all, e.g. while its pane is hidden."""
+        self._memory_enabled = enabled
         for slot in self._members.values():
             if slot.node is not None:
-                slot.node.memory_every_s = seconds
+                slot.node.memory_enabled = enabled
 
     def round_trips(self) -> dict[str, int]:
         """PostgreSQL round trips so far, per node (for the benchmark)."""

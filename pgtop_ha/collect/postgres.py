@@ -39,7 +39,7 @@ from pgtop_ha.settings import PostgresSettings
 
 BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 10.0
-MEMORY_REFRESH_S = 5.0
+REFRESH_S = 5.0  # pending-restart settings and process memory are read this often
 _PROCESS_FIELDS = frozenset(Process.model_fields)
 
 
@@ -190,10 +190,11 @@ def parse_document(text: str, caps: Capabilities) -> Parsed:
                 Subscription.model_validate(r) for r in _rows(doc, "subscriptions")
             ),
             "archiver": archiver,
-            "pending_restart": tuple(
-                PendingSetting.model_validate(r) for r in _rows(doc, "pending_restart")
-            ),
         }
+        if "pending_restart" in doc:
+            fields["pending_restart"] = tuple(
+                PendingSetting.model_validate(r) for r in _rows(doc, "pending_restart")
+            )
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
@@ -275,12 +276,14 @@ class NodeReader:
         self._conn: asyncpg.Connection | None = None
         self._caps: Capabilities | None = None
         self._sql: str | None = None
-        self._sql_memory: str | None = None
-        # Process memory is costly to read (~0.5 ms CPU per smaps_rollup): refreshed every
-        # memory_every_s, with new processes read at once; None switches it off.
-        self.memory_every_s: float | None = MEMORY_REFRESH_S
+        self._sql_full: str | None = None
+        # Process memory costs ~0.5 ms CPU per smaps_rollup and pg_settings ~0.6 ms of server
+        # time: both are refreshed every REFRESH_S (a "full" cycle, still one round trip);
+        # new processes get their memory read at once. memory_enabled=False skips memory.
+        self.memory_enabled = True
         self._memory: dict[int, tuple[datetime | None, procmem.Memory]] = {}
-        self._memory_at: float | None = None
+        self._full_at: float | None = None
+        self._pending: tuple[PendingSetting, ...] = ()
         self._postmaster_pid: int | None = None
         self._hugepages: tuple[int | None, int | None] = (None, None)
         self._source: str | None = None
@@ -382,18 +385,15 @@ class NodeReader:
                 conn.terminate()
                 raise
             self._conn, self._caps = conn, caps
-            self._sql = build_query(caps, remote_memory=False)
+            self._sql = build_query(caps, remote_memory=False, slow=False)
             remote = not self._local and caps.remote_memory
-            self._sql_memory = build_query(caps, remote_memory=True) if remote else None
+            self._sql_full = build_query(caps, remote_memory=remote, slow=True)
             self._memory.clear()
-            self._memory_at = None
+            self._full_at = None
         return self._conn, self._caps
 
-    def _memory_due(self, now: float) -> bool:
-        every = self.memory_every_s
-        if every is None:
-            return False
-        return self._memory_at is None or now - self._memory_at >= every
+    def _full_due(self, now: float) -> bool:
+        return self._full_at is None or now - self._full_at >= REFRESH_S
 
     async def _poll(self) -> None:
         loop = asyncio.get_running_loop()
@@ -406,10 +406,11 @@ class NodeReader:
         try:
             async with asyncio.timeout(budget):
                 conn, caps = await self._ensure()
-                full = self._memory_due(loop.time())
-                # Still one round trip: on memory cycles the statement also reads /proc.
-                sql = self._sql_memory if full and self._sql_memory else self._sql
-                assert sql is not None
+                full = self._full_due(loop.time())
+                # Still one round trip: a full cycle's statement just asks for more.
+                sql = self._sql_full if full else self._sql
+                if sql is None:
+                    raise ParseError("no statement prepared")
                 sent = loop.time()
                 text = await conn.fetchval(sql)
                 self.last_query_s = loop.time() - sent
@@ -435,16 +436,18 @@ class NodeReader:
             self._drop()
             self._fail(describe_error(exc, self.target))
             return
+        if full:
+            self._full_at = loop.time()
+            self._pending = parsed.fields.get("pending_restart", ())
+        parsed.fields["pending_restart"] = self._pending
         await self._finish(parsed, caps, full)
 
     async def _refresh_memory(self, parsed: Parsed, full: bool) -> str | None:
         """Update the per-pid memory cache; a reason when memory cannot be read here."""
-        if self.memory_every_s is None:
+        if not self.memory_enabled:
             self._memory.clear()
             return None
         starts = {p.pid: p.backend_start for p in parsed.processes}
-        if full:
-            self._memory_at = asyncio.get_running_loop().time()
         # A pid whose backend_start changed is another process now: read it afresh.
         known = {
             pid: entry
@@ -470,7 +473,15 @@ class NodeReader:
                 parsed.backend_pid,
                 self._proc,
                 full or self._postmaster_pid is None,
+                REFRESH_S - 0.5,
             )
+            if reason == procmem.NOT_HERE and self._caps is not None:
+                # Loopback but not this host (an SSH tunnel): read memory like a remote node.
+                self._local = False
+                remote = self._caps.remote_memory
+                self._sql_full = build_query(self._caps, remote_memory=remote, slow=True)
+                self._full_at = None
+                return None if remote else "needs superuser or pg_read_server_files"
             if full:
                 self._hugepages = procmem.read_local_hugepages(self._proc)
             self._postmaster_pid = postmaster
@@ -496,8 +507,8 @@ class NodeReader:
         missing = unavailable(caps, local_memory=self._local)
         if self._local and local_reason and not memory:
             missing["processes.memory"] = local_reason
-        if self.memory_every_s is None:
-            missing["processes.memory"] = "not read (process memory is switched off)"
+        if not self.memory_enabled:
+            missing["processes.memory"] = "not read (switched off while nobody looks at it)"
         self.last_ok_at = now
         self._failures = 0
         self._result = NodeSnapshot(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from pgtop_ha.collect.errors import ParseError
 
+NOT_HERE = "this server's processes are not in this host's /proc (tunnel or container?)"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "localhost.localdomain"})
 _KB_LINE = re.compile(r"^([A-Za-z_()]+):\s+(\d+)\s*kB\s*$")
 _PLAIN_LINE = re.compile(r"^([A-Za-z_()]+):\s+(\d+)\s*$")
@@ -91,11 +93,31 @@ def _read_memory(base: Path) -> tuple[Memory, Memory]:
     return status, rollup
 
 
+# Shared by every reader on this host: several entries (or clusters) on one host read the same
+# processes, and smaps_rollup costs ~0.5 ms CPU each. Keyed by (proc root, pid).
+_CACHE: dict[tuple[str, int], tuple[float, Memory]] = {}
+_CACHE_MAX = 20000
+
+
+def _cached(proc: Path, pid: int, max_age_s: float, now: float) -> Memory | None:
+    hit = _CACHE.get((str(proc), pid))
+    if hit is None or now - hit[0] > max_age_s:
+        return None
+    return hit[1]
+
+
+def _remember(proc: Path, pid: int, mem: Memory, now: float) -> None:
+    if len(_CACHE) > _CACHE_MAX:
+        _CACHE.clear()
+    _CACHE[(str(proc), pid)] = (now, mem)
+
+
 def read_local(
     pids: list[int],
     backend_pid: int | None,
     proc: Path = Path("/proc"),
     with_postmaster: bool = True,
+    max_age_s: float = 0.0,
 ) -> tuple[dict[int, Memory], str | None, int | None]:
     """Memory of the postmaster and its children from this host's /proc.
 
@@ -107,11 +129,20 @@ def read_local(
     if backend_pid is None:
         return out, "no backend pid to find the postmaster by", None
     try:
+        # Our own backend proves the server is on this host: its pid must be a postgres here
+        # (a tunnel or container would show an unrelated process, or none).
+        if b"postgres" not in (proc / str(backend_pid) / "cmdline").read_bytes():
+            return out, NOT_HERE, None
         postmaster = parse_status((proc / str(backend_pid) / "status").read_text()).ppid
     except (OSError, ParseError):
-        return out, "this server's processes are not in this host's /proc", None
+        return out, NOT_HERE, None
     denied: str | None = None
+    now = time.monotonic()
     for pid in [postmaster, *pids] if postmaster and with_postmaster else pids:
+        hit = _cached(proc, pid, max_age_s, now) if max_age_s > 0 else None
+        if hit is not None and (pid == postmaster or hit.ppid == postmaster):
+            out[pid] = hit
+            continue
         try:
             status, rollup = _read_memory(proc / str(pid))
         except FileNotFoundError:
@@ -124,6 +155,7 @@ def read_local(
         if pid != postmaster and status.ppid != postmaster:
             continue
         out[pid] = merge(rollup, status)
+        _remember(proc, pid, out[pid], now)
     return out, (denied if not out else None), postmaster
 
 

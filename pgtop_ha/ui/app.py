@@ -37,13 +37,14 @@ class PgtopApp(App[None]):
     ENABLE_COMMAND_PALETTE = False
     BINDINGS = [Binding("q", "quit", "Quit", priority=False)]
 
-    # always_update: a new snapshot is always news; skip pydantic's deep equality check.
-    snapshot: reactive[ClusterSnapshot | None] = reactive(None, init=False, always_update=True)
-    event_count: reactive[int] = reactive(0, init=False)  # events recorded so far
-    paused: reactive[bool] = reactive(False, init=False)
-    interval: reactive[float] = reactive(1.0, init=False)
-    node_filter: reactive[str] = reactive("", init=False)
-    source_error: reactive[str | None] = reactive(None, init=False)
+    # repaint=False everywhere: widgets repaint what changed; an app-wide repaint costs a
+    # full-screen render each second. always_update: skip pydantic's deep equality check.
+    snapshot: reactive[ClusterSnapshot | None] = reactive(None, init=False, always_update=True, repaint=False)
+    event_count: reactive[int] = reactive(0, init=False, repaint=False)  # events recorded so far
+    paused: reactive[bool] = reactive(False, init=False, repaint=False)
+    interval: reactive[float] = reactive(1.0, init=False, repaint=False)
+    node_filter: reactive[str] = reactive("", init=False, repaint=False)
+    source_error: reactive[str | None] = reactive(None, init=False, repaint=False)
 
     def __init__(
         self,

@@ -352,17 +352,24 @@ async def test_frozen_node_does_not_delay_the_others(lab: Lab, poller: Poller) -
     )
 
 
-async def test_haproxy_writer_follows_the_leader(lab: Lab, poller: Poller) -> None:
+async def test_haproxy_routes_like_patroni(lab: Lab, poller: Poller) -> None:
+    """Writer UP on the leader only, readers UP on the replicas (after checks settle)."""
+
+    def up(s: ClusterSnapshot, proxy: str) -> set[str]:
+        return {x.server for x in s.haproxy.servers if x.proxy == proxy and x.status == "UP"}
+
     snap = await until(
         poller,
-        lambda s: [x.server for x in s.haproxy.servers if x.proxy == "pg_writer"
-                   and x.status == "UP"] == [s.cluster.leader],
-        30,
-        "HAProxy writer UP on the leader only",
+        lambda s: s.cluster.leader is not None
+        and up(s, "pg_writer") == {s.cluster.leader}
+        and up(s, "pg_reader") == set(NODE_NAMES) - {s.cluster.leader},
+        60,
+        "HAProxy routing like Patroni",
     )
-    readers = {x.server for x in snap.haproxy.servers if x.proxy == "pg_reader" and x.status == "UP"}
-    assert readers == set(NODE_NAMES) - {leader_node(snap)}
+    assert snap.haproxy.error is None
     assert all(x.last_change_s is not None for x in snap.haproxy.servers)
+    down = [x for x in snap.haproxy.servers if x.proxy == "pg_writer" and x.status != "UP"]
+    assert all(x.check_status for x in down)
 
 
 async def test_snapshot_cli_json(lab: Lab) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from hypothesis import strategies as st
 
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.procmem import (
+    NOT_HERE,
     is_local_host,
     parse_hugepages,
     parse_smaps_rollup,
@@ -56,16 +56,35 @@ def test_smaps_rollup_without_fields(text: str) -> None:
         parse_smaps_rollup(text)
 
 
-def test_read_local_of_own_children(tmp_path: Path) -> None:
-    # This test process plays the postmaster: its parent is what read_local must find.
-    mem, reason, parent = read_local([os.getpid()], os.getpid())
-    assert parent == os.getppid()
+def _proc_entry(root: Path, pid: int, ppid: int, cmdline: bytes) -> None:
+    base = root / str(pid)
+    base.mkdir(parents=True)
+    (base / "cmdline").write_bytes(cmdline)
+    (base / "status").write_text(f"Name:\tpostgres\nPPid:\t{ppid}\nVmPTE:\t  100 kB\n")
+    (base / "smaps_rollup").write_text((FIXTURES / "smaps_rollup.txt").read_text())
+
+
+def test_read_local_finds_postmaster_children(tmp_path: Path) -> None:
+    _proc_entry(tmp_path, 100, 1, b"/usr/lib/postgresql/15/bin/postgres\0-D\0/data")
+    _proc_entry(tmp_path, 101, 100, b"postgres: lab: pgtop_monitor labdb idle")  # our backend
+    _proc_entry(tmp_path, 102, 100, b"postgres: lab: checkpointer")
+    _proc_entry(tmp_path, 103, 7, b"bash")  # pid reused by something else
+    mem, reason, postmaster = read_local([101, 102, 103, 104], 101, proc=tmp_path)
+    assert postmaster == 100
     assert reason is None
-    assert parent in mem  # the "postmaster" itself is always read
-    assert os.getpid() not in mem or mem[os.getpid()].ppid == parent
+    assert set(mem) == {100, 101, 102}
+    assert mem[102].pagetable == 100 * 1024
+    assert mem[102].pss and mem[102].pss > 0
+
+
+def test_read_local_refuses_another_hosts_pids(tmp_path: Path) -> None:
+    _proc_entry(tmp_path, 200, 1, b"sshd: tunnel")  # loopback port forwarded elsewhere
+    mem, reason, postmaster = read_local([200], 200, proc=tmp_path)
+    assert (mem, postmaster) == ({}, None)
+    assert reason == NOT_HERE
     none, why, _ = read_local([1], 999_999_999, proc=tmp_path)
     assert none == {}
-    assert why and "/proc" in why
+    assert why == NOT_HERE
 
 
 def test_is_local_host() -> None:

@@ -22,7 +22,7 @@ from tests.ui.harness import NOW, make_app, row_of, screen, settled, table, text
 def header(app: PgtopApp) -> str:
     """The heartbeat line's text."""
     hb = app.screen.query_one(Heartbeat)
-    return str(hb.render())
+    return hb.render().plain
 
 
 async def test_cluster_pane_shows_leader_and_replicas() -> None:

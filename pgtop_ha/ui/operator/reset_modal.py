@@ -122,6 +122,7 @@ class ResetModal(OperatorModal):
         for widget in self.query(OptionList):
             widget.disabled = True
         self.query_one("#preview", Static).update(
-            f"SELECT {scope.call}  on {', '.join(t.name for t in nodes)}  as {self.role}")
+            f"SELECT {scope.call}  on {', '.join(t.name for t in nodes)}  as {self.role}"
+        )
         self.say(f"running {scope.call} on {', '.join(t.name for t in nodes)}", fresh=True)
         self.launch(self._run(scope, nodes))

@@ -77,7 +77,7 @@ class MonitorScreen(Screen[None]):
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
-    view: reactive[str] = reactive("overview", init=False)
+    view: reactive[str] = reactive("overview", init=False, repaint=False)
 
     def __init__(self) -> None:
         super().__init__()
@@ -165,9 +165,11 @@ class MonitorScreen(Screen[None]):
         app = self.papp
         s = app.settings
         snap = app.snapshot
-        history = [h for h in app.history if h is not snap]
-        if snap is not None and snap in history:
-            history = history[: history.index(snap)]
+        # Identity, never ==: pydantic equality would compare whole snapshots.
+        history = list(app.history)
+        at = next((i for i, h in enumerate(history) if h is snap), None)
+        if at is not None:
+            history = history[:at]  # paused: only what came before the shown snapshot
         return Context(
             thresholds=s.thresholds,
             pools=Pools(s.haproxy.writer_backends, s.haproxy.reader_backends),

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from rich.style import Style
 from rich.text import Text
-from textual.widgets import Static
+from textual.widget import Widget
 
 from pgtop_ha.models.health import Level, ThresholdsLike, age_s, member_names, stale_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -82,17 +82,24 @@ def heartbeat_text(
     return t
 
 
-class Heartbeat(Static):
-    """One line at the top; repainted only when its text changes."""
+class Heartbeat(Widget):
+    """One line at the top; repainted only when its text changes, never re-laid out."""
 
     def __init__(self) -> None:
-        super().__init__("", id="heartbeat", markup=False)
-        self._last: Text | None = None
+        super().__init__(id="heartbeat")
+        self._text = Text()
+        self.repaints = 0
+
+    def render(self) -> Text:
+        """The current line."""
+        return self._text
 
     def show(self, text: Text) -> bool:
         """Show ``text`` unless it is what is shown already; True when it repainted."""
-        if self._last is not None and text == self._last:
+        if text == self._text:
             return False
-        self._last = text
-        self.update(text)
+        self._text = text
+        self.repaints += 1
+        # Fixed size (one row, full width): a plain repaint, not Static.update's layout pass.
+        self.refresh()
         return True

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from rich.style import Style
 from rich.text import Text
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
 
 from pgtop_ha.models.health import Level
 from pgtop_ha.ui.panes.base import Cell, Column, Row, SortValue
@@ -100,7 +100,8 @@ class KeyedTable(DataTable[CellText]):
                 for j, (c, col) in enumerate(zip(row.cells, self._cols, strict=False)):
                     if j < len(old) and old[j] == sig[j]:
                         continue
-                    grows = j >= len(old) or len(c.text) > len(old[j][0])
+                    # Measuring widths costs a layout pass: only when the column must widen.
+                    grows = len(c.text) > self._content_width(col.key)
                     try:
                         self.update_cell(row.key, col.key, self._make(c, col, index), update_width=grows)
                     except CellDoesNotExist:
@@ -119,6 +120,10 @@ class KeyedTable(DataTable[CellText]):
             self._restore_cursor(cursor_key)
         self.touched += written
         return written
+
+    def _content_width(self, key: str) -> int:
+        column = self.columns.get(ColumnKey(key))
+        return 0 if column is None else column.content_width
 
     def _set_order(self, order: list[str]) -> None:
         # Rows keep the index rows() gave them so "no sort" means rows() order.
