@@ -27,13 +27,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def child(config: Path, interval: float, theme: str) -> None:
-    """The console itself, as the benchmark runs it (read-only: no actions are built)."""
+def child(config: Path, interval: float, theme: str, poller_only: bool) -> None:
+    """The console as the benchmark runs it (read-only), or its poller alone for comparison."""
+    import asyncio
+
     from pgtop_ha.collect.poller import Poller
     from pgtop_ha.settings import load_settings
-    from pgtop_ha.ui.app import PgtopApp
 
     settings = load_settings(config, {"interval": interval, "theme": theme})
+    if poller_only:
+        poller = Poller.from_settings(settings)
+        asyncio.run(poller.run(lambda _: None, lambda: interval))
+        return
+    from pgtop_ha.ui.app import PgtopApp
+
     PgtopApp(settings, Poller.from_settings(settings), read_only=True).run()
 
 
@@ -52,6 +59,7 @@ def run_tmux(args: argparse.Namespace, index: int) -> float:
             str(args.interval),
             "--theme",
             args.theme,
+            *(["--poller-only"] if args.poller_only else []),
         )
     )
     w, h = args.size.split("x")
@@ -93,16 +101,18 @@ def main() -> int:
     p.add_argument("--size", default="200x50", help="terminal COLSxROWS (80x24, 200x50...)")
     p.add_argument("--theme", default="dark")
     p.add_argument("--show", action="store_true", help="print the screen after each run")
+    p.add_argument("--poller-only", action="store_true", help="measure the poller without the UI")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        child(args.config, args.interval, args.theme)
+        child(args.config, args.interval, args.theme, args.poller_only)
         return 0
     figures = []
     for i in range(args.runs):
         figure = run_tmux(args, i)
         figures.append(figure)
-        print(f"run {i + 1}: {figure:.3f} CPU s/min ({args.size}, every {args.interval:g}s)")
+        what = "poller only" if args.poller_only else args.size
+        print(f"run {i + 1}: {figure:.3f} CPU s/min ({what}, every {args.interval:g}s)")
     print(f"median: {statistics.median(figures):.3f} CPU s/min over {args.runs} runs")
     return 0
 

@@ -2,8 +2,8 @@
 
 By default each session claims its own free port range and state directory, so several suites can
 run side by side. Environment knobs:
-- PGTOP_HA_TEST_BASE_PORT and PGTOP_HA_TEST_STATE_DIR pin the lab (to reuse one across sessions);
-- PGTOP_HA_TEST_KEEP_LAB=1 leaves the lab running after the session (the next session reuses it).
+- PGTOPHA_TEST_BASE_PORT and PGTOPHA_TEST_STATE_DIR pin the lab (to reuse one across sessions);
+- PGTOPHA_TEST_KEEP_LAB=1 leaves the lab running after the session (the next session reuses it).
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from pgtop_ha.lab.layout import NODE_NAMES, Layout
 from pgtop_ha.lab.procs import poll
 from pgtop_ha.settings import Settings, load_settings
 
-TEST_ROWS = int(os.environ.get("PGTOP_HA_TEST_ROWS", "1000000"))
+TEST_ROWS = int(os.environ.get("PGTOPHA_TEST_ROWS", "1000000"))
 
 
 def _layout() -> Layout:
-    pinned = os.environ.get("PGTOP_HA_TEST_BASE_PORT")
+    pinned = os.environ.get("PGTOPHA_TEST_BASE_PORT")
     if pinned:
-        state = os.environ.get("PGTOP_HA_TEST_STATE_DIR", f"/tmp/pgtop-ha-test-{pinned}")
+        state = os.environ.get("PGTOPHA_TEST_STATE_DIR", f"/tmp/pgtop-ha-test-{pinned}")
         return Layout(base_port=int(pinned), state_dir=Path(state))
     return claim_layout(None)
 
@@ -39,7 +39,7 @@ def lab_session() -> Iterator[Lab]:
     lab = Lab(_layout(), out=sys.stderr)
     lab.up(rows=TEST_ROWS)
     yield lab
-    if os.environ.get("PGTOP_HA_TEST_KEEP_LAB") != "1":
+    if os.environ.get("PGTOPHA_TEST_KEEP_LAB") != "1":
         lab.down()
 
 

@@ -171,7 +171,7 @@ def describe_http_error(exc: Exception, url: str) -> str:
     if isinstance(exc, httpx.TimeoutException):
         return f"{url}: no answer (timeout)"
     if isinstance(exc, httpx.ConnectError):
-        return f"{url}: cannot connect ({exc or 'refused'})"
+        return f"{url}: cannot connect ({exc or 'refused'}); is Patroni running there?"
     if isinstance(exc, httpx.HTTPStatusError):
         return f"{url}: HTTP {exc.response.status_code}"
     if isinstance(exc, ParseError):

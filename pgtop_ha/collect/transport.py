@@ -119,6 +119,8 @@ class LeanGetTransport(httpx.AsyncBaseTransport):
             raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out", request=request) from None
         except ssl.SSLError as exc:
             raise httpx.ConnectError(f"TLS: {exc.reason or exc}", request=request) from None
+        except ConnectionRefusedError:
+            raise httpx.ConnectError("connection refused", request=request) from None
         except OSError as exc:
             raise httpx.ConnectError(exc.strerror or str(exc), request=request) from None
         try:

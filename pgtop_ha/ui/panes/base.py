@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -23,7 +23,7 @@ class Cell:
     sort: SortValue | None = None
 
     def sort_key(self) -> tuple[int, SortValue]:
-        """Numbers before text, unknowns last, so mixed columns still sort."""
+        """Numbers before text so mixed columns still sort; unknown numbers sort lowest."""
         value = self.text if self.sort is None else self.sort
         if isinstance(value, float | int):
             return (0, float(value))
@@ -58,7 +58,6 @@ class Context:
     interval: float = 1.0
     history: Sequence[ClusterSnapshot] = ()  # older snapshots, oldest first, current excluded
     events: Sequence[Event] = ()
-    extra: dict[str, object] = field(default_factory=dict)
 
     @property
     def previous(self) -> ClusterSnapshot | None:

@@ -186,10 +186,10 @@ class MonitorScreen(Screen[None]):
         if snap is None or not self.is_attached:
             return 0
         ctx = self.context()
-        stamp = (id(snap), self.papp.event_count, self.papp.node_filter, self._styles_gen)
+        version = (self.papp.event_count, self.papp.node_filter, self._styles_gen)
         written = 0
         for pane_id in self.visible_panes():
-            written += self.panes[pane_id].show(snap, ctx, self.papp.node_filter, stamp)
+            written += self.panes[pane_id].show(snap, ctx, self.papp.node_filter, version)
         return written
 
     def refresh_header(self) -> None:

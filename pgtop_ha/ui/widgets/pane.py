@@ -33,7 +33,8 @@ class Pane(Vertical):
         self.specs = tuple(specs)
         self.border_title = f"{key} {title}" if key else title
         self.tables: dict[str, KeyedTable] = {}
-        self._stamp: object = None
+        self._shown_snapshot: ClusterSnapshot | None = None
+        self._version: object = None
 
     def compose(self) -> ComposeResult:
         """One keyed table per spec."""
@@ -44,11 +45,15 @@ class Pane(Vertical):
             self.tables[spec.id] = table
             yield table
 
-    def show(self, snapshot: ClusterSnapshot, ctx: Context, node_filter: str, stamp: object) -> int:
-        """Bring the tables up to date; ``stamp`` identical to last time means nothing to do."""
-        if stamp == self._stamp:
+    def show(
+        self, snapshot: ClusterSnapshot, ctx: Context, node_filter: str, version: object
+    ) -> int:
+        """Bring the tables up to date; the same snapshot and ``version`` as last time: no work."""
+        # Identity, not ==: a snapshot object is kept while it is the one shown, so no id reuse.
+        if snapshot is self._shown_snapshot and version == self._version:
             return 0
-        self._stamp = stamp
+        self._shown_snapshot = snapshot
+        self._version = version
         written = 0
         for spec in self.specs:
             table = self.tables[spec.id]
@@ -61,8 +66,8 @@ class Pane(Vertical):
         return written
 
     def forget(self) -> None:
-        """Drop the 'already shown' stamp so the next show() recomputes (theme or filter change)."""
-        self._stamp = None
+        """Forget what was shown so the next show() recomputes (e.g. after a theme change)."""
+        self._shown_snapshot = None
 
     def use_level_styles(self, styles: LevelStyles) -> None:
         """Give every table the level styles of the current theme."""
