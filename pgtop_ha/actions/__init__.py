@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pgtop_ha.actions.audit import AuditLog, default_audit_path
-from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.actions.operator import Actions
 from pgtop_ha.actions.patroni_writer import PatroniWriter
 from pgtop_ha.actions.reset_scopes import ResetChoice, ResetScope, ResetTarget, reset_choices
 from pgtop_ha.actions.results import ActionResult, AuditEntry, NodeResult, Progress
 from pgtop_ha.actions.stats_reset import StatsResetter
+from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.settings import Settings
 
 __all__ = [

@@ -44,9 +44,7 @@ class AuditLog:
             with path.open("a", encoding="utf-8"):
                 pass
         except OSError as exc:
-            raise ConfigError(
-                f"audit log {path}: {exc.strerror}; set audit_log to a writable file"
-            ) from None
+            raise ConfigError(f"audit log {path}: {exc.strerror}; set audit_log to a writable file") from None
 
     def entries(self) -> tuple[AuditEntry, ...]:
         """This session's entries, oldest first."""

@@ -8,11 +8,11 @@ from datetime import datetime
 from typing import Any
 
 from pgtop_ha.actions.audit import AuditListener, AuditLog
-from pgtop_ha.clock import Clock
 from pgtop_ha.actions.patroni_writer import PatroniReply, PatroniWriter
 from pgtop_ha.actions.reset_scopes import ResetScope, ResetTarget
 from pgtop_ha.actions.results import ActionResult, AuditEntry, NodeResult, Progress
 from pgtop_ha.actions.stats_reset import StatsResetter
+from pgtop_ha.clock import Clock
 from pgtop_ha.models.eligibility import LEADER_ROLES
 
 SWITCHOVER_TIMEOUT_S = 60.0
@@ -71,12 +71,18 @@ class Actions:
         self.audit.record(result)
         if self.audit.last_error is not None:
             result = result.model_copy(
-                update={"message": f"{result.message} (not audited: {self.audit.last_error})"})
+                update={"message": f"{result.message} (not audited: {self.audit.last_error})"}
+            )
         return result
 
     def _from_reply(
-        self, action: str, target: str | None, reply: PatroniReply, started: datetime,
-        steps: Sequence[str] = (), ok_message: str | None = None,
+        self,
+        action: str,
+        target: str | None,
+        reply: PatroniReply,
+        started: datetime,
+        steps: Sequence[str] = (),
+        ok_message: str | None = None,
     ) -> ActionResult:
         if reply.ok:
             message = ok_message or reply.text or f"{action}: {reply.status}"
@@ -86,9 +92,17 @@ class Actions:
         else:
             message = f"{action} refused ({reply.status}): {reply.text or 'no reason given'}"
             reason = reply.text
-        return ActionResult(action=action, target=target, ok=reply.ok, status=reply.status,
-                            reason=reason, message=message, started_at=started,
-                            duration_s=self._elapsed(started), steps=tuple(steps))
+        return ActionResult(
+            action=action,
+            target=target,
+            ok=reply.ok,
+            status=reply.status,
+            reason=reason,
+            message=message,
+            started_at=started,
+            duration_s=self._elapsed(started),
+            steps=tuple(steps),
+        )
 
     async def _observe_leader(
         self, wanted: str | None, old: str | None, started: datetime, say: Progress
@@ -98,8 +112,11 @@ class Actions:
         while self._elapsed(started) < self.takeover_timeout_s:
             reply = await self.writer.get_json("/cluster")
             if isinstance(reply.data, dict):
-                self.writer.learn(str(m["api_url"]) for m in reply.data.get("members") or ()
-                                  if isinstance(m, dict) and m.get("api_url"))
+                self.writer.learn(
+                    str(m["api_url"])
+                    for m in reply.data.get("members") or ()
+                    if isinstance(m, dict) and m.get("api_url")
+                )
             leader = _leader_of(reply.data)
             if leader is not None and (leader == wanted or (wanted is None and leader != old)):
                 return leader
@@ -111,8 +128,12 @@ class Actions:
         return None
 
     async def _takeover(
-        self, action: str, leader: str | None, candidate: str | None,
-        scheduled_at: datetime | None, progress: Progress | None,
+        self,
+        action: str,
+        leader: str | None,
+        candidate: str | None,
+        scheduled_at: datetime | None,
+        progress: Progress | None,
     ) -> ActionResult:
         started = self.clock()
         steps: list[str] = []
@@ -135,33 +156,61 @@ class Actions:
         reply = await self.writer.request("POST", f"/{action}", body, slow=True)
         say(f"Patroni answered {reply.status or 'nothing'}: {reply.text}")
         if reply.status == 202 or (reply.ok and scheduled_at is not None):
-            return self._finish(self._from_reply(
-                action, target, reply, started, steps,
-                ok_message=f"{action} {arrow} scheduled for {body.get('scheduled_at')}"))
+            return self._finish(
+                self._from_reply(
+                    action,
+                    target,
+                    reply,
+                    started,
+                    steps,
+                    ok_message=f"{action} {arrow} scheduled for {body.get('scheduled_at')}",
+                )
+            )
         # A timed-out POST may still be carried out, so watch the cluster for it too.
         if not reply.ok and reply.status is not None:
             return self._finish(self._from_reply(action, target, reply, started, steps))
         say(f"waiting for {candidate or 'a new leader'} to lead")
         new_leader = await self._observe_leader(candidate, leader, started, say)
         if new_leader is None:
-            text = (f"{action} {arrow}: no new leader observed within "
-                    f"{self.takeover_timeout_s:.0f} s; Patroni said: {reply.text}")
-            result = ActionResult(action=action, target=target, ok=False, status=reply.status,
-                                  reason=reply.text, message=text, started_at=started,
-                                  duration_s=self._elapsed(started), steps=tuple(steps))
+            text = (
+                f"{action} {arrow}: no new leader observed within "
+                f"{self.takeover_timeout_s:.0f} s; Patroni said: {reply.text}"
+            )
+            result = ActionResult(
+                action=action,
+                target=target,
+                ok=False,
+                status=reply.status,
+                reason=reply.text,
+                message=text,
+                started_at=started,
+                duration_s=self._elapsed(started),
+                steps=tuple(steps),
+            )
             return self._finish(result)
         elapsed = self._elapsed(started)
         # No timeline here: /cluster reports the old one until the new leader's checkpoint.
         say(f"{new_leader} leads")
         result = ActionResult(
-            action=action, target=target, ok=True, status=reply.status, message=(
-                f"{action} done: {new_leader} leads after {elapsed:.1f} s"),
-            started_at=started, duration_s=elapsed, new_leader=new_leader, steps=tuple(steps))
+            action=action,
+            target=target,
+            ok=True,
+            status=reply.status,
+            message=(f"{action} done: {new_leader} leads after {elapsed:.1f} s"),
+            started_at=started,
+            duration_s=elapsed,
+            new_leader=new_leader,
+            steps=tuple(steps),
+        )
         return self._finish(result)
 
     async def switchover(
-        self, leader: str, candidate: str | None, scheduled_at: datetime | None = None,
-        *, progress: Progress | None = None,
+        self,
+        leader: str,
+        candidate: str | None,
+        scheduled_at: datetime | None = None,
+        *,
+        progress: Progress | None = None,
     ) -> ActionResult:
         """POST /switchover, then wait until the candidate is seen leading (or a timeout)."""
         return await self._takeover("switchover", leader, candidate, scheduled_at, progress)
@@ -181,8 +230,11 @@ class Actions:
         started = self.clock()
         action = "pause" if paused else "resume"
         reply = await self.writer.request("PATCH", "/config", {"pause": paused})
-        ok_message = ("maintenance mode on: Patroni will not fail over" if paused
-                      else "maintenance mode off: Patroni manages the cluster again")
+        ok_message = (
+            "maintenance mode on: Patroni will not fail over"
+            if paused
+            else "maintenance mode off: Patroni manages the cluster again"
+        )
         return self._finish(self._from_reply(action, None, reply, started, ok_message=ok_message))
 
     async def reset_stats(self, scope: ResetScope, nodes: Sequence[ResetTarget]) -> ActionResult:
@@ -198,7 +250,13 @@ class Actions:
             message = f"{scope.call} done on {target}"
         else:
             message = "; ".join(r.message for r in results if not r.ok)
-        result = ActionResult(action=action, target=target, ok=ok, message=message,
-                              started_at=started, duration_s=self._elapsed(started),
-                              nodes=tuple(results))
+        result = ActionResult(
+            action=action,
+            target=target,
+            ok=ok,
+            message=message,
+            started_at=started,
+            duration_s=self._elapsed(started),
+            nodes=tuple(results),
+        )
         return self._finish(result)

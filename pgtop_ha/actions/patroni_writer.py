@@ -111,13 +111,15 @@ class PatroniWriter:
         """Send one request to the first member that accepts a connection."""
         if not self._urls:
             return PatroniReply(
-                url="", status=None,
+                url="",
+                status=None,
                 text="no Patroni URL known; set patroni.urls (e.g. http://10.0.0.5:8008)",
             )
         # Only a refused/failed connect is safe to retry elsewhere: a write that may have
         # reached Patroni must not be sent twice.
-        timeout = httpx.Timeout(self._read_timeout, read=WRITE_TIMEOUT_S if slow else
-                                max(self._read_timeout, 10.0))
+        timeout = httpx.Timeout(
+            self._read_timeout, read=WRITE_TIMEOUT_S if slow else max(self._read_timeout, 10.0)
+        )
         failures: list[str] = []
         for root in list(self._urls):
             url = root + path
@@ -127,16 +129,19 @@ class PatroniWriter:
                 failures.append(f"{root}: {_one_line(str(exc)) or type(exc).__name__}")
                 continue
             except httpx.TimeoutException:
-                return PatroniReply(url=url, status=None,
-                                    text=f"{root} did not answer in time; the request may "
-                                         "still take effect: watch the cluster")
+                return PatroniReply(
+                    url=url,
+                    status=None,
+                    text=f"{root} did not answer in time; the request may "
+                    "still take effect: watch the cluster",
+                )
             except httpx.HTTPError as exc:
-                return PatroniReply(url=url, status=None,
-                                    text=f"{root}: {_one_line(str(exc)) or type(exc).__name__}")
+                return PatroniReply(
+                    url=url, status=None, text=f"{root}: {_one_line(str(exc)) or type(exc).__name__}"
+                )
             self.prefer(root)
             return _reply(url, response)
-        return PatroniReply(url="", status=None,
-                            text="no Patroni member reachable: " + "; ".join(failures))
+        return PatroniReply(url="", status=None, text="no Patroni member reachable: " + "; ".join(failures))
 
     async def get_json(self, path: str) -> PatroniReply:
         """GET ``path`` and decode its JSON body (data None when it is not JSON)."""
@@ -152,8 +157,10 @@ def _reply(url: str, response: httpx.Response) -> PatroniReply:
         except ValueError:
             data = None
     if response.status_code == 401:
-        text = ("Patroni refused the credentials (401): set patroni.user and "
-                "PGTOP_HA_PATRONI_PASSWORD or patroni.password_file")
+        text = (
+            "Patroni refused the credentials (401): set patroni.user and "
+            "PGTOP_HA_PATRONI_PASSWORD or patroni.password_file"
+        )
     elif response.status_code == 403:
         text = "Patroni forbids writes from this address (403): check restapi.allowlist"
     return PatroniReply(url=url, status=response.status_code, text=_one_line(text), data=data)

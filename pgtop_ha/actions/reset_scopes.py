@@ -13,7 +13,12 @@ ResetKind = Literal[
     "slot", "archiver", "wal", "bgwriter", "checkpointer", "recovery_prefetch", "io", "database"
 ]
 SHARED_KINDS: tuple[ResetKind, ...] = (
-    "archiver", "wal", "bgwriter", "checkpointer", "recovery_prefetch", "io"
+    "archiver",
+    "wal",
+    "bgwriter",
+    "checkpointer",
+    "recovery_prefetch",
+    "io",
 )
 # server_version_num each scope needs.
 MIN_VERSION: dict[ResetKind, int] = {
@@ -121,8 +126,7 @@ def reset_targets(snapshot: ClusterSnapshot) -> tuple[ResetTarget, ...]:
         host = node.host or (member.host if member is not None else None)
         port = node.port or (member.port if member is not None else None)
         if host and port:
-            out.append(ResetTarget(name=node.name, host=host, port=port,
-                                   server_version=node.server_version))
+            out.append(ResetTarget(name=node.name, host=host, port=port, server_version=node.server_version))
     known = {t.name for t in out}
     for member in snapshot.members:
         if member.name not in known and member.host and member.port:
@@ -144,11 +148,11 @@ def reset_choices(snapshot: ClusterSnapshot) -> tuple[ResetChoice, ...]:
                 slot_nodes.setdefault(slot.slot_name, []).append(node.name)
     for name in sorted(slot_nodes):
         scope = ResetScope(kind="slot", slot_name=name)
-        on = tuple(t for t in targets if t.name in slot_nodes[name]
-                   and scope.unsupported(t.server_version) is None)
+        on = tuple(
+            t for t in targets if t.name in slot_nodes[name] and scope.unsupported(t.server_version) is None
+        )
         if on:
-            choices.append(ResetChoice(scope=scope, nodes=on,
-                                       default_nodes=tuple(t.name for t in on)))
+            choices.append(ResetChoice(scope=scope, nodes=on, default_nodes=tuple(t.name for t in on)))
     kinds: tuple[ResetKind, ...] = (*SHARED_KINDS, "database")
     for kind in kinds:
         scope = ResetScope(kind=kind)

@@ -72,15 +72,18 @@ class StatsResetter:
         started = time.monotonic()
 
         def done(ok: bool, message: str) -> NodeResult:
-            return NodeResult(node=target.name, ok=ok, message=message,
-                              duration_s=round(time.monotonic() - started, 3))
+            return NodeResult(
+                node=target.name, ok=ok, message=message, duration_s=round(time.monotonic() - started, 3)
+            )
 
         where = f"{target.name} ({target.host}:{target.port})"
         try:
             conn = await self._connect(target)
         except asyncpg.InvalidAuthorizationSpecificationError as exc:
-            return done(False, f"{where}: {_first_line(exc)}; check postgres.operator_user "
-                               "and its password in the passfile")
+            return done(
+                False,
+                f"{where}: {_first_line(exc)}; check postgres.operator_user and its password in the passfile",
+            )
         except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
             return done(False, f"{where}: cannot connect: {_first_line(exc)}")
         try:
@@ -89,16 +92,19 @@ class StatsResetter:
                 return done(False, f"{target.name}: {why}")
             if scope.kind == "slot":
                 kind = await conn.fetchval(
-                    "SELECT slot_type FROM pg_replication_slots WHERE slot_name = $1",
-                    scope.slot_name)
+                    "SELECT slot_type FROM pg_replication_slots WHERE slot_name = $1", scope.slot_name
+                )
                 if kind is None:
                     return done(False, f"{target.name}: slot {scope.slot_name} does not exist here")
             sql, args = scope.statement
             await conn.execute(sql, *args)
         except asyncpg.InsufficientPrivilegeError:
             who = self._who()
-            return done(False, f"{who} may not run {scope.function_name}: GRANT EXECUTE ON "
-                               f"FUNCTION {scope.signature} TO {who}, or use a superuser")
+            return done(
+                False,
+                f"{who} may not run {scope.function_name}: GRANT EXECUTE ON "
+                f"FUNCTION {scope.signature} TO {who}, or use a superuser",
+            )
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             return done(False, f"{target.name}: {scope.call} failed: {_first_line(exc)}")
         finally:

@@ -13,7 +13,9 @@ from pgtop_ha.errors import ConfigError
 from pgtop_ha.settings import load_settings
 
 
-def _run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pgtop_ha", *args],
         capture_output=True, text=True, timeout=60, env=env, cwd=cwd,
