@@ -470,6 +470,7 @@ class Lab:
         i = self.leader_index()
         batch = 100_000
         done = int(self.psql(f"SELECT coalesce(max(id), 0) FROM {COPY_TABLE}", i))
+        started, first = time.monotonic(), done
         while done < rows:
             upto = min(done + batch, rows)
             self.psql(
@@ -478,7 +479,7 @@ class Lab:
                 i, timeout=300,
             )  # fmt: skip
             done = upto
-            rate = done / max(progress.elapsed(), 0.001)
+            rate = (done - first) / max(time.monotonic() - started, 0.001)
             eta = (rows - done) / rate if rate else 0
             bar = "#" * int(30 * done / rows)
             print(
@@ -494,6 +495,8 @@ class Lab:
         )  # fmt: skip
         if result.returncode != 0:
             raise UserError(f"pgbench -i failed: {result.stderr.strip()}")
+        # Statistics as any table in service has them: pg_class sizes feed COPY estimates.
+        self.psql(f"VACUUM (ANALYZE) {COPY_TABLE}", i, timeout=300)
         self.psql("CHECKPOINT", i)
         marker.touch()
 

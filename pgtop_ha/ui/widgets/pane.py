@@ -45,9 +45,7 @@ class Pane(Vertical):
             self.tables[spec.id] = table
             yield table
 
-    def show(
-        self, snapshot: ClusterSnapshot, ctx: Context, node_filter: str, version: object
-    ) -> int:
+    def show(self, snapshot: ClusterSnapshot, ctx: Context, node_filter: str, version: object) -> int:
         """Bring the tables up to date; the same snapshot and ``version`` as last time: no work."""
         # Identity, not ==: a snapshot object is kept while it is the one shown, so no id reuse.
         if snapshot is self._shown_snapshot and version == self._version:
