@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,8 @@ def theme_dirs() -> list[Path]:
     """Where theme files are looked for: the user's own, then the built-in ones."""
     home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     here = Path(__file__).resolve()
-    return [home / "pgtop-ha" / "themes", here.parents[2] / "themes", here.parent / "themes"]
+    installed = Path(sys.prefix) / "share" / "pgtop-ha" / "themes"  # from a wheel
+    return [home / "pgtop-ha" / "themes", here.parents[2] / "themes", installed]
 
 
 def available() -> list[str]:
