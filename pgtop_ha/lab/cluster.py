@@ -120,13 +120,15 @@ class Lab:
         if self.run_as.uid is not None:
             os.chown(path, self.run_as.uid, self.run_as.gid or -1)
 
-    def _lab_dir(self, path: Path, mode: int = 0o700) -> Path:
+    def lab_dir(self, path: Path, mode: int = 0o700) -> Path:
+        """A directory owned by the lab user."""
         path.mkdir(parents=True, exist_ok=True)
         path.chmod(mode)
         self._chown(path)
         return path
 
-    def _lab_file(self, path: Path, text: str, mode: int = 0o600) -> Path:
+    def lab_file(self, path: Path, text: str, mode: int = 0o600) -> Path:
+        """A file owned by the lab user (private unless ``mode`` says otherwise)."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
@@ -331,13 +333,13 @@ class Lab:
         layout.state_dir.chmod(0o755)
         (layout.state_dir / MARKER).touch()
         passwords = secrets.ensure(layout)
-        run_dir = self._lab_dir(layout.run_dir)
-        self._lab_dir(layout.log_dir, 0o755)
+        run_dir = self.lab_dir(layout.run_dir)
+        self.lab_dir(layout.log_dir, 0o755)
         for sub in ("data", "etcd", "pgbackrest", "pgbackrest/repo", "pgbackrest/spool"):
-            self._lab_dir(layout.state_dir / sub)
-        self._lab_dir(layout.log_dir / "pgbackrest")
+            self.lab_dir(layout.state_dir / sub)
+        self.lab_dir(layout.log_dir / "pgbackrest")
         for name in NODE_NAMES:
-            self._lab_dir(layout.log_dir / f"patroni-{name}")
+            self.lab_dir(layout.log_dir / f"patroni-{name}")
         if self.run_as.uid is not None:
             probe = procs.run(["test", "-w", str(run_dir)], run_as=self.run_as, check=False)
             if probe.returncode != 0:
@@ -345,13 +347,13 @@ class Lab:
                     f"user {LAB_USER} cannot reach {layout.state_dir} (a parent directory is private); "
                     "choose a --state-dir under /var/lib or /tmp"
                 )
-        self._lab_file(run_dir / "lab-pgpass", secrets.pgpass_text(passwords))
-        self._lab_file(layout.state_dir / "pgbackrest.conf", configs.pgbackrest_conf(layout), 0o644)
-        self._lab_file(layout.state_dir / "haproxy.cfg", configs.haproxy_cfg(layout), 0o644)
-        self._lab_file(layout.state_dir / "bootstrap.sql", configs.bootstrap_sql(passwords))
-        self._lab_file(layout.state_dir / "bootstrap.sh", configs.bootstrap_script(layout, tools.psql), 0o700)
+        self.lab_file(run_dir / "lab-pgpass", secrets.pgpass_text(passwords))
+        self.lab_file(layout.state_dir / "pgbackrest.conf", configs.pgbackrest_conf(layout), 0o644)
+        self.lab_file(layout.state_dir / "haproxy.cfg", configs.haproxy_cfg(layout), 0o644)
+        self.lab_file(layout.state_dir / "bootstrap.sql", configs.bootstrap_sql(passwords))
+        self.lab_file(layout.state_dir / "bootstrap.sh", configs.bootstrap_script(layout, tools.psql), 0o700)
         for i, name in enumerate(NODE_NAMES):
-            self._lab_file(
+            self.lab_file(
                 layout.state_dir / f"patroni-{name}.yml",
                 configs.patroni_config(layout, i, passwords, tools.pg_bin),
             )

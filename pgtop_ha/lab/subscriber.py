@@ -40,8 +40,8 @@ def up(lab: Lab) -> str:
         if not (data / "PG_VERSION").exists():
             passwords = ensure(layout)
             pwfile = layout.run_dir / "subscriber-pw"
-            lab._lab_file(pwfile, passwords[SUPERUSER] + "\n")
-            lab._lab_dir(data)
+            lab.lab_file(pwfile, passwords[SUPERUSER] + "\n")
+            lab.lab_dir(data)
             procs.run(
                 [str(tools.pg_bin / "initdb"), "-D", str(data), "-U", SUPERUSER, f"--pwfile={pwfile}",
                  "--auth-local=scram-sha-256", "--auth-host=scram-sha-256", "-E", "UTF8",
