@@ -10,6 +10,8 @@ import httpx
 
 from pgtop_ha.collect.transport import LeanGetTransport
 
+_USER_AGENT = f"python-httpx/{httpx.__version__}"  # what httpx.AsyncClient sent before
+
 
 class ReadOnlyViolation(RuntimeError):
     """Something on the read path tried to send a request other than a plain GET."""
@@ -52,7 +54,7 @@ def strip_userinfo(url: str) -> str:
 
 
 class GetOnlyClient:
-    """An httpx.AsyncClient that can only GET: no post/put/patch/delete, enforced twice."""
+    """A GET-only HTTP client: no post/put/patch/delete, enforced twice."""
 
     def __init__(
         self,
@@ -61,22 +63,26 @@ class GetOnlyClient:
         verify: ssl.SSLContext | bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        inner = transport or LeanGetTransport(verify=verify)
-        # trust_env=False: proxy mounts from the environment would bypass the GET-only transport.
-        self._client = httpx.AsyncClient(
-            transport=GetOnlyTransport(inner),
-            timeout=httpx.Timeout(timeout),
-            trust_env=False,
-            follow_redirects=False,
-            headers={"Accept": "application/json, text/plain;q=0.9"},
-        )
+        # Requests go straight to the GET-only transport, not through httpx.AsyncClient: its
+        # machinery (auth, redirects, cookies, hooks, proxies from the environment) does nothing
+        # for a credential-less GET and cost ~0.2 ms CPU of the ~0.6 ms each GET took here.
+        self._transport = GetOnlyTransport(transport or LeanGetTransport(verify=verify))
+        self._timeout = timeout
+        self._headers = {"Accept": "application/json, text/plain;q=0.9", "User-Agent": _USER_AGENT}
 
     async def get(self, url: str, *, limit_s: float | None = None) -> httpx.Response:
-        """GET ``url`` (user:password stripped) and return the response."""
-        kwargs: dict[str, Any] = {}
-        if limit_s is not None:
-            kwargs["timeout"] = httpx.Timeout(limit_s)
-        return await self._client.get(strip_userinfo(url), **kwargs)
+        """GET ``url`` (user:password stripped) and return the response, read in full."""
+        limit = self._timeout if limit_s is None else limit_s
+        request = httpx.Request(
+            "GET",
+            strip_userinfo(url),
+            headers=self._headers,
+            extensions={"timeout": httpx.Timeout(limit).as_dict()},
+        )
+        response = await self._transport.handle_async_request(request)
+        response.request = request  # raise_for_status() needs it; transports need not set it
+        await response.aread()
+        return response
 
     def __getattr__(self, name: str) -> Any:
         # Only get/aclose exist; any other verb is a programming error on the read path.
@@ -85,5 +91,5 @@ class GetOnlyClient:
         raise AttributeError(name)
 
     async def aclose(self) -> None:
-        """Close the pooled connections."""
-        await self._client.aclose()
+        """Close the transport."""
+        await self._transport.aclose()

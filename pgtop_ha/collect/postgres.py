@@ -280,7 +280,7 @@ class NodeReader:
         # Process memory costs ~0.5 ms CPU per smaps_rollup and pg_settings ~0.6 ms of server
         # time: both are refreshed every REFRESH_S (a "full" cycle, still one round trip);
         # new processes get their memory read at once. memory_enabled=False skips memory.
-        self.memory_enabled = True
+        self._memory_enabled = True
         self._memory: dict[int, tuple[datetime | None, procmem.Memory]] = {}
         self._full_at: float | None = None
         self._pending: tuple[PendingSetting, ...] = ()
@@ -300,6 +300,19 @@ class NodeReader:
         self.round_trips = 0
         self.connects = 0
         self.last_query_s: float | None = None
+
+    @property
+    def memory_enabled(self) -> bool:
+        """Whether process memory is read (the Memory pane may switch it off while hidden)."""
+        return self._memory_enabled
+
+    @memory_enabled.setter
+    def memory_enabled(self, enabled: bool) -> None:
+        if enabled and not self._memory_enabled:
+            # Switched back on: make the next cycle a full one so every process (the postmaster
+            # and HugePages included) has its memory at once, not within REFRESH_S.
+            self._full_at = None
+        self._memory_enabled = enabled
 
     # -- task management (the poller calls these) --------------------------------------------
 

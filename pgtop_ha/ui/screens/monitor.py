@@ -31,6 +31,7 @@ from pgtop_ha.ui.panes import (
 from pgtop_ha.ui.panes.base import Context, PaneSpec
 from pgtop_ha.ui.screens.filter import FilterScreen
 from pgtop_ha.ui.screens.help import HelpScreen
+from pgtop_ha.ui.source import MemoryToggle
 from pgtop_ha.ui.themes import level_styles, resolve
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat, heartbeat_text
 from pgtop_ha.ui.widgets.keyed_table import KeyedTable
@@ -86,6 +87,7 @@ class MonitorScreen(Screen[None]):
         self.wide = False
         self._styles_gen = 0
         self._header_styles: dict[str, Style] = {}
+        self._memory_on: bool | None = None
 
     @property
     def papp(self) -> PgtopApp:
@@ -129,11 +131,16 @@ class MonitorScreen(Screen[None]):
         wide = width >= WIDE[0] and height >= WIDE[1]
         changed = wide != self.wide
         self.wide = wide
+        # A class change restyles every widget under the node that carries it (~1 ms each
+        # here): the view's class sits on #body, so a pane switch restyles the panes only, not
+        # the footer's keys (key latency, issue 4); -wide/-dash change with the size.
         self.set_class(wide, "-wide")
         self.set_class(wide and self.view == "overview", "-dash")
-        for pane_id in self.panes:
-            self.set_class(self.view == pane_id, f"-view-{pane_id}")
-        self.set_class(self.view == "overview", "-view-overview")
+        body = self.query_one("#body", Grid)
+        views = {"-view-overview", *(f"-view-{p}" for p in self.panes)}
+        classes = (set(body.classes) - views) | {f"-view-{self.view}"}
+        if classes != set(body.classes):
+            body.set_classes(classes)  # one restyle for the old view's class and the new one's
         if changed:
             self.refresh_view()
 
@@ -182,6 +189,7 @@ class MonitorScreen(Screen[None]):
     def refresh_view(self) -> int:
         """Update the visible panes from the app's snapshot; hidden panes are left alone."""
         self.refresh_header()
+        self._follow_memory()
         snap = self.papp.snapshot
         if snap is None or not self.is_attached:
             return 0
@@ -191,6 +199,15 @@ class MonitorScreen(Screen[None]):
         for pane_id in self.visible_panes():
             written += self.panes[pane_id].show(snap, ctx, self.papp.node_filter, version)
         return written
+
+    def _follow_memory(self) -> None:
+        # smaps_rollup costs ~1 ms CPU per process (about half the poller's CPU) and only the
+        # Memory pane shows it: read it only while that pane is on screen.
+        source = self.papp.source
+        wanted = "memory" in self.visible_panes()
+        if wanted != self._memory_on and isinstance(source, MemoryToggle):
+            self._memory_on = wanted
+            source.set_memory(wanted)
 
     def refresh_header(self) -> None:
         """Recompute the header line; it repaints only when its text changed."""

@@ -1,0 +1,120 @@
+"""Key-press latency of the console against the lab, healthy and with one replica SIGSTOPped.
+
+The real Poller drives the console (headless, at the given size). Each press is a Key event sent
+the way the terminal driver sends one; its latency runs from then until the pane switch it asks
+for has been made (the MonitorScreen's ``view`` watchers have run, the new pane's rows included).
+Issue 4 asks for a key press handled within 200 ms with a node frozen. Example:
+
+    .venv/bin/python bench/key_latency.py --base-port 27400 --state-dir /tmp/perf-lab --presses 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+
+from textual import events
+
+from pgtop_ha.collect.poller import Poller
+from pgtop_ha.lab import faults
+from pgtop_ha.lab.cluster import Lab
+from pgtop_ha.lab.layout import NODE_NAMES, Layout
+from pgtop_ha.settings import load_settings
+from pgtop_ha.ui.app import PgtopApp
+from pgtop_ha.ui.screens.monitor import MonitorScreen
+
+KEYS = ("3", "1", "2", "4", "5", "6", "7", "8", "0")  # pane switches: each rebuilds a pane
+
+
+async def wait_for(cond: object, within: float, what: str) -> None:
+    """Poll ``cond()`` until true; SystemExit naming ``what`` after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not cond():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+async def scenario(lab: Lab, size: tuple[int, int], presses: int, frozen: str | None) -> dict[str, object]:
+    """Latencies (ms) of ``presses`` pane switches, with ``frozen`` SIGSTOPped when given."""
+    settings = load_settings(lab.layout.console_config, environ={})
+    app = PgtopApp(settings, Poller.from_settings(settings))
+    latencies: list[float] = []
+    async with app.run_test(size=size, notifications=False):
+        await wait_for(
+            lambda: app.snapshot is not None and all(n.error is None for n in app.snapshot.nodes),
+            60,
+            "every node answering",
+        )
+        try:
+            if frozen is not None:
+                await asyncio.to_thread(faults.freeze, lab, frozen)
+                await wait_for(
+                    lambda: any(
+                        n.name == frozen and n.error for n in (app.snapshot.nodes if app.snapshot else ())
+                    ),
+                    30,
+                    f"{frozen} reported as not answering",
+                )
+            screen = app.screen
+            assert isinstance(screen, MonitorScreen)
+            handled: list[float] = []
+            screen.watch(screen, "view", lambda _: handled.append(time.perf_counter()), init=False)
+            driver = app._driver
+            assert driver is not None
+            rng = random.Random(4)
+            for i in range(presses):
+                key = KEYS[i % len(KEYS)]  # never the pane already shown: each press switches
+                event = events.Key(key, key)
+                event.set_sender(app)
+                before = len(handled)
+                sent = time.perf_counter()
+                driver.send_message(event)
+                await wait_for(lambda before=before: len(handled) > before, 10, f"key {key} handled")
+                latencies.append((handled[before] - sent) * 1000)
+                # Land the next press at another point of the 1 s poll cycle.
+                await asyncio.sleep(rng.uniform(0.1, 0.4))
+        finally:
+            if frozen is not None:
+                await asyncio.to_thread(faults.thaw, lab, frozen)
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return {
+        "scenario": f"one replica frozen ({frozen})" if frozen else "healthy",
+        "size": f"{size[0]}x{size[1]}",
+        "presses": len(latencies),
+        "median_ms": round(statistics.median(latencies), 2),
+        "p99_ms": round(p99, 2),
+        "max_ms": round(ordered[-1], 2),
+    }
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    """Run the healthy and the frozen scenario and print one JSON object each."""
+    lab = Lab(Layout(base_port=args.base_port, state_dir=args.state_dir), out=io.StringIO())
+    w, h = (int(v) for v in args.size.split("x"))
+    print(json.dumps(await scenario(lab, (w, h), args.presses, None)), flush=True)
+    leader = await asyncio.to_thread(lab.leader)
+    frozen = next(n for n in NODE_NAMES if n != leader)
+    print(json.dumps(await scenario(lab, (w, h), args.presses, frozen)), flush=True)
+
+
+def main() -> int:
+    """Parse flags and run."""
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--base-port", type=int, required=True, help="the lab's --base-port")
+    p.add_argument("--state-dir", type=Path, required=True, help="the lab's --state-dir")
+    p.add_argument("--presses", type=int, default=50)
+    p.add_argument("--size", default="80x24", help="terminal COLSxROWS")
+    asyncio.run(main_async(p.parse_args()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
