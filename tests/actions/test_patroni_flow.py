@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +15,11 @@ from pgtop_ha.actions.audit import AuditLog
 from pgtop_ha.actions.operator import Actions
 from pgtop_ha.actions.patroni_writer import PatroniWriter
 from pgtop_ha.actions.stats_reset import StatsResetter
+from pgtop_ha.clock import StepClock
 from pgtop_ha.settings import Settings
 
 Handler = Callable[[httpx.Request], httpx.Response]
 
-
-class StepClock:
-    """Advances one second each time it is read."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2025, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(seconds=1)
-        return self.now
 
 
 def cluster(leader: str) -> dict[str, Any]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from datetime import UTC, datetime, timedelta
 
+from pgtop_ha.clock import StepClock
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import NodeSettings, Settings
@@ -17,16 +17,6 @@ def _closed_port() -> int:
         port: int = sock.getsockname()[1]
     return port
 
-
-class StepClock:
-    """A deterministic clock: one second later on every call."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2025, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(seconds=1)
-        return self.now
 
 
 async def test_run_hands_snapshots_and_stops_on_cancel() -> None:
