@@ -11,10 +11,10 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.worker import Worker, WorkerState
 
+from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.models.events import Event, diff
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
-from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.ui.messages import SnapshotReady
 from pgtop_ha.ui.source import SnapshotSource
 from pgtop_ha.ui.themes import ConsoleTheme, load_theme

@@ -8,10 +8,10 @@ from datetime import timedelta
 
 import pytest
 
+from pgtop_ha.clock import fixed_clock
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.app import PgtopApp
-from pgtop_ha.clock import fixed_clock
 from pgtop_ha.ui.screens.filter import FilterScreen
 from pgtop_ha.ui.screens.help import HelpScreen
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat
