@@ -41,11 +41,14 @@ async def wait_for(cond: object, within: float, what: str) -> None:
         await asyncio.sleep(0.02)
 
 
-async def scenario(lab: Lab, size: tuple[int, int], presses: int, frozen: str | None) -> dict[str, object]:
+async def scenario(
+    lab: Lab, size: tuple[int, int], presses: int, frozen: str | None, gap: tuple[float, float] = (0.1, 0.4)
+) -> dict[str, object]:
     """Latencies (ms) of ``presses`` pane switches, with ``frozen`` SIGSTOPped when given."""
     settings = load_settings(lab.layout.console_config, environ={})
     app = PgtopApp(settings, Poller.from_settings(settings))
     latencies: list[float] = []
+    keys: list[str] = []
     async with app.run_test(size=size, notifications=False):
         await wait_for(
             lambda: app.snapshot is not None and all(n.error is None for n in app.snapshot.nodes),
@@ -78,8 +81,9 @@ async def scenario(lab: Lab, size: tuple[int, int], presses: int, frozen: str | 
                 driver.send_message(event)
                 await wait_for(lambda before=before: len(handled) > before, 10, f"key {key} handled")
                 latencies.append((handled[before] - sent) * 1000)
+                keys.append(key)
                 # Land the next press at another point of the 1 s poll cycle.
-                await asyncio.sleep(rng.uniform(0.1, 0.4))
+                await asyncio.sleep(rng.uniform(*gap))
         finally:
             if frozen is not None:
                 await asyncio.to_thread(faults.thaw, lab, frozen)
@@ -89,9 +93,11 @@ async def scenario(lab: Lab, size: tuple[int, int], presses: int, frozen: str | 
         "scenario": f"one replica frozen ({frozen})" if frozen else "healthy",
         "size": f"{size[0]}x{size[1]}",
         "presses": len(latencies),
+        "gap_s": list(gap),
         "median_ms": round(statistics.median(latencies), 2),
         "p99_ms": round(p99, 2),
         "max_ms": round(ordered[-1], 2),
+        "slowest": sorted(zip((round(ms, 1) for ms in latencies), keys, strict=True), reverse=True)[:5],
     }
 
 
@@ -99,10 +105,11 @@ async def main_async(args: argparse.Namespace) -> None:
     """Run the healthy and the frozen scenario and print one JSON object each."""
     lab = Lab(Layout(base_port=args.base_port, state_dir=args.state_dir), out=io.StringIO())
     w, h = (int(v) for v in args.size.split("x"))
-    print(json.dumps(await scenario(lab, (w, h), args.presses, None)), flush=True)
+    gap = (args.gap[0], args.gap[1])
+    print(json.dumps(await scenario(lab, (w, h), args.presses, None, gap)), flush=True)
     leader = await asyncio.to_thread(lab.leader)
     frozen = next(n for n in NODE_NAMES if n != leader)
-    print(json.dumps(await scenario(lab, (w, h), args.presses, frozen)), flush=True)
+    print(json.dumps(await scenario(lab, (w, h), args.presses, frozen, gap)), flush=True)
 
 
 def main() -> int:
@@ -112,6 +119,7 @@ def main() -> int:
     p.add_argument("--state-dir", type=Path, required=True, help="the lab's --state-dir")
     p.add_argument("--presses", type=int, default=50)
     p.add_argument("--size", default="80x24", help="terminal COLSxROWS")
+    p.add_argument("--gap", type=float, nargs=2, default=(0.1, 0.4), help="seconds between presses (min max)")
     asyncio.run(main_async(p.parse_args()))
     return 0
 
