@@ -113,8 +113,7 @@ def _repeated(settings: Settings, layout: Layout, entries: int) -> Settings:
 
 def _pg_only(settings: Settings, layout: Layout) -> Settings:
     nodes = tuple(
-        NodeSettings(name=n, host="127.0.0.1", port=layout.pg_port(i))
-        for i, n in enumerate(NODE_NAMES)
+        NodeSettings(name=n, host="127.0.0.1", port=layout.pg_port(i)) for i, n in enumerate(NODE_NAMES)
     )
     haproxy = settings.haproxy.model_copy(update={"url": None, "socket": None})
     patroni = settings.patroni.model_copy(update={"urls": ()})
@@ -200,7 +199,9 @@ async def main_async(args: argparse.Namespace) -> list[Result]:
         await _scenario("3 nodes, full (pg_monitor)", settings, layout, args.seconds),
         await _scenario("3 nodes, PostgreSQL only", _pg_only(settings, layout), layout, args.seconds),
         await _scenario(
-            f"{args.entries} entries, healthy", _repeated(settings, layout, args.entries), layout,
+            f"{args.entries} entries, healthy",
+            _repeated(settings, layout, args.entries),
+            layout,
             args.seconds,
         ),
         await _scenario(

@@ -73,9 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     snap = sub.add_parser("snapshot", parents=[common], help="print one snapshot of the cluster")
     snap.add_argument("--json", action="store_true", help="as JSON (the default)")
     snap.add_argument("--schema", action="store_true", help="print the snapshot's JSON Schema")
-    demo = sub.add_parser(
-        "demo", parents=[common], help="bring the local lab up and open the console"
-    )
+    demo = sub.add_parser("demo", parents=[common], help="bring the local lab up and open the console")
     from pgtop_ha.lab.cli import add_lab_arguments
 
     add_lab_arguments(demo, lab_only=False)
@@ -154,7 +152,8 @@ def run_console(settings: Settings) -> int:
         from pgtop_ha.actions import build_actions
 
         actions = build_actions(settings)
-    app = PgtopApp(settings=settings, source=Poller.from_settings(settings), actions=actions,
-                   read_only=read_only)
+    app = PgtopApp(
+        settings=settings, source=Poller.from_settings(settings), actions=actions, read_only=read_only
+    )
     app.run()
     return 0

@@ -45,9 +45,7 @@ class NodeSettings(_Section):
     name: str = Field(min_length=1, description="Member name as Patroni knows it.")
     host: str = Field(min_length=1, description="PostgreSQL host.")
     port: int = Field(5432, ge=1, le=65535, description="PostgreSQL port.")
-    dbname: str | None = Field(
-        None, description="Database to connect to (default: postgres.dbname)."
-    )
+    dbname: str | None = Field(None, description="Database to connect to (default: postgres.dbname).")
     patroni_url: str | None = Field(None, description="This member's Patroni REST URL.")
 
     @field_validator("patroni_url")
@@ -59,9 +57,7 @@ class NodeSettings(_Section):
 class PatroniSettings(_Section):
     """Where Patroni's REST API is and how to reach it."""
 
-    urls: tuple[str, ...] = Field(
-        (), description="Any member's REST URL; members come from /cluster."
-    )
+    urls: tuple[str, ...] = Field((), description="Any member's REST URL; members come from /cluster.")
     user: str | None = Field(None, description="REST user, used only by the write path.")
     password_file: Path | None = Field(None, description="File holding the REST password.")
     ca_file: Path | None = Field(None, description="CA bundle for https URLs.")
@@ -80,14 +76,12 @@ class PostgresSettings(_Section):
     user: str | None = Field(None, description="Role to read with; pg_monitor is enough.")
     dbname: str = Field("postgres", description="Database to connect to.")
     passfile: Path | None = Field(None, description="A .pgpass file (else PGPASSFILE / ~/.pgpass).")
-    sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] | None = (
-        Field(None, description="libpq sslmode (else PGSSLMODE).")
+    sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] | None = Field(
+        None, description="libpq sslmode (else PGSSLMODE)."
     )
     sslrootcert: Path | None = Field(None, description="CA for verify-ca/verify-full.")
     connect_timeout: float = Field(3.0, gt=0, le=60, description="Seconds to connect.")
-    statement_timeout_ms: int = Field(
-        2000, ge=100, description="statement_timeout of read sessions."
-    )
+    statement_timeout_ms: int = Field(2000, ge=100, description="statement_timeout of read sessions.")
     operator_user: str | None = Field(None, description="Role for stats resets (default: user).")
 
 
@@ -117,9 +111,7 @@ class Thresholds(_Section):
     lag_crit_bytes: int = Field(256 * 1024**2, ge=0, description="Replay lag that is critical.")
     lag_warn_s: float = Field(10.0, ge=0, description="Replay lag in seconds that warns.")
     lag_crit_s: float = Field(60.0, ge=0, description="Replay lag in seconds that is critical.")
-    slot_retained_warn_bytes: int = Field(
-        1024**3, ge=0, description="Slot retained WAL that warns."
-    )
+    slot_retained_warn_bytes: int = Field(1024**3, ge=0, description="Slot retained WAL that warns.")
     slot_retained_crit_bytes: int = Field(8 * 1024**3, ge=0, description="...that is critical.")
     archive_ready_warn: int = Field(10, ge=0, description="Queued .ready files that warn.")
     archive_ready_crit: int = Field(100, ge=0, description="Queued .ready files that are critical.")
@@ -262,9 +254,7 @@ def _describe(exc: ValidationError, source: str) -> str:
     loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
     kind = err["type"]
     if kind == "extra_forbidden":
-        return (
-            f"{source}: unknown key {loc!r}; remove it or check its spelling in config/example.toml"
-        )
+        return f"{source}: unknown key {loc!r}; remove it or check its spelling in config/example.toml"
     msg = str(err["msg"]).removeprefix("Value error, ")
     got = err.get("input")
     shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"

@@ -138,15 +138,13 @@ def _slots(caps: Capabilities) -> str:
             )
         ]
         join = " left join pg_stat_replication_slots st on st.slot_name = s.slot_name"
-    return (
-        f"select {', '.join(cols)} from pg_replication_slots s{join} order by s.slot_name"
-    )
+    return f"select {', '.join(cols)} from pg_replication_slots s{join} order by s.slot_name"
 
 
 _REPLICATION = f"""
 select pid, application_name, host(client_addr) as client_addr, state, sync_state,
-       {_lsn('sent_lsn')} as sent_lsn, {_lsn('write_lsn')} as write_lsn,
-       {_lsn('flush_lsn')} as flush_lsn, {_lsn('replay_lsn')} as replay_lsn,
+       {_lsn("sent_lsn")} as sent_lsn, {_lsn("write_lsn")} as write_lsn,
+       {_lsn("flush_lsn")} as flush_lsn, {_lsn("replay_lsn")} as replay_lsn,
        extract(epoch from write_lag)::float8 as write_lag_s,
        extract(epoch from flush_lag)::float8 as flush_lag_s,
        extract(epoch from replay_lag)::float8 as replay_lag_s
@@ -181,7 +179,7 @@ def _subscriptions(caps: Capabilities) -> str:
     return f"""
 select s.subname, s.pid,
        case when s.relid is not null then s.relid::regclass::text end as relation,
-       {_lsn('s.received_lsn')} as received_lsn, {_lsn('s.latest_end_lsn')} as latest_end_lsn,
+       {_lsn("s.received_lsn")} as received_lsn, {_lsn("s.latest_end_lsn")} as latest_end_lsn,
        s.last_msg_receipt_time,
        coalesce((select json_object_agg(x.st, x.n) from
                   (select r.srsubstate::text as st, count(*) as n from pg_subscription_rel r

@@ -236,8 +236,7 @@ class Poller:
                 or (slot.node is None) != (entry.host is None)
                 or (
                     slot.node is not None
-                    and (slot.node.target.host, slot.node.target.port)
-                    != (entry.host, entry.port or 5432)
+                    and (slot.node.target.host, slot.node.target.port) != (entry.host, entry.port or 5432)
                 )
             )
             if slot is not None and target_changed:
@@ -425,17 +424,11 @@ class Poller:
             if slot.node is not None:
                 nodes.append(slot.node.view())
             else:
-                nodes.append(
-                    NodeSnapshot(name=slot.name, error="no PostgreSQL host/port known for it")
-                )
+                nodes.append(NodeSnapshot(name=slot.name, error="no PostgreSQL host/port known for it"))
         info = ClusterInfo()
         if live and cluster_reading is not None and cluster_reading.value is not None:
             info = cluster_reading.value.view.info
-        scope = (
-            self._scope
-            or info.name
-            or next((v.scope for v in self._own_values() if v.scope), None)
-        )
+        scope = self._scope or info.name or next((v.scope for v in self._own_values() if v.scope), None)
         info = info.model_copy(update={"name": scope})
         return ClusterSnapshot(
             taken_at=now,
@@ -498,9 +491,7 @@ class Poller:
         if self._haproxy is None:
             return HAProxyState(error="not configured; give --haproxy URL|SOCKET")
         reading = self._haproxy.reading()
-        return HAProxyState(
-            servers=reading.value or (), error=reading.error, last_ok_at=reading.last_ok_at
-        )
+        return HAProxyState(servers=reading.value or (), error=reading.error, last_ok_at=reading.last_ok_at)
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -536,19 +527,11 @@ class Poller:
 
     def round_trips(self) -> dict[str, int]:
         """PostgreSQL round trips so far, per node (for the benchmark)."""
-        return {
-            name: slot.node.round_trips
-            for name, slot in self._members.items()
-            if slot.node is not None
-        }
+        return {name: slot.node.round_trips for name, slot in self._members.items() if slot.node is not None}
 
     def last_ok(self) -> dict[str, datetime | None]:
         """When each node's PostgreSQL last answered."""
-        return {
-            name: slot.node.last_ok_at
-            for name, slot in self._members.items()
-            if slot.node is not None
-        }
+        return {name: slot.node.last_ok_at for name, slot in self._members.items() if slot.node is not None}
 
     async def aclose(self) -> None:
         """Stop every poll, close every connection and HTTP client."""

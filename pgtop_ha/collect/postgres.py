@@ -131,16 +131,13 @@ def parse_document(text: str, caps: Capabilities) -> Parsed:
         if in_recovery and reference is None:
             reference = receive_lsn
         replication = tuple(
-            derive.with_lag(Replication.model_validate(r), current_lsn)
-            for r in _rows(doc, "replication")
+            derive.with_lag(Replication.model_validate(r), current_lsn) for r in _rows(doc, "replication")
         )
         slots = []
         for row in _rows(doc, "slots"):
             slot = Slot.model_validate(row)
             slots.append(
-                slot.model_copy(
-                    update={"retained_bytes": derive.lag_bytes(reference, slot.restart_lsn)}
-                )
+                slot.model_copy(update={"retained_bytes": derive.lag_bytes(reference, slot.restart_lsn)})
             )
         copies = []
         for row in _rows(doc, "copy_progress"):
@@ -159,9 +156,7 @@ def parse_document(text: str, caps: Capabilities) -> Parsed:
         if isinstance(raw_arch, dict):
             archiver = Archiver.model_validate(raw_arch)
             if not in_recovery or archiver.archive_mode == "always":
-                behind = derive.segments_behind(
-                    reference, archiver.last_archived_wal, caps.wal_segment_size
-                )
+                behind = derive.segments_behind(reference, archiver.last_archived_wal, caps.wal_segment_size)
                 archiver = archiver.model_copy(update={"segments_behind": behind})
         wal_receiver = None
         if isinstance(doc.get("wal_receiver"), dict):
@@ -186,9 +181,7 @@ def parse_document(text: str, caps: Capabilities) -> Parsed:
             "wal_receiver": wal_receiver,
             "slots": tuple(slots),
             "copy_progress": tuple(copies),
-            "subscriptions": tuple(
-                Subscription.model_validate(r) for r in _rows(doc, "subscriptions")
-            ),
+            "subscriptions": tuple(Subscription.model_validate(r) for r in _rows(doc, "subscriptions")),
             "archiver": archiver,
         }
         if "pending_restart" in doc:
@@ -509,10 +502,7 @@ class NodeReader:
         now = self._clock()
         local_reason = await self._refresh_memory(parsed, full)
         memory = self._memory
-        rows = [
-            _with_memory(p, memory[p.pid][1] if p.pid in memory else None)
-            for p in parsed.processes
-        ]
+        rows = [_with_memory(p, memory[p.pid][1] if p.pid in memory else None) for p in parsed.processes]
         postmaster_pid = self._postmaster_pid
         if postmaster_pid is not None and postmaster_pid in memory:
             postmaster = Process(pid=postmaster_pid, backend_type="postmaster")

@@ -42,12 +42,12 @@ def run_snapshot(settings: Settings, schema: bool) -> int:
     if schema:
         print(json.dumps(ClusterSnapshot.model_json_schema(), indent=2))
         return 0
-    if not settings.patroni.urls and not settings.nodes and not (
-        settings.haproxy.url or settings.haproxy.socket
+    if (
+        not settings.patroni.urls
+        and not settings.nodes
+        and not (settings.haproxy.url or settings.haproxy.socket)
     ):
-        raise ConfigError(
-            "nothing to poll: give --patroni URL (or [[nodes]] / --haproxy in the config)"
-        )
+        raise ConfigError("nothing to poll: give --patroni URL (or [[nodes]] / --haproxy in the config)")
     snapshot = asyncio.run(take_snapshot(settings))
     print(snapshot.model_dump_json(indent=2))
     if nothing_reachable(snapshot):

@@ -164,9 +164,7 @@ def copy_estimate(row: CopyProgress) -> CopyEstimate:
 # --- rates between consecutive snapshots --------------------------------------------------------
 
 
-def rate(
-    before: float | None, after: float | None, t0: datetime | None, t1: datetime | None
-) -> float | None:
+def rate(before: float | None, after: float | None, t0: datetime | None, t1: datetime | None) -> float | None:
     """Change per second of a counter; None when unknown, time did not move or it was reset."""
     if before is None or after is None or t0 is None or t1 is None:
         return None

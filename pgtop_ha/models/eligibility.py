@@ -113,9 +113,7 @@ def _judge(
     if member.lag_bytes is None:
         warnings.append("lag unknown")
     elif member.lag_bytes > max_lag:
-        reasons.append(
-            f"lag {_mib(member.lag_bytes)} exceeds maximum_lag_on_failover {_mib(max_lag)}"
-        )
+        reasons.append(f"lag {_mib(member.lag_bytes)} exceeds maximum_lag_on_failover {_mib(max_lag)}")
     if sync_mode and leader is not None and (member.role or "") not in SYNC_ROLES:
         reasons.append("synchronous mode: only the sync standby may take over")
     if tag_true(member.tags, "nosync"):
@@ -165,9 +163,7 @@ def takeover_plan(snapshot: ClusterSnapshot) -> TakeoverPlan:
     )
     sync_mode = any((m.role or "") in SYNC_ROLES for m in snapshot.members)
     others = [m for m in snapshot.members if leader is None or m.name != leader.name]
-    judged = sorted(
-        (_judge(m, snapshot, leader, max_lag, sync_mode) for m in others), key=_health_key
-    )
+    judged = sorted((_judge(m, snapshot, leader, max_lag, sync_mode) for m in others), key=_health_key)
     notes: list[str] = []
     if leader is None:
         notes.append("no leader: only a failover to a named candidate is possible")

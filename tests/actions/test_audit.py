@@ -21,8 +21,17 @@ def test_appends_json_lines_and_notifies(tmp_path: Path) -> None:
     seen: list[AuditEntry] = []
     log.subscribe(seen.append)
     for ok in (True, False):
-        log.record(ActionResult(action="switchover", target="node2", ok=ok, status=200,
-                                message="done", started_at=T0, duration_s=4.25))
+        log.record(
+            ActionResult(
+                action="switchover",
+                target="node2",
+                ok=ok,
+                status=200,
+                message="done",
+                started_at=T0,
+                duration_s=4.25,
+            )
+        )
     lines = path.read_text().splitlines()
     assert len(lines) == 2
     first = json.loads(lines[0])

@@ -17,13 +17,14 @@ from pgtop_ha.settings import Settings
 async def test_build_uses_rest_credentials_and_audit_path(tmp_path: Path) -> None:
     secret = tmp_path / "rest"
     secret.write_text("pw-from-file\n")
-    settings = Settings.model_validate({
-        "cluster_name": "pgtop-lab",
-        "audit_log": str(tmp_path / "a" / "audit.log"),
-        "patroni": {"urls": ["http://127.0.0.1:1"], "user": "patroni",
-                    "password_file": str(secret)},
-        "postgres": {"user": "pgtop_monitor", "operator_user": "pgtop_operator"},
-    })
+    settings = Settings.model_validate(
+        {
+            "cluster_name": "pgtop-lab",
+            "audit_log": str(tmp_path / "a" / "audit.log"),
+            "patroni": {"urls": ["http://127.0.0.1:1"], "user": "patroni", "password_file": str(secret)},
+            "postgres": {"user": "pgtop_monitor", "operator_user": "pgtop_operator"},
+        }
+    )
     actions = build_actions(settings)
     try:
         assert actions.writer.urls == ("http://127.0.0.1:1",)
@@ -39,9 +40,11 @@ async def test_build_uses_rest_credentials_and_audit_path(tmp_path: Path) -> Non
 
 
 async def test_env_password_wins_and_reset_role_defaults_to_user(tmp_path: Path) -> None:
-    settings = Settings(audit_log=tmp_path / "audit.log",
-                        patroni_password=SecretStr("from-env"),
-                        postgres={"user": "postgres"})
+    settings = Settings(
+        audit_log=tmp_path / "audit.log",
+        patroni_password=SecretStr("from-env"),
+        postgres={"user": "postgres"},
+    )
     actions = build_actions(settings)
     try:
         assert actions.resetter.user == "postgres"
@@ -50,10 +53,12 @@ async def test_env_password_wins_and_reset_role_defaults_to_user(tmp_path: Path)
 
 
 def test_unreadable_password_file_is_one_line(tmp_path: Path) -> None:
-    settings = Settings.model_validate({
-        "audit_log": str(tmp_path / "audit.log"),
-        "patroni": {"user": "patroni", "password_file": str(tmp_path / "missing")},
-    })
+    settings = Settings.model_validate(
+        {
+            "audit_log": str(tmp_path / "audit.log"),
+            "patroni": {"user": "patroni", "password_file": str(tmp_path / "missing")},
+        }
+    )
     with pytest.raises(ConfigError, match=r"patroni\.password_file"):
         build_actions(settings)
 
@@ -69,7 +74,8 @@ def test_read_path_does_not_load_actions() -> None:
         "assert not bad, bad\n"
         "print('ok')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"

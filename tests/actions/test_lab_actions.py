@@ -27,8 +27,7 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def target(lab: Lab, name: str) -> ResetTarget:
-    return ResetTarget(name=name, host="127.0.0.1", port=lab.layout.pg_port(lab.index(name)),
-                       dbname=DBNAME)
+    return ResetTarget(name=name, host="127.0.0.1", port=lab.layout.pg_port(lab.index(name)), dbname=DBNAME)
 
 
 @pytest.fixture
@@ -53,9 +52,7 @@ async def test_switchover_makes_the_candidate_leader(lab: Lab, actions: Actions)
     assert (entry.action, entry.target, entry.ok) == ("switchover", candidate, True)
 
 
-async def test_switchover_to_a_bad_candidate_gives_patronis_reason(
-    lab: Lab, actions: Actions
-) -> None:
+async def test_switchover_to_a_bad_candidate_gives_patronis_reason(lab: Lab, actions: Actions) -> None:
     leader = lab.leader()
     assert leader is not None
     result = await actions.switchover(leader, "no-such-node")
@@ -68,18 +65,23 @@ async def test_switchover_to_a_bad_candidate_gives_patronis_reason(
 async def test_slot_reset_changes_stats_reset(lab: Lab, actions: Actions) -> None:
     leader = lab.leader()
     assert leader is not None
-    sql = (f"SELECT coalesce(stats_reset::text, 'never') FROM pg_stat_replication_slots "
-           f"WHERE slot_name = '{PERMANENT_SLOT}'")
+    sql = (
+        f"SELECT coalesce(stats_reset::text, 'never') FROM pg_stat_replication_slots "
+        f"WHERE slot_name = '{PERMANENT_SLOT}'"
+    )
     # A slot gets a statistics entry (which a reset can stamp) once something was decoded from
     # it; Patroni's copy of a permanent slot on a new leader has none yet.
-    lab.psql("CREATE TABLE IF NOT EXISTS slot_probe (x int); INSERT INTO slot_probe VALUES (1)",
-             node=leader)
-    lab.psql(f"SELECT count(*) FROM pg_logical_slot_peek_binary_changes('{PERMANENT_SLOT}', "
-             "NULL, 1, 'proto_version', '1', 'publication_names', 'lab_pub')", node=leader)
+    lab.psql("CREATE TABLE IF NOT EXISTS slot_probe (x int); INSERT INTO slot_probe VALUES (1)", node=leader)
+    lab.psql(
+        f"SELECT count(*) FROM pg_logical_slot_peek_binary_changes('{PERMANENT_SLOT}', "
+        "NULL, 1, 'proto_version', '1', 'publication_names', 'lab_pub')",
+        node=leader,
+    )
     before = lab.psql(sql, node=leader)
     assert before, "the permanent slot has no statistics row on the leader"
-    result = await actions.reset_stats(ResetScope(kind="slot", slot_name=PERMANENT_SLOT),
-                                       [target(lab, leader)])
+    result = await actions.reset_stats(
+        ResetScope(kind="slot", slot_name=PERMANENT_SLOT), [target(lab, leader)]
+    )
     assert result.ok, result.message
     assert [(n.node, n.ok) for n in result.nodes] == [(leader, True)]
     after = lab.psql(sql, node=leader)
@@ -89,12 +91,17 @@ async def test_slot_reset_changes_stats_reset(lab: Lab, actions: Actions) -> Non
 async def test_archiver_reset_zeroes_archived_count(lab: Lab, actions: Actions) -> None:
     leader = lab.leader()
     assert leader is not None
-    lab.psql("CREATE TABLE IF NOT EXISTS archiver_probe (x int); INSERT INTO archiver_probe "
-             "VALUES (1); SELECT pg_switch_wal();", node=leader)
+    lab.psql(
+        "CREATE TABLE IF NOT EXISTS archiver_probe (x int); INSERT INTO archiver_probe "
+        "VALUES (1); SELECT pg_switch_wal();",
+        node=leader,
+    )
     count = "SELECT archived_count FROM pg_stat_archiver"
     wait_for(lambda: int(lab.psql(count, node=leader)) > 0, 60, "a segment archived")
-    calls = ("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE "
-             "'%pg_stat_reset_shared%' AND query NOT ILIKE '%pg_stat_statements%'")
+    calls = (
+        "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE "
+        "'%pg_stat_reset_shared%' AND query NOT ILIKE '%pg_stat_statements%'"
+    )
     calls_before = int(lab.psql(calls, node=leader))
     result = await actions.reset_stats(ResetScope(kind="archiver"), [target(lab, leader)])
     assert result.ok, result.message
@@ -106,22 +113,24 @@ async def test_archiver_reset_zeroes_archived_count(lab: Lab, actions: Actions) 
     assert audit.target == leader
 
 
-async def test_missing_privilege_is_one_line(lab: Lab, lab_settings: Settings,
-                                             tmp_path: Path) -> None:
+async def test_missing_privilege_is_one_line(lab: Lab, lab_settings: Settings, tmp_path: Path) -> None:
     # pgtop_monitor has pg_monitor only: it may not reset anything.
-    settings = lab_settings.model_copy(update={
-        "audit_log": tmp_path / "audit.log",
-        "postgres": lab_settings.postgres.model_copy(update={"operator_user": "pgtop_monitor"}),
-    })
+    settings = lab_settings.model_copy(
+        update={
+            "audit_log": tmp_path / "audit.log",
+            "postgres": lab_settings.postgres.model_copy(update={"operator_user": "pgtop_monitor"}),
+        }
+    )
     actions = build_actions(settings)
     try:
-        result = await actions.reset_stats(ResetScope(kind="archiver"),
-                                           [target(lab, n) for n in NODE_NAMES])
+        result = await actions.reset_stats(ResetScope(kind="archiver"), [target(lab, n) for n in NODE_NAMES])
     finally:
         await actions.aclose()
     assert not result.ok
-    expected = ("pgtop_monitor may not run pg_stat_reset_shared: GRANT EXECUTE ON FUNCTION "
-                "pg_stat_reset_shared(text) TO pgtop_monitor, or use a superuser")
+    expected = (
+        "pgtop_monitor may not run pg_stat_reset_shared: GRANT EXECUTE ON FUNCTION "
+        "pg_stat_reset_shared(text) TO pgtop_monitor, or use a superuser"
+    )
     assert [n.message for n in result.nodes] == [expected] * len(NODE_NAMES)
     assert "\n" not in result.message
 

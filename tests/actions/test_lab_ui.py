@@ -33,8 +33,7 @@ pytestmark = pytest.mark.lab
 # A loopback HTTP proxy in front of Patroni's REST API that records every request's method;
 # member URLs inside /cluster answers are rewritten to the proxies, so a console pointed at
 # them never reaches Patroni any other way.
-HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length",
-              "content-encoding"}
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"}
 
 
 class Capture:
@@ -75,8 +74,9 @@ def _handler(upstream: str, capture: Capture) -> type[BaseHTTPRequestHandler]:
             capture.add(self.command, self.path)
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else None
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP
-                       and k.lower() != "host"}
+            headers = {
+                k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP and k.lower() != "host"
+            }
             resp = client.request(self.command, self.path, content=body, headers=headers)
             data = resp.content
             if self.path.startswith("/cluster"):
@@ -134,8 +134,7 @@ SELECT concat_ws(' | ',
 """
 
 
-async def until(pilot: Pilot[None], check: Callable[[], bool], what: str,
-                within: float = 30) -> None:
+async def until(pilot: Pilot[None], check: Callable[[], bool], what: str, within: float = 30) -> None:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if check():
@@ -154,8 +153,12 @@ def status_text(app: PgtopApp) -> str:
 
 def operator_app(settings: Settings, tmp_path: Path) -> PgtopApp:
     settings = settings.model_copy(update={"audit_log": tmp_path / "audit.log"})
-    return PgtopApp(settings=settings, source=Poller.from_settings(settings),
-                    actions=build_actions(settings), read_only=False)
+    return PgtopApp(
+        settings=settings,
+        source=Poller.from_settings(settings),
+        actions=build_actions(settings),
+        read_only=False,
+    )
 
 
 def ready(app: PgtopApp, leader: str) -> bool:
@@ -165,8 +168,7 @@ def ready(app: PgtopApp, leader: str) -> bool:
     return takeover_plan(snap).default is not None
 
 
-async def test_switchover_through_the_ui(lab: Lab, lab_settings: Settings,
-                                         tmp_path: Path) -> None:
+async def test_switchover_through_the_ui(lab: Lab, lab_settings: Settings, tmp_path: Path) -> None:
     leader = lab.leader()
     assert leader is not None
     app = operator_app(lab_settings, tmp_path)
@@ -185,8 +187,12 @@ async def test_switchover_through_the_ui(lab: Lab, lab_settings: Settings,
         assert lab.leader() == chosen
         await pilot.press("escape")
         # The console itself shows the new leader within a few polls.
-        await until(pilot, lambda: app.snapshot is not None
-                    and app.snapshot.cluster.leader == chosen, "the console to show it", 30)
+        await until(
+            pilot,
+            lambda: app.snapshot is not None and app.snapshot.cluster.leader == chosen,
+            "the console to show it",
+            30,
+        )
         assert any(e.kind == "action" and e.node == chosen for e in app.events)
     assert '"action":"switchover"' in (tmp_path / "audit.log").read_text()
 
@@ -217,22 +223,31 @@ def refusing_patroni() -> Iterator[str]:
     server.server_close()
 
 
-async def test_refused_switchover_shows_the_reason(lab: Lab, lab_settings: Settings,
-                                                   refusing_patroni: str,
-                                                   tmp_path: Path) -> None:
+async def test_refused_switchover_shows_the_reason(
+    lab: Lab, lab_settings: Settings, refusing_patroni: str, tmp_path: Path
+) -> None:
     leader = lab.leader()
     assert leader is not None
-    write_settings = lab_settings.model_copy(update={
-        "audit_log": tmp_path / "audit.log",
-        "patroni": lab_settings.patroni.model_copy(update={"urls": (refusing_patroni,)}),
-    })
-    app = PgtopApp(settings=lab_settings, source=Poller.from_settings(lab_settings),
-                   actions=build_actions(write_settings), read_only=False)
+    write_settings = lab_settings.model_copy(
+        update={
+            "audit_log": tmp_path / "audit.log",
+            "patroni": lab_settings.patroni.model_copy(update={"urls": (refusing_patroni,)}),
+        }
+    )
+    app = PgtopApp(
+        settings=lab_settings,
+        source=Poller.from_settings(lab_settings),
+        actions=build_actions(write_settings),
+        read_only=False,
+    )
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: ready(app, leader), "a snapshot with an eligible candidate")
         await pilot.press("s", *"pgtop-lab", "enter")
-        await until(pilot, lambda: isinstance(app.screen, OperatorModal)
-                    and app.screen.result is not None, "the refusal")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, OperatorModal) and app.screen.result is not None,
+            "the refusal",
+        )
         assert f"switchover refused (412): {REFUSAL}" in status_text(app)
     assert lab.leader() == leader
 
@@ -241,20 +256,40 @@ async def test_read_only_every_key_writes_nothing(lab: Lab, lab_settings: Settin
     upstreams = [lab.layout.patroni_url(i) for i in range(len(NODE_NAMES))]
     before = reset_state(lab)
     with capture_proxies(upstreams) as (proxies, capture):
-        settings = lab_settings.model_copy(update={
-            "read_only": True,
-            "patroni": lab_settings.patroni.model_copy(update={"urls": tuple(proxies)}),
-        })
-        app = PgtopApp(settings=settings, source=Poller.from_settings(settings),
-                       actions=None, read_only=True)
+        settings = lab_settings.model_copy(
+            update={
+                "read_only": True,
+                "patroni": lab_settings.patroni.model_copy(update={"urls": tuple(proxies)}),
+            }
+        )
+        app = PgtopApp(settings=settings, source=Poller.from_settings(settings), actions=None, read_only=True)
         async with app.run_test(size=(120, 40)) as pilot:
-            await until(pilot, lambda: app.snapshot is not None
-                        and app.snapshot.cluster.leader is not None, "the first snapshot")
+            await until(
+                pilot,
+                lambda: app.snapshot is not None and app.snapshot.cluster.leader is not None,
+                "the first snapshot",
+            )
             assert type(app.screen) is MonitorScreen
             known = set(app.screen._bindings.key_to_bindings) | set(app._bindings.key_to_bindings)
-            named = ["enter", "escape", "tab", "shift+tab", "up", "down", "left", "right",
-                     "home", "end", "pageup", "pagedown", "space", "backspace", "delete",
-                     *(f"f{i}" for i in range(1, 13)), *(f"ctrl+{c}" for c in "abdefghklnoprstuvwxyz")]
+            named = [
+                "enter",
+                "escape",
+                "tab",
+                "shift+tab",
+                "up",
+                "down",
+                "left",
+                "right",
+                "home",
+                "end",
+                "pageup",
+                "pagedown",
+                "space",
+                "backspace",
+                "delete",
+                *(f"f{i}" for i in range(1, 13)),
+                *(f"ctrl+{c}" for c in "abdefghklnoprstuvwxyz"),
+            ]
             chars = list(string.ascii_letters + string.digits + string.punctuation)
             keys = [k for k in [*sorted(known), *chars, *named] if k not in ("q", "ctrl+q", "ctrl+c")]
             for key in keys:
@@ -263,8 +298,7 @@ async def test_read_only_every_key_writes_nothing(lab: Lab, lab_settings: Settin
                 await pilot.press("escape")
                 assert app.is_running, f"the app stopped after {key!r}"
             served = capture.count("/cluster")
-            await until(pilot, lambda: capture.count("/cluster") > served,
-                        "another poll through the proxies")
+            await until(pilot, lambda: capture.count("/cluster") > served, "another poll through the proxies")
         assert capture.writes() == []
         assert "GET" in capture.methods()
         # Control: a write through a proxy is seen (DELETE /switchover with none scheduled: 404).
@@ -277,12 +311,14 @@ async def test_read_only_every_key_writes_nothing(lab: Lab, lab_settings: Settin
     assert reset_state(lab) == before
 
 
-async def test_archiver_reset_through_the_ui(lab: Lab, lab_settings: Settings,
-                                             tmp_path: Path) -> None:
+async def test_archiver_reset_through_the_ui(lab: Lab, lab_settings: Settings, tmp_path: Path) -> None:
     leader = lab.leader()
     assert leader is not None
-    lab.psql("CREATE TABLE IF NOT EXISTS archiver_probe (x int); INSERT INTO archiver_probe "
-             "VALUES (1); SELECT pg_switch_wal();", node=leader)
+    lab.psql(
+        "CREATE TABLE IF NOT EXISTS archiver_probe (x int); INSERT INTO archiver_probe "
+        "VALUES (1); SELECT pg_switch_wal();",
+        node=leader,
+    )
     count = "SELECT archived_count FROM pg_stat_archiver"
     deadline = time.monotonic() + 60
     while int(lab.psql(count, node=leader)) == 0:

@@ -44,16 +44,30 @@ class FakeResetter(StatsResetter):
 
     async def reset(self, scope: ResetScope, targets: Sequence[ResetTarget]) -> list[NodeResult]:
         self.calls.append((scope.call, tuple(t.name for t in targets)))
-        return [NodeResult(node=t.name, ok=t.name != "node2",
-                           message=f"{t.name}: {scope.call} done" if t.name != "node2" else
-                           "pgtop_operator may not run pg_stat_reset_shared: GRANT ...")
-                for t in targets]
+        return [
+            NodeResult(
+                node=t.name,
+                ok=t.name != "node2",
+                message=f"{t.name}: {scope.call} done"
+                if t.name != "node2"
+                else "pgtop_operator may not run pg_stat_reset_shared: GRANT ...",
+            )
+            for t in targets
+        ]
 
 
 def cluster_doc(leader: str) -> dict[str, object]:
-    return {"members": [{"name": n, "role": "leader" if n == leader else "replica",
-                         "state": "running" if n == leader else "streaming", "timeline": 3}
-                        for n in fixtures.NAMES]}
+    return {
+        "members": [
+            {
+                "name": n,
+                "role": "leader" if n == leader else "replica",
+                "state": "running" if n == leader else "streaming",
+                "timeline": 3,
+            }
+            for n in fixtures.NAMES
+        ]
+    }
 
 
 def make_actions(tmp_path: Path, handler: Handler) -> tuple[Actions, list[httpx.Request]]:
@@ -64,20 +78,23 @@ def make_actions(tmp_path: Path, handler: Handler) -> tuple[Actions, list[httpx.
         return handler(request)
 
     client = httpx.AsyncClient(transport=httpx.MockTransport(record))
-    actions = Actions(PatroniWriter(["http://127.0.0.1:9"], client), FakeResetter(),
-                      AuditLog(tmp_path / "audit.log", cluster="pgtop-lab"),
-                      lambda: datetime.now(UTC), poll_every_s=0.01, takeover_timeout_s=5)
+    actions = Actions(
+        PatroniWriter(["http://127.0.0.1:9"], client),
+        FakeResetter(),
+        AuditLog(tmp_path / "audit.log", cluster="pgtop-lab"),
+        lambda: datetime.now(UTC),
+        poll_every_s=0.01,
+        takeover_timeout_s=5,
+    )
     return actions, seen
 
 
 def make_app(actions: Actions | None, snap: ClusterSnapshot | None = None) -> PgtopApp:
     source = ScriptedSource([snap or fixtures.healthy()])
-    return PgtopApp(settings=fixtures.settings(), source=source, actions=actions,
-                    read_only=actions is None)
+    return PgtopApp(settings=fixtures.settings(), source=source, actions=actions, read_only=actions is None)
 
 
-async def until(pilot: Pilot[None], check: Callable[[], bool], what: str,
-                within: float = 10) -> None:
+async def until(pilot: Pilot[None], check: Callable[[], bool], what: str, within: float = 10) -> None:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if check():
@@ -161,11 +178,18 @@ async def test_failover_when_no_leader(tmp_path: Path) -> None:
         return httpx.Response(200, json=cluster_doc("node2"))
 
     snap = fixtures.healthy()
-    members = tuple(m.model_copy(update={"role": "replica" if m.name == "node1" else m.role,
-                                         "state": "stopped" if m.name == "node1" else m.state})
-                    for m in snap.members)
-    snap = snap.model_copy(update={"members": members,
-                                   "cluster": snap.cluster.model_copy(update={"leader": None})})
+    members = tuple(
+        m.model_copy(
+            update={
+                "role": "replica" if m.name == "node1" else m.role,
+                "state": "stopped" if m.name == "node1" else m.state,
+            }
+        )
+        for m in snap.members
+    )
+    snap = snap.model_copy(
+        update={"members": members, "cluster": snap.cluster.model_copy(update={"leader": None})}
+    )
     actions, seen = make_actions(tmp_path, handler)
     app = make_app(actions, snap)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -223,7 +247,8 @@ async def test_maintenance_toggle_needs_the_name(tmp_path: Path) -> None:
         result: ActionResult | None = modal(app).result
         assert result is not None and result.ok
     assert [(r.method, r.url.path, json.loads(r.content)) for r in seen] == [
-        ("PATCH", "/config", {"pause": True})]
+        ("PATCH", "/config", {"pause": True})
+    ]
 
 
 async def test_read_only_screen_has_no_write_keys() -> None:

@@ -21,29 +21,38 @@ from pgtop_ha.settings import Settings
 Handler = Callable[[httpx.Request], httpx.Response]
 
 
-
 def cluster(leader: str) -> dict[str, Any]:
-    return {"members": [
-        {"name": n, "role": "leader" if n == leader else "replica",
-         "state": "running" if n == leader else "streaming", "timeline": 4,
-         "api_url": f"http://127.0.0.1:{25420 + i}/patroni"}
-        for i, n in enumerate(("node1", "node2", "node3"))]}
+    return {
+        "members": [
+            {
+                "name": n,
+                "role": "leader" if n == leader else "replica",
+                "state": "running" if n == leader else "streaming",
+                "timeline": 4,
+                "api_url": f"http://127.0.0.1:{25420 + i}/patroni",
+            }
+            for i, n in enumerate(("node1", "node2", "node3"))
+        ]
+    }
 
 
-def make(tmp_path: Path, handler: Handler, urls: tuple[str, ...] = ("http://127.0.0.1:25420",),
-         timeout: float = 60) -> tuple[Actions, list[httpx.Request]]:
+def make(
+    tmp_path: Path, handler: Handler, urls: tuple[str, ...] = ("http://127.0.0.1:25420",), timeout: float = 60
+) -> tuple[Actions, list[httpx.Request]]:
     seen: list[httpx.Request] = []
 
     def record(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         return handler(request)
 
-    client = httpx.AsyncClient(transport=httpx.MockTransport(record),
-                               auth=httpx.BasicAuth("patroni", "s3cret"))
+    client = httpx.AsyncClient(
+        transport=httpx.MockTransport(record), auth=httpx.BasicAuth("patroni", "s3cret")
+    )
     writer = PatroniWriter(urls, client)
     audit = AuditLog(tmp_path / "audit.log", cluster="pgtop-lab")
-    actions = Actions(writer, StatsResetter(Settings()), audit, StepClock(),
-                      takeover_timeout_s=timeout, poll_every_s=0)
+    actions = Actions(
+        writer, StatsResetter(Settings()), audit, StepClock(), takeover_timeout_s=timeout, poll_every_s=0
+    )
     return actions, seen
 
 
@@ -78,8 +87,7 @@ async def test_switchover_waits_for_the_candidate_to_lead(tmp_path: Path) -> Non
 
 async def test_refused_switchover_shows_patronis_reason_and_does_not_poll(tmp_path: Path) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(412, text="switchover is not possible: no good candidates have "
-                                        "been found")
+        return httpx.Response(412, text="switchover is not possible: no good candidates have been found")
 
     actions, seen = make(tmp_path, handler)
     result = await actions.switchover("node1", "node2")
@@ -115,8 +123,7 @@ async def test_scheduled_switchover_is_sent_with_time(tmp_path: Path) -> None:
     actions, seen = make(tmp_path, handler)
     result = await actions.switchover("node1", "node2", scheduled_at=at)
     assert result.ok
-    assert bodies == [{"leader": "node1", "candidate": "node2",
-                       "scheduled_at": "2030-05-01T03:00:00+00:00"}]
+    assert bodies == [{"leader": "node1", "candidate": "node2", "scheduled_at": "2030-05-01T03:00:00+00:00"}]
     assert "scheduled for 2030-05-01T03:00:00+00:00" in result.message
     assert len(seen) == 1
 
@@ -127,8 +134,7 @@ async def test_unreachable_member_is_skipped_for_the_next(tmp_path: Path) -> Non
             raise httpx.ConnectError("connection refused", request=request)
         return httpx.Response(200, json={"pause": True})
 
-    actions, seen = make(tmp_path, handler,
-                         urls=("http://127.0.0.1:25420", "http://127.0.0.1:25421"))
+    actions, seen = make(tmp_path, handler, urls=("http://127.0.0.1:25420", "http://127.0.0.1:25421"))
     result = await actions.set_pause(True)
     assert result.ok, result.message
     assert [(r.method, r.url.port) for r in seen] == [("PATCH", 25420), ("PATCH", 25421)]
@@ -140,8 +146,7 @@ async def test_read_timeout_on_a_write_is_not_retried_elsewhere(tmp_path: Path) 
     def handler(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("slow", request=request)
 
-    actions, seen = make(tmp_path, handler,
-                         urls=("http://127.0.0.1:25420", "http://127.0.0.1:25421"))
+    actions, seen = make(tmp_path, handler, urls=("http://127.0.0.1:25420", "http://127.0.0.1:25421"))
     result = await actions.cancel_switchover()
     assert not result.ok
     assert len(seen) == 1

@@ -15,17 +15,24 @@ T0 = datetime(2025, 1, 1, tzinfo=UTC)
 @pytest.mark.parametrize(
     ("scope", "call", "sql", "args", "signature"),
     [
-        (ResetScope(kind="slot", slot_name="lab_sub"), "pg_stat_reset_replication_slot('lab_sub')",
-         "SELECT pg_stat_reset_replication_slot($1)", ("lab_sub",),
-         "pg_stat_reset_replication_slot(text)"),
-        (ResetScope(kind="archiver"), "pg_stat_reset_shared('archiver')",
-         "SELECT pg_stat_reset_shared($1)", ("archiver",), "pg_stat_reset_shared(text)"),
-        (ResetScope(kind="database"), "pg_stat_reset()", "SELECT pg_stat_reset()", (),
-         "pg_stat_reset()"),
+        (
+            ResetScope(kind="slot", slot_name="lab_sub"),
+            "pg_stat_reset_replication_slot('lab_sub')",
+            "SELECT pg_stat_reset_replication_slot($1)",
+            ("lab_sub",),
+            "pg_stat_reset_replication_slot(text)",
+        ),
+        (
+            ResetScope(kind="archiver"),
+            "pg_stat_reset_shared('archiver')",
+            "SELECT pg_stat_reset_shared($1)",
+            ("archiver",),
+            "pg_stat_reset_shared(text)",
+        ),
+        (ResetScope(kind="database"), "pg_stat_reset()", "SELECT pg_stat_reset()", (), "pg_stat_reset()"),
     ],
 )
-def test_calls(scope: ResetScope, call: str, sql: str, args: tuple[str, ...],
-               signature: str) -> None:
+def test_calls(scope: ResetScope, call: str, sql: str, args: tuple[str, ...], signature: str) -> None:
     assert scope.call == call
     assert scope.statement == (sql, args)
     assert scope.signature == signature
@@ -39,8 +46,13 @@ def test_slot_name_is_quoted_for_display_and_passed_as_parameter() -> None:
 
 @pytest.mark.parametrize(
     ("kind", "old", "new"),
-    [("wal", 130000, 140000), ("recovery_prefetch", 140000, 150000), ("io", 150000, 160000),
-     ("checkpointer", 160000, 170000), ("slot", 130000, 140000)],
+    [
+        ("wal", 130000, 140000),
+        ("recovery_prefetch", 140000, 150000),
+        ("io", 150000, 160000),
+        ("checkpointer", 160000, 170000),
+        ("slot", 130000, 140000),
+    ],
 )
 def test_version_limits(kind: str, old: int, new: int) -> None:
     scope = ResetScope.model_validate({"kind": kind, "slot_name": "s"})
@@ -51,16 +63,25 @@ def test_version_limits(kind: str, old: int, new: int) -> None:
 
 def _snapshot(version: int = 150000) -> ClusterSnapshot:
     def node(name: str, slots: tuple[Slot, ...]) -> NodeSnapshot:
-        return NodeSnapshot(name=name, host="127.0.0.1", port=25410 + int(name[-1]),
-                            reachable=True, server_version=version, slots=slots)
+        return NodeSnapshot(
+            name=name,
+            host="127.0.0.1",
+            port=25410 + int(name[-1]),
+            reachable=True,
+            server_version=version,
+            slots=slots,
+        )
 
     logical = Slot(slot_name="lab_sub", slot_type="logical")
     physical = Slot(slot_name="node2", slot_type="physical")
     return ClusterSnapshot(
         taken_at=T0,
         cluster=ClusterInfo(name="pgtop-lab", leader="node2"),
-        members=(Member(name="node1", role="replica"), Member(name="node2", role="leader"),
-                 Member(name="node3", role="replica", host="10.0.0.3", port=5432)),
+        members=(
+            Member(name="node1", role="replica"),
+            Member(name="node2", role="leader"),
+            Member(name="node3", role="replica", host="10.0.0.3", port=5432),
+        ),
         nodes=(node("node1", (logical,)), node("node2", (logical, physical))),
     )
 
@@ -68,7 +89,10 @@ def _snapshot(version: int = 150000) -> ClusterSnapshot:
 def test_targets_fall_back_to_member_addresses() -> None:
     targets = reset_targets(_snapshot())
     assert [(t.name, t.host, t.port) for t in targets] == [
-        ("node1", "127.0.0.1", 25411), ("node2", "127.0.0.1", 25412), ("node3", "10.0.0.3", 5432)]
+        ("node1", "127.0.0.1", 25411),
+        ("node2", "127.0.0.1", 25412),
+        ("node3", "10.0.0.3", 5432),
+    ]
 
 
 def test_choices_on_15() -> None:
@@ -90,7 +114,6 @@ def test_choices_on_15() -> None:
 def test_choices_on_13_have_no_slot_or_wal() -> None:
     calls = {c.scope.call for c in reset_choices(_snapshot(130000))}
     # node3's version is unknown, so it keeps every scope; 13 nodes are filtered out.
-    wal = next(c for c in reset_choices(_snapshot(130000))
-               if c.scope.call == "pg_stat_reset_shared('wal')")
+    wal = next(c for c in reset_choices(_snapshot(130000)) if c.scope.call == "pg_stat_reset_shared('wal')")
     assert [t.name for t in wal.nodes] == ["node3"]
     assert not any(c.startswith("pg_stat_reset_replication_slot") for c in calls)

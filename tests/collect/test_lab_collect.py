@@ -134,8 +134,7 @@ async def test_permanent_slot_on_every_member(lab: Lab, poller: Poller) -> None:
     snap = await until(
         poller,
         lambda s: all(
-            v is True for v in derive.slot_presence(s, (PERMANENT_SLOT,)).present[PERMANENT_SLOT]
-            .values()
+            v is True for v in derive.slot_presence(s, (PERMANENT_SLOT,)).present[PERMANENT_SLOT].values()
         ),
         120,
         f"slot {PERMANENT_SLOT} on every member",
@@ -158,8 +157,9 @@ async def test_broken_archive_queues_and_fails(lab: Lab, poller: Poller) -> None
     try:
         faults.break_archive(quiet(lab))
         for _ in range(3):
-            lab.psql("SELECT pg_logical_emit_message(false, 'pgtop', 'x'); SELECT pg_switch_wal()",
-                     node=leader)
+            lab.psql(
+                "SELECT pg_logical_emit_message(false, 'pgtop', 'x'); SELECT pg_switch_wal()", node=leader
+            )
 
         def broken(s: ClusterSnapshot) -> bool:
             n = s.node(leader)
@@ -179,9 +179,11 @@ async def test_broken_archive_queues_and_fails(lab: Lab, poller: Poller) -> None
         first_failed = node.archiver.failed_count or 0
         snap = await until(
             poller,
-            lambda s: (n := s.node(leader)) is not None
-            and n.archiver is not None
-            and (n.archiver.failed_count or 0) > first_failed,
+            lambda s: (
+                (n := s.node(leader)) is not None
+                and n.archiver is not None
+                and (n.archiver.failed_count or 0) > first_failed
+            ),
             120,
             "failed_count rising",
         )
@@ -189,9 +191,9 @@ async def test_broken_archive_queues_and_fails(lab: Lab, poller: Poller) -> None
         faults.fix_archive(quiet(lab))
     await until(
         poller,
-        lambda s: (n := s.node(leader)) is not None
-        and n.archiver is not None
-        and n.archiver.ready_count == 0,
+        lambda s: (
+            (n := s.node(leader)) is not None and n.archiver is not None and n.archiver.ready_count == 0
+        ),
         120,
         "archive queue drained after fix-archive",
     )
@@ -203,9 +205,7 @@ async def test_copy_rows_while_subscriber_syncs(lab: Lab, poller: Poller) -> Non
 
         def copying(s: ClusterSnapshot) -> bool:
             return any(
-                c.relation is not None and COPY_TABLE in c.relation
-                for n in s.nodes
-                for c in n.copy_progress
+                c.relation is not None and COPY_TABLE in c.relation for n in s.nodes for c in n.copy_progress
             )
 
         snap = await until(poller, copying, 90, f"COPY of {COPY_TABLE}")
@@ -294,8 +294,13 @@ async def test_statements_for_older_versions_run(lab: Lab) -> None:
     import asyncpg
 
     i = lab.leader_index()
-    conn = await asyncpg.connect(host="127.0.0.1", port=lab.layout.pg_port(i), user=SUPERUSER,
-                                 database=DBNAME, passfile=str(lab.layout.pgpass))
+    conn = await asyncpg.connect(
+        host="127.0.0.1",
+        port=lab.layout.pg_port(i),
+        user=SUPERUSER,
+        database=DBNAME,
+        passfile=str(lab.layout.pgpass),
+    )
     try:
         real = Capabilities.from_row(await conn.fetchrow(PROBE_SQL))
         for version in (120000, 130000, 140000, real.version):
@@ -347,9 +352,7 @@ async def test_frozen_node_does_not_delay_the_others(lab: Lab, poller: Poller) -
         assert time.monotonic() - frozen_at < 10
     finally:
         faults.thaw(quiet(lab), victim)
-    await until(
-        poller, lambda s: all(n.error is None for n in s.nodes), 60, f"{victim} back after thaw"
-    )
+    await until(poller, lambda s: all(n.error is None for n in s.nodes), 60, f"{victim} back after thaw")
 
 
 async def test_haproxy_routes_like_patroni(lab: Lab, poller: Poller) -> None:
@@ -360,9 +363,11 @@ async def test_haproxy_routes_like_patroni(lab: Lab, poller: Poller) -> None:
 
     snap = await until(
         poller,
-        lambda s: s.cluster.leader is not None
-        and up(s, "pg_writer") == {s.cluster.leader}
-        and up(s, "pg_reader") == set(NODE_NAMES) - {s.cluster.leader},
+        lambda s: (
+            s.cluster.leader is not None
+            and up(s, "pg_writer") == {s.cluster.leader}
+            and up(s, "pg_reader") == set(NODE_NAMES) - {s.cluster.leader}
+        ),
         60,
         "HAProxy routing like Patroni",
     )

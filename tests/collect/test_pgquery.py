@@ -133,8 +133,19 @@ def test_bad_documents(text: str) -> None:
 @given(
     st.dictionaries(
         st.sampled_from(
-            ["in_recovery", "slots", "replication", "processes", "archiver", "copy_progress",
-             "subscriptions", "wal_receiver", "postmaster", "current_lsn", "pending_restart"]
+            [
+                "in_recovery",
+                "slots",
+                "replication",
+                "processes",
+                "archiver",
+                "copy_progress",
+                "subscriptions",
+                "wal_receiver",
+                "postmaster",
+                "current_lsn",
+                "pending_restart",
+            ]
         ),
         st.recursive(
             st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.floats(),

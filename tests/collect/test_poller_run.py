@@ -18,7 +18,6 @@ def _closed_port() -> int:
     return port
 
 
-
 async def test_run_hands_snapshots_and_stops_on_cancel() -> None:
     port = _closed_port()
     settings = Settings(

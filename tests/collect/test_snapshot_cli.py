@@ -17,10 +17,18 @@ from pgtop_ha.settings import NodeSettings, Settings
 DOCUMENTED: dict[str, list[str]] = {
     "taken_at": [],
     "cluster": ["name", "leader"],
-    "members": ["name", "role", "state", "timeline", "lag_bytes", "host", "port", "api_url",
-                "reachable"],
-    "nodes": ["name", "in_recovery", "timeline", "error", "replication", "slots",
-              "copy_progress", "archiver", "processes"],
+    "members": ["name", "role", "state", "timeline", "lag_bytes", "host", "port", "api_url", "reachable"],
+    "nodes": [
+        "name",
+        "in_recovery",
+        "timeline",
+        "error",
+        "replication",
+        "slots",
+        "copy_progress",
+        "archiver",
+        "processes",
+    ],
     "haproxy": ["servers"],
 }
 
@@ -42,16 +50,25 @@ def test_schema_names_every_documented_field(capsys: pytest.CaptureFixture[str])
         ("Member", DOCUMENTED["members"]),
         ("NodeSnapshot", DOCUMENTED["nodes"]),
         ("Replication", ["application_name", "state", "sync_state", "replay_lag_bytes"]),
-        ("Slot", ["slot_name", "slot_type", "active", "retained_bytes", "wal_status",
-                  "spill_bytes", "stream_bytes"]),
-        ("CopyProgress", ["pid", "relation", "command", "bytes_processed", "tuples_processed",
-                          "percent"]),
-        ("Archiver", ["archived_count", "failed_count", "last_archived_wal", "ready_count",
-                      "segments_behind"]),
-        ("Process", ["pid", "backend_type", "pss_bytes", "uss_bytes", "rss_bytes",
-                     "pagetable_bytes"]),
-        ("HAProxyServer", ["proxy", "server", "status", "check_status", "sessions",
-                           "last_change_s"]),
+        (
+            "Slot",
+            [
+                "slot_name",
+                "slot_type",
+                "active",
+                "retained_bytes",
+                "wal_status",
+                "spill_bytes",
+                "stream_bytes",
+            ],
+        ),
+        ("CopyProgress", ["pid", "relation", "command", "bytes_processed", "tuples_processed", "percent"]),
+        (
+            "Archiver",
+            ["archived_count", "failed_count", "last_archived_wal", "ready_count", "segments_behind"],
+        ),
+        ("Process", ["pid", "backend_type", "pss_bytes", "uss_bytes", "rss_bytes", "pagetable_bytes"]),
+        ("HAProxyServer", ["proxy", "server", "status", "check_status", "sessions", "last_change_s"]),
     ]:
         assert set(fields) <= set(defs[model]["properties"]), model
 

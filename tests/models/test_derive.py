@@ -101,14 +101,12 @@ def test_copy_estimate() -> None:
     exact = derive.copy_estimate(CopyProgress(pid=1, bytes_processed=50, bytes_total=200))
     assert exact.percent == 25.0
     by_tuples = derive.copy_estimate(
-        CopyProgress(pid=1, bytes_processed=1000, bytes_total=0, tuples_processed=250,
-                     relation_tuples=1000.0)
+        CopyProgress(pid=1, bytes_processed=1000, bytes_total=0, tuples_processed=250, relation_tuples=1000.0)
     )
     assert by_tuples.percent == 25.0
     assert by_tuples.estimated_total_bytes == 4000
     by_size = derive.copy_estimate(
-        CopyProgress(pid=1, bytes_processed=100, bytes_total=0, relation_tuples=-1,
-                     relation_size_bytes=400)
+        CopyProgress(pid=1, bytes_processed=100, bytes_total=0, relation_tuples=-1, relation_size_bytes=400)
     )
     assert by_size.percent == 25.0
     assert derive.copy_estimate(CopyProgress(pid=1, bytes_total=0)).percent is None
@@ -129,10 +127,20 @@ def test_rate_rules() -> None:
 
 
 def test_node_rates() -> None:
-    a = _snap(T0, in_recovery=True, replay_lsn=1000, receive_lsn=1000,
-              archiver=Archiver(archived_count=5, failed_count=1, ready_count=10))
-    b = _snap(T0 + timedelta(seconds=4), in_recovery=True, replay_lsn=5000, receive_lsn=9000,
-              archiver=Archiver(archived_count=5, failed_count=3, ready_count=6))
+    a = _snap(
+        T0,
+        in_recovery=True,
+        replay_lsn=1000,
+        receive_lsn=1000,
+        archiver=Archiver(archived_count=5, failed_count=1, ready_count=10),
+    )
+    b = _snap(
+        T0 + timedelta(seconds=4),
+        in_recovery=True,
+        replay_lsn=5000,
+        receive_lsn=9000,
+        archiver=Archiver(archived_count=5, failed_count=3, ready_count=6),
+    )
     rates = derive.node_rates(a, b)["n1"]
     assert rates.replay_bytes_s == 1000.0
     assert rates.receive_bytes_s == 2000.0
@@ -143,13 +151,24 @@ def test_node_rates() -> None:
 
 
 def test_slot_and_copy_rates() -> None:
-    a = _snap(T0, slots=(Slot(slot_name="s", spill_bytes=0, stream_bytes=100, total_bytes=10),),
-              copy_progress=(CopyProgress(pid=7, relation="t", bytes_processed=100,
-                                          estimated_total_bytes=1100, tuples_processed=1),))
-    b = _snap(T0 + timedelta(seconds=2),
-              slots=(Slot(slot_name="s", spill_bytes=2000, stream_bytes=100, total_bytes=5),),
-              copy_progress=(CopyProgress(pid=7, relation="t", bytes_processed=300,
-                                          estimated_total_bytes=1100, tuples_processed=5),))
+    a = _snap(
+        T0,
+        slots=(Slot(slot_name="s", spill_bytes=0, stream_bytes=100, total_bytes=10),),
+        copy_progress=(
+            CopyProgress(
+                pid=7, relation="t", bytes_processed=100, estimated_total_bytes=1100, tuples_processed=1
+            ),
+        ),
+    )
+    b = _snap(
+        T0 + timedelta(seconds=2),
+        slots=(Slot(slot_name="s", spill_bytes=2000, stream_bytes=100, total_bytes=5),),
+        copy_progress=(
+            CopyProgress(
+                pid=7, relation="t", bytes_processed=300, estimated_total_bytes=1100, tuples_processed=5
+            ),
+        ),
+    )
     slot = derive.slot_rates(a, b)[("n1", "s")]
     assert slot.spill_bytes_s == 1000.0
     assert slot.stream_bytes_s == 0.0

@@ -29,8 +29,13 @@ def member(name: str, role: str = "replica", **kw: Any) -> Member:
     return Member(name=name, role=role, **base)
 
 
-def snap(*members: Member, leader: str | None = "node1", max_lag: int | None = None,
-         pause: bool | None = None, **cluster: Any) -> ClusterSnapshot:
+def snap(
+    *members: Member,
+    leader: str | None = "node1",
+    max_lag: int | None = None,
+    pause: bool | None = None,
+    **cluster: Any,
+) -> ClusterSnapshot:
     return ClusterSnapshot(
         taken_at=T0,
         cluster=ClusterInfo(name="pgtop-lab", leader=leader, pause=pause, **cluster),
@@ -40,8 +45,9 @@ def snap(*members: Member, leader: str | None = "node1", max_lag: int | None = N
 
 
 def test_healthy_replicas_are_eligible_and_least_lag_is_default() -> None:
-    plan = takeover_plan(snap(member("node1", "leader"), member("node2", lag_bytes=5000),
-                              member("node3", lag_bytes=10)))
+    plan = takeover_plan(
+        snap(member("node1", "leader"), member("node2", lag_bytes=5000), member("node3", lag_bytes=10))
+    )
     assert plan.kind == "switchover"
     assert plan.leader == "node1"
     assert [c.name for c in plan.eligible] == ["node3", "node2"]
@@ -56,8 +62,14 @@ def test_leader_found_by_role_when_cluster_has_no_leader_name() -> None:
 
 
 def test_lag_beyond_maximum_lag_on_failover_blocks() -> None:
-    plan = takeover_plan(snap(member("node1", "leader"), member("node2", lag_bytes=3 * MIB),
-                              member("node3", lag_bytes=MIB // 2), max_lag=MIB))
+    plan = takeover_plan(
+        snap(
+            member("node1", "leader"),
+            member("node2", lag_bytes=3 * MIB),
+            member("node3", lag_bytes=MIB // 2),
+            max_lag=MIB,
+        )
+    )
     node2 = plan.candidate("node2")
     assert node2 is not None and not node2.eligible
     assert "exceeds maximum_lag_on_failover 1.0 MiB" in node2.reasons[0]
@@ -65,8 +77,11 @@ def test_lag_beyond_maximum_lag_on_failover_blocks() -> None:
 
 
 def test_default_maximum_lag_is_patronis_one_mib() -> None:
-    s = ClusterSnapshot(taken_at=T0, cluster=ClusterInfo(leader="node1"),
-                        members=(member("node1", "leader"), member("node2", lag_bytes=2 * MIB)))
+    s = ClusterSnapshot(
+        taken_at=T0,
+        cluster=ClusterInfo(leader="node1"),
+        members=(member("node1", "leader"), member("node2", lag_bytes=2 * MIB)),
+    )
     plan = takeover_plan(s)
     assert plan.maximum_lag_bytes == MIB
     assert plan.default is None
@@ -74,26 +89,35 @@ def test_default_maximum_lag_is_patronis_one_mib() -> None:
 
 
 def test_nofailover_tag_blocks_even_as_string_and_failover_priority_zero() -> None:
-    plan = takeover_plan(snap(member("node1", "leader"),
-                              member("node2", tags={"nofailover": "true"}),
-                              member("node3", tags={"failover_priority": 0}),
-                              member("node4", tags={"nofailover": False})))
+    plan = takeover_plan(
+        snap(
+            member("node1", "leader"),
+            member("node2", tags={"nofailover": "true"}),
+            member("node3", tags={"failover_priority": 0}),
+            member("node4", tags={"nofailover": False}),
+        )
+    )
     assert not plan.candidate("node2").eligible  # type: ignore[union-attr]
     assert not plan.candidate("node3").eligible  # type: ignore[union-attr]
     assert plan.default == "node4"
 
 
 def test_failover_priority_positive_overrides_nofailover() -> None:
-    plan = takeover_plan(snap(member("node1", "leader"),
-                              member("node2", tags={"nofailover": True, "failover_priority": 1})))
+    plan = takeover_plan(
+        snap(member("node1", "leader"), member("node2", tags={"nofailover": True, "failover_priority": 1}))
+    )
     assert plan.default == "node2"
 
 
 def test_state_and_timeline_and_reachability_block() -> None:
-    plan = takeover_plan(snap(member("node1", "leader", timeline=4),
-                              member("node2", state="starting", timeline=4),
-                              member("node3", timeline=3),
-                              member("node4", timeline=4, reachable=False, error="timeout")))
+    plan = takeover_plan(
+        snap(
+            member("node1", "leader", timeline=4),
+            member("node2", state="starting", timeline=4),
+            member("node3", timeline=3),
+            member("node4", timeline=4, reachable=False, error="timeout"),
+        )
+    )
     by = {c.name: c for c in plan.candidates}
     assert by["node2"].reasons == ("state is starting, not streaming/running",)
     assert by["node3"].reasons == ("on timeline 3, the leader is on 4",)
@@ -102,10 +126,14 @@ def test_state_and_timeline_and_reachability_block() -> None:
 
 
 def test_warnings_rank_but_do_not_block() -> None:
-    plan = takeover_plan(snap(member("node1", "leader"),
-                              member("node2", pending_restart=True, lag_bytes=0),
-                              member("node3", tags={"nosync": True}, lag_bytes=100),
-                              member("node4", lag_bytes=200)))
+    plan = takeover_plan(
+        snap(
+            member("node1", "leader"),
+            member("node2", pending_restart=True, lag_bytes=0),
+            member("node3", tags={"nosync": True}, lag_bytes=100),
+            member("node4", lag_bytes=200),
+        )
+    )
     assert all(c.eligible for c in plan.candidates)
     assert "pending restart" in plan.candidate("node2").warnings  # type: ignore[union-attr]
     assert plan.default == "node4"
@@ -113,8 +141,13 @@ def test_warnings_rank_but_do_not_block() -> None:
 
 
 def test_synchronous_mode_prefers_and_requires_sync_standby() -> None:
-    plan = takeover_plan(snap(member("node1", "leader"), member("node2", lag_bytes=0),
-                              member("node3", "sync_standby", lag_bytes=50)))
+    plan = takeover_plan(
+        snap(
+            member("node1", "leader"),
+            member("node2", lag_bytes=0),
+            member("node3", "sync_standby", lag_bytes=50),
+        )
+    )
     assert plan.default == "node3"
     node2 = plan.candidate("node2")
     assert node2 is not None and not node2.eligible
@@ -136,8 +169,14 @@ def test_no_leader_means_failover() -> None:
 
 
 def test_pause_and_scheduled_switchover_are_noted() -> None:
-    plan = takeover_plan(snap(member("node1", "leader"), member("node2"), pause=True,
-                              scheduled_switchover={"at": "2025-01-01T10:00:00+00:00"}))
+    plan = takeover_plan(
+        snap(
+            member("node1", "leader"),
+            member("node2"),
+            pause=True,
+            scheduled_switchover={"at": "2025-01-01T10:00:00+00:00"},
+        )
+    )
     assert plan.paused
     assert any("maintenance mode" in n for n in plan.notes)
     assert any("2025-01-01T10:00:00+00:00" in n for n in plan.notes)
@@ -145,10 +184,14 @@ def test_pause_and_scheduled_switchover_are_noted() -> None:
 
 def test_postgres_view_adds_warnings() -> None:
     s = snap(member("node1", "leader"), member("node2"), member("node3", lag_bytes=5))
-    s = s.model_copy(update={"nodes": (NodeSnapshot(name="node2", reachable=False),
-                                       NodeSnapshot(name="node3", reachable=True,
-                                                    in_recovery=True))})
+    s = s.model_copy(
+        update={
+            "nodes": (
+                NodeSnapshot(name="node2", reachable=False),
+                NodeSnapshot(name="node3", reachable=True, in_recovery=True),
+            )
+        }
+    )
     plan = takeover_plan(s)
-    assert "PostgreSQL not reachable from the console" in \
-        plan.candidate("node2").warnings  # type: ignore[union-attr]
+    assert "PostgreSQL not reachable from the console" in plan.candidate("node2").warnings  # type: ignore[union-attr]
     assert plan.default == "node3"

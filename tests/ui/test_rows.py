@@ -244,3 +244,13 @@ def test_replication_falls_back_to_the_standbys_own_view() -> None:
     rows = texts(replication.rows(fx.kill_primary(), ctx()))
     assert set(rows) == {"?|node2", "?|node3"}
     assert rows["?|node2"][3] == "no receiver" and rows["?|node2"][2] == "▲ WARN"
+
+
+def test_memory_total_row_says_why_memory_is_missing() -> None:
+    base = fx.healthy()
+    node1 = base.nodes[0].model_copy(
+        update={"unavailable": {"processes.memory": "needs superuser or pg_read_server_files"}}
+    )
+    snap = base.model_copy(update={"nodes": (node1, *base.nodes[1:])})
+    total = next(r for r in memory.rows(snap, ctx()) if r.key == f"{node1.name}|total")
+    assert total.cells[3].text == "needs superuser or pg_read_server_files"

@@ -31,7 +31,7 @@ def _total(node: NodeSnapshot) -> Row:
     huge = "-"
     if node.hugepages_total:
         huge = f"HugePages {node.hugepages_total - (node.hugepages_free or 0)}/{node.hugepages_total}"
-    note = node.unavailable.get("memory")
+    note = node.unavailable.get("processes.memory")
     if note is None and node.memory_source:
         note = f"via {node.memory_source}"
     return Row(
