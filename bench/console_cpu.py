@@ -41,7 +41,7 @@ def child(config: Path, interval: float, theme: str, poller_only: bool) -> None:
         return
     from pgtop_ha.ui.app import PgtopApp
 
-    PgtopApp(settings, Poller.from_settings(settings), read_only=True).run()
+    PgtopApp(settings, Poller.from_settings(settings)).run()
 
 
 def run_tmux(args: argparse.Namespace, index: int) -> float:

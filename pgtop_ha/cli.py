@@ -111,6 +111,13 @@ def resolve_read_only(settings: Settings, environ: dict[str, str] | os._Environ[
     return bool(environ.get("SSH_CONNECTION"))
 
 
+def read_only_notice(settings: Settings, environ: dict[str, str] | os._Environ[str]) -> str | None:
+    """Why the console starts read-only when nobody asked: an SSH session."""
+    if settings.read_only is None and environ.get("SSH_CONNECTION"):
+        return "read-only: this is an SSH session (SSH_CONNECTION is set); start with --operator to act"
+    return None
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(getattr(args, "config", None), cli_overrides(args))
 
@@ -153,7 +160,10 @@ def run_console(settings: Settings) -> int:
 
         actions = build_actions(settings)
     app = PgtopApp(
-        settings=settings, source=Poller.from_settings(settings), actions=actions, read_only=read_only
+        settings=settings,
+        source=Poller.from_settings(settings),
+        actions=actions,
+        notice=read_only_notice(settings, os.environ),
     )
     app.run()
     return 0

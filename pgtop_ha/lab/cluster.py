@@ -283,7 +283,7 @@ class Lab:
         self._start_etcd(tools, progress)
 
         progress.step("starting Patroni on node1..node3")
-        for _i, name in enumerate(NODE_NAMES):
+        for name in NODE_NAMES:
             if not self.book.running(f"patroni-{name}"):
                 self.start_patroni(name, python=python)
         self._wait_members(progress, timeout=240)
@@ -296,9 +296,8 @@ class Lab:
         self._load(tools, rows, progress)
 
         progress.step("writing the console config")
-        secrets_dir = self.layout.secrets_dir
         self.layout.console_config.write_text(configs.console_config(self.layout))
-        secrets_dir.chmod(0o700)
+        # Patroni restarts each replica once to create the permanent slot there: wait it out.
         self._wait_members(progress, timeout=240)
         progress.done(
             f"lab up: one leader and two streaming replicas; console: pgtop-ha --config "

@@ -51,8 +51,8 @@ class PgtopApp(App[None]):
         settings: Settings,
         source: SnapshotSource,
         actions: object | None = None,
-        read_only: bool = True,
         clock: Clock = system_clock,
+        notice: str | None = None,
     ) -> None:
         # NO_COLOR: Textual strips colour itself; the mono theme adds bold/reverse for states.
         name = "mono" if "NO_COLOR" in os.environ else settings.theme
@@ -61,7 +61,9 @@ class PgtopApp(App[None]):
         self.settings = settings
         self.source = source
         self.actions = actions
-        self.read_only = read_only
+        # Read-only is structural: no actions object, no operator screen. The badge follows it.
+        self.read_only = actions is None
+        self.notice = notice
         self.clock = clock
         self.history: deque[ClusterSnapshot] = deque(maxlen=HISTORY)
         self.events: deque[Event] = deque(maxlen=EVENTS)
@@ -74,6 +76,8 @@ class PgtopApp(App[None]):
     def on_mount(self) -> None:
         """Push the right screen and start the one long-lived poll task."""
         self.push_screen(self._main_screen())
+        if self.notice:
+            self.notify(self.notice, timeout=15)
         self._poll = self.run_worker(self._poll_loop(), name="poll", group="poll", exit_on_error=False)
 
     def _main_screen(self) -> Screen[None]:

@@ -157,7 +157,6 @@ def operator_app(settings: Settings, tmp_path: Path) -> PgtopApp:
         settings=settings,
         source=Poller.from_settings(settings),
         actions=build_actions(settings),
-        read_only=False,
     )
 
 
@@ -238,7 +237,6 @@ async def test_refused_switchover_shows_the_reason(
         settings=lab_settings,
         source=Poller.from_settings(lab_settings),
         actions=build_actions(write_settings),
-        read_only=False,
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: ready(app, leader), "a snapshot with an eligible candidate")
@@ -262,7 +260,7 @@ async def test_read_only_every_key_writes_nothing(lab: Lab, lab_settings: Settin
                 "patroni": lab_settings.patroni.model_copy(update={"urls": tuple(proxies)}),
             }
         )
-        app = PgtopApp(settings=settings, source=Poller.from_settings(settings), actions=None, read_only=True)
+        app = PgtopApp(settings=settings, source=Poller.from_settings(settings), actions=None)
         async with app.run_test(size=(120, 40)) as pilot:
             await until(
                 pilot,

@@ -91,7 +91,7 @@ def make_actions(tmp_path: Path, handler: Handler) -> tuple[Actions, list[httpx.
 
 def make_app(actions: Actions | None, snap: ClusterSnapshot | None = None) -> PgtopApp:
     source = ScriptedSource([snap or fixtures.healthy()])
-    return PgtopApp(settings=fixtures.settings(), source=source, actions=actions, read_only=actions is None)
+    return PgtopApp(settings=fixtures.settings(), source=source, actions=actions)
 
 
 async def until(pilot: Pilot[None], check: Callable[[], bool], what: str, within: float = 10) -> None:

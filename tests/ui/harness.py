@@ -25,11 +25,10 @@ def make_app(
     *,
     settings: Settings | None = None,
     now: datetime = NOW,
-    read_only: bool = True,
 ) -> tuple[PgtopApp, ScriptedSource]:
     """An app fed ``snapshots`` at once by a scripted source, with a fixed clock."""
     source = ScriptedSource(snapshots)
-    app = PgtopApp(settings or fx.settings(), source, read_only=read_only, clock=fixed_clock(now))
+    app = PgtopApp(settings or fx.settings(), source, clock=fixed_clock(now))
     return app, source
 
 

@@ -132,3 +132,16 @@ def test_version_and_help() -> None:
     helptext = _run("--help").stdout
     for word in ("snapshot", "lab", "demo", "--read-only", "--operator", "--patroni"):
         assert word in helptext
+
+
+def test_ssh_session_says_why_it_is_read_only() -> None:
+    from pgtop_ha.cli import read_only_notice
+
+    auto = load_settings(None, environ={})
+    notice = read_only_notice(auto, {"SSH_CONNECTION": "10.0.0.1 5 10.0.0.2 22"})
+    assert notice is not None
+    assert "SSH" in notice
+    assert "--operator" in notice
+    assert read_only_notice(auto, {}) is None
+    chosen = load_settings(None, {"read_only": True}, environ={})
+    assert read_only_notice(chosen, {"SSH_CONNECTION": "x"}) is None
