@@ -67,7 +67,7 @@ def spawn(
             stdout=out,
             stderr=subprocess.STDOUT,
             env=full_env,
-            cwd=str(cwd) if cwd else None,
+            cwd=str(cwd) if cwd else "/",
             start_new_session=True,
             **kwargs,
         )
@@ -95,7 +95,8 @@ def run(
         capture_output=True,
         text=True,
         env=full_env,
-        cwd=str(cwd) if cwd else None,
+        # The caller's directory may be private (a checkout under /root): never inherit it.
+        cwd=str(cwd) if cwd else "/",
         timeout=timeout,
         check=check,
         **kwargs,
