@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from hypothesis import strategies as st
 
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.haproxy import csv_url, parse_stat_csv
+from pgtop_ha.models.snapshot import HAProxyServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HTTP_CSV = (FIXTURES / "haproxy_stats.csv").read_text()
@@ -61,12 +61,19 @@ def test_csv_url() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=300))
 def test_fuzz_any_text(text: str) -> None:
-    with contextlib.suppress(ParseError):
-        parse_stat_csv(text)
+    try:
+        servers = parse_stat_csv(text)
+    except ParseError:
+        return
+    assert all(isinstance(s, HAProxyServer) for s in servers)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(min_value=0, max_value=len(HTTP_CSV)), st.text(max_size=20))
 def test_fuzz_truncated_and_garbled(cut: int, junk: str) -> None:
-    with contextlib.suppress(ParseError):
-        parse_stat_csv(HTTP_CSV[:cut] + junk)
+    try:
+        servers = parse_stat_csv(HTTP_CSV[:cut] + junk)
+    except ParseError:
+        return
+    # Whatever survives a cut is a server line of the original answer's proxies.
+    assert all(isinstance(s, HAProxyServer) for s in servers)

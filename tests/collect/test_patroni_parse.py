@@ -160,20 +160,30 @@ def test_fuzz_cluster(value: Any) -> None:
     )
 )
 def test_fuzz_patroni(value: Any) -> None:
-    with contextlib.suppress(ParseError):
-        parse_patroni(value)
+    try:
+        own = parse_patroni(value)
+    except ParseError:
+        return
+    assert own.role is None or isinstance(own.role, str)
+    assert own.timeline is None or isinstance(own.timeline, int)
 
 
 @settings(max_examples=300, deadline=None)
 @given(json_values | st.lists(st.lists(json_values, max_size=6), max_size=5))
 def test_fuzz_history_and_config(value: Any) -> None:
-    for func in (parse_history, parse_config):
-        with contextlib.suppress(ParseError):
-            func(value)
+    with contextlib.suppress(ParseError):
+        history = parse_history(value)
+        assert all(isinstance(h.timeline, int) for h in history)
+    with contextlib.suppress(ParseError):
+        config = parse_config(value)
+        assert isinstance(config.permanent_slots, dict)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=200) | st.text(max_size=200))
 def test_fuzz_decode(raw: bytes | str) -> None:
-    with contextlib.suppress(ParseError):
-        decode_json(raw, "x")
+    try:
+        value = decode_json(raw, "x")
+    except ParseError:
+        return
+    assert isinstance(value, dict | list | str | int | float | bool | None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 
@@ -156,5 +155,9 @@ def test_bad_documents(text: str) -> None:
     )
 )
 def test_fuzz_documents(doc: dict[str, object]) -> None:
-    with contextlib.suppress(ParseError):
-        parse_document(json.dumps(doc), _caps(150000))
+    try:
+        parsed = parse_document(json.dumps(doc), _caps(150000))
+    except ParseError:
+        return
+    assert isinstance(parsed.fields, dict)
+    assert all(isinstance(p.pid, int) for p in parsed.processes)

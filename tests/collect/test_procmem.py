@@ -114,5 +114,9 @@ def test_is_local_host() -> None:
 def test_fuzz_proc_files(text: str) -> None:
     for parse in (parse_smaps_rollup, parse_status):
         with contextlib.suppress(ParseError):
-            parse(text)
-    parse_hugepages(text)
+            mem = parse(text)
+            sizes = (mem.rss, mem.pss, mem.uss, mem.swap, mem.pagetable)
+            assert all(v is None or isinstance(v, int) for v in sizes)
+    total, free = parse_hugepages(text)
+    assert total is None or isinstance(total, int)
+    assert free is None or isinstance(free, int)

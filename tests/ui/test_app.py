@@ -247,8 +247,10 @@ async def test_question_mark_shows_help_and_escape_closes_it() -> None:
         await settled(pilot, app, source)
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        assert isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+        assert not isinstance(app.screen, HelpScreen)
 
 
 async def test_sort_survives_refresh_and_cursor_stays_on_its_row() -> None:
