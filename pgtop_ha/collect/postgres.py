@@ -8,7 +8,6 @@ and bounded (statement_timeout, lock_timeout). Passwords come only from libpq co
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,6 +22,7 @@ from pgtop_ha.clock import Clock
 from pgtop_ha.collect import procmem
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query, unavailable
+from pgtop_ha.collect.source import PollTask
 from pgtop_ha.models import derive
 from pgtop_ha.models.snapshot import (
     Archiver,
@@ -284,8 +284,7 @@ class NodeReader:
         self._local = procmem.is_local_host(target.host) if local is None else local
         self._failures = 0
         self._retry_at = 0.0
-        self._task: asyncio.Task[None] | None = None
-        self._task_started = 0.0
+        self._runner = PollTask(f"pg:{target.name}", self._poll)
         self._result: NodeSnapshot = NodeSnapshot(
             name=target.name, host=target.host, port=target.port, error="not polled yet"
         )
@@ -311,16 +310,12 @@ class NodeReader:
 
     def start(self) -> asyncio.Task[None]:
         """The running poll, or a new one when the last has finished."""
-        if self._task is None or self._task.done():
-            self._task_started = asyncio.get_running_loop().time()
-            self._task = asyncio.create_task(self._poll(), name=f"pg:{self.target.name}")
-        return self._task
+        return self._runner.start()
 
     def view(self) -> NodeSnapshot:
         """The latest result; an error naming the wait when the poll has not answered yet."""
-        task = self._task
-        if task is not None and not task.done():
-            waited = asyncio.get_running_loop().time() - self._task_started
+        waited = self._runner.running_for()
+        if waited is not None:
             return NodeSnapshot(
                 name=self.target.name,
                 host=self.target.host,
@@ -332,11 +327,7 @@ class NodeReader:
 
     async def aclose(self) -> None:
         """Stop the poll and drop the connection."""
-        task = self._task
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._runner.cancel()
         self._drop()
 
     # -- the poll -------------------------------------------------------------------------------

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pgtop_ha.clock import Clock
 
@@ -21,6 +21,37 @@ class Reading(Generic[T]):
     value: T | None
     error: str | None
     last_ok_at: datetime | None
+
+
+class PollTask:
+    """At most one poll at a time in the background: start it, ask how long it runs, cancel it."""
+
+    def __init__(self, name: str, poll: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        self.name = name
+        self._poll = poll
+        self._task: asyncio.Task[None] | None = None
+        self._started = 0.0
+
+    def start(self) -> asyncio.Task[None]:
+        """The running poll, or a new one when the last has finished."""
+        if self._task is None or self._task.done():
+            self._started = asyncio.get_running_loop().time()
+            self._task = asyncio.create_task(self._poll(), name=self.name)
+        return self._task
+
+    def running_for(self) -> float | None:
+        """Seconds the unfinished poll has run so far; None when no poll is running."""
+        if self._task is None or self._task.done():
+            return None
+        return asyncio.get_running_loop().time() - self._started
+
+    async def cancel(self) -> None:
+        """Cancel a running poll and wait for it to end."""
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 class Source(Generic[T]):
@@ -39,16 +70,12 @@ class Source(Generic[T]):
         self._limit_s = limit_s
         self._clock = clock
         self._describe = describe
-        self._task: asyncio.Task[None] | None = None
-        self._started = 0.0
+        self._runner = PollTask(f"source:{name}", self._poll)
         self._reading: Reading[T] = Reading(None, "not polled yet", None)
 
     def start(self) -> asyncio.Task[None]:
         """The running poll, or a new one when the last has finished."""
-        if self._task is None or self._task.done():
-            self._started = asyncio.get_running_loop().time()
-            self._task = asyncio.create_task(self._poll(), name=f"source:{self.name}")
-        return self._task
+        return self._runner.start()
 
     async def _poll(self) -> None:
         try:
@@ -63,17 +90,12 @@ class Source(Generic[T]):
 
     def reading(self) -> Reading[T]:
         """The latest reading; an error naming the wait when the poll has not answered yet."""
-        task = self._task
-        if task is not None and not task.done():
-            waited = asyncio.get_running_loop().time() - self._started
+        waited = self._runner.running_for()
+        if waited is not None:
             error = f"{self.name}: no answer for {waited:.1f}s"
             return Reading(None, error, self._reading.last_ok_at)
         return self._reading
 
     async def aclose(self) -> None:
         """Cancel a running poll."""
-        task = self._task
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._runner.cancel()
