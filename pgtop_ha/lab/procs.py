@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,22 @@ def alive(pid: int, started: int | None = None) -> bool:
     return started is None or int(fields[19]) == started
 
 
+def _as_lab_user(run_as: RunAs, env: Mapping[str, str] | None, cwd: Path | None) -> dict[str, Any]:
+    """Popen arguments shared by every lab child: identity, environment, working directory."""
+    full_env = dict(os.environ if env is None else env)
+    if run_as.home:
+        full_env["HOME"] = run_as.home
+    kwargs: dict[str, Any] = {
+        "stdin": subprocess.DEVNULL,
+        "env": full_env,
+        # The caller's directory may be private (a checkout under /root): never inherit it.
+        "cwd": str(cwd) if cwd else "/",
+    }
+    if run_as.uid is not None:
+        kwargs.update(user=run_as.uid, group=run_as.gid, extra_groups=[])
+    return kwargs
+
+
 def spawn(
     argv: Sequence[str],
     *,
@@ -54,22 +71,13 @@ def spawn(
     cwd: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` detached in its own session, output appended to ``log``."""
-    full_env = dict(os.environ if env is None else env)
-    if run_as.home:
-        full_env["HOME"] = run_as.home
     with log.open("ab") as out:
-        kwargs: dict[str, object] = {}
-        if run_as.uid is not None:
-            kwargs.update(user=run_as.uid, group=run_as.gid, extra_groups=[])
-        return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
+        return subprocess.Popen(
             list(argv),
-            stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=full_env,
-            cwd=str(cwd) if cwd else "/",
             start_new_session=True,
-            **kwargs,
+            **_as_lab_user(run_as, env, cwd),
         )
 
 
@@ -83,23 +91,13 @@ def run(
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` to completion as the lab user and return its output."""
-    full_env = dict(os.environ if env is None else env)
-    if run_as.home:
-        full_env["HOME"] = run_as.home
-    kwargs: dict[str, object] = {}
-    if run_as.uid is not None:
-        kwargs.update(user=run_as.uid, group=run_as.gid, extra_groups=[])
-    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+    return subprocess.run(
         list(argv),
-        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        env=full_env,
-        # The caller's directory may be private (a checkout under /root): never inherit it.
-        cwd=str(cwd) if cwd else "/",
         timeout=timeout,
         check=check,
-        **kwargs,
+        **_as_lab_user(run_as, env, cwd),
     )
 
 
