@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from pgtop_ha import __version__
+from pgtop_ha.crash import crash_line, write_report
 from pgtop_ha.errors import UserError
-from pgtop_ha.settings import Settings, load_settings
+from pgtop_ha.models.text import clean
+from pgtop_ha.settings import Settings, load_settings, resolve_mode
 
 
 def _console_flags() -> argparse.ArgumentParser:
@@ -96,26 +98,13 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
         tree.setdefault("postgres", {})["user"] = ns["pg_user"]
     if "haproxy" in ns:
         target = ns["haproxy"]
-        key = "url" if target.startswith(("http://", "https://")) else "socket"
+        # Anything with a scheme is a URL (and an ftp:// one is refused as such), else a socket path.
+        key = "url" if "://" in target else "socket"
         tree.setdefault("haproxy", {})[key] = target
     for key in ("read_only", "interval", "theme"):
         if key in ns:
             tree[key] = ns[key]
     return tree
-
-
-def resolve_read_only(settings: Settings, environ: dict[str, str] | os._Environ[str]) -> bool:
-    """Read-only when asked, or by default inside an SSH session."""
-    if settings.read_only is not None:
-        return settings.read_only
-    return bool(environ.get("SSH_CONNECTION"))
-
-
-def read_only_notice(settings: Settings, environ: dict[str, str] | os._Environ[str]) -> str | None:
-    """Why the console starts read-only when nobody asked: an SSH session."""
-    if settings.read_only is None and environ.get("SSH_CONNECTION"):
-        return "read-only: this is an SSH session (SSH_CONNECTION is set); start with --operator to act"
-    return None
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -141,10 +130,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_demo(args, cli_overrides(args))
         return run_console(_settings(args))
     except UserError as exc:
-        print(f"pgtop-ha: {exc}", file=sys.stderr)
+        print(f"pgtop-ha: {clean(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # never a traceback on the terminal, never exit 0 after a crash
+        print(crash_line(exc, write_report(exc)), file=sys.stderr)
+        return 1
 
 
 def run_console(settings: Settings) -> int:
@@ -152,9 +144,9 @@ def run_console(settings: Settings) -> int:
     from pgtop_ha.collect.poller import Poller
     from pgtop_ha.ui.app import PgtopApp
 
-    read_only = resolve_read_only(settings, os.environ)
+    mode = resolve_mode(settings, os.environ)
     actions = None
-    if not read_only:
+    if not mode.read_only:
         # Imported only here: in read-only mode the write path is never even loaded.
         from pgtop_ha.actions import build_actions
 
@@ -163,7 +155,10 @@ def run_console(settings: Settings) -> int:
         settings=settings,
         source=Poller.from_settings(settings),
         actions=actions,
-        notice=read_only_notice(settings, os.environ),
+        mode=mode,
     )
     app.run()
-    return 0
+    if app.crash is not None:
+        print(crash_line(app.crash, app.crash_report), file=sys.stderr)
+        return 1
+    return app.return_code or 0

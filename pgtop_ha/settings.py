@@ -6,13 +6,15 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
@@ -20,23 +22,37 @@ from pydantic import (
 )
 
 from pgtop_ha.errors import ConfigError
+from pgtop_ha.models.trust import check_host_pattern
+from pgtop_ha.models.urls import haproxy_stats_url, patroni_root, redact
 
 ENV_PREFIX = "PGTOP_HA_"
+MAX_CONFIG_BYTES = 1024 * 1024  # a config file is a few KB; /dev/zero must not fill memory
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def parse_flag(value: Any) -> bool:
+    """A boolean from TOML, env or flags: only 1/0, true/false, yes/no, on/off (any case)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+    raise ValueError(f"{value!r} is not a boolean; write true or false (also 1/0, yes/no, on/off)")
+
+
+# Fail closed: a safety switch that doesn't parse is an error, never a silent false.
+Flag = Annotated[bool, BeforeValidator(parse_flag)]
+Hosts = tuple[Annotated[str, BeforeValidator(check_host_pattern)], ...]
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def _check_http_url(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{value!r} is not an http(s) URL; write it like http://10.0.0.5:8008")
-    try:
-        parts.port  # noqa: B018  (raises on a bad port)
-    except ValueError:
-        raise ValueError(f"{value!r} has a bad port; write it like http://10.0.0.5:8008") from None
-    return value.rstrip("/")
 
 
 class NodeSettings(_Section):
@@ -51,23 +67,37 @@ class NodeSettings(_Section):
     @field_validator("patroni_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        return None if value is None else _check_http_url(value)
+        return None if value is None else patroni_root(value)
 
 
-class PatroniSettings(_Section):
+class TLSSettings(_Section):
+    """TLS for https URLs, the same on the read and the write path (system CA store by default)."""
+
+    ca_file: Path | None = Field(None, description="CA bundle (PEM) instead of the system store.")
+    certfile: Path | None = Field(None, description="Client certificate (PEM) for mutual TLS.")
+    keyfile: Path | None = Field(None, description="Client certificate's key (PEM).")
+    verify: Flag = Field(True, description="Verify TLS certificates (keep on).")
+
+    @model_validator(mode="after")
+    def _pair(self) -> TLSSettings:
+        if self.keyfile is not None and self.certfile is None:
+            raise ValueError("keyfile is set without certfile; set both or neither")
+        return self
+
+
+class PatroniSettings(TLSSettings):
     """Where Patroni's REST API is and how to reach it."""
 
     urls: tuple[str, ...] = Field((), description="Any member's REST URL; members come from /cluster.")
     user: str | None = Field(None, description="REST user, used only by the write path.")
     password_file: Path | None = Field(None, description="File holding the REST password.")
-    ca_file: Path | None = Field(None, description="CA bundle for https URLs.")
-    verify: bool = Field(True, description="Verify TLS certificates (keep on).")
     timeout: float = Field(2.0, gt=0, le=60, description="Seconds per REST request.")
+    allowed_hosts: Hosts = Field((), description="CIDRs/host names REST requests may go to (empty: any).")
 
     @field_validator("urls")
     @classmethod
     def _urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(_check_http_url(u) for u in value)
+        return tuple(dict.fromkeys(patroni_root(u) for u in value))
 
 
 class PostgresSettings(_Section):
@@ -83,9 +113,13 @@ class PostgresSettings(_Section):
     connect_timeout: float = Field(3.0, gt=0, le=60, description="Seconds to connect.")
     statement_timeout_ms: int = Field(2000, ge=100, description="statement_timeout of read sessions.")
     operator_user: str | None = Field(None, description="Role for stats resets (default: user).")
+    allowed_hosts: Hosts = Field((), description="CIDRs/host names PostgreSQL connections may go to.")
+    allow_cleartext_password: Flag = Field(
+        False, description="Send a password to a server asking for it in clear text without TLS."
+    )
 
 
-class HAProxySettings(_Section):
+class HAProxySettings(TLSSettings):
     """Where HAProxy's stats are: an HTTP CSV URL and/or a unix socket."""
 
     url: str | None = Field(None, description="Stats page URL; ';csv' is added when missing.")
@@ -101,7 +135,7 @@ class HAProxySettings(_Section):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        return None if value is None else _check_http_url(value)
+        return None if value is None else haproxy_stats_url(value)
 
 
 class Thresholds(_Section):
@@ -146,7 +180,8 @@ class Settings(_Section):
     cluster_name: str | None = Field(None, description="Cluster (Patroni scope) name.")
     interval: float = Field(1.0, ge=0.2, le=60, description="Seconds between polls.")
     theme: str = Field("dark", description="Theme name from themes/ (dark, light, mono).")
-    read_only: bool | None = Field(None, description="true: no action exists; unset: auto (SSH).")
+    read_only: Flag | None = Field(None, description="true: no action exists; unset: auto (SSH).")
+    max_members: int = Field(64, ge=1, le=1000, description="Members polled at most; more is a problem.")
     audit_log: Path | None = Field(None, description="Where actions are appended.")
     patroni: PatroniSettings = Field(default_factory=PatroniSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
@@ -157,6 +192,13 @@ class Settings(_Section):
     patroni_password: SecretStr | None = Field(
         None, exclude=True, repr=False, description="From PGTOP_HA_PATRONI_PASSWORD only."
     )
+    # Where read_only was set ("command line", "environment", "config file PATH"): the mode's reason.
+    _read_only_from: str | None = PrivateAttr(None)
+
+    @property
+    def read_only_from(self) -> str | None:
+        """Which source set read_only, or None when nobody did."""
+        return self._read_only_from
 
     def patroni_secret(self) -> SecretStr | None:
         """The REST password (env, else password_file); for the write path only."""
@@ -192,22 +234,36 @@ _ENV_ALIASES: dict[str, tuple[str, ...]] = {
     "PG_DBNAME": ("postgres", "dbname"),
     "PATRONI_PASSWORD": ("patroni_password",),
 }
-_LIST_KEYS = {("patroni", "urls"), ("haproxy", "writer_backends"), ("haproxy", "reader_backends")}
+_LIST_KEYS = {
+    ("patroni", "urls"),
+    ("patroni", "allowed_hosts"),
+    ("postgres", "allowed_hosts"),
+    ("haproxy", "writer_backends"),
+    ("haproxy", "reader_backends"),
+}
 
 
 def default_config_paths() -> list[Path]:
-    """Where a config file is looked for when --config is not given."""
+    """Where a config file is looked for when --config is not given: the user's config only.
+
+    Never the current directory: a file dropped there must not change the mode or the audit log.
+    """
     home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return [Path("pgtop-ha.toml"), home / "pgtop-ha" / "config.toml"]
+    return [home / "pgtop-ha" / "config.toml"]
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"config file {path} not found; check --config or create it") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path} is a directory; give the TOML file's path") from None
     except OSError as exc:
         raise ConfigError(f"config file {path}: {exc.strerror}; make it readable") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is larger than 1 MiB; is it really a pgtop-ha TOML file?")
     try:
         return tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -228,13 +284,14 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
     for name, value in environ.items():
         if not name.startswith(ENV_PREFIX):
             continue
+        if not value.strip():
+            continue  # an empty value means "unset", never false
         rest = name[len(ENV_PREFIX) :]
         keys = _ENV_ALIASES.get(rest) or tuple(k.lower() for k in rest.split("__"))
         if keys in _LIST_KEYS:
             _set(tree, keys, [v.strip() for v in value.split(",") if v.strip()])
-        elif keys == ("read_only",):
-            _set(tree, keys, value.strip().lower() in ("1", "true", "yes", "on"))
         else:
+            # Booleans are parsed (strictly) by the models' Flag type.
             _set(tree, keys, value)
     return tree
 
@@ -255,9 +312,11 @@ def _describe(exc: ValidationError, source: str) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         return f"{source}: unknown key {loc!r}; remove it or check its spelling in config/example.toml"
-    msg = str(err["msg"]).removeprefix("Value error, ")
+    msg = redact(str(err["msg"]).removeprefix("Value error, "))
     got = err.get("input")
-    shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
+    shown = "" if isinstance(got, dict | list | tuple) or got is None else f" (got {redact(repr(got))})"
+    if isinstance(got, str) and redact(got) in msg:
+        shown = ""  # the message already quotes it
     return f"{source}: {loc}: {msg}{shown}; fix the value of {loc}"
 
 
@@ -293,6 +352,42 @@ def load_settings(
         raise ConfigError(_describe(exc, "environment PGTOP_HA_*")) from None
     merged = _merge(merged, cli or {})
     try:
-        return Settings.model_validate(merged)
+        settings = Settings.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, "command line")) from None
+    if cli and "read_only" in cli:
+        settings._read_only_from = "command line"
+    elif "read_only" in env:
+        settings._read_only_from = "environment"
+    elif "read_only" in data:
+        settings._read_only_from = source
+    return settings
+
+
+@dataclass(frozen=True)
+class Mode:
+    """Whether the console may act, and why (shown in the header and the help screen)."""
+
+    read_only: bool
+    reason: str
+    short: str = ""  # for the header badge: "SSH", "flag", "env", "config", "default"
+
+
+def resolve_mode(settings: Settings, environ: Mapping[str, str]) -> Mode:
+    """Read-only unless asked otherwise; inside SSH only --operator or a config file's false act."""
+    ssh = bool(environ.get("SSH_CONNECTION") or environ.get("SSH_TTY"))
+    chosen, origin = settings.read_only, settings.read_only_from
+    short = {"command line": "flag", "environment": "env"}.get(origin or "", "config")
+    if chosen is True:
+        shown = "--read-only" if origin == "command line" else origin or "settings"
+        return Mode(True, f"read-only: set by {shown}", short)
+    if chosen is False and ssh and origin == "environment":
+        # An env var is too easy to inherit by accident on a bastion: SSH needs a deliberate choice.
+        why = "read-only: SSH session (PGTOP_HA_READ_ONLY=false does not count there; use --operator)"
+        return Mode(True, why, "SSH")
+    if chosen is False:
+        shown = "--operator" if origin == "command line" else origin or "settings"
+        return Mode(False, f"operator: set by {shown}", short)
+    if ssh:
+        return Mode(True, "read-only: SSH session (start with --operator to act)", "SSH")
+    return Mode(False, "operator: not an SSH session (--read-only to disable actions)", "default")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from textual.app import App
@@ -12,9 +13,10 @@ from textual.reactive import reactive
 from textual.worker import Worker, WorkerState
 
 from pgtop_ha.clock import Clock, system_clock
+from pgtop_ha.crash import write_report
 from pgtop_ha.models.events import Event, diff
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.settings import Settings
+from pgtop_ha.settings import Mode, Settings
 from pgtop_ha.ui.messages import SnapshotReady
 from pgtop_ha.ui.source import SnapshotSource
 from pgtop_ha.ui.themes import ConsoleTheme, load_theme
@@ -52,7 +54,7 @@ class PgtopApp(App[None]):
         source: SnapshotSource,
         actions: object | None = None,
         clock: Clock = system_clock,
-        notice: str | None = None,
+        mode: Mode | None = None,
     ) -> None:
         # NO_COLOR: Textual strips colour itself; the mono theme adds bold/reverse for states.
         name = "mono" if "NO_COLOR" in os.environ else settings.theme
@@ -63,7 +65,13 @@ class PgtopApp(App[None]):
         self.actions = actions
         # Read-only is structural: no actions object, no operator screen. The badge follows it.
         self.read_only = actions is None
-        self.notice = notice
+        default = "read-only" if self.read_only else "operator"
+        self.mode_reason = mode.reason if mode is not None else default
+        self.mode_why = mode.short if mode is not None else ""
+        # Say why only when it is a surprise: an SSH session (or an env var) decided it.
+        self.notice = self.mode_reason if mode is not None and "SSH" in mode.reason else None
+        self.crash: BaseException | None = None
+        self.crash_report: Path | None = None
         self.clock = clock
         self.history: deque[ClusterSnapshot] = deque(maxlen=HISTORY)
         self.events: deque[Event] = deque(maxlen=EVENTS)
@@ -73,11 +81,20 @@ class PgtopApp(App[None]):
         self.theme = self.console_theme.theme.name
         self.set_reactive(PgtopApp.interval, settings.interval)
 
+    def _handle_exception(self, error: Exception) -> None:
+        # Textual prints a full traceback and, from App.run(), the caller saw exit 0: keep the
+        # traceback in a 0600 report file and let the command line print one line and exit 1.
+        if self.crash is None:
+            self.crash = error
+            self.crash_report = write_report(error)
+        super()._handle_exception(error)
+        self._exit_renderables.clear()
+
     def on_mount(self) -> None:
         """Push the right screen and start the one long-lived poll task."""
         self.push_screen(self._main_screen())
         if self.notice:
-            self.notify(self.notice, timeout=15)
+            self.notify(self.notice, timeout=15, markup=False)
         self._poll = self.run_worker(self._poll_loop(), name="poll", group="poll", exit_on_error=False)
 
     def _main_screen(self) -> Screen[None]:

@@ -37,14 +37,17 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "dismiss", "Close", show=False),
     ]
 
-    def __init__(self, extra: str = "") -> None:
+    def __init__(self, extra: str = "", mode: str = "") -> None:
         super().__init__()
         self.extra = extra
+        self.mode = mode
 
     def compose(self) -> ComposeResult:
         """The help text in a box."""
         with Vertical(id="help-box"):
             yield Static(HELP + self.extra, id="help-text", markup=True)
+            if self.mode:
+                yield Static(f"Mode: {self.mode}", id="help-mode", markup=False)
 
     async def action_dismiss(self, result: None = None) -> None:
         """Close the help."""

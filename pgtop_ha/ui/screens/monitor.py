@@ -225,6 +225,7 @@ class MonitorScreen(Screen[None]):
             node_filter=app.node_filter,
             note=note,
             styles=self._header_styles,
+            mode_why=app.mode_why,
         )
         self.query_one(Heartbeat).show(text)
 
@@ -282,7 +283,7 @@ class MonitorScreen(Screen[None]):
 
     def action_help(self) -> None:
         """Show the keys."""
-        self.app.push_screen(HelpScreen(self.help_extra()))
+        self.app.push_screen(HelpScreen(self.help_extra(), self.papp.mode_reason))
 
     def help_extra(self) -> str:
         """More help lines (the operator screen lists its keys here)."""

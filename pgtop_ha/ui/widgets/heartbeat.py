@@ -42,16 +42,18 @@ def heartbeat_text(
     node_filter: str,
     note: str,
     styles: Mapping[str, Style],
+    mode_why: str = "",
 ) -> Text:
     """The header as rich text; ``styles`` maps ok/warn/crit/badge names to theme styles."""
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append(" pgtop-ha ", styles.get("title", Style(bold=True)))
     if snapshot is not None and snapshot.cluster.name:
         t.append(f"{snapshot.cluster.name} ")
+    why = f"·{mode_why}" if mode_why and mode_why != "default" else ""
     if read_only:
-        t.append(" READ-ONLY ", styles.get("read_only"))
+        t.append(f" READ-ONLY{why} ", styles.get("read_only"))
     else:
-        t.append(" OPERATOR ", styles.get("operator"))
+        t.append(f" OPERATOR{why} ", styles.get("operator"))
     if paused:
         t.append(" ")
         t.append(" ⏸ PAUSED ", styles.get("paused"))
