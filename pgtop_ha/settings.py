@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (

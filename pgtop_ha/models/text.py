@@ -17,7 +17,7 @@ _SAFE = re.compile(r"[ -~\u00a0-\u2029\u202f-\u2065\u206a-\uffff]*")
 
 
 def clean(text: str, *, keep_newlines: bool = False) -> str:
-    """``text`` without control characters or escape sequences (tabs and, if asked, newlines become spaces)."""
+    """``text`` without control characters or escape sequences; tabs (and newlines) become spaces."""
     if _SAFE.fullmatch(text):
         return text  # the common case: nothing to strip, no copy
     text = _ESCAPES.sub("", text)

@@ -23,7 +23,9 @@ _NEVER = (
     ipaddress.ip_network("::/128"),
     ipaddress.ip_network("fd00:ec2::254/128"),  # AWS IMDS over IPv6
 )
-_NEVER_NAMES = frozenset({"metadata.google.internal", "metadata", "instance-data", "instance-data.ec2.internal"})
+_NEVER_NAMES = frozenset(
+    {"metadata.google.internal", "metadata", "instance-data", "instance-data.ec2.internal"}
+)
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)(\*\.)?([A-Za-z0-9_]([A-Za-z0-9_\-]{0,61}[A-Za-z0-9_])?\.?)+$")
 
 
@@ -60,6 +62,8 @@ def check_host_pattern(value: str) -> str:
         except ValueError:
             raise ValueError(f"{value!r} is not a valid CIDR; write it like 10.0.0.0/24") from None
         return text
+    if re.fullmatch(r"[0-9.]+", text):
+        raise ValueError(f"{value!r} is not a valid IP address; write it like 10.0.0.5 or 10.0.0.0/24")
     if not _HOSTNAME.match(text):
         raise ValueError(f"{value!r} is neither a CIDR nor a host name; write 10.0.0.0/24 or db1.example.com")
     return text.lower().rstrip(".")

@@ -7,13 +7,16 @@ import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.style import Style
+from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.models.health import Level
 
+_MAX_THEME_BYTES = 256 * 1024
 _COLOR_KEYS = (
     "primary",
     "secondary",
@@ -64,9 +67,29 @@ def load_theme(name: str) -> ConsoleTheme:
             )
         path = found
     try:
-        data = tomllib.loads(path.read_text())
+        with path.open("rb") as fh:
+            raw = fh.read(_MAX_THEME_BYTES + 1)
+        if len(raw) > _MAX_THEME_BYTES:
+            raise ConfigError(f"theme file {path} is larger than 256 KiB; is it really a theme?")
+        data = tomllib.loads(raw.decode())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"theme file {path}: {exc}; fix or remove it") from None
+    try:
+        return _build(data, path)
+    except ConfigError:
+        raise
+    except Exception as exc:  # whatever a hand-edited theme holds, one line, never a traceback
+        raise ConfigError(f"theme file {path}: {type(exc).__name__}: {exc}; fix or remove it") from None
+
+
+def _table(data: dict[str, Any], key: str, path: Path) -> dict[str, str]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f'theme file {path}: [{key}] must be a table of name = "value"')
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _build(data: dict[str, Any], path: Path) -> ConsoleTheme:
     colors = data.get("colors", {})
     if not isinstance(colors, dict) or "primary" not in colors:
         raise ConfigError(f"theme file {path}: [colors] needs at least primary; add it")
@@ -76,6 +99,13 @@ def load_theme(name: str) -> ConsoleTheme:
             f"theme file {path}: unknown colour {sorted(unknown)[0]!r}; use {', '.join(_COLOR_KEYS)}"
         )
     c = {k: str(v) for k, v in colors.items()}
+    for key, value in c.items():
+        try:
+            Color.parse(value)
+        except ColorParseError:
+            raise ConfigError(
+                f"theme file {path}: colour {key} = {value!r} is not a colour; use e.g. #1e90ff"
+            ) from None
     theme = Theme(
         name=str(data.get("name", path.stem)),
         primary=c["primary"],
@@ -90,13 +120,9 @@ def load_theme(name: str) -> ConsoleTheme:
         panel=c.get("panel"),
         boost=c.get("boost"),
         dark=bool(data.get("dark", True)),
-        variables={str(k): str(v) for k, v in data.get("variables", {}).items()},
+        variables=_table(data, "variables", path),
     )
-    return ConsoleTheme(
-        theme=theme,
-        levels={str(k): str(v) for k, v in data.get("levels", {}).items()},
-        badges={str(k): str(v) for k, v in data.get("badges", {}).items()},
-    )
+    return ConsoleTheme(theme=theme, levels=_table(data, "levels", path), badges=_table(data, "badges", path))
 
 
 def resolve(style: str, variables: dict[str, str]) -> Style:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pgtop_ha.cli import cli_overrides, resolve_read_only
+from pgtop_ha.cli import cli_overrides
 from pgtop_ha.errors import ConfigError
-from pgtop_ha.settings import load_settings
+from pgtop_ha.settings import Settings, load_settings, resolve_mode
 
 
 def _run(
@@ -73,14 +73,183 @@ def test_patroni_password_only_from_env_or_file(tmp_path: Path) -> None:
         load_settings(cfg, environ={})
 
 
+SSH = {"SSH_CONNECTION": "10.0.0.1 5 10.0.0.2 22"}
+
+
+def _ro(settings: Settings, environ: dict[str, str]) -> bool:
+    return resolve_mode(settings, environ).read_only
+
+
 def test_read_only_auto_in_ssh() -> None:
     s = load_settings(None, environ={})
-    assert resolve_read_only(s, {"SSH_CONNECTION": "10.0.0.1 5 10.0.0.2 22"}) is True
-    assert resolve_read_only(s, {}) is False
+    assert _ro(s, SSH) is True
+    assert _ro(s, {}) is False
     operator = load_settings(None, {"read_only": False}, environ={})
-    assert resolve_read_only(operator, {"SSH_CONNECTION": "x"}) is False
+    assert _ro(operator, SSH) is False
     env_ro = load_settings(None, environ={"PGTOP_HA_READ_ONLY": "1"})
-    assert resolve_read_only(env_ro, {}) is True
+    assert _ro(env_ro, {}) is True
+
+
+@pytest.mark.parametrize("value", ["y", "ture", "maybe", "2", "enabled", "tru e"])
+def test_read_only_typo_is_an_error(value: str) -> None:
+    with pytest.raises(ConfigError, match="read_only.*not a boolean"):
+        load_settings(None, environ={"PGTOP_HA_READ_ONLY": value})
+
+
+@pytest.mark.parametrize(
+    ("value", "expect"), [("1", True), ("ON", True), ("Yes", True), ("off", False), ("0", False)]
+)
+def test_read_only_usual_spellings(value: str, expect: bool) -> None:
+    assert load_settings(None, environ={"PGTOP_HA_READ_ONLY": value}).read_only is expect
+
+
+def test_empty_env_means_unset_and_ssh_stays_read_only() -> None:
+    s = load_settings(None, environ={"PGTOP_HA_READ_ONLY": "  "})
+    assert s.read_only is None
+    assert _ro(s, SSH) is True
+
+
+def test_env_false_does_not_open_an_ssh_session() -> None:
+    s = load_settings(None, environ={"PGTOP_HA_READ_ONLY": "false"})
+    mode = resolve_mode(s, SSH)
+    assert mode.read_only is True
+    assert "--operator" in mode.reason
+    assert _ro(s, {}) is False  # outside SSH an explicit false is honoured
+
+
+def test_only_operator_flag_or_config_file_open_ssh(tmp_path: Path) -> None:
+    flag = load_settings(None, {"read_only": False}, environ={"PGTOP_HA_READ_ONLY": "true"})
+    assert resolve_mode(flag, SSH) == resolve_mode(flag, SSH)
+    assert resolve_mode(flag, SSH).read_only is False
+    assert "--operator" in resolve_mode(flag, SSH).reason
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("read_only = false\n")
+    from_file = load_settings(cfg, environ={})
+    mode = resolve_mode(from_file, SSH)
+    assert mode.read_only is False
+    assert str(cfg) in mode.reason
+
+
+def test_config_in_current_directory_is_ignored(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "pgtop-ha.toml").write_text('read_only = false\naudit_log = "/tmp/evil.log"\n')
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "SSH_CONNECTION": SSH["SSH_CONNECTION"],
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home),
+    }
+    code = (
+        "from pgtop_ha.settings import load_settings, resolve_mode; import os;"
+        "s = load_settings(); print(s.audit_log, resolve_mode(s, os.environ).read_only)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+    )
+    assert out.stdout.split() == ["None", "True"], out.stderr
+
+
+def test_config_that_is_not_a_file_is_one_line() -> None:
+    out = _run("--config", "/dev/zero", "snapshot", "--json")
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "/dev/zero" in out.stderr
+
+
+def test_password_in_url_is_redacted_in_config_errors(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[patroni]\nurls = ["http://admin:s3cret@10.0.0.1:8008/api/x"]\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings(cfg, environ={})
+    assert "s3cret" not in str(err.value)
+    assert "***" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("given", "expect"),
+    [
+        ("http://127.0.0.1:8008", "http://127.0.0.1:8008"),
+        ("http://127.0.0.1:8008/", "http://127.0.0.1:8008"),
+        ("http://127.0.0.1:8008/patroni", "http://127.0.0.1:8008"),
+        ("HTTPS://db1:8008/patroni/", "https://db1:8008"),
+    ],
+)
+def test_patroni_urls_are_normalised(given: str, expect: str) -> None:
+    assert load_settings(None, {"patroni": {"urls": [given]}}, environ={}).patroni.urls == (expect,)
+
+
+@pytest.mark.parametrize(
+    "given", ["http://h:8008/cluster", "http://h:8008/?x=/patroni", "ftp://h:8008", "h:8008"]
+)
+def test_patroni_urls_refused(given: str) -> None:
+    with pytest.raises(ConfigError, match="patroni.urls"):
+        load_settings(None, {"patroni": {"urls": [given]}}, environ={})
+
+
+@pytest.mark.parametrize(
+    ("given", "expect"),
+    [
+        ("http://127.0.0.1:7000", "http://127.0.0.1:7000/;csv"),
+        ("http://127.0.0.1:7000/", "http://127.0.0.1:7000/;csv"),
+        ("http://127.0.0.1:7000/stats", "http://127.0.0.1:7000/stats;csv"),
+        ("http://127.0.0.1:7000/stats;csv", "http://127.0.0.1:7000/stats;csv"),
+    ],
+)
+def test_haproxy_url_as_users_type_it(given: str, expect: str) -> None:
+    import argparse
+
+    from pgtop_ha.models.urls import csv_url
+
+    s = load_settings(None, cli_overrides(argparse.Namespace(haproxy=given)), environ={})
+    assert s.haproxy.url is not None
+    assert csv_url(s.haproxy.url) == expect
+
+
+def test_haproxy_other_scheme_is_refused_not_a_socket() -> None:
+    import argparse
+
+    with pytest.raises(ConfigError, match="haproxy.url.*only http and https"):
+        load_settings(None, cli_overrides(argparse.Namespace(haproxy="ftp://x")), environ={})
+
+
+@pytest.mark.parametrize("bad", ["10.0.0.0/33", "not a host", "", "10.0.0.300"])
+def test_allowed_hosts_typos_are_errors(bad: str) -> None:
+    with pytest.raises(ConfigError, match="allowed_hosts"):
+        load_settings(None, {"postgres": {"allowed_hosts": [bad]}}, environ={})
+
+
+def test_bool_settings_are_strict(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[patroni]\nverify = "nope"\n')
+    with pytest.raises(ConfigError, match="patroni.verify"):
+        load_settings(cfg, environ={})
+    with pytest.raises(ConfigError, match="allow_cleartext_password"):
+        load_settings(None, environ={"PGTOP_HA_POSTGRES__ALLOW_CLEARTEXT_PASSWORD": "sure"})
+
+
+@pytest.mark.parametrize(
+    "theme",
+    [
+        '[colors]\nprimary = "notacolour"\n',
+        '[colors]\nprimary = "#ff0000"\nvariables = 3\n',
+        '[colors]\nprimary = "#ff0000"\n[levels]\nok = 1\n',
+        "[colors\n",
+        '[colors]\nprimary = "#ff0000"\n' + "x" * 300_000,
+    ],
+)
+def test_bad_theme_is_one_line(tmp_path: Path, theme: str) -> None:
+    from pgtop_ha.ui.themes import load_theme
+
+    path = tmp_path / "bad.toml"
+    path.write_text(theme)
+    try:
+        load_theme(str(path))
+    except ConfigError as exc:
+        assert "\n" not in str(exc)
+        assert str(path) in str(exc)
 
 
 BAD_CASES = [
@@ -89,7 +258,7 @@ BAD_CASES = [
     ("unknown key", "intervall = 1\n", "unknown key 'intervall'"),
     ("unknown nested key", "[postgres]\nusr = 'x'\n", "unknown key 'postgres.usr'"),
     ("wrong type", "interval = 'fast'\n", "interval"),
-    ("bad url", "[patroni]\nurls = ['ftp://x:8008']\n", "patroni.urls: 'ftp://x:8008' is not an http(s) URL"),
+    ("bad url", "[patroni]\nurls = ['ftp://x:8008']\n", "patroni.urls: 'ftp://x:8008' has scheme 'ftp'"),
     ("bad port", "[[nodes]]\nname = 'a'\nhost = 'h'\nport = 70000\n", "nodes.0.port"),
 ]
 
@@ -135,13 +304,11 @@ def test_version_and_help() -> None:
 
 
 def test_ssh_session_says_why_it_is_read_only() -> None:
-    from pgtop_ha.cli import read_only_notice
-
     auto = load_settings(None, environ={})
-    notice = read_only_notice(auto, {"SSH_CONNECTION": "10.0.0.1 5 10.0.0.2 22"})
-    assert notice is not None
-    assert "SSH" in notice
-    assert "--operator" in notice
-    assert read_only_notice(auto, {}) is None
+    mode = resolve_mode(auto, SSH)
+    assert mode.read_only
+    assert "SSH" in mode.reason
+    assert "--operator" in mode.reason
+    assert mode.short == "SSH"
     chosen = load_settings(None, {"read_only": True}, environ={})
-    assert read_only_notice(chosen, {"SSH_CONNECTION": "x"}) is None
+    assert resolve_mode(chosen, SSH).reason == "read-only: set by --read-only"
