@@ -71,10 +71,30 @@ def _parser() -> argparse.ArgumentParser:
         description="A live console for PostgreSQL HA clusters run by Patroni behind HAProxy.",
     )
     parser.add_argument("--version", action="version", version=f"pgtop-ha {__version__}")
+    parser.add_argument("--record", type=Path, metavar="FILE", help="record while watching (a new file)")
+    _record_max(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     snap = sub.add_parser("snapshot", parents=[common], help="print one snapshot of the cluster")
     snap.add_argument("--json", action="store_true", help="as JSON (the default)")
     snap.add_argument("--schema", action="store_true", help="print the snapshot's JSON Schema")
+    rec = sub.add_parser(
+        "record", parents=[common], help="record the cluster to FILE without a screen (Ctrl-C stops)"
+    )
+    rec.add_argument("file", type=Path, metavar="FILE", help="the recording to create (never overwritten)")
+    _record_max(rec)
+    replay = sub.add_parser("replay", help="open a recording in the console (read-only)")
+    replay.add_argument("file", type=Path, metavar="FILE", help="a recording")
+    replay.add_argument("--speed", type=float, default=1.0, metavar="X", help="playback speed (default 1)")
+    replay.add_argument("--paused", action="store_true", help="start paused on the first snapshot")
+    replay.add_argument("--theme", default=argparse.SUPPRESS, metavar="NAME", help="dark, light or mono")
+    events = sub.add_parser("events", help="print a recording's timeline and failover stopwatch")
+    events.add_argument("file", type=Path, metavar="FILE", help="a recording")
+    events.add_argument("--json", action="store_true", help="as JSON (for a failure-test report)")
+    events.add_argument(
+        "--recompute", action="store_true", help="derive the events again from the snapshots and markers"
+    )
+    mark = sub.add_parser("mark", help="stamp a marker on every running console's and recorder's timeline")
+    mark.add_argument("text", nargs="+", metavar="TEXT", help='what happened, e.g. "killed primary"')
     demo = sub.add_parser("demo", parents=[common], help="bring the local lab up and open the console")
     from pgtop_ha.lab.cli import add_lab_arguments
 
@@ -84,6 +104,16 @@ def _parser() -> argparse.ArgumentParser:
 
     add_lab_parser(lab)
     return parser
+
+
+def _record_max(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--record-max",
+        default="1GiB",
+        metavar="SIZE|AGE",
+        help="bound the recording: a size (1GiB, 500MB) thins the oldest snapshots, an age (6h) drops "
+        "older ones; events and markers stay (default 1GiB)",
+    )
 
 
 def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -124,11 +154,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pgtop_ha.collect.snapshot_cli import run_snapshot
 
             return run_snapshot(_settings(args), schema=args.schema)
+        if args.command == "record":
+            from pgtop_ha.record.headless import run_record
+            from pgtop_ha.record.limits import parse_limit
+
+            return run_record(_settings(args), args.file, parse_limit(args.record_max))
+        if args.command == "replay":
+            return run_replay(args)
+        if args.command == "events":
+            from pgtop_ha.record.report import run_events
+
+            return run_events(args.file, as_json=args.json, recompute_events=args.recompute)
+        if args.command == "mark":
+            from pgtop_ha.record.markers import run_mark
+
+            return run_mark(" ".join(args.text))
         if args.command == "demo":
             from pgtop_ha.lab.cli import run_demo
 
             return run_demo(args, cli_overrides(args))
-        return run_console(_settings(args))
+        return run_console(_settings(args), record=args.record, record_max=args.record_max)
     except UserError as exc:
         print(f"pgtop-ha: {clean(str(exc))}", file=sys.stderr)
         return exc.exit_code
@@ -139,10 +184,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def run_console(settings: Settings) -> int:
+def run_console(settings: Settings, record: Path | None = None, record_max: str = "1GiB") -> int:
     """Build the read path, the actions (unless read-only) and the app, then run it."""
     from pgtop_ha.collect.poller import Poller
+    from pgtop_ha.record.limits import parse_limit
+    from pgtop_ha.record.markers import MarkerInbox
+    from pgtop_ha.record.recorder import Recorder
     from pgtop_ha.ui.app import PgtopApp
+
+    limit = parse_limit(record_max)  # a bad --record-max fails before anything starts
 
     mode = resolve_mode(settings, os.environ)
     actions = None
@@ -151,12 +201,63 @@ def run_console(settings: Settings) -> int:
         from pgtop_ha.actions import build_actions
 
         actions = build_actions(settings)
+    recorder = Recorder.create(record, settings, limit, role="console") if record is not None else None
+    label = f"recording {record}" if record is not None else (settings.cluster_name or "")
     app = PgtopApp(
         settings=settings,
         source=Poller.from_settings(settings),
         actions=actions,
         mode=mode,
+        recorder=recorder,
+        markers=MarkerInbox("console", label),
     )
+    try:
+        app.run()
+    finally:
+        if recorder is not None:
+            recorder.close()
+    if recorder is not None and recorder.error is not None:
+        print(f"pgtop-ha: recording stopped early: {recorder.error}", file=sys.stderr)
+    if app.crash is not None:
+        print(crash_line(app.crash, app.crash_report), file=sys.stderr)
+        return 1
+    return app.return_code or 0
+
+
+def replay_settings(header: dict[str, Any], theme: str) -> Settings:
+    """Settings for replaying: the recorded thresholds and pools (how states were judged), local theme."""
+    found = header.get("settings")
+    recorded: dict[str, Any] = found if isinstance(found, dict) else {}
+    found = recorded.get("haproxy")
+    haproxy: dict[str, Any] = found if isinstance(found, dict) else {}
+    tree: dict[str, Any] = {
+        "cluster_name": recorded.get("cluster_name"),
+        "interval": recorded.get("interval", 1.0),
+        "thresholds": recorded.get("thresholds", {}),
+        "haproxy": {k: haproxy[k] for k in ("writer_backends", "reader_backends") if k in haproxy},
+        "read_only": True,
+    }
+    try:
+        return Settings.model_validate({**tree, "theme": theme})
+    except ValueError:
+        # A recording from another version may not fit: judge with today's defaults instead.
+        return Settings.model_validate({"theme": theme, "read_only": True})
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """`pgtop-ha replay FILE`: the console over a recording, no actions at all."""
+    from pgtop_ha.record.reader import Recording
+    from pgtop_ha.record.replay import ReplaySource
+    from pgtop_ha.ui.screens.replay import ReplayApp
+
+    theme = getattr(args, "theme", None) or load_settings(None, {}).theme
+    recording = Recording.open(args.file)
+    try:
+        source = ReplaySource(recording, speed=args.speed, playing=not args.paused)
+    except BaseException:
+        recording.close()
+        raise
+    app = ReplayApp(replay_settings(recording.header, theme), source, args.file)
     app.run()
     if app.crash is not None:
         print(crash_line(app.crash, app.crash_report), file=sys.stderr)

@@ -9,6 +9,7 @@ from pgtop_ha.actions.reset_scopes import ResetChoice, ResetScope, ResetTarget, 
 from pgtop_ha.actions.results import ActionResult, AuditEntry, NodeResult, Progress
 from pgtop_ha.actions.stats_reset import StatsResetter
 from pgtop_ha.clock import Clock, system_clock
+from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.settings import Settings
 
 __all__ = [
@@ -28,4 +29,12 @@ __all__ = [
 def build_actions(settings: Settings, clock: Clock = system_clock) -> Actions:
     """The operator's actions for ``settings``: Patroni writer, stats resetter, audit log."""
     audit = AuditLog(settings.audit_log or default_audit_path(), cluster=settings.cluster_name)
-    return Actions(PatroniWriter.from_settings(settings), StatsResetter(settings), audit, clock)
+    return Actions(
+        PatroniWriter.from_settings(settings),
+        StatsResetter(settings),
+        audit,
+        clock,
+        patroni_hosts=HostPolicy.of(settings.patroni.allowed_hosts),
+        postgres_hosts=HostPolicy.of(settings.postgres.allowed_hosts),
+        allow_cleartext_password=settings.postgres.allow_cleartext_password,
+    )

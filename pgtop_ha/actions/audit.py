@@ -1,4 +1,8 @@
-"""The audit log: every attempted action appended as one JSON line, and kept for the Events pane."""
+"""The audit log: every attempted action appended as one JSON line, and kept for the Events pane.
+
+The file is private (created 0600, tightened to 0600 when found wider) and never holds URL
+credentials: every text field is redacted before it is written.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,23 @@ from pathlib import Path
 
 from pgtop_ha.actions.results import ActionResult, AuditEntry
 from pgtop_ha.errors import ConfigError
+from pgtop_ha.models.urls import redact
 
 AuditListener = Callable[[AuditEntry], None]
+PRIVATE = 0o600
+
+
+def _open_private(path: Path) -> int:
+    """An append-only descriptor on ``path``, created 0600 (and tightened if group/others can read)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, PRIVATE)
+    try:
+        st = os.fstat(fd)
+        if st.st_mode & 0o077 and st.st_uid == os.getuid():
+            os.fchmod(fd, PRIVATE)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def default_audit_path() -> Path:
@@ -41,8 +60,7 @@ class AuditLog:
         self.last_error: str | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            with path.open("a", encoding="utf-8"):
-                pass
+            os.close(_open_private(path))
         except OSError as exc:
             raise ConfigError(f"audit log {path}: {exc.strerror}; set audit_log to a writable file") from None
 
@@ -61,15 +79,15 @@ class AuditLog:
             user=self.user,
             cluster=self.cluster,
             action=result.action,
-            target=result.target,
+            target=redact(result.target) if result.target is not None else None,
             ok=result.ok,
             status=result.status,
-            result=result.message,
+            result=redact(result.message),
             duration_s=round(result.duration_s, 3),
         )
         self._entries.append(entry)
         try:
-            with self.path.open("a", encoding="utf-8") as fh:
+            with os.fdopen(_open_private(self.path), "a", encoding="utf-8") as fh:
                 fh.write(entry.model_dump_json() + "\n")
             self.last_error = None
         except OSError as exc:

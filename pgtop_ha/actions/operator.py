@@ -1,12 +1,20 @@
-"""Actions: the operator's switchover, failover, pause and stats resets, each audited."""
+"""Actions: the operator's switchover, failover, pause and stats resets, each audited.
+
+Trust: member REST roots learnt from /cluster (where the Basic credentials go) are used only
+when their api_url is exactly scheme://host:port/patroni and the host passes patroni's
+allowed-hosts policy; stats resets connect only to hosts postgres' policy allows, and never
+send a password in clear text without TLS unless allowed. Every text shown or audited is
+redacted of URL credentials.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
+from pgtop_ha import pgguard
 from pgtop_ha.actions.audit import AuditListener, AuditLog
 from pgtop_ha.actions.patroni_writer import PatroniReply, PatroniWriter
 from pgtop_ha.actions.reset_scopes import ResetScope, ResetTarget
@@ -14,6 +22,8 @@ from pgtop_ha.actions.results import ActionResult, AuditEntry, NodeResult, Progr
 from pgtop_ha.actions.stats_reset import StatsResetter
 from pgtop_ha.clock import Clock
 from pgtop_ha.models.eligibility import LEADER_ROLES
+from pgtop_ha.models.trust import HostPolicy
+from pgtop_ha.models.urls import host_of, member_api_url, redact
 
 SWITCHOVER_TIMEOUT_S = 60.0
 POLL_EVERY_S = 0.5
@@ -31,6 +41,18 @@ def _leader_of(cluster: Any) -> str | None:
     return None
 
 
+def _redacted(result: ActionResult) -> ActionResult:
+    """``result`` with URL credentials masked in every text it shows."""
+    return result.model_copy(
+        update={
+            "message": redact(result.message),
+            "reason": redact(result.reason) if result.reason is not None else None,
+            "steps": tuple(redact(s) for s in result.steps),
+            "nodes": tuple(n.model_copy(update={"message": redact(n.message)}) for n in result.nodes),
+        }
+    )
+
+
 class Actions:
     """The only write path: Patroni requests and stats resets, each appended to the audit log."""
 
@@ -43,6 +65,9 @@ class Actions:
         *,
         takeover_timeout_s: float = SWITCHOVER_TIMEOUT_S,
         poll_every_s: float = POLL_EVERY_S,
+        patroni_hosts: HostPolicy | None = None,
+        postgres_hosts: HostPolicy | None = None,
+        allow_cleartext_password: bool = False,
     ) -> None:
         """Compose the Patroni writer, the stats resetter and the audit log."""
         self.writer = writer
@@ -51,6 +76,10 @@ class Actions:
         self.clock = clock
         self.takeover_timeout_s = takeover_timeout_s
         self.poll_every_s = poll_every_s
+        # Unset policies still refuse link-local and metadata addresses.
+        self.patroni_hosts = patroni_hosts or HostPolicy()
+        self.postgres_hosts = postgres_hosts or HostPolicy()
+        self.allow_cleartext_password = allow_cleartext_password
 
     def audit_entries(self) -> tuple[AuditEntry, ...]:
         """This session's audit entries, oldest first."""
@@ -67,7 +96,22 @@ class Actions:
     def _elapsed(self, started: datetime) -> float:
         return max(0.0, (self.clock() - started).total_seconds())
 
+    def _member_roots(self, cluster: Any) -> Iterator[str]:
+        """api_urls from a /cluster document that the write path may send credentials to."""
+        if not isinstance(cluster, dict):
+            return
+        for member in cluster.get("members") or ():
+            if not isinstance(member, dict) or not member.get("api_url"):
+                continue
+            try:
+                url = member_api_url(str(member["api_url"]))
+            except ValueError:
+                continue  # not scheme://host:port/patroni: never a place to send credentials
+            if self.patroni_hosts.refusal(host_of(url)) is None:
+                yield url
+
     def _finish(self, result: ActionResult) -> ActionResult:
+        result = _redacted(result)
         self.audit.record(result)
         if self.audit.last_error is not None:
             result = result.model_copy(
@@ -111,12 +155,7 @@ class Actions:
         last: str | None = None
         while self._elapsed(started) < self.takeover_timeout_s:
             reply = await self.writer.get_json("/cluster")
-            if isinstance(reply.data, dict):
-                self.writer.learn(
-                    str(m["api_url"])
-                    for m in reply.data.get("members") or ()
-                    if isinstance(m, dict) and m.get("api_url")
-                )
+            self.writer.learn(self._member_roots(reply.data))
             leader = _leader_of(reply.data)
             if leader is not None and (leader == wanted or (wanted is None and leader != old)):
                 return leader
@@ -139,6 +178,7 @@ class Actions:
         steps: list[str] = []
 
         def say(step: str) -> None:
+            step = redact(step)
             steps.append(step)
             if progress is not None:
                 progress(step)
@@ -242,7 +282,7 @@ class Actions:
         started = self.clock()
         target = ",".join(n.name for n in nodes) or None
         action = f"reset {scope.call}"
-        results: list[NodeResult] = (await self.resetter.reset(scope, nodes)) if nodes else []
+        results = await self._reset_allowed(scope, nodes) if nodes else []
         ok = bool(results) and all(r.ok for r in results)
         if not results:
             message = f"{scope.call}: no node chosen"
@@ -260,3 +300,31 @@ class Actions:
             nodes=tuple(results),
         )
         return self._finish(result)
+
+    async def _reset_allowed(self, scope: ResetScope, nodes: Sequence[ResetTarget]) -> list[NodeResult]:
+        """Run the reset on the nodes postgres' policy allows; the others get their refusal."""
+        refused: dict[str, str] = {}
+        for node in nodes:
+            why = self.postgres_hosts.refusal(node.host)
+            if why is not None:
+                if self.postgres_hosts.restricted and "never contacted" not in why:
+                    why = f"{node.host} is not in postgres.allowed_hosts; not contacted"
+                refused[node.name] = f"{node.name} ({node.host}:{node.port}): {why}"
+        allowed = [n for n in nodes if n.name not in refused]
+        done: dict[str, NodeResult] = {}
+        if allowed:
+            try:
+                with pgguard.guarded(self.allow_cleartext_password) as guard:
+                    for result in await self.resetter.reset(scope, allowed):
+                        done[result.node] = result
+            except pgguard.CleartextRefused as exc:
+                refused.update({n.name: f"{n.name}: {exc}" for n in allowed})
+            else:
+                for node in allowed:
+                    why = pgguard.refusal_for(guard, node.host, node.port)
+                    got = done.get(node.name)
+                    if why is not None and got is not None and not got.ok:
+                        done[node.name] = got.model_copy(
+                            update={"message": f"{node.name} ({node.host}:{node.port}): {why}"}
+                        )
+        return [done.get(n.name) or NodeResult(node=n.name, ok=False, message=refused[n.name]) for n in nodes]

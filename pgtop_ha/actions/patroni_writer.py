@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
+from pgtop_ha.collect.tls import context_for
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.settings import Settings
 
@@ -41,14 +41,6 @@ def _one_line(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _verify(settings: Settings) -> ssl.SSLContext | bool:
-    if not settings.patroni.verify:
-        return False
-    if settings.patroni.ca_file is not None:
-        return ssl.create_default_context(cafile=str(settings.patroni.ca_file))
-    return True
-
-
 class PatroniWriter:
     """Sends Patroni's write requests, trying the next known member when one cannot be reached."""
 
@@ -72,9 +64,12 @@ class PatroniWriter:
         if settings.patroni.user:
             password = secret.get_secret_value() if secret is not None else ""
             auth = httpx.BasicAuth(settings.patroni.user, password)
+        # The read path's TLS (system store, ca_file, client certificate), and like the read path
+        # no HTTP(S)_PROXY: the Basic credentials must not travel through a proxy from the env.
         client = httpx.AsyncClient(
             auth=auth,
-            verify=_verify(settings),
+            verify=context_for("patroni", settings.patroni),
+            trust_env=False,
             timeout=httpx.Timeout(settings.patroni.timeout, read=WRITE_TIMEOUT_S),
             headers={"User-Agent": "pgtop-ha (operator)"},
             follow_redirects=False,

@@ -2,28 +2,41 @@
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
+
+# Everything PostgreSQL and Patroni send as a number fits a signed 64-bit int (bigint, LSNs as
+# offsets, timelines, lags); anything wider is a broken or hostile server, not a value.
+INT_LIMIT = 2**63
+# At most 19 digits (2**63 has 19): int() of a 100,000-digit string is slow or raises.
+_INT_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
 
 
 def as_int(value: Any) -> int | None:
-    """An int (bools and other types give None; integral floats and digit strings count)."""
+    """A signed 64-bit int (integral floats and digit strings count); anything else gives None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    return None
+        result = value
+    elif isinstance(value, float) and value.is_integer():
+        result = int(value)
+    elif isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
+        result = int(value.strip())
+    else:
+        return None
+    return result if -INT_LIMIT < result < INT_LIMIT else None
 
 
 def as_float(value: Any) -> float | None:
     """A finite float from an int or float, else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    result = float(value)
-    return result if result == result and abs(result) != float("inf") else None
+    try:
+        result = float(value)
+    except OverflowError:  # an int beyond float's range
+        return None
+    return result if math.isfinite(result) else None
 
 
 def as_str(value: Any) -> str | None:

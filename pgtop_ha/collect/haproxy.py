@@ -11,11 +11,13 @@ from pathlib import Path
 from pgtop_ha.collect.coerce import as_int
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.http import GetOnlyClient
+from pgtop_ha.models import urls
 from pgtop_ha.models.snapshot import HAProxyServer
 
 AGGREGATES = frozenset({"FRONTEND", "BACKEND"})
 _REQUIRED = ("pxname", "svname", "status")
 _MAX_STATS_BYTES = 8 * 1024 * 1024
+_READ_SIZE = 64 * 1024
 
 
 def _cell(row: dict[str, str], key: str) -> str | None:
@@ -69,8 +71,8 @@ def parse_stat_csv(text: str) -> tuple[HAProxyServer, ...]:
 
 
 def csv_url(url: str) -> str:
-    """The stats page URL with ';csv' appended when missing."""
-    return url if ";csv" in url else f"{url.rstrip('/')};csv"
+    """The stats page URL with ';csv' added to its path when missing (``/`` when it has none)."""
+    return urls.csv_url(url)
 
 
 async def fetch_http(http: GetOnlyClient, url: str, limit_s: float) -> str:
@@ -81,18 +83,23 @@ async def fetch_http(http: GetOnlyClient, url: str, limit_s: float) -> str:
 
 
 async def fetch_socket(path: Path) -> str:
-    """The CSV text from ``show stat`` on the stats socket (read until HAProxy closes it)."""
-    reader, writer = await asyncio.open_unix_connection(str(path), limit=_MAX_STATS_BYTES)
+    """The CSV text from ``show stat`` on the stats socket (read until HAProxy closes it).
+
+    At most _MAX_STATS_BYTES are held: a socket that streams more is an error, not more memory.
+    """
+    reader, writer = await asyncio.open_unix_connection(str(path))
     try:
         writer.write(b"show stat\n")
         await writer.drain()
-        data = await reader.read(_MAX_STATS_BYTES)
-        chunks = [data]
-        while data:
-            data = await reader.read(_MAX_STATS_BYTES)
-            chunks.append(data)
+        data = bytearray()
+        while chunk := await reader.read(_READ_SIZE):
+            if len(data) + len(chunk) > _MAX_STATS_BYTES:
+                raise ParseError(
+                    f"haproxy stats socket: answer too large (over {_MAX_STATS_BYTES // 2**20} MiB)"
+                )
+            data += chunk
         # Kept as is: a missing final newline is how a cut-short answer shows.
-        return b"".join(chunks).decode("utf-8", "replace")
+        return data.decode("utf-8", "replace")
     finally:
         writer.close()
         with contextlib.suppress(OSError):

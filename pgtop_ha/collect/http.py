@@ -9,6 +9,9 @@ from typing import Any
 import httpx
 
 from pgtop_ha.collect.transport import LeanGetTransport
+from pgtop_ha.collect.transport import RefusedAnswer as RefusedAnswer  # re-exported for describers
+from pgtop_ha.models.text import clean
+from pgtop_ha.models.urls import redact
 
 _USER_AGENT = f"python-httpx/{httpx.__version__}"  # what httpx.AsyncClient sent before
 
@@ -53,6 +56,22 @@ def strip_userinfo(url: str) -> str:
     return str(parsed.copy_with(username=None, password=None))
 
 
+class Redirected(RefusedAnswer):
+    """A 3xx answer: the read path follows no redirect, the user gives the final URL instead."""
+
+
+def _redirect(response: httpx.Response, request: httpx.Request) -> Redirected:
+    location = response.headers.get("location", "")
+    try:
+        target = str(request.url.join(location)) if location else ""
+    except (httpx.InvalidURL, ValueError):
+        target = location
+    shown = clean(redact(target))[:200] or "nowhere (no Location)"
+    return Redirected(
+        f"redirected to {shown} (HTTP {response.status_code}); give the final URL", request=request
+    )
+
+
 class GetOnlyClient:
     """A GET-only HTTP client: no post/put/patch/delete, enforced twice."""
 
@@ -71,7 +90,7 @@ class GetOnlyClient:
         self._headers = {"Accept": "application/json, text/plain;q=0.9", "User-Agent": _USER_AGENT}
 
     async def get(self, url: str, *, limit_s: float | None = None) -> httpx.Response:
-        """GET ``url`` (user:password stripped) and return the response, read in full."""
+        """GET ``url`` (user:password stripped), read in full; Redirected on a 3xx answer."""
         limit = self._timeout if limit_s is None else limit_s
         request = httpx.Request(
             "GET",
@@ -82,6 +101,8 @@ class GetOnlyClient:
         response = await self._transport.handle_async_request(request)
         response.request = request  # raise_for_status() needs it; transports need not set it
         await response.aread()
+        if 300 <= response.status_code < 400:
+            raise _redirect(response, request)
         return response
 
     def __getattr__(self, name: str) -> Any:

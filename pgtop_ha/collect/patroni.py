@@ -10,8 +10,9 @@ import httpx
 
 from pgtop_ha.collect.coerce import as_bool, as_dict, as_int, as_str
 from pgtop_ha.collect.errors import ParseError
-from pgtop_ha.collect.http import GetOnlyClient
+from pgtop_ha.collect.http import GetOnlyClient, RefusedAnswer
 from pgtop_ha.models.snapshot import ClusterInfo, HistoryEntry, Member, PatroniConfig
+from pgtop_ha.models.urls import redact
 
 LEADER_ROLES = frozenset({"leader", "standby_leader", "master"})
 
@@ -22,6 +23,7 @@ class ClusterView:
 
     info: ClusterInfo
     members: tuple[Member, ...]
+    listed: int = 0  # members /cluster named (more than ``members`` when a limit applied)
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,16 @@ def _lag(entry: dict[str, Any]) -> int | None:
     return None
 
 
-def parse_cluster(data: Any) -> ClusterView:
-    """Members and cluster flags from a decoded /cluster answer; ParseError if not one."""
+def parse_cluster(data: Any, limit: int | None = None) -> ClusterView:
+    """Members and cluster flags from a decoded /cluster answer; ParseError if not one.
+
+    With ``limit``, only that many members become models (leaders first, then in the order
+    given); ``listed`` still counts them all, so the caller can say how many were left out.
+    """
     body = as_dict(data)
     if body is None or not isinstance(body.get("members"), list):
         raise ParseError("patroni /cluster: expected an object with a 'members' list")
-    members: list[Member] = []
+    entries: list[dict[str, Any]] = []
     seen: set[str] = set()
     for raw in body["members"]:
         entry = as_dict(raw)
@@ -70,17 +76,29 @@ def parse_cluster(data: Any) -> ClusterView:
         if entry is None or not name or name in seen:
             continue
         seen.add(name)
+        entries.append(entry)
+    chosen = entries
+    if limit is not None and len(entries) > limit:
+        # The leader matters most: it is kept whatever its place in a long list.
+        leaders = [i for i, e in enumerate(entries) if as_str(e.get("role")) in LEADER_ROLES][:limit]
+        lead = set(leaders)
+        others = [i for i in range(len(entries)) if i not in lead][: limit - len(leaders)]
+        chosen = [entries[i] for i in sorted([*leaders, *others])]
+    members: list[Member] = []
+    for entry in chosen:
         port = as_int(entry.get("port"))
+        api_url = as_str(entry.get("api_url"))
         members.append(
             Member(
-                name=name,
+                name=as_str(entry.get("name")) or "",
                 role=as_str(entry.get("role")),
                 state=as_str(entry.get("state")),
                 timeline=as_int(entry.get("timeline")),
                 lag_bytes=_lag(entry),
                 host=as_str(entry.get("host")),
                 port=port if port is not None and 0 < port < 65536 else None,
-                api_url=as_str(entry.get("api_url")),
+                # Shown and stored as given but without credentials; the poller checks its shape.
+                api_url=redact(api_url) if api_url is not None else None,
                 tags=as_dict(entry.get("tags")) or {},
                 pending_restart=as_bool(entry.get("pending_restart")),
             )
@@ -92,7 +110,7 @@ def parse_cluster(data: Any) -> ClusterView:
         pause=as_bool(body.get("pause")),
         scheduled_switchover=as_dict(body.get("scheduled_switchover")),
     )
-    return ClusterView(info=info, members=tuple(members))
+    return ClusterView(info=info, members=tuple(members), listed=len(entries))
 
 
 def parse_patroni(data: Any) -> OwnView:
@@ -174,7 +192,7 @@ def describe_http_error(exc: Exception, url: str) -> str:
         return f"{url}: cannot connect ({exc or 'refused'}); is Patroni running there?"
     if isinstance(exc, httpx.HTTPStatusError):
         return f"{url}: HTTP {exc.response.status_code}"
-    if isinstance(exc, ParseError):
+    if isinstance(exc, ParseError | RefusedAnswer):
         return f"{url}: {exc}"
     return f"{url}: {exc.__class__.__name__}: {exc}"
 
@@ -182,9 +200,10 @@ def describe_http_error(exc: Exception, url: str) -> str:
 class PatroniClient:
     """Fetches and parses Patroni endpoints through a GET-only client."""
 
-    def __init__(self, http: GetOnlyClient, timeout: float) -> None:
+    def __init__(self, http: GetOnlyClient, timeout: float, max_members: int | None = None) -> None:
         self._http = http
         self._timeout = timeout
+        self._max_members = max_members
         self.requests = 0
 
     async def _json(self, url: str, what: str, *, any_status: bool = False) -> Any:
@@ -198,7 +217,8 @@ class PatroniClient:
 
     async def cluster(self, root: str) -> ClusterView:
         """GET <root>/cluster."""
-        return parse_cluster(await self._json(f"{root}/cluster", "patroni /cluster"))
+        data = await self._json(f"{root}/cluster", "patroni /cluster")
+        return parse_cluster(data, self._max_members)
 
     async def own(self, api_url: str) -> OwnView:
         """GET a member's api_url (its /patroni)."""

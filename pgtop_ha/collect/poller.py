@@ -4,6 +4,11 @@ Every source runs in its own task under its own time limit. A cycle waits for th
 its budget: a frozen node stays "no answer for N s" while the others report fresh data, and its
 poll keeps running in the background until its own limit ends it (then it reconnects with
 backoff). Failures become data: ``error`` and ``last_ok_at`` on the member or node.
+
+Everything a server's answer can make the poller do is bounded and checked: at most
+``max_members`` members are polled, discovery roots are the configured ones plus those of the
+members currently listed, every host is checked against the allowed-hosts policy (never
+link-local or metadata addresses) and every discovered api_url must be scheme://host:port/patroni.
 """
 
 from __future__ import annotations
@@ -21,16 +26,16 @@ import httpx
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.collect import haproxy
 from pgtop_ha.collect.errors import ParseError
-from pgtop_ha.collect.http import GetOnlyClient, verify_context
+from pgtop_ha.collect.http import GetOnlyClient
 from pgtop_ha.collect.patroni import (
     ClusterView,
     OwnView,
     PatroniClient,
-    base_url,
     describe_http_error,
 )
 from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.source import Reading, Source
+from pgtop_ha.collect.tls import context_for
 from pgtop_ha.models.snapshot import (
     ClusterInfo,
     ClusterSnapshot,
@@ -41,12 +46,15 @@ from pgtop_ha.models.snapshot import (
     NodeSnapshot,
     PatroniConfig,
 )
+from pgtop_ha.models.trust import HostPolicy, never_contacted
+from pgtop_ha.models.urls import host_of, member_api_url, redact, root_of
 from pgtop_ha.settings import Settings
 
 HEDGE_S = 0.25  # ask the other members for /cluster when the preferred one is this slow
 REFRESH_EVERY = 10  # cycles between /history and /config fetches (sooner on a leader change)
 FORGET_AFTER_S = 600.0  # a member gone from /cluster is still shown this long
 BUDGET_SHARE = 0.9  # share of the interval a run() cycle waits for slow sources
+PACE_STEP_S = 0.1  # run() looks this often whether a faster cadence was asked
 
 
 @dataclass
@@ -62,7 +70,11 @@ class Discovered:
 
 @dataclass
 class MemberSlot:
-    """One member: Patroni's /cluster entry, its own /patroni source and its PostgreSQL reader."""
+    """One member: Patroni's /cluster entry, its own /patroni source and its PostgreSQL reader.
+
+    ``api_url`` is what is shown (without credentials); ``own_url`` is what is polled. A member
+    whose REST or PostgreSQL host is refused keeps the reason and has no source for it.
+    """
 
     name: str
     api_url: str | None
@@ -71,6 +83,13 @@ class MemberSlot:
     cluster_entry: Member | None = None
     static: bool = False
     gone_since: float | None = None
+    own_url: str | None = None
+    api_refusal: str | None = None
+    pg_refusal: str | None = None
+    pg_host: str | None = None
+    pg_port: int | None = None
+    # What /cluster said about where it is: a change makes a new slot (and drops the old root).
+    key: tuple[str | None, str | None, int | None] = (None, None, None)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     def start(self) -> set[asyncio.Task[None]]:
@@ -90,32 +109,52 @@ class MemberSlot:
             await self.node.aclose()
 
 
-def _describe_haproxy(exc: BaseException) -> str:
+def _haproxy_describer(url: str | None) -> Callable[[BaseException], str]:
+    """Lines naming HAProxy and its stats URL (redacted), never Patroni."""
+    where = redact(url) if url else "stats page"
+
+    def describe(exc: BaseException) -> str:
+        return redact(_haproxy_problem(exc, where))
+
+    return describe
+
+
+def _haproxy_problem(exc: BaseException, where: str) -> str:
     if isinstance(exc, TimeoutError):
-        return "haproxy stats: no answer (timeout)"
+        return f"haproxy stats {where}: no answer (timeout)"
     if isinstance(exc, ParseError):
         return str(exc)
+    if isinstance(exc, httpx.ConnectError):
+        return f"haproxy stats {where}: cannot connect ({exc or 'refused'}); is HAProxy running there?"
     if isinstance(exc, httpx.HTTPError):
-        return "haproxy stats: " + describe_http_error(exc, "stats page")
+        return "haproxy stats: " + describe_http_error(exc, where)
     if isinstance(exc, OSError):
         return f"haproxy stats socket: {exc.strerror or exc}"
     return f"haproxy stats: {exc.__class__.__name__}: {exc}"
 
 
 def _http_describer(what: str) -> Callable[[BaseException], str]:
+    # URLs may carry user:password (a configured root): every line is redacted.
+    shown = redact(what)
+
     def describe(exc: BaseException) -> str:
         if isinstance(exc, TimeoutError):
-            return f"{what}: no answer (timeout)"
+            return f"{shown}: no answer (timeout)"
         if isinstance(exc, Exception):
-            return describe_http_error(exc, what)
-        return f"{what}: {exc.__class__.__name__}"
+            return redact(describe_http_error(exc, shown))
+        return f"{shown}: {exc.__class__.__name__}"
 
     return describe
 
 
-def _own_url(api_url: str) -> str:
-    url = api_url.rstrip("/")
-    return url if url.endswith("/patroni") else f"{url}/patroni"
+def refusal(policy: HostPolicy, host: str | None, section: str) -> str | None:
+    """Why ``host`` is not contacted under ``policy`` (naming ``section``.allowed_hosts), or None."""
+    reason = policy.refusal(host)
+    if reason is None or not host:
+        return reason
+    if never_contacted(host) is None:
+        return f"{host} is not in {section}.allowed_hosts; not contacted"
+    return reason
 
 
 class Poller:
@@ -135,9 +174,16 @@ class Poller:
         self._proc = proc
         self._patroni_http = patroni_http
         self._haproxy_http = haproxy_http
-        self.patroni = PatroniClient(patroni_http, settings.patroni.timeout)
+        self._max_members = settings.max_members
+        self.patroni = PatroniClient(patroni_http, settings.patroni.timeout, max_members=self._max_members)
+        self._rest_hosts = HostPolicy.of(settings.patroni.allowed_hosts)
+        self._pg_hosts = HostPolicy.of(settings.postgres.allowed_hosts)
         self._members: dict[str, MemberSlot] = {}
-        self._roots: list[str] = list(settings.patroni.urls)
+        # Configured REST roots (those the policy allows); refused ones are shown every cycle.
+        self._roots: list[str] = []
+        self._refused: list[str] = []
+        for url in settings.patroni.urls:
+            self._add_root(url)
         self._preferred: str | None = None
         self._history: tuple[HistoryEntry, ...] = ()
         self._config: PatroniConfig | None = None
@@ -150,11 +196,14 @@ class Poller:
         self._closing: set[asyncio.Task[None]] = set()
         self._memory_enabled = True
         for node in settings.nodes:
-            api = _own_url(node.patroni_url) if node.patroni_url else None
-            if node.patroni_url and base_url(node.patroni_url) not in self._roots:
-                self._roots.append(base_url(node.patroni_url))
+            api = api_refusal = None
+            if node.patroni_url:
+                # Settings made it scheme://host:port (credentials, if any, are stripped on GET).
+                api_refusal = refusal(self._rest_hosts, host_of(node.patroni_url), "patroni")
+                self._add_root(node.patroni_url)
+                api = f"{node.patroni_url}/patroni"
             self._members[node.name] = self._slot(
-                node.name, api, node.host, node.port, node.dbname, static=True
+                node.name, api, api_refusal, node.host, node.port, node.dbname, static=True
             )
         self._cluster: Source[Discovered] | None = None
         if self._roots:
@@ -168,33 +217,57 @@ class Poller:
                 self._fetch_haproxy,
                 settings.haproxy.timeout + 0.5,
                 clock,
-                _describe_haproxy,
+                _haproxy_describer(settings.haproxy.url),
             )
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock = system_clock) -> Poller:
-        """A poller with GET-only HTTP clients (TLS verified, CA from patroni.ca_file)."""
-        verify = verify_context(settings.patroni.verify, settings.patroni.ca_file)
-        patroni_http = GetOnlyClient(timeout=settings.patroni.timeout, verify=verify)
+        """A poller with GET-only HTTP clients, TLS from the patroni/haproxy sections (collect/tls.py)."""
+        patroni_tls = context_for("patroni", settings.patroni)
+        patroni_http = GetOnlyClient(timeout=settings.patroni.timeout, verify=patroni_tls)
         haproxy_http = None
         if settings.haproxy.url:
-            haproxy_http = GetOnlyClient(timeout=settings.haproxy.timeout)
+            haproxy_tls = context_for("haproxy", settings.haproxy)
+            haproxy_http = GetOnlyClient(timeout=settings.haproxy.timeout, verify=haproxy_tls)
         return cls(settings, clock, patroni_http, haproxy_http)
 
     # -- members ---------------------------------------------------------------------------------
+
+    def _add_root(self, url: str) -> None:
+        reason = refusal(self._rest_hosts, host_of(url), "patroni")
+        if reason is not None:
+            line = f"patroni {redact(url)}: {reason}"
+            if line not in self._refused:
+                self._refused.append(line)
+        elif url not in self._roots:
+            self._roots.append(url)
+
+    def _member_api(self, api_url: str | None) -> tuple[str | None, str | None]:
+        """A listed member's URL to poll, or why it is not polled (a bad shape, a refused host)."""
+        if api_url is None:
+            return None, None
+        try:
+            url = member_api_url(api_url)
+        except ValueError as exc:
+            return None, f"{exc}; not polled"
+        reason = refusal(self._rest_hosts, host_of(url), "patroni")
+        return (None, reason) if reason is not None else (url, None)
 
     def _slot(
         self,
         name: str,
         api_url: str | None,
+        api_refusal: str | None,
         host: str | None,
         port: int | None,
         dbname: str | None,
         *,
         static: bool = False,
+        shown_api_url: str | None = None,
     ) -> MemberSlot:
         node = None
-        if host:
+        pg_refusal = refusal(self._pg_hosts, host, "postgres") if host else None
+        if host and pg_refusal is None:
             target = Target(
                 name=name,
                 host=host,
@@ -204,20 +277,31 @@ class Poller:
             node = NodeReader(target, self._settings.postgres, self._clock, proc=self._proc)
             node.memory_enabled = self._memory_enabled
         own = None
-        if api_url:
-            url = _own_url(api_url)
+        if api_url and api_refusal is None:
 
-            async def fetch(url: str = url) -> OwnView:
+            async def fetch(url: str = api_url) -> OwnView:
                 return await self.patroni.own(url)
 
             own = Source(
-                f"patroni {url}",
+                f"patroni {redact(api_url)}",
                 fetch,
                 self._settings.patroni.timeout + 0.5,
                 self._clock,
-                _http_describer(url),
+                _http_describer(api_url),
             )
-        return MemberSlot(name=name, api_url=api_url, node=node, own=own, static=static)
+        shown = shown_api_url if shown_api_url is not None else api_url
+        return MemberSlot(
+            name=name,
+            api_url=redact(shown) if shown else None,
+            node=node,
+            own=own,
+            static=static,
+            own_url=api_url if own is not None else None,
+            api_refusal=api_refusal,
+            pg_refusal=pg_refusal,
+            pg_host=host,
+            pg_port=(port or 5432) if host else None,
+        )
 
     def _apply_cluster(self, view: ClusterView) -> list[MemberSlot]:
         """Follow /cluster's membership; returns slots to close (replaced or forgotten)."""
@@ -231,23 +315,23 @@ class Poller:
                 continue
             if self._settings.nodes:
                 continue  # nodes given explicitly: /cluster only adds roles, never members
-            target_changed = slot is None or (
-                slot.api_url != entry.api_url
-                or (slot.node is None) != (entry.host is None)
-                or (
-                    slot.node is not None
-                    and (slot.node.target.host, slot.node.target.port) != (entry.host, entry.port or 5432)
-                )
-            )
-            if slot is not None and target_changed:
+            key = (entry.api_url, entry.host, (entry.port or 5432) if entry.host else None)
+            if slot is not None and slot.key != key:
                 retired.append(slot)
-            if slot is None or target_changed:
-                slot = self._slot(entry.name, entry.api_url, entry.host, entry.port, None)
+                slot = None
+            if slot is None:
+                api_url, api_refusal = self._member_api(entry.api_url)
+                slot = self._slot(
+                    entry.name,
+                    api_url,
+                    api_refusal,
+                    entry.host,
+                    entry.port,
+                    None,
+                    shown_api_url=entry.api_url,
+                )
+                slot.key = key
                 self._members[entry.name] = slot
-                if entry.api_url:
-                    root = base_url(entry.api_url)
-                    if root not in self._roots:
-                        self._roots.append(root)
             slot.cluster_entry = entry
             slot.gone_since = None
         for name, slot in list(self._members.items()):
@@ -258,13 +342,32 @@ class Poller:
                 slot.gone_since = loop_now
             elif loop_now - slot.gone_since > FORGET_AFTER_S:
                 retired.append(self._members.pop(name))
+        # Members no longer listed are still polled a while, but never beyond max_members in
+        # all: the longest gone are forgotten first.
+        discovered = [s for s in self._members.values() if not s.static]
+        excess = len(discovered) - self._max_members
+        if excess > 0:
+            gone = sorted(
+                (s for s in discovered if s.gone_since is not None), key=lambda s: s.gone_since or 0.0
+            )
+            for slot in gone[:excess]:
+                retired.append(self._members.pop(slot.name))
         return retired
 
     # -- sources --------------------------------------------------------------------------------
 
     def _candidate_roots(self) -> list[str]:
-        roots = [self._preferred] if self._preferred else []
-        roots += [r for r in self._roots if r not in roots]
+        """Configured roots, then those of members listed now (so at most max_members more)."""
+        roots = list(self._roots)
+        for slot in self._members.values():
+            if slot.static or slot.cluster_entry is None or slot.own_url is None:
+                continue
+            root = root_of(slot.own_url)
+            if root not in roots:
+                roots.append(root)
+        if self._preferred in roots:
+            roots.remove(self._preferred)
+            roots.insert(0, self._preferred)
         return roots
 
     async def _discover(self) -> Discovered:
@@ -300,7 +403,7 @@ class Poller:
     async def _first_cluster(self, roots: list[str]) -> tuple[ClusterView, str]:
         """The first good /cluster: the preferred root, then (after HEDGE_S) all others too."""
         if not roots:
-            raise ParseError("patroni: no REST URL known; give --patroni URL")
+            raise ParseError("patroni: no REST URL left to ask; give --patroni URL")
         tasks: dict[asyncio.Task[ClusterView], str] = {}
         errors: list[str] = []
         try:
@@ -405,7 +508,7 @@ class Poller:
 
     def _assemble(self) -> ClusterSnapshot:
         now = self._clock()
-        errors: list[str] = []
+        errors: list[str] = list(self._refused)
         cluster_reading: Reading[Discovered] | None = None
         live = False
         if self._cluster is not None:
@@ -415,21 +518,37 @@ class Poller:
             elif cluster_reading.value is not None:
                 errors.extend(cluster_reading.value.errors)
                 live = True
-        elif not self._settings.nodes:
-            errors.append("nothing to poll: give --patroni URL or [[nodes]] in the config")
+                view = cluster_reading.value.view
+                if view.listed > len(view.members):
+                    errors.append(
+                        f"patroni /cluster lists {view.listed} members; polling {len(view.members)} "
+                        "(max_members), the others are not shown"
+                    )
+        elif not self._settings.nodes and not self._refused:
+            if self._haproxy is not None:
+                errors.append("Patroni: not configured (give --patroni URL to see members)")
+            else:
+                errors.append("nothing to poll: give --patroni URL, [[nodes]] in the config or --haproxy")
         members: list[Member] = []
         nodes: list[NodeSnapshot] = []
         for slot in self._members.values():
             members.append(self._member(slot, live))
             if slot.node is not None:
                 nodes.append(slot.node.view())
+            elif slot.pg_refusal is not None:
+                nodes.append(
+                    NodeSnapshot(name=slot.name, host=slot.pg_host, port=slot.pg_port, error=slot.pg_refusal)
+                )
             else:
                 nodes.append(NodeSnapshot(name=slot.name, error="no PostgreSQL host/port known for it"))
         info = ClusterInfo()
         if live and cluster_reading is not None and cluster_reading.value is not None:
             info = cluster_reading.value.view.info
         scope = self._scope or info.name or next((v.scope for v in self._own_values() if v.scope), None)
-        info = info.model_copy(update={"name": scope})
+        # No root answered /cluster: leader and roles are unknown this cycle, not "no leader".
+        slow = cluster_reading.slow_s if live and cluster_reading is not None else None
+        reachable = live or self._cluster is None
+        info = info.model_copy(update={"name": scope, "reachable": reachable, "slow_s": slow})
         return ClusterSnapshot(
             taken_at=now,
             cluster=info,
@@ -462,7 +581,7 @@ class Poller:
         }
         if not live and slot.cluster_entry is not None:
             update["tags"] = slot.cluster_entry.tags
-        reading: Reading[OwnView] = Reading(None, "no Patroni REST URL known", None)
+        reading: Reading[OwnView] = Reading(None, slot.api_refusal or "no Patroni REST URL known", None)
         if slot.own is not None:
             reading = slot.own.reading()
         own = reading.value
@@ -473,6 +592,7 @@ class Poller:
             reachable=own is not None,
             error=error,
             last_ok_at=reading.last_ok_at,
+            slow_s=reading.slow_s,  # a slow answer keeps the last one: reachable, not down
         )
         if own is not None:
             update.update(
@@ -491,7 +611,12 @@ class Poller:
         if self._haproxy is None:
             return HAProxyState(error="not configured; give --haproxy URL|SOCKET")
         reading = self._haproxy.reading()
-        return HAProxyState(servers=reading.value or (), error=reading.error, last_ok_at=reading.last_ok_at)
+        return HAProxyState(
+            servers=reading.value or (),
+            error=reading.error,
+            last_ok_at=reading.last_ok_at,
+            slow_s=reading.slow_s,
+        )
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -510,13 +635,18 @@ class Poller:
             except Exception as exc:  # a bug here must not end the console's data
                 snapshot = ClusterSnapshot(
                     taken_at=self._clock(),
-                    errors=(f"poller: {exc.__class__.__name__}: {exc}",),
+                    errors=(redact(f"poller: {exc.__class__.__name__}: {exc}"),),
                 )
             result = on_snapshot(snapshot)
             if inspect.isawaitable(result):
                 await result
-            # Pacing, not synchronisation: the next cycle starts one interval after this one.
-            await asyncio.sleep(max(0.0, started + period - loop.time()))
+            # Pacing, not synchronisation: the next cycle starts one interval after this one,
+            # or sooner when a faster cadence is asked meanwhile (something just went wrong).
+            while True:
+                left = started + min(period, max(0.05, float(interval()))) - loop.time()
+                if left <= 0:
+                    break
+                await asyncio.sleep(min(left, PACE_STEP_S))
 
     def set_memory(self, enabled: bool) -> None:
         """Read process memory (every few seconds) or not at all, e.g. while its pane is hidden."""

@@ -2,7 +2,9 @@
 
 Read sessions are read-only (default_transaction_read_only=on), named (application_name=pgtop-ha)
 and bounded (statement_timeout, lock_timeout). Passwords come only from libpq conventions
-(PGPASSWORD, PGPASSFILE, ~/.pgpass or postgres.passfile); none is ever passed or logged here.
+(PGPASSWORD, PGPASSFILE, ~/.pgpass or postgres.passfile); none is ever passed or logged here, and
+none is sent in clear text over a connection without TLS unless allowed (pgtop_ha.pgguard).
+Which hosts may be connected to at all is the poller's decision (postgres.allowed_hosts).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from urllib.parse import urlencode
 import asyncpg
 from pydantic import ValidationError
 
+from pgtop_ha import pgguard
 from pgtop_ha.clock import Clock
 from pgtop_ha.collect import procmem
 from pgtop_ha.collect.errors import ParseError
@@ -235,6 +238,8 @@ def describe_error(exc: BaseException, target: Target) -> str:
     where = f"{target.host}:{target.port}"
     if isinstance(exc, TimeoutError):
         return f"{where}: no answer (timeout)"
+    if isinstance(exc, pgguard.CleartextRefused):
+        return f"{where}: {exc}"
     auth = asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError
     if isinstance(exc, auth):
         return f"{where}: authentication failed ({exc}); check the role and ~/.pgpass or PGPASSFILE"
@@ -313,17 +318,22 @@ class NodeReader:
         return self._runner.start()
 
     def view(self) -> NodeSnapshot:
-        """The latest result; an error naming the wait when the poll has not answered yet."""
+        """The latest result; while a poll runs, the last answer kept with how long it waits."""
         waited = self._runner.running_for()
-        if waited is not None:
+        if waited is None:
+            return self._result
+        if self._result.reachable:
+            # Slow, not down: only statement_timeout or the poll's own limit makes it an error.
+            return self._result.model_copy(update={"slow_s": waited})
+        if self.last_ok_at is None and self._failures == 0:
             return NodeSnapshot(
                 name=self.target.name,
                 host=self.target.host,
                 port=self.target.port,
-                error=f"{self.target.host}:{self.target.port}: no answer for {waited:.1f}s",
-                last_ok_at=self.last_ok_at,
+                error=f"{self.target.host}:{self.target.port}: no answer yet after {waited:.1f}s",
+                slow_s=waited,
             )
-        return self._result
+        return self._result  # the last poll failed: unreachable until one answers
 
     async def aclose(self) -> None:
         """Stop the poll and drop the connection."""
@@ -368,7 +378,8 @@ class NodeReader:
         if s.passfile is not None:
             kwargs["passfile"] = str(s.passfile)
         self.connects += 1
-        return await asyncpg.connect(**kwargs)
+        conn: asyncpg.Connection = await pgguard.connect(allow_cleartext=s.allow_cleartext_password, **kwargs)
+        return conn
 
     async def _ensure(self) -> tuple[asyncpg.Connection, Capabilities]:
         if self._conn is None or self._conn.is_closed() or self._sql is None or self._caps is None:

@@ -10,6 +10,7 @@ from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.urls import redact
 from pgtop_ha.settings import Settings
 
 
@@ -29,6 +30,17 @@ def nothing_reachable(snapshot: ClusterSnapshot) -> bool:
         and not any(n.reachable for n in snapshot.nodes)
         and snapshot.haproxy.last_ok_at is None
     )
+
+
+def first_problem(snapshot: ClusterSnapshot) -> str:
+    """The first reason nothing answered, preferring a source that was asked over one not configured."""
+    found = [
+        *snapshot.errors,
+        *(n.error for n in snapshot.nodes if n.error),
+        *([snapshot.haproxy.error] if snapshot.haproxy.error else []),
+    ]
+    asked = [e for e in found if "not configured" not in e]
+    return redact((asked or found or ["no answer"])[0])
 
 
 def run_snapshot(settings: Settings, schema: bool) -> int:
@@ -51,11 +63,7 @@ def run_snapshot(settings: Settings, schema: bool) -> int:
     snapshot = asyncio.run(take_snapshot(settings))
     print(snapshot.model_dump_json(indent=2))
     if nothing_reachable(snapshot):
-        first = next(
-            (e for e in (*snapshot.errors, *(n.error for n in snapshot.nodes)) if e),
-            "no answer",
-        )
         hint = "check the URLs and that the cluster runs"
-        print(f"pgtop-ha: nothing was reachable ({first}); {hint}", file=sys.stderr)
+        print(f"pgtop-ha: nothing was reachable ({first_problem(snapshot)}); {hint}", file=sys.stderr)
         return 1
     return 0

@@ -1,11 +1,18 @@
-"""One polled source (a URL, a socket): its own task, its own time limit, failure kept as data."""
+"""One polled source (a URL, a socket): its own task, its own time limit, failure kept as data.
+
+A source is in one of three states. Fresh: its last poll answered. Slow: a poll is still running
+inside its own time limit; the last answer is kept and ``slow_s`` says how long the poll has
+waited. Unreachable: the last poll failed (refused, reset, DNS, TLS) or hit its own time limit.
+The time limit is the source's own (patroni.timeout, haproxy.timeout), never the poll interval:
+an answer that takes 1.5 s at a 1 s interval is used when it comes.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -16,11 +23,12 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Reading(Generic[T]):
-    """What a source last said: a value or an error, and when it last answered well."""
+    """What a source last said (value or error), when it answered well, how long a poll waits."""
 
     value: T | None
     error: str | None
     last_ok_at: datetime | None
+    slow_s: float | None = None
 
 
 class PollTask:
@@ -72,6 +80,7 @@ class Source(Generic[T]):
         self._describe = describe
         self._runner = PollTask(f"source:{name}", self._poll)
         self._reading: Reading[T] = Reading(None, "not polled yet", None)
+        self._finished = False  # a poll has ended (answered or failed) at least once
 
     def start(self) -> asyncio.Task[None]:
         """The running poll, or a new one when the last has finished."""
@@ -84,17 +93,24 @@ class Source(Generic[T]):
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a failure is data about this source, never a crash
+            self._finished = True
             self._reading = Reading(None, self._describe(exc), self._reading.last_ok_at)
             return
+        self._finished = True
         self._reading = Reading(value, None, self._clock())
 
     def reading(self) -> Reading[T]:
-        """The latest reading; an error naming the wait when the poll has not answered yet."""
+        """The latest reading; while a poll runs, the last answer kept with how long it waits."""
         waited = self._runner.running_for()
-        if waited is not None:
-            error = f"{self.name}: no answer for {waited:.1f}s"
-            return Reading(None, error, self._reading.last_ok_at)
-        return self._reading
+        if waited is None:
+            return self._reading
+        last = self._reading
+        if last.error is None:
+            # Slow, not unreachable: only the poll's own time limit makes it an error.
+            return replace(last, slow_s=waited)
+        if last.last_ok_at is None and not self._finished:
+            return Reading(None, f"{self.name}: no answer yet after {waited:.1f}s", None, waited)
+        return last  # the last poll failed: unreachable until one answers
 
     async def aclose(self) -> None:
         """Cancel a running poll."""

@@ -1,20 +1,37 @@
-"""A lean httpx transport for small GETs: one connection per request, read to end, no pool.
+"""A lean httpx transport for small GETs: one connection per request, parsed by h11, no pool.
 
 Patroni's REST server speaks HTTP/1.0 and closes every connection, so a pool buys nothing;
-httpx's default transport costs ~1.9 ms CPU per such request here, this one ~0.5 ms
-(docs/benchmarks.md). It can only send GET: anything else raises before a socket is opened.
+httpx's default transport costs more CPU per such request than this one (docs/benchmarks.md).
+The answer is parsed by ``h11``, httpx's own HTTP/1.1 parser, and read only up to its end
+(Content-Length or the last chunk), so a keep-alive server cannot stall it. It can only send
+GET, asks for an uncompressed answer and refuses a compressed one (nothing is ever inflated),
+and holds at most MAX_RESPONSE_BYTES of body.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 from typing import Any
 
+import h11
 import httpx
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
-_HOP_HEADERS = frozenset({b"transfer-encoding", b"connection", b"keep-alive"})
+# Everything read off the socket (status lines, 1xx answers, headers, chunk framing, body):
+# bounds a server that sends endless 1xx answers or chunk extensions without any body.
+MAX_WIRE_BYTES = 2 * MAX_RESPONSE_BYTES
+_MAX_HEAD_BYTES = 32 * 1024  # h11 refuses an unfinished head beyond this
+_READ_SIZE = 64 * 1024
+# Not copied into the httpx.Response: the body handed over is de-chunked and never encoded, so
+# httpx must not try to decode it again.
+_DROPPED = frozenset({b"transfer-encoding", b"connection", b"keep-alive", b"content-encoding"})
+_NOT_FORWARDED = frozenset({"host", "connection", "accept-encoding", "content-length", "transfer-encoding"})
+
+
+class RefusedAnswer(httpx.RemoteProtocolError):
+    """An answer the read path will not use (too large, compressed, redirected); says why in one line."""
 
 
 def _timeout(request: httpx.Request) -> tuple[float | None, float | None]:
@@ -22,57 +39,132 @@ def _timeout(request: httpx.Request) -> tuple[float | None, float | None]:
     return spec.get("connect"), spec.get("read")
 
 
-def _dechunk(body: bytes) -> bytes:
-    out = bytearray()
-    rest = body
-    while rest:
-        size_line, sep, rest = rest.partition(b"\r\n")
-        if not sep:
-            raise httpx.RemoteProtocolError("chunked body cut short")
+def _encodings(head: h11.Response) -> list[bytes]:
+    found: list[bytes] = []
+    for name, value in head.headers:
+        if name == b"content-encoding":
+            found += [token.strip().lower() for token in value.split(b",")]
+    return [token for token in found if token not in (b"", b"identity")]
+
+
+_END = h11.EndOfMessage()
+
+
+@functools.lru_cache(maxsize=256)
+def _request_event(target: bytes, headers: tuple[tuple[str, str], ...]) -> h11.Request:
+    # h11 validates a request's headers each time one is built (~40 % of sending it); the read
+    # path asks the same few URLs every cycle, and events are immutable, so they are reused.
+    return h11.Request(method="GET", target=target, headers=list(headers))
+
+
+class AnswerParser:
+    """One GET exchange in h11: the request's bytes, then the answer fed in as it arrives."""
+
+    def __init__(self, request: httpx.Request) -> None:
+        self._request = request
+        self._conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD_BYTES)
+        self._head: h11.Response | None = None
+        self._body = bytearray()
+        self._wire = 0
+        self._eof = False
+        url = request.url
+        headers = [("Host", url.netloc.decode("ascii"))]
+        for name, value in request.headers.multi_items():
+            if name.lower() not in _NOT_FORWARDED:
+                headers.append((name, value))
+        # identity: a compressed answer is refused below, never inflated (a bomb stays its wire size).
+        headers += [("Accept-Encoding", "identity"), ("Connection", "close")]
         try:
-            size = int(size_line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise httpx.RemoteProtocolError("bad chunk size") from None
-        if size == 0:
-            return bytes(out)
-        if len(rest) < size + 2:
-            raise httpx.RemoteProtocolError("chunked body cut short")
-        out += rest[:size]
-        rest = rest[size + 2 :]
-    raise httpx.RemoteProtocolError("chunked body without its last chunk")
+            head = self._conn.send(_request_event(url.raw_path, tuple(headers)))
+            end = self._conn.send(_END)
+        except h11.LocalProtocolError as exc:
+            raise httpx.LocalProtocolError(f"cannot send this request: {exc}", request=request) from None
+        self.request_bytes = (head or b"") + (end or b"")
+
+    def _refuse(self, why: str) -> RefusedAnswer:
+        return RefusedAnswer(why, request=self._request)
+
+    def _check_head(self, head: h11.Response) -> None:
+        encodings = _encodings(head)
+        if encodings:
+            shown = ", ".join(e.decode("latin-1") for e in encodings)[:40]
+            raise self._refuse(f"compressed answer refused (Content-Encoding: {shown})")
+        for name, value in head.headers:
+            if name == b"content-length" and int(value) > MAX_RESPONSE_BYTES:
+                raise self._refuse(f"answer too large ({int(value)} bytes announced)")
+        self._head = head
+
+    def _response(self, head: h11.Response) -> httpx.Response:
+        headers = [(n, v) for n, v in head.headers.raw_items() if n.lower() not in _DROPPED]
+        return httpx.Response(
+            head.status_code,
+            headers=headers,
+            content=bytes(self._body),
+            request=self._request,
+            extensions={"http_version": b"HTTP/" + head.http_version, "reason_phrase": head.reason},
+        )
+
+    def feed(self, data: bytes) -> httpx.Response | None:
+        """Take the next bytes read (b"" at EOF); the response once complete, else None."""
+        if self._eof:
+            raise httpx.RemoteProtocolError(
+                "connection closed before a complete answer", request=self._request
+            )
+        self._eof = not data
+        if self._eof and self._wire == 0:
+            raise httpx.RemoteProtocolError(
+                "the server closed the connection without answering", request=self._request
+            )
+        self._wire += len(data)
+        if self._wire > MAX_WIRE_BYTES:
+            raise self._refuse(f"answer too large (over {MAX_WIRE_BYTES // 2**20} MiB)")
+        try:
+            self._conn.receive_data(data)
+            while True:
+                event = self._conn.next_event()
+                if event is h11.NEED_DATA:
+                    if self._eof:
+                        break
+                    return None
+                if isinstance(event, h11.InformationalResponse):
+                    continue  # 100 Continue, 103 Early Hints: the real answer follows
+                if isinstance(event, h11.Response):
+                    self._check_head(event)
+                elif isinstance(event, h11.Data):
+                    if len(self._body) + len(event.data) > MAX_RESPONSE_BYTES:
+                        raise self._refuse(f"answer too large (over {MAX_RESPONSE_BYTES // 2**20} MiB)")
+                    self._body += event.data
+                elif isinstance(event, h11.EndOfMessage) and self._head is not None:
+                    return self._response(self._head)
+                else:
+                    break  # ConnectionClosed (or PAUSED) before a whole answer
+        except h11.RemoteProtocolError as exc:
+            raise httpx.RemoteProtocolError(str(exc), request=self._request) from None
+        raise httpx.RemoteProtocolError("connection closed before a complete answer", request=self._request)
 
 
 def parse_response(raw: bytes, request: httpx.Request) -> httpx.Response:
-    """An httpx.Response from a whole HTTP/1.x answer read to EOF."""
-    head, sep, body = raw.partition(b"\r\n\r\n")
-    if not sep:
-        raise httpx.RemoteProtocolError("no complete HTTP header", request=request)
-    lines = head.split(b"\r\n")
-    parts = lines[0].split(b" ", 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
-        raise httpx.RemoteProtocolError("not an HTTP status line", request=request)
-    headers: list[tuple[bytes, bytes]] = []
-    chunked = False
-    length: int | None = None
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon:
-            continue
-        key = name.strip().lower()
-        value = value.strip()
-        if key == b"transfer-encoding" and b"chunked" in value.lower():
-            chunked = True
-        elif key == b"content-length" and value.isdigit():
-            length = int(value)
-        if key not in _HOP_HEADERS:
-            headers.append((name.strip(), value))
-    if chunked:
-        body = _dechunk(body)
-    elif length is not None:
-        if len(body) < length:
-            raise httpx.RemoteProtocolError("body shorter than Content-Length", request=request)
-        body = body[:length]
-    return httpx.Response(int(parts[1]), headers=headers, content=body, request=request)
+    """An httpx.Response from a whole HTTP/1.x answer (as if read to EOF)."""
+    parser = AnswerParser(request)
+    response = parser.feed(raw) if raw else None
+    if response is None:
+        response = parser.feed(b"")
+    if response is None:  # feed(b"") answers or raises; kept for the type checker
+        raise httpx.RemoteProtocolError("no complete answer", request=request)
+    return response
+
+
+def _insecure_context() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def _tls_reason(exc: ssl.SSLError) -> str:
+    if isinstance(exc, ssl.SSLCertVerificationError) and exc.verify_message:
+        return f"certificate verify failed: {exc.verify_message}"
+    return str(exc.reason or exc)
 
 
 class LeanGetTransport(httpx.AsyncBaseTransport):
@@ -80,32 +172,24 @@ class LeanGetTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, verify: ssl.SSLContext | bool = True) -> None:
         if verify is True:
-            self._ssl: ssl.SSLContext | None = ssl.create_default_context()
+            self._ssl = ssl.create_default_context()
         elif verify is False:
-            ctx = ssl.create_default_context()
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-            self._ssl = ctx
+            self._ssl = _insecure_context()
         else:
             self._ssl = verify
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Send one GET and read the whole answer."""
+        """Send one GET and read its answer up to its end (or the read timeout, for all of it)."""
         if request.method != "GET":
             raise httpx.UnsupportedProtocol(f"this transport sends GET only, not {request.method}")
         url = request.url
-        tls = url.scheme == "https"
         if url.scheme not in ("http", "https"):
             raise httpx.UnsupportedProtocol(f"unsupported URL scheme {url.scheme!r}")
+        tls = url.scheme == "https"
         host = url.host
         port = url.port or (443 if tls else 80)
         connect_s, read_s = _timeout(request)
-        target = url.raw_path.decode("ascii")
-        lines = [f"GET {target} HTTP/1.1", f"Host: {url.netloc.decode('ascii')}"]
-        for name, value in request.headers.multi_items():
-            if name.lower() not in ("host", "connection", "accept-encoding"):
-                lines.append(f"{name}: {value}")
-        lines += ["Connection: close", "", ""]
+        parser = AnswerParser(request)
         try:
             async with asyncio.timeout(connect_s):
                 reader, writer = await asyncio.open_connection(
@@ -113,35 +197,38 @@ class LeanGetTransport(httpx.AsyncBaseTransport):
                     port,
                     ssl=self._ssl if tls else None,
                     server_hostname=host if tls else None,
-                    limit=MAX_RESPONSE_BYTES,
                 )
         except TimeoutError:
             raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out", request=request) from None
         except ssl.SSLError as exc:
-            raise httpx.ConnectError(f"TLS: {exc.reason or exc}", request=request) from None
+            raise httpx.ConnectError(f"TLS: {_tls_reason(exc)}", request=request) from None
         except ConnectionRefusedError:
             raise httpx.ConnectError("connection refused", request=request) from None
         except OSError as exc:
             raise httpx.ConnectError(exc.strerror or str(exc), request=request) from None
         try:
+            # One limit for the whole exchange: a server dripping a byte at a time is cut off
+            # at the read timeout, not kept alive by each byte.
             async with asyncio.timeout(read_s):
-                writer.write("\r\n".join(lines).encode("latin-1"))
+                writer.write(parser.request_bytes)
                 await writer.drain()
-                chunks: list[bytes] = []
-                size = 0
-                while True:
-                    chunk = await reader.read(65536)
-                    if not chunk:
-                        break
-                    size += len(chunk)
-                    if size > MAX_RESPONSE_BYTES:
-                        raise httpx.RemoteProtocolError("answer too large", request=request)
-                    chunks.append(chunk)
+                response = None
+                while response is None:
+                    response = parser.feed(await reader.read(_READ_SIZE))
+        except httpx.RemoteProtocolError as exc:
+            if tls and "without answering" in str(exc):
+                # What an https server that requires a client certificate does after the handshake.
+                raise httpx.RemoteProtocolError(
+                    f"{exc} (does it require a client certificate? set certfile/keyfile)", request=request
+                ) from None
+            raise
         except TimeoutError:
-            raise httpx.ReadTimeout(f"no answer from {host}:{port}", request=request) from None
+            raise httpx.ReadTimeout(f"no whole answer from {host}:{port} in time", request=request) from None
+        except ssl.SSLError as exc:
+            raise httpx.ReadError(f"TLS: {_tls_reason(exc)}", request=request) from None
         except OSError as exc:
             raise httpx.ReadError(exc.strerror or str(exc), request=request) from None
         finally:
             # Not awaiting wait_closed: a frozen peer must not hold us in a TLS shutdown.
             writer.close()
-        return parse_response(b"".join(chunks), request)
+        return response

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Mapping, MutableMapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from pgtop_ha.errors import UserError
-from pgtop_ha.lab.layout import Layout, default_state_dir
-from pgtop_ha.settings import load_settings
+from pgtop_ha.lab.layout import Layout, default_state_dir, saved_layout
+from pgtop_ha.settings import ENV_PREFIX, load_settings
 
 
 def add_lab_arguments(parser: argparse.ArgumentParser, lab_only: bool = True) -> None:
@@ -24,7 +26,7 @@ def add_lab_arguments(parser: argparse.ArgumentParser, lab_only: bool = True) ->
         type=int,
         default=quiet,
         metavar="N",
-        help="first of the lab's ports (default 25400; uses N..N+40)",
+        help="first of the lab's ports (default 25400, or the state dir's; uses N..N+40)",
     )
     parser.add_argument(
         "--state-dir",
@@ -77,14 +79,50 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
     subscriber.add_argument("action", choices=["up", "down"])
 
 
+# The lab's own settings come from flags, --config or the user config, and PGTOP_HA_LAB__* only:
+# the caller's other PGTOP_HA_* (a bad PGTOP_HA_READ_ONLY, say) concern the console, not the lab.
+_LAB_ENV_PREFIX = "PGTOP_HA_LAB__"
+# What `demo` takes from the lab's config whatever the environment says: where the lab is and how
+# to log in. PGTOP_HA_<one of these>... would point the demo console at another cluster.
+_FORCED_BY_LAB = ("PATRONI", "POSTGRES", "PG_", "HAPROXY", "NODES", "CLUSTER_NAME", "LAB")
+
+
 def layout_from(args: argparse.Namespace) -> Layout:
-    """The lab layout from flags, else config [lab], else defaults."""
-    lab = load_settings(getattr(args, "config", None)).lab
-    base = getattr(args, "base_port", None) or lab.base_port
-    if not 1024 <= base <= 65000:
-        raise UserError(f"--base-port {base} is out of range; use 1024..65000")
-    state = getattr(args, "state_dir", None) or lab.state_dir or default_state_dir()
-    return Layout(base_port=base, state_dir=state.absolute())
+    """The lab layout: the state directory's record, else flags, else config [lab], else defaults."""
+    lab = load_settings(getattr(args, "config", None), environ=lab_environ(os.environ)).lab
+    explicit: int | None = getattr(args, "base_port", None)
+    if explicit is not None and not 1024 <= explicit <= 65000:
+        raise UserError(f"--base-port {explicit} is out of range; use 1024..65000")
+    state = (getattr(args, "state_dir", None) or lab.state_dir or default_state_dir()).absolute()
+    saved = saved_layout(state)
+    if saved is not None:
+        if explicit is not None and explicit != saved.base_port:
+            raise UserError(
+                f"--base-port {explicit} disagrees with the lab in {state}, which uses base port "
+                f"{saved.base_port}; omit --base-port"
+            )
+        return saved
+    return Layout(base_port=lab.base_port if explicit is None else explicit, state_dir=state)
+
+
+def lab_environ(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment the lab reads its own settings from: PGTOP_HA_LAB__* only."""
+    return {k: v for k, v in environ.items() if k.startswith(_LAB_ENV_PREFIX)}
+
+
+def demo_environ(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment `demo` builds console settings from: the caller's, minus what the lab forces."""
+    return {
+        k: v
+        for k, v in environ.items()
+        if not (k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX) :].startswith(_FORCED_BY_LAB))
+    }
+
+
+def drop_libpq_environ(environ: MutableMapping[str, str]) -> None:
+    """Remove libpq's PG* variables (PGPASSWORD, PGSSLMODE...): the lab's passfile must be used."""
+    for name in [k for k in environ if k.startswith("PG") and not k.startswith(ENV_PREFIX)]:
+        del environ[name]
 
 
 def run_lab(args: argparse.Namespace) -> int:
@@ -176,7 +214,10 @@ def run_demo(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     lab = Lab(layout_from(args))
     if not (lab.exists() and lab.healthy() and lab.book.running("haproxy")):
         lab.up()
-    settings = load_settings(lab.layout.console_config, overrides)
+    settings = load_settings(lab.layout.console_config, overrides, environ=demo_environ(os.environ))
+    # The console's PostgreSQL connections read libpq's variables (asyncpg does): a caller's
+    # PGPASSWORD or PGSSLMODE would beat the lab's passfile, so the demo process drops them.
+    drop_libpq_environ(os.environ)
     if not sys.stdout.isatty():
         print("pgtop-ha demo: stdout is not a terminal; the lab is up:", lab.layout.console_config)
         return 0

@@ -18,7 +18,7 @@ import httpx
 
 from pgtop_ha.errors import UserError
 from pgtop_ha.lab import configs, procs, secrets
-from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, NODE_NAMES, SUPERUSER, Layout
+from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, NODE_NAMES, SUPERUSER, Layout, saved_layout
 from pgtop_ha.lab.progress import Progress
 from pgtop_ha.lab.tools import Tools, find_tools
 
@@ -196,7 +196,7 @@ class Lab:
         """Patroni's GET /cluster from the first member that answers."""
         for i in range(len(NODE_NAMES)):
             try:
-                resp = httpx.get(f"{self.layout.patroni_url(i)}/cluster", timeout=timeout)
+                resp = httpx.get(f"{self.layout.patroni_url(i)}/cluster", timeout=timeout, trust_env=False)
                 if resp.status_code == 200:
                     data: dict[str, Any] = resp.json()
                     return data
@@ -207,7 +207,9 @@ class Lab:
     def own_state(self, name: str, timeout: float = 2.0) -> str | None:
         """The state node ``name`` reports on its own GET /patroni (None when it does not answer)."""
         try:
-            resp = httpx.get(f"{self.layout.patroni_url(self.index(name))}/patroni", timeout=timeout)
+            resp = httpx.get(
+                f"{self.layout.patroni_url(self.index(name))}/patroni", timeout=timeout, trust_env=False
+            )
             state = resp.json().get("state")
         except (httpx.HTTPError, ValueError):
             return None
@@ -256,7 +258,7 @@ class Lab:
             [str(tools.psql), "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
              "-p", str(port), "-U", SUPERUSER, "-d", dbname, "-c", sql],
             capture_output=True, text=True, timeout=timeout,
-            env={**os.environ, "PGPASSFILE": str(self.layout.pgpass), "PGCONNECT_TIMEOUT": "5"},
+            env=procs.lab_env({"PGPASSFILE": str(self.layout.pgpass), "PGCONNECT_TIMEOUT": "5"}),
         )  # fmt: skip
         if result.returncode != 0:
             raise UserError(f"SQL on 127.0.0.1:{port} failed: {result.stderr.strip()}")
@@ -272,6 +274,12 @@ class Lab:
         if state.exists() and any(state.iterdir()) and not self.exists():
             raise UserError(
                 f"state dir {state} is not empty and was not made by pgtop-ha lab; choose another --state-dir"
+            )
+        saved = saved_layout(state)
+        if saved is not None and saved.base_port != self.layout.base_port:
+            raise UserError(
+                f"the lab in {state} uses base port {saved.base_port}, not {self.layout.base_port}; "
+                f"omit --base-port or give --base-port {saved.base_port}"
             )
         self._check_ports()
         python = self.patroni_python() if self._patroni_missing() else sys.executable
@@ -331,6 +339,8 @@ class Lab:
         # The lab user must be able to traverse into its directories.
         layout.state_dir.chmod(0o755)
         (layout.state_dir / MARKER).touch()
+        # `lab status`, `down` and `fault` find the ports here, whatever flags they are given.
+        layout.layout_file.write_text(layout.record())
         passwords = secrets.ensure(layout)
         run_dir = self.lab_dir(layout.run_dir)
         self.lab_dir(layout.log_dir, 0o755)
@@ -371,7 +381,7 @@ class Lab:
             progress.note("waiting for etcd /health")
             try:
                 url = f"http://127.0.0.1:{self.layout.etcd_client_port}/health"
-                return bool(httpx.get(url, timeout=1).json().get("health") == "true")
+                return bool(httpx.get(url, timeout=1, trust_env=False).json().get("health") == "true")
             except (httpx.HTTPError, ValueError):
                 return False
 
@@ -384,8 +394,7 @@ class Lab:
         if running:
             return running
         i = self.index(name)
-        env = {**os.environ, **configs.patroni_env(self.layout, i)}
-        env.pop("PGTOP_HA_PATRONI_PASSWORD", None)
+        env = configs.patroni_env(self.layout, i)
         proc = procs.spawn(
             [
                 python or sys.executable,
@@ -426,7 +435,7 @@ class Lab:
         if marker.exists():
             return
         i = self.leader_index()
-        env = {**os.environ, **configs.patroni_env(self.layout, i)}
+        env = configs.patroni_env(self.layout, i)
         try:
             procs.run(
                 [str(tools.pgbackrest), f"--stanza={configs.STANZA}", "stanza-create"],
@@ -453,7 +462,7 @@ class Lab:
         def writer_up() -> bool:
             progress.note("waiting for HAProxy to route the writer")
             try:
-                text = httpx.get(f"{self.layout.stats_url};csv", timeout=1).text
+                text = httpx.get(f"{self.layout.stats_url};csv", timeout=1, trust_env=False).text
             except httpx.HTTPError:
                 return False
             return any(line.startswith("pg_writer,node") and ",UP," in line for line in text.splitlines())
@@ -489,7 +498,7 @@ class Lab:
                 file=self.out,
                 flush=True,
             )
-        env = {**os.environ, "PGPASSFILE": str(self.layout.pgpass)}
+        env = procs.lab_env({"PGPASSFILE": str(self.layout.pgpass)})
         result = subprocess.run(
             [str(tools.pgbench), "-i", "-s", "1", "-q", "-h", "127.0.0.1",
              "-p", str(self.layout.pg_port(i)), "-U", SUPERUSER, DBNAME],

@@ -150,7 +150,9 @@ def switchover(lab: Lab, to: str | None = None, timeout: float = 90) -> str:
     progress.step(f"POST /switchover from {leader}" + (f" to {to}" if to else ""))
     url = lab.layout.patroni_url(lab.index(leader))
     try:
-        resp = httpx.post(f"{url}/switchover", json=body, auth=(REST_USER, password), timeout=60)
+        resp = httpx.post(
+            f"{url}/switchover", json=body, auth=(REST_USER, password), timeout=60, trust_env=False
+        )
     except httpx.HTTPError as exc:
         raise UserError(f"switchover request to {url} failed: {exc}") from None
     if resp.status_code != 200:
@@ -172,7 +174,7 @@ def load(lab: Lab, seconds: int) -> str:
     if not 1 <= seconds <= 3600:
         raise UserError("--seconds must be between 1 and 3600")
     tools = find_tools()
-    env = {**os.environ, "PGPASSFILE": str(lab.layout.pgpass)}
+    env = procs.lab_env({"PGPASSFILE": str(lab.layout.pgpass)})
     # Besides pgbench's own transactions, a few large ones on the published table: they exceed
     # logical_decoding_work_mem, so a subscriber's slot spills or streams for real.
     big = lab.layout.run_dir / "bigtxn.sql"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from pgtop_ha.errors import UserError
 
 NODE_NAMES = ("node1", "node2", "node3")
 SCOPE = "pgtop-lab"
@@ -18,6 +21,7 @@ PUBLICATION = "lab_pub"
 PERMANENT_SLOT = "lab_sub"
 SUBSCRIPTION = "lab_sub"
 COPY_TABLE = "sync_big"
+LAYOUT_FILE = "layout.json"
 
 
 def default_state_dir() -> Path:
@@ -82,18 +86,31 @@ class Layout:
         """The plain PostgreSQL subscriber's port."""
         return self.base_port + 40
 
+    def port_map(self) -> dict[str, int]:
+        """Every TCP port the lab listens on, by what listens there."""
+        ports = {"etcd_client": self.etcd_client_port, "etcd_peer": self.etcd_peer_port}
+        ports.update({f"{n}_postgres": self.pg_port(i) for i, n in enumerate(NODE_NAMES)})
+        ports.update({f"{n}_rest": self.rest_port(i) for i, n in enumerate(NODE_NAMES)})
+        ports.update(
+            haproxy_writer=self.writer_port,
+            haproxy_reader=self.reader_port,
+            haproxy_stats=self.stats_port,
+            subscriber=self.subscriber_port,
+        )
+        return ports
+
     def ports(self) -> list[int]:
         """Every TCP port the lab listens on."""
-        return [
-            self.etcd_client_port,
-            self.etcd_peer_port,
-            *(self.pg_port(i) for i in range(len(NODE_NAMES))),
-            *(self.rest_port(i) for i in range(len(NODE_NAMES))),
-            self.writer_port,
-            self.reader_port,
-            self.stats_port,
-            self.subscriber_port,
-        ]
+        return list(self.port_map().values())
+
+    @property
+    def layout_file(self) -> Path:
+        """Where `lab up` records this layout, so the state directory knows its ports."""
+        return self.state_dir / LAYOUT_FILE
+
+    def record(self) -> str:
+        """The layout file's text: base port and every port."""
+        return json.dumps({"base_port": self.base_port, "ports": self.port_map()}, indent=1) + "\n"
 
     @property
     def run_dir(self) -> Path:
@@ -148,3 +165,30 @@ class Layout:
     def pids_file(self) -> Path:
         """JSON record of every process the lab started."""
         return self.state_dir / "pids.json"
+
+
+def saved_layout(state_dir: Path) -> Layout | None:
+    """The layout `lab up` recorded in ``state_dir`` (None when there is no record)."""
+    path = state_dir / LAYOUT_FILE
+    try:
+        raw = path.read_bytes()[:65536]
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UserError(f"lab layout {path}: {exc.strerror}; make it readable") from None
+    try:
+        doc = json.loads(raw)
+        base = doc["base_port"]
+        ports = doc["ports"]
+    except (ValueError, TypeError, KeyError):
+        base, ports = None, None
+    if not isinstance(base, int) or isinstance(base, bool) or not 1024 <= base <= 65000:
+        raise UserError(f"lab layout {path} is damaged (no valid base_port); fix or remove it")
+    layout = Layout(base_port=base, state_dir=state_dir)
+    if ports != layout.port_map():
+        # Ports are derived from the base port; a record that disagrees was not written by this code.
+        raise UserError(
+            f"lab layout {path} lists ports this pgtop-ha would not use for base port {base}; "
+            "stop that lab with the pgtop-ha that started it"
+        )
+    return layout

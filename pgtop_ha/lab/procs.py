@@ -46,9 +46,26 @@ def alive(pid: int, started: int | None = None) -> bool:
     return started is None or int(fields[19]) == started
 
 
+# What a lab child must not inherit from the caller's shell: libpq reads PG* (PGPASSWORD, PGUSER,
+# PGSSLMODE, PGSERVICE, PGOPTIONS...), pgBackRest PGBACKREST_*, our console PGTOP_HA_*, psql PSQL*;
+# Patroni takes PATRONI_* and etcd ETCD_* as configuration that overrides the lab's own.
+FOREIGN_PREFIXES = ("PG", "PSQL", "PATRONI_", "ETCD")
+
+
+def lab_env(own: Mapping[str, str] | None = None, caller: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The caller's environment (default os.environ) minus FOREIGN_PREFIXES, plus the lab's ``own``."""
+    base = os.environ if caller is None else caller
+    env = {k: v for k, v in base.items() if not k.startswith(FOREIGN_PREFIXES)}
+    env.update(own or {})
+    return env
+
+
 def _as_lab_user(run_as: RunAs, env: Mapping[str, str] | None, cwd: Path | None) -> dict[str, Any]:
-    """Popen arguments shared by every lab child: identity, environment, working directory."""
-    full_env = dict(os.environ if env is None else env)
+    """Popen arguments shared by every lab child: identity, environment, working directory.
+
+    ``env`` holds only what the lab sets; the rest comes from the caller through lab_env.
+    """
+    full_env = lab_env(env)
     if run_as.home:
         full_env["HOME"] = run_as.home
     kwargs: dict[str, Any] = {
@@ -70,7 +87,7 @@ def spawn(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` detached in its own session, output appended to ``log``."""
+    """Start ``argv`` detached in its own session, output appended to ``log``; ``env``: the lab's own."""
     with log.open("ab") as out:
         return subprocess.Popen(
             list(argv),
@@ -90,7 +107,7 @@ def run(
     timeout: float = 120,
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` to completion as the lab user and return its output."""
+    """Run ``argv`` to completion as the lab user and return its output; ``env``: the lab's own."""
     return subprocess.run(
         list(argv),
         capture_output=True,

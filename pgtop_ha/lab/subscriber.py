@@ -55,7 +55,7 @@ def up(lab: Lab) -> str:
              "-c", "max_logical_replication_workers=4", "-c", "max_sync_workers_per_subscription=2",
              "-c", "wal_level=logical"],
             log=layout.log_dir / "subscriber.log", run_as=lab.run_as, cwd=data,
-            env={**os.environ, "PGPASSFILE": str(layout.run_dir / "lab-pgpass")},
+            env={"PGPASSFILE": str(layout.run_dir / "lab-pgpass")},
         )  # fmt: skip
         lab.book.record("subscriber", proc.pid)
 

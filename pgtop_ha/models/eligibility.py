@@ -69,7 +69,7 @@ def _no_failover(tags: dict[str, Any]) -> bool:
     if "failover_priority" in tags:
         try:
             return int(tags["failover_priority"]) <= 0
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: JSON's 1e999 is inf
             return False
     return tag_true(tags, "nofailover")
 

@@ -6,9 +6,33 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer, Member, NodeSnapshot
+
+# A poll that has waited this long for its answer makes its source "slow": the last answer is kept
+# and shown with its age. Below this it is plain fresh data (a busy cycle, not a slow server).
+SLOW_S = 1.0
+
+SourceState = Literal["fresh", "slow", "pending", "unreachable"]
+
+
+def source_state(reachable: bool, slow_s: float | None) -> SourceState:
+    """Fresh, slow (last answer kept), pending (first poll still running) or unreachable."""
+    if reachable:
+        return "slow" if slow_s is not None and slow_s >= SLOW_S else "fresh"
+    # Not reachable while a poll runs means it never answered yet: unknown, not a failure.
+    return "pending" if slow_s is not None else "unreachable"
+
+
+def member_state(m: Member) -> SourceState:
+    """The state of a member's own Patroni REST source."""
+    return source_state(m.reachable, m.slow_s)
+
+
+def node_state(n: NodeSnapshot) -> SourceState:
+    """The state of a node's PostgreSQL source."""
+    return source_state(n.reachable, n.slow_s)
 
 
 class Level(IntEnum):
@@ -122,6 +146,10 @@ class Pools:
         return None
 
 
+# settings.HAProxySettings' defaults (models must not import settings).
+DEFAULT_POOLS = Pools(("writer", "primary", "master", "rw"), ("reader", "replica", "standby", "ro"))
+
+
 def is_up(server: HAProxyServer) -> bool:
     """True when HAProxy would send traffic to the server (UP, or UP going down)."""
     return (server.status or "").upper().startswith("UP")
@@ -162,7 +190,9 @@ def member_problems(
     routed = w is not None and is_up(w)
     leader = is_leader(m)
     out: list[Problem] = []
-    pg_down = n is not None and not n.reachable
+    # Only an expired timeout or a failed connection is "down": a slow answer is not.
+    pg = node_state(n) if n is not None else None
+    pg_down = pg == "unreachable"
     if pg_down and leader and routed:
         out.append(
             Problem(
@@ -178,9 +208,18 @@ def member_problems(
         out.append(Problem(Level.CRIT, name, "PG DOWN, HAProxy still routes writes here", "PG DOWN, routed"))
     elif pg_down:
         out.append(Problem(Level.CRIT, name, "PostgreSQL unreachable", "PG unreachable"))
-    if m is not None and not m.reachable:
+    elif pg == "slow":
+        out.append(Problem(Level.WARN, name, "PostgreSQL slow (last answer kept)", "PG slow"))
+    elif pg == "pending":
+        out.append(Problem(Level.WARN, name, "PostgreSQL: no answer yet", "PG no answer yet"))
+    rest = member_state(m) if m is not None else None
+    if rest == "unreachable":
         # No age in the text: a problem keeps its row (and its key) while it lasts.
         out.append(Problem(Level.CRIT, name, "Patroni REST unreachable", "REST unreachable"))
+    elif rest == "slow":
+        out.append(Problem(Level.WARN, name, "Patroni REST slow (last answer kept)", "REST slow"))
+    elif rest == "pending":
+        out.append(Problem(Level.WARN, name, "Patroni REST: no answer yet", "REST no answer yet"))
     pg_primary = _pg_primary(n)
     if leader and pg_primary is False and (m is None or m.role != "standby_leader"):
         out.append(Problem(Level.CRIT, name, "Patroni leader but PG in recovery", "leader in recovery"))
@@ -240,6 +279,9 @@ def cluster_problems(
     for name in names:
         out.extend(member_problems(snapshot, name, t, pools, now))
         out.extend(_node_problems(snapshot.node(name), t))
+        missing = missing_permanent_slots(snapshot, name)
+        if missing:
+            out.append(Problem(Level.WARN, name, "permanent slot missing: " + ", ".join(missing)))
     out.extend(Problem(Level.WARN, None, e) for e in snapshot.errors)
     return sorted(out, key=lambda p: -p.level)
 
@@ -274,3 +316,44 @@ def _names(snapshot: ClusterSnapshot) -> list[str]:
 def member_names(snapshot: ClusterSnapshot) -> list[str]:
     """Every member or node name in the snapshot, sorted."""
     return _names(snapshot)
+
+
+def _slug(name: str) -> str:
+    """A member's replication slot name as Patroni derives it from the member name."""
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name.lower())
+
+
+def permanent_slots(snapshot: ClusterSnapshot, *, logical_only: bool = False) -> dict[str, str]:
+    """Patroni's permanent slots (from /config) by name, each 'logical' or 'physical'."""
+    config = snapshot.patroni_config
+    if config is None:
+        return {}
+    out: dict[str, str] = {}
+    for name, spec in config.permanent_slots.items():
+        spec = spec if isinstance(spec, dict) else {}
+        logical = spec.get("type") == "logical" or ("database" in spec and "plugin" in spec)
+        if logical or not logical_only:
+            out[name] = "logical" if logical else "physical"
+    return out
+
+
+def missing_permanent_slots(snapshot: ClusterSnapshot, name: str) -> list[str]:
+    """Permanent slots Patroni should keep on this member but PostgreSQL does not list (sorted).
+
+    Logical ones are expected on every member (Patroni copies them to replicas), physical ones
+    on the primary only, and never a member's own slot on itself. Unknown data: none missing.
+    """
+    n = snapshot.node(name)
+    if n is None or node_state(n) in ("unreachable", "pending") or n.in_recovery is None:
+        return []
+    if "slots" in n.unavailable:
+        return []
+    have = {s.slot_name for s in n.slots}
+    out = []
+    for slot, kind in permanent_slots(snapshot).items():
+        if slot == _slug(name) or slot in have:
+            continue
+        if kind == "physical" and n.in_recovery:
+            continue
+        out.append(slot)
+    return sorted(out)

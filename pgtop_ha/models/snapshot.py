@@ -7,24 +7,86 @@ every documented name. Where a value cannot be read at all (an old PostgreSQL, a
 
 from __future__ import annotations
 
+import math
+import types
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
 from pgtop_ha.models.base import Frozen
 
+# PostgreSQL's bigint, LSNs, lags and Patroni's timelines all fit a signed 64-bit int: a wider
+# int, or a float that is not finite, can only come from a broken or hostile server.
+INT_LIMIT = 2**63
 
-class ClusterInfo(Frozen):
+
+def in_range(value: object) -> bool:
+    """Whether a number is one a server can really send: a 64-bit int or a finite float."""
+    if isinstance(value, bool) or value is None:
+        return True
+    if isinstance(value, int):
+        return -INT_LIMIT < value < INT_LIMIT
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return True
+
+
+def _number_field(annotation: Any) -> tuple[bool, bool]:
+    """(is a number, may be None) for a field's annotation."""
+    args = annotation.__args__ if isinstance(annotation, types.UnionType) else (annotation,)
+    numbers = [a for a in args if a in (int, float)]
+    return bool(numbers), type(None) in args
+
+
+class Bounded(Frozen):
+    """A frozen model whose numbers are range-checked: an optional one out of range is None."""
+
+    _optional_numbers: ClassVar[tuple[str, ...]] = ()
+    _required_numbers: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Find the number fields once per class, so validation only looks at those."""
+        super().__pydantic_init_subclass__(**kwargs)
+        optional: list[str] = []
+        required: list[str] = []
+        for name, info in cls.model_fields.items():
+            number, nullable = _number_field(info.annotation)
+            if number:
+                (optional if nullable else required).append(name)
+        cls._optional_numbers = tuple(optional)
+        cls._required_numbers = tuple(required)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Unknown (None) rather than absurd; a required number out of range is a ValueError."""
+        # Runs for every model of every snapshot: a post-init hook costs a third of a validator.
+        values = self.__dict__
+        for name in self._required_numbers:
+            value = values[name]
+            if not (type(value) is int and -INT_LIMIT < value < INT_LIMIT) and not in_range(value):
+                raise ValueError(f"{type(self).__name__}.{name} is out of range")
+        for name in self._optional_numbers:
+            value = values[name]
+            if value is None or (type(value) is int and -INT_LIMIT < value < INT_LIMIT):
+                continue
+            if not in_range(value):
+                values[name] = None
+
+
+class ClusterInfo(Bounded):
     """The cluster as Patroni's /cluster names it."""
 
     name: str | None = None
     leader: str | None = None
     pause: bool | None = None
     scheduled_switchover: dict[str, Any] | None = None
+    # False when no Patroni REST root answered /cluster this cycle: leader and roles are unknown.
+    reachable: bool = True
+    slow_s: float | None = None  # /cluster poll still running (last answer kept), for so long
 
 
-class Member(Frozen):
+class Member(Bounded):
     """One Patroni member: /cluster's entry joined with the member's own /patroni answer."""
 
     name: str
@@ -47,9 +109,11 @@ class Member(Frozen):
     own_timeline: int | None = None
     dcs_last_seen: int | None = None
     patroni_version: str | None = None
+    # The own /patroni poll still running within its timeout: the last answer is kept (slow).
+    slow_s: float | None = None
 
 
-class HistoryEntry(Frozen):
+class HistoryEntry(Bounded):
     """One row of Patroni's /history: a timeline switch."""
 
     timeline: int
@@ -59,7 +123,7 @@ class HistoryEntry(Frozen):
     new_leader: str | None = None
 
 
-class PatroniConfig(Frozen):
+class PatroniConfig(Bounded):
     """The parts of Patroni's dynamic configuration (GET /config) the console needs."""
 
     ttl: int | None = None
@@ -69,7 +133,7 @@ class PatroniConfig(Frozen):
     permanent_slots: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
-class Replication(Frozen):
+class Replication(Bounded):
     """One walsender row of pg_stat_replication, with lag per stage."""
 
     pid: int | None = None
@@ -90,7 +154,7 @@ class Replication(Frozen):
     replay_lag_s: float | None = None
 
 
-class WalReceiver(Frozen):
+class WalReceiver(Bounded):
     """A standby's pg_stat_wal_receiver row."""
 
     status: str | None = None
@@ -101,7 +165,7 @@ class WalReceiver(Frozen):
     last_msg_receipt_time: datetime | None = None
 
 
-class Slot(Frozen):
+class Slot(Bounded):
     """One replication slot with its statistics (pg_stat_replication_slots, 14+)."""
 
     slot_name: str
@@ -131,7 +195,7 @@ class Slot(Frozen):
     stats_reset: datetime | None = None
 
 
-class CopyProgress(Frozen):
+class CopyProgress(Bounded):
     """One pg_stat_progress_copy row (14+), with a size estimate when bytes_total is 0."""
 
     pid: int
@@ -150,7 +214,7 @@ class CopyProgress(Frozen):
     relation_tuples: float | None = None
 
 
-class Subscription(Frozen):
+class Subscription(Bounded):
     """A subscriber's pg_stat_subscription worker with its tables' sync states."""
 
     subname: str
@@ -164,7 +228,7 @@ class Subscription(Frozen):
     sync_error_count: int | None = None
 
 
-class Archiver(Frozen):
+class Archiver(Bounded):
     """pg_stat_archiver plus the archive_status queue."""
 
     archived_count: int | None = None
@@ -180,14 +244,14 @@ class Archiver(Frozen):
     archive_mode: str | None = None
 
 
-class PendingSetting(Frozen):
+class PendingSetting(Bounded):
     """A setting changed in the configuration that waits for a restart."""
 
     name: str
     context: str | None = None
 
 
-class Process(Frozen):
+class Process(Bounded):
     """One server process: pg_stat_activity joined with its memory from /proc."""
 
     pid: int
@@ -207,7 +271,7 @@ class Process(Frozen):
     swap_bytes: int | None = None
 
 
-class NodeSnapshot(Frozen):
+class NodeSnapshot(Bounded):
     """PostgreSQL's own view of one node."""
 
     name: str
@@ -239,9 +303,11 @@ class NodeSnapshot(Frozen):
     unavailable: dict[str, str] = Field(default_factory=dict)
     postmaster_pid: int | None = None
     is_superuser: bool | None = None
+    # The poll still running within its timeout: the last answer is kept (slow), for so long.
+    slow_s: float | None = None
 
 
-class HAProxyServer(Frozen):
+class HAProxyServer(Bounded):
     """One server line of HAProxy's stats CSV."""
 
     proxy: str
@@ -255,15 +321,16 @@ class HAProxyServer(Frozen):
     weight: int | None = None
 
 
-class HAProxyState(Frozen):
+class HAProxyState(Bounded):
     """HAProxy's routing as its stats showed it this cycle."""
 
     servers: tuple[HAProxyServer, ...] = ()
     error: str | None = None
     last_ok_at: datetime | None = None
+    slow_s: float | None = None  # stats poll still running (last answer kept), for so long
 
 
-class ClusterSnapshot(Frozen):
+class ClusterSnapshot(Bounded):
     """Everything one poll cycle learned about the cluster."""
 
     taken_at: datetime

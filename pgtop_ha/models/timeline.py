@@ -1,69 +1,336 @@
 """The incident timeline: events folded from consecutive snapshots, markers and actions. Pure.
 
-INTERFACE STUB (the lead wrote it so the recorder and the UI can be built against it; the
-timeline helper fills in debounce, durations, disagreement checks and the failover stopwatch).
+Events are stamped with the time they were observed (the snapshot's ``taken_at``) and their
+source. A state that flips and flips back within the debounce window is one event, updated in
+place (same id) with ``ended_at`` and ``duration_s``; one that keeps flapping is that same event
+again, with ``count`` raised, instead of ten events. Disagreement checks (models/checks.py) join as
+events once past their grace period, and the failover stopwatch (models/stopwatch.py) keeps one
+event per leader loss, updated as its figures arrive. ``cadence()`` says how fast to poll.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from pgtop_ha.models.base import Frozen
-from pgtop_ha.models.events import Event, diff
+from pgtop_ha.models.checks import ROLE_GRACE_S, Check, disagreements
+from pgtop_ha.models.events import (
+    Event,
+    Fact,
+    Key,
+    carry,
+    changes,
+    describe,
+    facts,
+    unknown_scopes,
+)
+from pgtop_ha.models.health import DEFAULT_POOLS, Pools, member_state, node_state, source_state
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.stopwatch import FailoverReport, Stopwatch
+
+__all__ = ["ActiveCheck", "FailoverReport", "Timeline", "cadence"]
+
+FAST_FACTOR = 4.0  # poll this many times faster while something is wrong
+FASTEST_S = 0.2  # ...but never faster than this
+CALM_AFTER_S = 30.0  # a leader change keeps the fast cadence this long
+
+_ABSENT = ("<absent>",)  # the value of a fact a snapshot does not state
 
 
-class FailoverReport(Frozen):
-    """The stopwatch of one leader loss: what a failure-test report needs, in seconds and bytes."""
+@dataclass(frozen=True)
+class ActiveCheck:
+    """A disagreement past its grace period, with when it was first seen."""
 
-    lost_at: datetime
-    old_leader: str | None = None
-    new_leader: str | None = None
-    elected_at: datetime | None = None
-    election_s: float | None = None
-    write_outage_from: datetime | None = None
-    write_outage_to: datetime | None = None
-    write_outage_s: float | None = None
-    lag_at_promotion_bytes: int | None = None
-    replicas_streaming_at: datetime | None = None
-    replicas_streaming_s: float | None = None
-    permanent_slots_ok: bool | None = None
-    done: bool = False
+    check: Check
+    since: datetime
+
+    def lasted_s(self, now: datetime) -> float:
+        """Seconds since it was first seen (grace included)."""
+        return max(0.0, (now - self.since).total_seconds())
+
+
+@dataclass
+class _Episode:
+    """The last change of one fact: its event, the values it went between, and when."""
+
+    event_id: int
+    before: Hashable
+    after: Hashable
+    started: datetime
+    ended: datetime | None = None
+    entered: datetime | None = None  # the latest entry into ``after`` (flapping re-enters it)
+
+
+def _secs(a: datetime, b: datetime) -> float:
+    return round(max(0.0, (b - a).total_seconds()), 3)
 
 
 class Timeline:
     """Folds snapshots into events in observed order; markers and actions join the same list."""
 
-    def __init__(self, debounce_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        debounce_s: float = 5.0,
+        *,
+        pools: Pools = DEFAULT_POOLS,
+        role_grace_s: float = ROLE_GRACE_S,
+        keep: int | None = None,
+    ) -> None:
         self.debounce_s = debounce_s
+        self.pools = pools
+        self.role_grace_s = role_grace_s
+        self._keep = keep
         self._prev: ClusterSnapshot | None = None
-        self._events: list[Event] = []
+        self._facts: dict[Key, Fact] = {}
+        self._episodes: dict[Key, _Episode] = {}
+        self._events: dict[int, Event] = {}
+        self._next_id = 1
+        self._tags: dict[str, int] = {}
+        self._since: dict[str, datetime] = {}
+        self._raw: list[Check] = []
+        self._max_tl: int | None = None
+        self._bump: tuple[int, int] | None = None  # (event id, old timeline) awaiting /history
+        self._leader_changed_at: datetime | None = None
+        self._stopwatch = Stopwatch(pools)
+
+    # -- folding snapshots ----------------------------------------------------------------------
 
     def observe(self, snap: ClusterSnapshot) -> list[Event]:
-        """Fold one snapshot in; returns the events it added (or updated)."""
-        new = list(diff(self._prev, snap))
+        """Fold one snapshot in; returns the events it added or updated (final versions)."""
+        at = snap.taken_at
+        touched: dict[int, None] = {}
+        cur = facts(snap)
+        cur.update(self._check_facts(snap))
+        if self._prev is None:
+            self._facts = cur
+        else:
+            cur = carry(self._facts, cur, unknown_scopes(snap))
+            for change in changes(self._facts, cur):
+                self._change(change, at, touched)
+            self._facts = cur
+        self._timeline_bump(snap, touched)
+        for tag, event in self._stopwatch.observe(snap):
+            touched[self._tagged(tag, event).id] = None
         self._prev = snap
-        self._events.extend(new)
-        return new
+        return [self._events[i] for i in touched if i in self._events]
+
+    def _check_facts(self, snap: ClusterSnapshot) -> dict[Key, Fact]:
+        at = snap.taken_at
+        raw = disagreements(snap, self.pools, role_grace_s=self.role_grace_s)
+        self._since = {c.key: self._since.get(c.key, at) for c in raw}
+        self._raw = raw
+        out: dict[Key, Fact] = {}
+        for c in raw:
+            if _secs(self._since[c.key], at) >= c.grace_s:
+                fact = Fact(True, "check", "console", node=c.node, label=c.text, severity=c.severity)
+                out[("check", c.key)] = fact
+        return out
+
+    def _change(
+        self, change: tuple[Key, Fact | None, Fact | None], at: datetime, touched: dict[int, None]
+    ) -> None:
+        key, b, a = change
+        bv = _ABSENT if b is None else b.value
+        av = _ABSENT if a is None else a.value
+        if key == ("leader",) and b is not None and a is not None:
+            self._leader_changed_at = at
+        ep = self._episodes.get(key)
+        back = ep is not None and ep.ended is None and (ep.before, ep.after) == (av, bv)
+        if ep is not None and back and _secs(ep.entered or ep.started, at) <= self.debounce_s:
+            # Flipped back within the window: one event with a duration, not two.
+            ep.ended = at
+            self._update(ep.event_id, touched, ended_at=at, duration_s=_secs(ep.started, at))
+            return
+        again = ep is not None and ep.ended is not None and (ep.before, ep.after) == (bv, av)
+        if ep is not None and ep.ended is not None and again and _secs(ep.ended, at) <= self.debounce_s:
+            # The same flip again soon after: the same event, counted, not a new one.
+            ep.ended, ep.entered = None, at
+            old = self._events.get(ep.event_id)
+            count = (old.count if old is not None else 1) + 1
+            self._update(ep.event_id, touched, ended_at=None, duration_s=None, count=count)
+            return
+        if ep is not None and ep.ended is None:
+            ep.ended = at
+            self._update(ep.event_id, touched, ended_at=at, duration_s=_secs(ep.started, at))
+        event = describe(change, at)
+        if event is None:
+            self._episodes.pop(key, None)
+            return
+        started = at
+        if key[0] == "check" and a is not None:
+            started = self._since.get(key[1], at)
+        added = self._add(event)
+        touched[added.id] = None
+        self._episodes[key] = _Episode(added.id, bv, av, started)
+
+    def _timeline_bump(self, snap: ClusterSnapshot, touched: dict[int, None]) -> None:
+        seen: list[tuple[int, str]] = [
+            (n.timeline, "postgres")
+            for n in snap.nodes
+            if node_state(n) == "fresh" and n.timeline is not None
+        ]
+        if snap.cluster.reachable:
+            seen += [(m.timeline, "patroni") for m in snap.members if m.timeline is not None]
+        if not seen:
+            return
+        tl, source = max(seen)
+        if self._max_tl is not None and tl > self._max_tl:
+            event = Event(
+                at=snap.taken_at,
+                kind="timeline",
+                text=f"timeline {self._max_tl} → {tl}",
+                severity=1,
+                source=source,
+                node=snap.cluster.leader,
+            )
+            added = self._add(event)
+            touched[added.id] = None
+            self._bump = (added.id, self._max_tl)
+        if self._max_tl is None or tl > self._max_tl:
+            self._max_tl = tl
+        if self._bump is not None:
+            event_id, old = self._bump
+            entry = next((h for h in snap.history if h.timeline == old), None)
+            current = self._events.get(event_id)
+            if entry is not None and current is not None:
+                said = [
+                    x
+                    for x in (entry.reason, f"new leader {entry.new_leader}" if entry.new_leader else "")
+                    if x
+                ]
+                text = f"timeline {old} → {old + 1}" + (f" ({'; '.join(said)})" if said else "")
+                self._update(event_id, touched, text=text)
+                self._bump = None
+
+    # -- events from elsewhere ------------------------------------------------------------------
 
     def mark(self, at: datetime, text: str, source: str = "marker") -> Event:
         """A marker from the user (key M, `pgtop-ha mark`)."""
-        event = Event(at=at, kind="marker", text=text)
-        self._events.append(event)
-        return event
+        return self._add(Event(at=at, kind="marker", text=text, source=source))
 
-    def action(self, at: datetime, text: str, phase: Literal["sent", "done"], ok: bool | None = None) -> Event:
-        """An operator action: one event when sent, one when done."""
+    def action(
+        self,
+        at: datetime,
+        text: str,
+        phase: Literal["sent", "done"],
+        ok: bool | None = None,
+        node: str | None = None,
+    ) -> Event:
+        """An operator action: one event when sent, one when done, each stamped when it happens."""
         severity = 0 if ok is not False else 2
-        event = Event(at=at, kind="action", text=f"{text} ({phase})", severity=severity)
-        self._events.append(event)
-        return event
+        event = Event(
+            at=at, kind="action", node=node, text=f"{text} ({phase})", severity=severity, source="action"
+        )
+        return self._add(event)
+
+    def add(self, event: Event) -> Event:
+        """Any other event (its id is assigned here); returns it as stored."""
+        return self._add(event)
+
+    # -- reading --------------------------------------------------------------------------------
 
     def events(self) -> list[Event]:
-        """Every event so far, in the order observed."""
-        return list(self._events)
+        """Every event so far (the newest ``keep`` when bounded), in the order observed."""
+        return list(self._events.values())
 
     def failovers(self) -> list[FailoverReport]:
         """Every leader loss seen so far with its stopwatch figures (the last may be running)."""
-        return []
+        return self._stopwatch.reports()
+
+    def running_failover(self) -> FailoverReport | None:
+        """The failover being timed now, if any."""
+        return self._stopwatch.running()
+
+    @property
+    def last(self) -> ClusterSnapshot | None:
+        """The last snapshot folded in."""
+        return self._prev
+
+    def checks(self) -> list[ActiveCheck]:
+        """Disagreements of the last snapshot that are past their grace period, oldest first."""
+        if self._prev is None:
+            return []
+        at = self._prev.taken_at
+        out = [
+            ActiveCheck(c, self._since[c.key])
+            for c in self._raw
+            if _secs(self._since[c.key], at) >= c.grace_s
+        ]
+        return sorted(out, key=lambda a: (a.since, a.check.key))
+
+    def unrest(self, now: datetime) -> tuple[str, ...]:
+        """Why the cluster is not calm now (empty when it is): what makes the poll go faster."""
+        snap = self._prev
+        if snap is None:
+            return ()
+        out: list[str] = []
+        for m in snap.members:
+            state = member_state(m)
+            if state == "slow" or (state == "unreachable" and m.last_ok_at is not None):
+                out.append(f"{m.name} Patroni REST {state}")
+        for n in snap.nodes:
+            state = node_state(n)
+            if state == "slow" or (state == "unreachable" and n.last_ok_at is not None):
+                out.append(f"{n.name} PostgreSQL {state}")
+        h = snap.haproxy
+        stats = "unreachable" if h.error is not None else source_state(True, h.slow_s)
+        if stats == "slow" or (stats == "unreachable" and h.last_ok_at is not None):
+            out.append(f"HAProxy stats {stats}")
+        api = source_state(snap.cluster.reachable, snap.cluster.slow_s)
+        if api in ("slow", "unreachable"):
+            out.append(f"Patroni /cluster {api}")
+        elif snap.members and not snap.cluster.leader:
+            out.append("no leader")
+        if self._raw:
+            out.append(self._raw[0].text)
+        if self._leader_changed_at is not None and _secs(self._leader_changed_at, now) < CALM_AFTER_S:
+            out.append("leader changed")
+        if self._stopwatch.running() is not None:
+            out.append("failover being timed")
+        return tuple(out)
+
+    # -- storage --------------------------------------------------------------------------------
+
+    def _add(self, event: Event) -> Event:
+        stored = event.model_copy(update={"id": self._next_id})
+        self._next_id += 1
+        self._events[stored.id] = stored
+        if self._keep is not None:
+            while len(self._events) > self._keep:
+                del self._events[next(iter(self._events))]
+        return stored
+
+    def _update(self, event_id: int, touched: dict[int, None], **changes: object) -> None:
+        current = self._events.get(event_id)
+        if current is None:
+            return  # evicted: a bounded timeline forgets the oldest
+        self._events[event_id] = current.model_copy(update=changes)
+        touched[event_id] = None
+
+    def _tagged(self, tag: str | None, event: Event) -> Event:
+        known = self._tags.get(tag) if tag is not None else None
+        if known is not None and known in self._events:
+            fields = event.model_dump(exclude={"id"})
+            updated = self._events[known].model_copy(update=fields)
+            self._events[known] = updated
+            return updated
+        stored = self._add(event)
+        if tag is not None:
+            self._tags[tag] = stored.id
+        return stored
+
+
+def cadence(
+    state: Timeline,
+    idle_interval: float,
+    now: datetime,
+    *,
+    factor: float = FAST_FACTOR,
+    fastest: float = FASTEST_S,
+) -> float:
+    """The poll interval now: idle when calm, ``factor`` times faster (not below ``fastest``) when not."""
+    if not state.unrest(now):
+        return idle_interval
+    return min(idle_interval, max(fastest, idle_interval / factor))

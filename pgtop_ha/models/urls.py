@@ -57,7 +57,9 @@ def patroni_root(value: str) -> str:
             f"give only scheme://host:port, e.g. {example}"
         )
     if parts.query:
-        raise ValueError(f"{redact(value)!r} has a query string; give only scheme://host:port, e.g. {example}")
+        raise ValueError(
+            f"{redact(value)!r} has a query string; give only scheme://host:port, e.g. {example}"
+        )
     return urlunsplit((parts.scheme.lower(), parts.netloc, "", "", ""))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -14,8 +15,10 @@ from textual.worker import Worker, WorkerState
 
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.crash import write_report
-from pgtop_ha.models.events import Event, diff
+from pgtop_ha.models.events import Event
+from pgtop_ha.models.health import Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.timeline import Timeline, cadence
 from pgtop_ha.settings import Mode, Settings
 from pgtop_ha.ui.messages import SnapshotReady
 from pgtop_ha.ui.source import SnapshotSource
@@ -25,6 +28,8 @@ if TYPE_CHECKING:
     from textual.screen import Screen
 
     from pgtop_ha.actions import Actions
+    from pgtop_ha.record.markers import MarkerInbox
+    from pgtop_ha.record.recorder import Recorder
 
 HISTORY = 30  # snapshots kept for sparklines, trends and rates
 EVENTS = 500  # events kept for the Events pane
@@ -55,6 +60,8 @@ class PgtopApp(App[None]):
         actions: object | None = None,
         clock: Clock = system_clock,
         mode: Mode | None = None,
+        recorder: Recorder | None = None,
+        markers: MarkerInbox | None = None,
     ) -> None:
         # NO_COLOR: Textual strips colour itself; the mono theme adds bold/reverse for states.
         name = "mono" if "NO_COLOR" in os.environ else settings.theme
@@ -74,9 +81,13 @@ class PgtopApp(App[None]):
         self.crash_report: Path | None = None
         self.clock = clock
         self.history: deque[ClusterSnapshot] = deque(maxlen=HISTORY)
-        self.events: deque[Event] = deque(maxlen=EVENTS)
+        # One timeline for every event: snapshots' changes, checks, the stopwatch, markers, actions.
+        pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
+        self.timeline = Timeline(pools=pools, keep=EVENTS)
         self.received = 0  # snapshots received, shown or not (pause)
         self._poll: Worker[None] | None = None
+        self.recorder = recorder  # --record FILE: every cycle and event goes there too
+        self.markers = markers  # the socket `pgtop-ha mark` stamps this console's timeline through
         self.register_theme(self.console_theme.theme)
         self.theme = self.console_theme.theme.name
         self.set_reactive(PgtopApp.interval, settings.interval)
@@ -96,6 +107,14 @@ class PgtopApp(App[None]):
         if self.notice:
             self.notify(self.notice, timeout=15, markup=False)
         self._poll = self.run_worker(self._poll_loop(), name="poll", group="poll", exit_on_error=False)
+        if self.markers is not None:
+            self.run_worker(self._listen_markers(self.markers), name="markers", exit_on_error=False)
+
+    async def _listen_markers(self, inbox: MarkerInbox) -> None:
+        try:
+            await inbox.serve(self.mark)
+        except Exception as exc:  # markers are extra: the console goes on without them
+            self.notify(f"markers are off: {exc}", severity="warning", timeout=10, markup=False)
 
     def _main_screen(self) -> Screen[None]:
         if self.actions is None:
@@ -108,8 +127,17 @@ class PgtopApp(App[None]):
         screen: Screen[None] = OperatorScreen(cast("Actions", self.actions))
         return screen
 
+    @property
+    def events(self) -> list[Event]:
+        """The timeline's events (the newest EVENTS), in the order observed."""
+        return self.timeline.events()
+
+    def cadence(self) -> float:
+        """The poll interval now: the chosen one when calm, faster while something is wrong."""
+        return cadence(self.timeline, self.interval, self.clock())
+
     async def _poll_loop(self) -> None:
-        await self.source.run(self._deliver, lambda: self.interval)
+        await self.source.run(self._deliver, self.cadence)
 
     def _deliver(self, snapshot: ClusterSnapshot) -> None:
         # Called from the poll task: hand over by message, never touch widgets here.
@@ -124,20 +152,48 @@ class PgtopApp(App[None]):
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         """Record events and history; show the snapshot unless paused."""
         snap = message.snapshot
-        prev = self.history[-1] if self.history else None
-        new = diff(prev, snap)
-        self.events.extend(new)
+        new = self.timeline.observe(snap)  # added or updated (a flip back gets its duration)
         self.history.append(snap)
         self.received += 1
         # Counted quietly: the snapshot below announces both, so the screen redraws once.
         self.set_reactive(PgtopApp.event_count, self.event_count + len(new))
+        if self.recorder is not None:
+            self._record(lambda r: r.cycle(snap, self.events))
         if not self.paused:
             self.snapshot = snap
 
+    def _record(self, write: Callable[[Recorder], None]) -> None:
+        recorder = self.recorder
+        if recorder is None or recorder.error is not None:
+            return
+        write(recorder)
+        if recorder.error is not None:  # disk full, file removed: say so once, keep watching
+            self.source_error = f"recording stopped: {recorder.error}"
+
+    def mark(self, text: str, source: str = "marker") -> Event:
+        """Stamp a marker (key M, `pgtop-ha mark`) on the timeline and in the recording."""
+        at = self.clock()
+        event = self.timeline.mark(at, text, source)
+        self._record(lambda r: r.marker(at, text, source, self.events))
+        self.event_count += 1
+        return event
+
     def record_event(self, event: Event) -> None:
-        """Add an event from outside the poll (e.g. an operator action) to the Events pane."""
-        self.events.append(event)
+        """Add an event from outside the poll (an operator action's result), stamped on arrival."""
+        if event.kind == "action":
+            # The result's own time is when the action started: "done" is now, when it arrives.
+            self.timeline.action(self.clock(), event.text, "done", ok=event.severity == 0, node=event.node)
+        else:
+            self.timeline.add(event)
+        self._record(lambda r: r.sync_events(self.events))
         self.event_count += 1  # the screen watches this and redraws the Events pane
+
+    def record_action(self, text: str, node: str | None = None) -> Event:
+        """An operator action being sent: an event stamped now (its result comes as "done")."""
+        event = self.timeline.action(self.clock(), text, "sent", node=node)
+        self._record(lambda r: r.sync_events(self.events))
+        self.event_count += 1
+        return event
 
     def watch_paused(self, paused: bool) -> None:
         """When resumed, jump to the newest snapshot."""

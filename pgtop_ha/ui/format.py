@@ -1,21 +1,97 @@
-"""Text for numbers and ages, rounded so noise below the shown precision never changes it."""
+"""Text for numbers and ages, rounded so noise below the shown precision never changes it.
+
+Every helper takes whatever a server sent: a number no server can really send (wider than 64
+bits, NaN, infinite, negative where that is impossible) is shown as ``INVALID``, never raised;
+a server's string goes through ``shown`` (no control characters, bounded length).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from pgtop_ha.models.health import human_bytes
+from pgtop_ha.models.health import human_bytes as _human_bytes
+from pgtop_ha.models.text import clean
 
-__all__ = ["age", "bar", "duration", "human_bytes", "lsn", "rate", "sparkline", "yes_no"]
+__all__ = [
+    "INVALID",
+    "age",
+    "bar",
+    "count",
+    "duration",
+    "finite",
+    "human_bytes",
+    "lsn",
+    "rate",
+    "ratio",
+    "shown",
+    "sparkline",
+    "yes_no",
+]
 
+INVALID = "?"
+_INT_LIMIT = 2**63  # what PostgreSQL's bigint holds
+_LSN_LIMIT = 2**64  # pg_lsn is an unsigned 64-bit position
 _SPARKS = "▁▂▃▄▅▆▇█"
+MAX_TEXT = 256  # characters: a megabyte of member name must not become a column or a dialog
+
+
+def shown(text: str, limit: int = MAX_TEXT) -> str:
+    """Untrusted text as it may reach the terminal: one line, no control characters, bounded."""
+    # Bound before cleaning too: the regexes should not walk a megabyte either.
+    text = clean(text[: limit * 4])
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def finite(value: object) -> float | None:
+    """``value`` as a finite float; None for None, non-numbers, bools, NaN, ±inf and huge ints."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        result = float(value)
+    except OverflowError:  # an int beyond float's range
+        return None
+    return result if math.isfinite(result) else None
+
+
+def _int64(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -_INT_LIMIT < value < _INT_LIMIT
+
+
+def ratio(part: float | None, whole: float | None) -> float | None:
+    """``part / whole`` as a finite float; None when either is unknown or absurd, or ``whole`` is 0."""
+    a, b = finite(part), finite(whole)
+    if a is None or b is None or b == 0:
+        return None
+    return finite(a / b)
+
+
+def count(value: int | None) -> str:
+    """A count, pid or timeline: '-' when unknown, '?' when negative or wider than 64 bits."""
+    if value is None:
+        return "-"
+    if not _int64(value) or value < 0:
+        return INVALID
+    return str(value)
+
+
+def human_bytes(value: int | None, *, signed: bool = False) -> str:
+    """Bytes with a binary unit; negative is '?' unless ``signed`` (e.g. a slot's safe size)."""
+    if value is None:
+        return "-"
+    if not _int64(value) or (value < 0 and not signed):
+        return INVALID
+    return _human_bytes(value)
 
 
 def age(seconds: float | None) -> str:
     """An age, coarser as it grows: 7s, 30s, 4m, 2h05m, 3d."""
     if seconds is None:
         return "-"
-    s = int(seconds)
+    known = finite(seconds)
+    if known is None or not 0 <= known < _INT_LIMIT:
+        return INVALID
+    s = int(known)
     if s < 10:
         return f"{s}s"
     if s < 60:
@@ -31,30 +107,38 @@ def duration(seconds: float | None) -> str:
     """A lag in seconds: 0, 12ms, 1.4s, 42s, 3m."""
     if seconds is None:
         return "-"
-    if seconds < 0.001:
+    known = finite(seconds)
+    if known is None or known < 0:
+        return INVALID
+    if known < 0.001:
         return "0"
-    if seconds < 1:
-        return f"{int(seconds * 1000)}ms"
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    if seconds < 60:
-        return f"{int(seconds)}s"
-    return age(seconds)
+    if known < 1:
+        return f"{int(known * 1000)}ms"
+    if known < 10:
+        return f"{known:.1f}s"
+    if known < 60:
+        return f"{int(known)}s"
+    return age(known)
 
 
 def rate(bytes_per_s: float | None) -> str:
     """A byte rate: '-', '0', '1.2 MiB/s'."""
     if bytes_per_s is None:
         return "-"
-    if bytes_per_s < 1:
+    known = finite(bytes_per_s)
+    if known is None or known < 0 or known >= _INT_LIMIT:
+        return INVALID
+    if known < 1:
         return "0"
-    return human_bytes(int(bytes_per_s)) + "/s"
+    return human_bytes(int(known)) + "/s"
 
 
 def lsn(value: int | None) -> str:
     """An LSN the way PostgreSQL prints it (X/X)."""
     if value is None:
         return "-"
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _LSN_LIMIT:
+        return INVALID
     return f"{value >> 32:X}/{value & 0xFFFFFFFF:X}"
 
 
@@ -67,14 +151,14 @@ def yes_no(value: bool | None, yes: str = "yes", no: str = "-") -> str:
 
 def sparkline(values: Sequence[float | None], width: int = 10) -> str:
     """The last ``width`` values as block characters scaled to their maximum; gaps are spaces."""
-    tail = list(values)[-width:]
+    tail = [finite(v) for v in list(values)[-width:]]  # unknown or absurd values are gaps
     known = [v for v in tail if v is not None]
     top = max(known, default=0.0)
     out = []
     for v in tail:
         if v is None:
             out.append(" ")
-        elif top <= 0:
+        elif top <= 0 or v <= 0:
             out.append(_SPARKS[0])
         else:
             out.append(_SPARKS[min(len(_SPARKS) - 1, int(v / top * (len(_SPARKS) - 1)))])
@@ -83,7 +167,8 @@ def sparkline(values: Sequence[float | None], width: int = 10) -> str:
 
 def bar(fraction: float | None, width: int = 12) -> str:
     """A progress bar of ``width`` cells, e.g. '██████░░░░░░'."""
-    if fraction is None:
+    known = finite(fraction)
+    if known is None:
         return "·" * width
-    filled = max(0, min(width, int(fraction * width)))
+    filled = int(max(0.0, min(1.0, known)) * width)  # clamp first: 1e308 * width is inf
     return "█" * filled + "░" * (width - filled)

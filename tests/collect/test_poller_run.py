@@ -1,14 +1,20 @@
-"""The poll loop itself: paced cycles handed to a callback, cancellation-safe, failures as data."""
+"""The poll loop itself: paced cycles handed to a callback, cancellation-safe, failures as data;
+and the messages that name the source actually missing."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
+
+import pytest
 
 from pgtop_ha.clock import StepClock
 from pgtop_ha.collect.poller import Poller
+from pgtop_ha.collect.snapshot_cli import nothing_reachable, run_snapshot
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import NodeSettings, Settings
+from tests.hostile.fakes import answer, fake_server
 
 
 def _closed_port() -> int:
@@ -48,3 +54,38 @@ async def test_run_hands_snapshots_and_stops_on_cancel() -> None:
     assert all(s.node("a") is not None and s.node("a").error for s in seen)  # type: ignore[union-attr]
     assert any("/cluster" in e for e in seen[0].errors)
     assert poller.cycles >= 3
+
+
+STATS_CSV = (Path(__file__).parent / "fixtures" / "haproxy_stats.csv").read_bytes()
+
+
+async def test_haproxy_only_polls_haproxy_and_names_patroni_as_missing() -> None:
+    async with fake_server({"/stats": answer(STATS_CSV, headers={"Content-Type": "text/csv"})}) as stats:
+        settings = Settings(haproxy={"url": f"{stats.url}/stats"})
+        poller = Poller.from_settings(settings, StepClock())
+        try:
+            snap = await poller.cycle()
+        finally:
+            await poller.aclose()
+    assert snap.haproxy.error is None and snap.haproxy.servers
+    assert snap.errors == ("Patroni: not configured (give --patroni URL to see members)",)
+    assert not nothing_reachable(snap)
+
+
+async def test_nothing_configured_names_every_source() -> None:
+    poller = Poller.from_settings(Settings(), StepClock())
+    try:
+        snap = await poller.cycle()
+    finally:
+        await poller.aclose()
+    assert snap.errors == ("nothing to poll: give --patroni URL, [[nodes]] in the config or --haproxy",)
+
+
+def test_unreachable_haproxy_only_run_blames_haproxy(capsys: pytest.CaptureFixture[str]) -> None:
+    port = _closed_port()
+    settings = Settings(haproxy={"url": f"http://127.0.0.1:{port}", "timeout": 0.5})
+    assert run_snapshot(settings, schema=False) == 1
+    err = capsys.readouterr().err
+    assert f"haproxy stats http://127.0.0.1:{port}/: cannot connect" in err
+    assert "is HAProxy running there?" in err
+    assert "Patroni" not in err

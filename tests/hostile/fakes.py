@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -23,6 +24,8 @@ class Received:
     target: str
     headers: dict[str, str]
     raw: bytes
+    # The connection's reader, for a handler that waits for the client to hang up (keep-alive).
+    reader: asyncio.StreamReader | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -32,12 +35,13 @@ class FakeServer:
     routes: dict[str, Handler]
     received: list[Received] = field(default_factory=list)
     port: int = 0
+    tls: ssl.SSLContext | None = None  # serve https with this context
     _server: asyncio.Server | None = None
 
     @property
     def url(self) -> str:
-        """http://127.0.0.1:PORT (no trailing slash)."""
-        return f"http://127.0.0.1:{self.port}"
+        """http(s)://127.0.0.1:PORT (no trailing slash)."""
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -53,10 +57,13 @@ class FakeServer:
             name, colon, value = line.partition(":")
             if colon:
                 headers[name.strip().lower()] = value.strip()
-        got = Received(method, target, headers, head)
+        got = Received(method, target, headers, head, reader)
         self.received.append(got)
         path = target.split("?", 1)[0]
-        handler = next((h for p, h in sorted(self.routes.items(), key=lambda kv: -len(kv[0])) if path.startswith(p)), None)
+        handler = next(
+            (h for p, h in sorted(self.routes.items(), key=lambda kv: -len(kv[0])) if path.startswith(p)),
+            None,
+        )
         try:
             if handler is None:
                 writer.write(b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n")
@@ -71,7 +78,7 @@ class FakeServer:
 
     async def start(self) -> FakeServer:
         """Listen on 127.0.0.1 on a free port."""
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -86,16 +93,20 @@ class FakeServer:
 
 
 @contextlib.asynccontextmanager
-async def fake_server(routes: dict[str, Handler]) -> AsyncIterator[FakeServer]:
-    """A FakeServer running for the ``async with`` block."""
-    server = await FakeServer(routes).start()
+async def fake_server(
+    routes: dict[str, Handler], *, tls: ssl.SSLContext | None = None
+) -> AsyncIterator[FakeServer]:
+    """A FakeServer running for the ``async with`` block (https when ``tls`` is given)."""
+    server = await FakeServer(routes, tls=tls).start()
     try:
         yield server
     finally:
         await server.stop()
 
 
-def answer(body: bytes, status: str = "200 OK", headers: dict[str, str] | None = None, *, length: bool = True) -> Handler:
+def answer(
+    body: bytes, status: str = "200 OK", headers: dict[str, str] | None = None, *, length: bool = True
+) -> Handler:
     """A handler sending one whole answer (Content-Length added unless ``length`` is False)."""
 
     async def handle(_got: Received, writer: asyncio.StreamWriter) -> None:

@@ -6,10 +6,11 @@ from collections.abc import Awaitable, Callable
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
 from pgtop_ha.actions.results import ActionResult
-from pgtop_ha.ui.operator.modal_base import OperatorModal
+from pgtop_ha.ui.format import shown
+from pgtop_ha.ui.operator.modal_base import OperatorModal, plain
 
 
 class ConfirmModal(OperatorModal):
@@ -33,17 +34,19 @@ class ConfirmModal(OperatorModal):
 
     def compose(self) -> ComposeResult:
         """Title, what will be sent, the confirmation input and the status."""
+        word = shown(self.confirm_word) if self.confirm_word else None
         ask = (
-            f"Type {self.confirm_word} and press Enter to confirm; Esc to cancel."
-            if self.confirm_word
+            f"Type {word} and press Enter to confirm; Esc to cancel."
+            if word
             else "Press Enter to confirm; Esc to cancel."
         )
+        # The detail and the word may quote a server (a scheduled time, the cluster name).
         with Vertical(id="dialog"):
-            yield Static(self._title, id="title")
-            yield Static(self._detail)
-            yield Static(ask, classes="hint")
-            yield Input(placeholder=self.confirm_word or "Enter", id="confirm")
-            yield Static("", id="status")
+            yield plain(self._title, id="title")
+            yield plain(self._detail)
+            yield plain(ask, classes="hint")
+            yield Input(placeholder=word or "Enter", id="confirm")
+            yield plain(id="status")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Check the word, then run."""

@@ -9,6 +9,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from pgtop_ha.actions.results import ActionResult
+from pgtop_ha.models.text import clean
+from pgtop_ha.ui.format import shown
+
+LINE = 1000  # characters of one status line: Patroni's reasons are short, a hostile one is not
+
+
+def plain(text: str = "", *, id: str | None = None, classes: str | None = None) -> Static:
+    """A Static for text that may hold server strings: cleaned, lines kept, never markup."""
+    return Static(clean(text, keep_newlines=True), id=id, classes=classes, markup=False)
 
 
 def result_lines(result: ActionResult) -> list[str]:
@@ -42,7 +51,8 @@ class OperatorModal(ModalScreen[ActionResult | None]):
         """Add a line to the status area (``fresh`` clears it first)."""
         if fresh:
             self._lines = []
-        self._lines.append(line)
+        # Lines carry names, Patroni's answers and exception texts: one clean line each.
+        self._lines.append(shown(line, LINE))
         # Keep the latest lines visible in a small terminal.
         self.status().update("\n".join(self._lines[-10:]))
         # In a small terminal the dialog scrolls: keep the newest line in view.
@@ -78,6 +88,6 @@ class OperatorModal(ModalScreen[ActionResult | None]):
     def action_close(self) -> None:
         """Close, unless an action is still running (closing would cancel it half-way)."""
         if self.running:
-            self.notify("an action is running; its result will show here", severity="warning")
+            self.notify("an action is running; its result will show here", severity="warning", markup=False)
             return
         self.dismiss(self.result)

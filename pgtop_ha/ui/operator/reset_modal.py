@@ -11,7 +11,8 @@ from textual.widgets.option_list import Option
 
 from pgtop_ha.actions.reset_scopes import ResetChoice, ResetScope, ResetTarget
 from pgtop_ha.actions.results import ActionResult
-from pgtop_ha.ui.operator.modal_base import OperatorModal
+from pgtop_ha.ui.format import shown
+from pgtop_ha.ui.operator.modal_base import OperatorModal, plain
 
 RunReset = Callable[[ResetScope, Sequence[ResetTarget]], Awaitable[ActionResult]]
 
@@ -20,13 +21,16 @@ def target_options(choice: ResetChoice) -> list[tuple[str, tuple[ResetTarget, ..
     """The node sets offered for ``choice``: the default, all, then each node alone."""
     nodes = choice.nodes
     default = tuple(t for t in nodes if t.name in choice.default_nodes)
-    out: list[tuple[str, tuple[ResetTarget, ...]]] = [
-        ("default: " + ", ".join(t.name for t in default), default)
-    ]
+    out: list[tuple[str, tuple[ResetTarget, ...]]] = [("default: " + _names(default), default)]
     if len(nodes) > 1 and default != nodes:
-        out.append(("all: " + ", ".join(t.name for t in nodes), nodes))
-    out.extend((f"only {t.name}", (t,)) for t in nodes if (t,) != default)
+        out.append(("all: " + _names(nodes), nodes))
+    out.extend((f"only {_names((t,))}", (t,)) for t in nodes if (t,) != default)
     return out
+
+
+def _names(targets: Sequence[ResetTarget]) -> str:
+    # Node names come from Patroni: cleaned here, and the option lists never parse markup.
+    return shown(", ".join(t.name for t in targets))
 
 
 class ResetModal(OperatorModal):
@@ -54,11 +58,12 @@ class ResetModal(OperatorModal):
                     for i, c in enumerate(self.choices)
                 ),
                 id="scopes",
+                markup=False,
             )
             yield Static("Run on (Enter, then Enter again to confirm):", classes="hint")
-            yield OptionList(id="targets")
-            yield Static("", id="preview")
-            yield Static("", id="status")
+            yield OptionList(id="targets", markup=False)
+            yield plain(id="preview")
+            yield plain(id="status")
 
     def on_mount(self) -> None:
         """Show the first scope's node sets."""
@@ -87,7 +92,7 @@ class ResetModal(OperatorModal):
         if not self._targets or index is None:
             return
         scope = self.choices[self.scope_index].scope
-        names = ", ".join(t.name for t in self._targets[index][1])
+        names = _names(self._targets[index][1])
         text = f"Will run: SELECT {scope.call}  on {names}  as {self.role}"
         if self._armed == index:
             text += "\nPress Enter again to run it; Esc to cancel."
@@ -121,8 +126,6 @@ class ResetModal(OperatorModal):
         nodes = self._targets[index][1]
         for widget in self.query(OptionList):
             widget.disabled = True
-        self.query_one("#preview", Static).update(
-            f"SELECT {scope.call}  on {', '.join(t.name for t in nodes)}  as {self.role}"
-        )
-        self.say(f"running {scope.call} on {', '.join(t.name for t in nodes)}", fresh=True)
+        self.query_one("#preview", Static).update(f"SELECT {scope.call}  on {_names(nodes)}  as {self.role}")
+        self.say(f"running {scope.call} on {_names(nodes)}", fresh=True)
         self.launch(self._run(scope, nodes))

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from textual.binding import Binding
 
 from pgtop_ha.actions import Actions, AuditEntry
-from pgtop_ha.actions.reset_scopes import reset_choices
+from pgtop_ha.actions.reset_scopes import ResetScope, ResetTarget, reset_choices
 from pgtop_ha.actions.results import ActionResult, Progress
 from pgtop_ha.models.eligibility import TakeoverPlan, takeover_plan
 from pgtop_ha.models.events import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.text import clean
+from pgtop_ha.ui.format import shown
 from pgtop_ha.ui.operator.confirm_modal import ConfirmModal
 from pgtop_ha.ui.operator.reset_modal import ResetModal
 from pgtop_ha.ui.operator.takeover_modal import TakeoverModal
@@ -72,23 +75,29 @@ class OperatorScreen(MonitorScreen):
     def _snapshot(self) -> ClusterSnapshot | None:
         snap = self.papp.snapshot or (self.papp.history[-1] if self.papp.history else None)
         if snap is None:
-            self.notify("no snapshot yet: wait for the first poll", severity="warning")
+            self.notify("no snapshot yet: wait for the first poll", severity="warning", markup=False)
         return snap
 
     def confirm_word(self, snap: ClusterSnapshot, plan: TakeoverPlan | None = None) -> str:
-        """What the operator types to confirm: the cluster name."""
-        return (
-            self.papp.settings.cluster_name
-            or snap.cluster.name
-            or (plan.leader if plan is not None else None)
-            or "yes"
-        )
+        """What the operator types to confirm: the cluster name (as shown: cleaned)."""
+        # The name may come from Patroni: what is typed must be what the dialog shows.
+        for word in (
+            self.papp.settings.cluster_name,
+            snap.cluster.name,
+            plan.leader if plan is not None else None,
+        ):
+            typed = clean(word or "").strip()
+            if typed:
+                return typed
+        return "yes"
 
     def _done(self, result: ActionResult | None) -> None:
         if result is None:
             return
         self.last_result = result
-        self.notify(result.message, severity="information" if result.ok else "error", timeout=8)
+        # The message quotes Patroni's answer: cleaned, never markup.
+        message = shown(result.message, 500)
+        self.notify(message, severity="information" if result.ok else "error", timeout=8, markup=False)
 
     def action_takeover(self) -> None:
         """Open the switchover (or failover) dialog."""
@@ -100,7 +109,9 @@ class OperatorScreen(MonitorScreen):
 
         async def run(candidate: str, when: datetime | None, progress: Progress) -> ActionResult:
             if plan.kind == "failover" or plan.leader is None:
+                self.papp.record_action(f"failover to {candidate}", candidate)
                 return await actions.failover(candidate, progress=progress)
+            self.papp.record_action(f"switchover {plan.leader} → {candidate}", candidate)
             return await actions.switchover(plan.leader, candidate, when, progress=progress)
 
         self.app.push_screen(
@@ -112,9 +123,12 @@ class OperatorScreen(MonitorScreen):
         snap = self._snapshot()
         if snap is None:
             return
-        self.app.push_screen(
-            ResetModal(reset_choices(snap), self.actions.reset_stats, self.actions.resetter.user), self._done
-        )
+
+        async def reset(scope: ResetScope, nodes: Sequence[ResetTarget]) -> ActionResult:
+            self.papp.record_action(f"reset {scope.call} on {', '.join(n.name for n in nodes) or 'no node'}")
+            return await self.actions.reset_stats(scope, nodes)
+
+        self.app.push_screen(ResetModal(reset_choices(snap), reset, self.actions.resetter.user), self._done)
 
     def action_maintenance(self) -> None:
         """Toggle Patroni's maintenance mode (pause), after typing the cluster name."""
@@ -134,6 +148,9 @@ class OperatorScreen(MonitorScreen):
             detail = 'PATCH /config {"pause": false}: Patroni manages the cluster again.'
 
         async def run() -> ActionResult:
+            self.papp.record_action(
+                "pause (maintenance mode on)" if want else "resume (maintenance mode off)"
+            )
             return await self.actions.set_pause(want)
 
         self.app.push_screen(ConfirmModal(title, detail, run, self.confirm_word(snap)), self._done)
@@ -150,7 +167,9 @@ class OperatorScreen(MonitorScreen):
             if scheduled
             else "none is scheduled as far as the last snapshot shows; Patroni will say so."
         )
-        self.app.push_screen(
-            ConfirmModal("Cancel the scheduled switchover", detail, self.actions.cancel_switchover),
-            self._done,
-        )
+
+        async def cancel() -> ActionResult:
+            self.papp.record_action("cancel the scheduled switchover")
+            return await self.actions.cancel_switchover()
+
+        self.app.push_screen(ConfirmModal("Cancel the scheduled switchover", detail, cancel), self._done)

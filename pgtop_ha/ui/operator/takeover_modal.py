@@ -14,8 +14,8 @@ from textual.widgets.option_list import Option
 
 from pgtop_ha.actions.results import ActionResult, Progress
 from pgtop_ha.models.eligibility import Candidate, TakeoverPlan
-from pgtop_ha.ui.format import human_bytes
-from pgtop_ha.ui.operator.modal_base import OperatorModal
+from pgtop_ha.ui.format import count, human_bytes, shown
+from pgtop_ha.ui.operator.modal_base import OperatorModal, plain
 
 RunTakeover = Callable[[str, datetime | None, Progress], Awaitable[ActionResult]]
 _RELATIVE = re.compile(r"^\+(\d+)\s*([smh])$")
@@ -45,11 +45,13 @@ def parse_when(text: str, now: datetime) -> datetime | None:
 
 def candidate_line(c: Candidate) -> str:
     """One candidate as the dialog lists it: verdict, facts, then reasons or warnings."""
+    # Names, roles, states and reasons (which quote errors) come from servers: shown() each.
     verdict = "ELIGIBLE" if c.eligible else "BLOCKED "
     lag = "lag ?" if c.lag_bytes is None else f"lag {human_bytes(c.lag_bytes)}"
-    tl = c.timeline or "?"
-    facts = f"{c.name:<12} {verdict} {c.role or '?'}, {c.state or '?'}, tl {tl}, {lag}"
-    why = "; ".join(c.reasons or c.warnings)
+    tl = count(c.timeline) if c.timeline else "?"
+    role, state = shown(c.role or "?", 32), shown(c.state or "?", 32)
+    facts = f"{shown(c.name, 64):<12} {verdict} {role}, {state}, tl {tl}, {lag}"
+    why = shown("; ".join(c.reasons or c.warnings))
     return f"{facts}\n    {why}" if why else facts
 
 
@@ -79,27 +81,29 @@ class TakeoverModal(OperatorModal):
     def compose(self) -> ComposeResult:
         """Title, notes, candidates, optional schedule, confirmation and status."""
         plan = self.plan
+        word = shown(self.confirm_word)
         if plan.kind == "switchover":
-            title = f"Switchover of {self.confirm_word}: leader {plan.leader}"
+            title = f"Switchover of {word}: leader {shown(plan.leader or '?', 64)}"
         else:
-            title = f"Failover of {self.confirm_word}: there is no leader"
+            title = f"Failover of {word}: there is no leader"
+        # Every Static here may show a server's string: plain() (cleaned, never markup).
         with Vertical(id="dialog"):
-            yield Static(title, id="title")
+            yield plain(title, id="title")
             if plan.notes:
-                yield Static("\n".join(plan.notes), id="notes")
-            options = [Option(candidate_line(c), id=c.name, disabled=not c.eligible) for c in plan.candidates]
-            yield OptionList(*options, id="candidates")
-            yield Static("", id="choice")
+                yield plain("\n".join(shown(note) for note in plan.notes), id="notes")
+            # No option ids: two members may carry the same name, and an id must be unique.
+            options = [Option(candidate_line(c), disabled=not c.eligible) for c in plan.candidates]
+            yield OptionList(*options, id="candidates", markup=False)
+            yield plain(id="choice")
             if plan.kind == "switchover" and not plan.paused:
                 yield Static("When (optional: empty = now, +15m, or ISO time):", classes="hint")
                 yield Input(placeholder="now", id="when")
-            yield Static(
-                f"Type {self.confirm_word} and press Enter to {plan.kind} to the "
-                "highlighted candidate; Esc to cancel.",
+            yield plain(
+                f"Type {word} and press Enter to {plan.kind} to the highlighted candidate; Esc to cancel.",
                 classes="hint",
             )
-            yield Input(placeholder=self.confirm_word, id="confirm")
-            yield Static("", id="status")
+            yield Input(placeholder=word, id="confirm")
+            yield plain(id="status")
 
     def on_mount(self) -> None:
         """Preselect the default (healthiest eligible) candidate."""
@@ -114,12 +118,12 @@ class TakeoverModal(OperatorModal):
     def _show_choice(self) -> None:
         # Say the choice in words: a highlight alone is invisible without colour.
         chosen = self.chosen
-        source = self.plan.leader or "(no leader)"
+        source = shown(self.plan.leader or "(no leader)", 64)
         if chosen is None:
             text = "Chosen: none eligible"
         else:
             default = " (default: healthiest eligible)" if chosen == self.plan.default else ""
-            text = f"Chosen: {self.plan.kind} {source} → {chosen}{default}"
+            text = f"Chosen: {self.plan.kind} {source} → {shown(chosen, 64)}{default}"
         self.query_one("#choice", Static).update(text)
 
     def action_move(self, step: int) -> None:
@@ -142,10 +146,10 @@ class TakeoverModal(OperatorModal):
         """The highlighted candidate's name, if it is eligible."""
         options = self.query_one("#candidates", OptionList)
         index = options.highlighted
-        if index is None:
+        if index is None or not 0 <= index < len(self.plan.candidates):
             return None
-        option = options.get_option_at_index(index)
-        return None if option.disabled else option.id
+        candidate = self.plan.candidates[index]
+        return candidate.name if candidate.eligible else None
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         """Enter on a candidate moves on to the confirmation."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pgtop_ha.models.health import Level, age_s, ready_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.ui.format import age, sparkline
+from pgtop_ha.ui.format import age, count, sparkline
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num, state
 
 COLUMNS = (
@@ -63,26 +63,22 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 cells=(
                     cell(node.name),
                     state(level),
-                    num(_n(a.ready_count), a.ready_count, ready_level(ctx.thresholds, a.ready_count)),
-                    num(_n(a.segments_behind), a.segments_behind),
+                    num(count(a.ready_count), a.ready_count, ready_level(ctx.thresholds, a.ready_count)),
+                    num(count(a.segments_behind), a.segments_behind),
                     cell(a.last_archived_wal or "-"),
                     num(age(ok_age), ok_age),
-                    num(_n(a.archived_count), a.archived_count),
-                    num(_n(a.failed_count), a.failed_count, Level.WARN if failing else None),
+                    num(count(a.archived_count), a.archived_count),
+                    num(count(a.failed_count), a.failed_count, Level.WARN if failing else None),
                     num(
                         age(fail_age) if failing or fail_age is not None else "-",
                         fail_age,
                         Level.WARN if failing else None,
                     ),
-                    cell(sparkline(history), sort=float(a.ready_count or 0)),
+                    cell(sparkline(history), sort=a.ready_count or 0),
                 ),
             )
         )
     return out
-
-
-def _n(value: int | None) -> str:
-    return "-" if value is None else str(value)
 
 
 PANE = PaneSpec("archiver", "Archiver", "6", COLUMNS, rows)

@@ -10,6 +10,7 @@ from typing import Protocol
 from pgtop_ha.models.events import Event
 from pgtop_ha.models.health import Level, Pools, ThresholdsLike
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.ui.format import finite
 
 SortValue = float | str
 
@@ -25,9 +26,9 @@ class Cell:
     def sort_key(self) -> tuple[int, SortValue]:
         """Numbers before text so mixed columns still sort; unknown numbers sort lowest."""
         value = self.text if self.sort is None else self.sort
-        if isinstance(value, float | int):
-            return (0, float(value))
-        return (1, value)
+        if isinstance(value, str):
+            return (1, value)
+        return (0, _sortable(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +71,15 @@ def cell(text: str, level: Level | None = None, sort: SortValue | None = None) -
     return Cell(text, level, sort)
 
 
+def _sortable(value: float | int | None) -> float:
+    """``value`` as a float that sorts; unknown, NaN or beyond a float sorts first."""
+    known = finite(value)
+    return float("-inf") if known is None else known
+
+
 def num(text: str, value: float | int | None, level: Level | None = None) -> Cell:
-    """A number cell: shown as ``text``, sorted by ``value`` (unknown sorts first)."""
-    return Cell(text, level, float(value) if value is not None else float("-inf"))
+    """A number cell: shown as ``text``, sorted by ``value`` (unknown or absurd sorts first)."""
+    return Cell(text, level, _sortable(value))
 
 
 def state(level: Level) -> Cell:

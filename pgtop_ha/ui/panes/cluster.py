@@ -13,7 +13,7 @@ from pgtop_ha.models.health import (
     routes,
 )
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
-from pgtop_ha.ui.format import age, human_bytes
+from pgtop_ha.ui.format import INVALID, age, count, human_bytes
 from pgtop_ha.ui.panes.base import Cell, Column, Context, PaneSpec, Row, cell, num, state
 
 COLUMNS = (
@@ -86,10 +86,11 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         r_text, r_level = _route(readers.get(name), leader, writer=False)
         timeline = (m.timeline if m else None) or (n.timeline if n else None)
         lag = None if leader or m is None else m.lag_bytes
+        lag_text = human_bytes(lag)
         lag_cell = num(
-            human_bytes(lag) if lag is not None else "-",
+            lag_text,
             lag,
-            lag_level(ctx.thresholds, lag) if lag is not None else None,
+            lag_level(ctx.thresholds, lag) if lag is not None and lag_text != INVALID else None,
         )
         out.append(
             Row(
@@ -103,7 +104,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     cell(problem, worst if problems else None),
                     cell(w_text, w_level),
                     cell(r_text, r_level),
-                    num(str(timeline) if timeline is not None else "-", timeline),
+                    num(count(timeline), timeline),
                     lag_cell,
                     _reach(snapshot, name, ctx),
                     cell((m.state or "?") if m else "-"),

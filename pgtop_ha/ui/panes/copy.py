@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgtop_ha.models.snapshot import ClusterSnapshot, CopyProgress
-from pgtop_ha.ui.format import age, bar, human_bytes, rate
+from pgtop_ha.ui.format import age, bar, count, finite, human_bytes, rate, ratio
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, elapsed, num
 
 COLUMNS = (
@@ -37,12 +37,9 @@ def _total(copy: CopyProgress) -> int | None:
 
 
 def _fraction(copy: CopyProgress) -> float | None:
-    if copy.percent is not None:
-        return max(0.0, min(1.0, copy.percent / 100))
-    total = _total(copy)
-    if not total or copy.bytes_processed is None:
-        return None
-    return max(0.0, min(1.0, copy.bytes_processed / total))
+    percent = finite(copy.percent)
+    fraction = percent / 100 if percent is not None else ratio(copy.bytes_processed, _total(copy))
+    return None if fraction is None else max(0.0, min(1.0, fraction))
 
 
 def _rate(snapshot: ClusterSnapshot, ctx: Context, node: str, copy: CopyProgress) -> float | None:
@@ -54,7 +51,7 @@ def _rate(snapshot: ClusterSnapshot, ctx: Context, node: str, copy: CopyProgress
     old = None if pnode is None else next((c for c in pnode.copy_progress if c.pid == copy.pid), None)
     if old is None or old.bytes_processed is None or copy.bytes_processed < old.bytes_processed:
         return None
-    return (copy.bytes_processed - old.bytes_processed) / dt
+    return ratio(copy.bytes_processed - old.bytes_processed, dt)
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
@@ -67,7 +64,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             speed = _rate(snapshot, ctx, node.name, c)
             eta = None
             if speed and total and c.bytes_processed is not None:
-                eta = max(0.0, (total - c.bytes_processed) / speed)
+                left = ratio(total - c.bytes_processed, speed)
+                eta = None if left is None else max(0.0, left)
             est = "~" if not c.bytes_total and total else ""
             pct = None if frac is None else frac * 100
             out.append(
@@ -94,7 +92,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             text = " ".join(f"{k}:{v}" for k, v in sorted(states.items())) or "-"
             ready = states.get("r", 0) + states.get("s", 0)
             n = sum(states.values())
-            frac = ready / n if n else None
+            frac = ratio(ready, n)
             out.append(
                 Row(
                     key=f"{node.name}|sub|{sub.subname}|{sub.relation or ''}",
@@ -109,7 +107,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         cell(""),
                         cell(""),
                         cell(""),
-                        cell(f"pid {sub.pid}" if sub.pid else "-"),
+                        cell(f"pid {count(sub.pid)}" if sub.pid else "-"),
                     ),
                 )
             )

@@ -1,9 +1,12 @@
-"""Events pane: what changed between snapshots (role, reachability, HAProxy), newest first."""
+"""Events pane: the incident timeline (changes, checks, the failover stopwatch, markers, actions),
+newest first; a state that flipped back shows how long it lasted."""
 
 from __future__ import annotations
 
+from pgtop_ha.models.events import Event
 from pgtop_ha.models.health import Level
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.ui.format import shown
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, dedupe
 
 COLUMNS = (
@@ -15,22 +18,34 @@ COLUMNS = (
 )
 
 
+def lasted(ev: Event) -> str:
+    """How long the reported state lasted, as a suffix: ' — for 4.2 s', or the flap count and span."""
+    if ev.count > 1:
+        span = f" in {ev.duration_s:.1f} s" if ev.duration_s is not None else ", still flapping"
+        return f" — ×{ev.count}{span}"
+    if ev.duration_s is not None:
+        return f" — for {ev.duration_s:.1f} s"
+    return ""
+
+
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The recorded events, newest first; times in the local time zone."""
     out = []
     for ev in reversed(ctx.events):
         level = Level(max(0, min(2, ev.severity)))
         when = ev.at.astimezone()
+        # An event updated in place (a flip back, the stopwatch) keeps its id, hence its row.
+        key = f"#{ev.id}" if ev.id else f"{ev.at.isoformat()}|{ev.node}|{ev.kind}|{ev.text}"
         out.append(
             Row(
-                key=f"{ev.at.isoformat()}|{ev.node}|{ev.kind}|{ev.text}",
+                key=key,
                 node=ev.node,
                 cells=(
                     cell(when.strftime("%H:%M:%S"), sort=ev.at.timestamp()),
                     cell(level.word if level else "· info", level if level else None, float(level)),
-                    cell(ev.node or "-"),
+                    cell(shown(ev.node, 64) if ev.node else "-"),
                     cell(ev.kind),
-                    cell(ev.text, level if level else None),
+                    cell(shown(ev.text) + lasted(ev), level if level else None),
                 ),
             )
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pgtop_ha.models.health import Level, is_leader, is_up
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
-from pgtop_ha.ui.format import age
+from pgtop_ha.ui.format import age, count
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num, state
 
 COLUMNS = (
@@ -70,7 +70,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     state(worst),
                     cell(f"{up}/{len(servers)} UP"),
                     cell(""),
-                    num(str(sessions), sessions),
+                    num(count(sessions), sessions),
                     cell(""),
                     cell(""),
                 ),
@@ -88,8 +88,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         state(level),
                         cell(srv.status or "?", level if level > Level.OK else None),
                         cell(srv.check_status or "-"),
-                        num(_n(srv.sessions), srv.sessions),
-                        num(_n(srv.sessions_total), srv.sessions_total),
+                        num(count(srv.sessions), srv.sessions),
+                        num(count(srv.sessions_total), srv.sessions_total),
                         num(age(srv.last_change_s), srv.last_change_s),
                     ),
                 )
@@ -109,10 +109,6 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             )
         )
     return out
-
-
-def _n(value: int | None) -> str:
-    return "-" if value is None else str(value)
 
 
 PANE = PaneSpec("haproxy", "HAProxy", "2", COLUMNS, rows)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Process
-from pgtop_ha.ui.format import human_bytes
+from pgtop_ha.ui.format import count, human_bytes
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num
 
 TOP = 8
@@ -30,7 +30,8 @@ def _total(node: NodeSnapshot) -> Row:
     procs = node.processes
     huge = "-"
     if node.hugepages_total:
-        huge = f"HugePages {node.hugepages_total - (node.hugepages_free or 0)}/{node.hugepages_total}"
+        used = node.hugepages_total - (node.hugepages_free or 0)
+        huge = f"HugePages {count(used)}/{count(node.hugepages_total)}"
     note = node.unavailable.get("processes.memory")
     if note is None and node.memory_source:
         note = f"via {node.memory_source}"
@@ -69,7 +70,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     node=node.name,
                     cells=(
                         cell(node.name),
-                        num(str(p.pid), p.pid),
+                        num(count(p.pid), p.pid),
                         cell(what),
                         cell(p.state or "-"),
                         num(human_bytes(p.pss_bytes), p.pss_bytes),

@@ -74,7 +74,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                             r.replay_lag_s,
                             lag_level(ctx.thresholds, None, r.replay_lag_s),
                         ),
-                        cell(sparkline(trend), sort=float(r.replay_lag_bytes or 0)),
+                        cell(sparkline(trend), sort=r.replay_lag_bytes or 0),
                     ),
                 )
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pgtop_ha.models.health import Level, is_leader, member_names, retained_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, Slot
-from pgtop_ha.ui.format import human_bytes, rate
+from pgtop_ha.ui.format import human_bytes, rate, ratio
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, elapsed, num, state
 
 COLUMNS = (
@@ -33,7 +33,7 @@ def _rate(snapshot: ClusterSnapshot, ctx: Context, node: str, slot: Slot, attr: 
     if not isinstance(before, int) or value < before:
         # A counter reset (pg_stat_reset_replication_slot) shows as a drop: no rate that cycle.
         return None
-    return (value - before) / dt
+    return ratio(value - before, dt)
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
@@ -69,7 +69,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                             slot.wal_status or "-",
                             Level.CRIT if slot.wal_status == "lost" else None,
                         ),
-                        num(human_bytes(slot.safe_wal_size), slot.safe_wal_size),
+                        num(human_bytes(slot.safe_wal_size, signed=True), slot.safe_wal_size),
                         num(rate(spill), spill),
                         num(rate(stream), stream),
                     ),

@@ -18,6 +18,7 @@ HELP = """\
   + / -    poll slower / faster
   /        filter every pane by node name (empty: all nodes)
   o / O    sort the table by the next column / reverse the sort
+  M        stamp a marker on the timeline (also `pgtop-ha mark TEXT` from any shell)
   Tab      move between the tables of the dashboard
   ↑ ↓      move the cursor; it stays on its row across refreshes
   q        quit

@@ -31,8 +31,10 @@ from pgtop_ha.ui.panes import (
 from pgtop_ha.ui.panes.base import Context, PaneSpec
 from pgtop_ha.ui.screens.filter import FilterScreen
 from pgtop_ha.ui.screens.help import HelpScreen
+from pgtop_ha.ui.screens.marker import MarkerScreen
 from pgtop_ha.ui.source import MemoryToggle
 from pgtop_ha.ui.themes import level_styles, resolve
+from pgtop_ha.ui.widgets.banner import Banner, banner_text
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat, heartbeat_text
 from pgtop_ha.ui.widgets.keyed_table import KeyedTable
 from pgtop_ha.ui.widgets.pane import Pane
@@ -75,6 +77,7 @@ class MonitorScreen(Screen[None]):
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("o", "sort", "Sort"),
         Binding("O", "reverse_sort", "Reverse", show=False),
+        Binding("M", "mark", "Mark", show=False),  # in the help (the footer is full at 80 columns)
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -97,6 +100,7 @@ class MonitorScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Header, the grid of panes, footer."""
         yield Heartbeat()
+        yield Banner()  # disagreements and the failover stopwatch; hidden when there are none
         with Grid(id="body"):
             for pane_id, title, key, specs in PANES:
                 pane = Pane(pane_id, title, key if key != "0" else "", specs)
@@ -214,10 +218,11 @@ class MonitorScreen(Screen[None]):
         if not self.is_attached:
             return
         app = self.papp
-        note = app.source_error or self.note
+        note = self.header_note()
+        now = app.clock()
         text = heartbeat_text(
             snapshot=app.snapshot,
-            now=app.clock(),
+            now=now,
             thresholds=app.settings.thresholds,
             read_only=app.read_only,
             paused=app.paused,
@@ -226,8 +231,19 @@ class MonitorScreen(Screen[None]):
             note=note,
             styles=self._header_styles,
             mode_why=app.mode_why,
+            cadence=app.cadence(),
         )
         self.query_one(Heartbeat).show(text)
+        timeline = app.timeline
+        failovers = timeline.failovers()
+        banner = banner_text(
+            timeline.checks(), failovers[-1] if failovers else None, now, self._header_styles
+        )
+        self.query_one(Banner).show(banner)
+
+    def header_note(self) -> str:
+        """What the header says after the nodes (a poller error, a sort; the replay's position)."""
+        return self.papp.source_error or self.note
 
     def restyle(self) -> None:
         """Resolve the theme's state and badge styles and redraw every table with them."""
@@ -280,6 +296,15 @@ class MonitorScreen(Screen[None]):
                 self.papp.node_filter = value
 
         self.app.push_screen(FilterScreen(self.papp.node_filter), done)
+
+    def action_mark(self) -> None:
+        """Ask for a marker and stamp it on the timeline (and in the recording, if any)."""
+
+        def done(text: str | None) -> None:
+            if text:
+                self.papp.mark(text, "key M")
+
+        self.app.push_screen(MarkerScreen(), done)
 
     def action_help(self) -> None:
         """Show the keys."""

@@ -11,7 +11,7 @@ from textual.widget import Widget
 
 from pgtop_ha.models.health import Level, ThresholdsLike, age_s, member_names, stale_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.ui.format import age
+from pgtop_ha.ui.format import age, shown
 
 
 def node_freshness(
@@ -43,12 +43,15 @@ def heartbeat_text(
     note: str,
     styles: Mapping[str, Style],
     mode_why: str = "",
+    cadence: float | None = None,
 ) -> Text:
     """The header as rich text; ``styles`` maps ok/warn/crit/badge names to theme styles."""
+    # Names, the filter and the note (an error's text) come from servers or users: each goes
+    # through shown() and is appended as plain text, never parsed as markup.
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append(" pgtop-ha ", styles.get("title", Style(bold=True)))
     if snapshot is not None and snapshot.cluster.name:
-        t.append(f"{snapshot.cluster.name} ")
+        t.append(f"{shown(snapshot.cluster.name, 64)} ")
     why = f"·{mode_why}" if mode_why and mode_why != "default" else ""
     if read_only:
         t.append(f" READ-ONLY{why} ", styles.get("read_only"))
@@ -67,20 +70,25 @@ def heartbeat_text(
             t.append(f" (no data for {age(late)})", styles.get("crit"))
         for name in member_names(snapshot):
             level, since = node_freshness(snapshot, name, now, thresholds)
+            label = shown(name, 64)
             t.append("  ")
             if level is Level.OK:
-                t.append(f"{name} ✔", styles.get("ok"))
+                t.append(f"{label} ✔", styles.get("ok"))
             else:
                 mark = "▲" if level is Level.WARN else "✖"
                 t.append(
-                    f"{name} {mark} {age(since) if since is not None else 'never'}",
+                    f"{label} {mark} {age(since) if since is not None else 'never'}",
                     styles.get("warn" if level is Level.WARN else "crit"),
                 )
-    t.append(f"  every {interval:g}s")
+    if cadence is not None and cadence < interval - 1e-9:
+        # Polling faster than chosen: something is wrong (models/timeline.py cadence()).
+        t.append(f"  every {cadence:g}s (fast; idle {interval:g}s)", styles.get("warn"))
+    else:
+        t.append(f"  every {interval:g}s")
     if node_filter:
-        t.append(f"  filter: {node_filter}", styles.get("warn"))
+        t.append(f"  filter: {shown(node_filter, 64)}", styles.get("warn"))
     if note:
-        t.append(f"  {note}")
+        t.append(f"  {shown(note)}")
     return t
 
 

@@ -11,6 +11,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
 
 from pgtop_ha.models.health import Level
+from pgtop_ha.ui.format import shown
 from pgtop_ha.ui.panes.base import Cell, Column, Row, SortValue
 
 
@@ -46,7 +47,8 @@ class KeyedTable(DataTable[CellText]):
 
     def _add_columns(self) -> None:
         for col in self._cols:
-            self.add_column(Text(col.label, justify="right" if col.right else "left"), key=col.key)
+            # Labels can be member names (the slot matrix): untrusted text, never markup.
+            self.add_column(Text(shown(col.label), justify="right" if col.right else "left"), key=col.key)
 
     @property
     def columns_spec(self) -> tuple[Column, ...]:
@@ -64,8 +66,10 @@ class KeyedTable(DataTable[CellText]):
         self._shown = {key: () for key in self._shown}  # force a rewrite of every cell
 
     def _make(self, c: Cell, col: Column, order: int) -> CellText:
+        # The one place a cell becomes text: server strings are cleaned here, and a Text is
+        # never parsed as markup.
         style = self._styles.get(c.level) if c.level is not None else None
-        t = CellText(c.text, style=style or "", justify="right" if col.right else "left", end="")
+        t = CellText(shown(c.text), style=style or "", justify="right" if col.right else "left", end="")
         t.no_wrap = True
         t.sort_key = c.sort_key()
         t.order = order
@@ -101,9 +105,10 @@ class KeyedTable(DataTable[CellText]):
                     if j < len(old) and old[j] == sig[j]:
                         continue
                     # Measuring widths costs a layout pass: only when the column must widen.
-                    grows = len(c.text) > self._content_width(col.key)
+                    value = self._make(c, col, index)
+                    grows = len(value.plain) > self._content_width(col.key)
                     try:
-                        self.update_cell(row.key, col.key, self._make(c, col, index), update_width=grows)
+                        self.update_cell(row.key, col.key, value, update_width=grows)
                     except CellDoesNotExist:
                         continue
                     written += 1

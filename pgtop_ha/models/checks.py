@@ -1,0 +1,125 @@
+"""Disagreements between Patroni, PostgreSQL and HAProxy in one snapshot. Pure, no I/O.
+
+Each check has a stable key (so the Timeline can say how long it has lasted) and a grace period:
+some disagreements are normal for a few seconds during a switchover (a replica still on the old
+timeline, Patroni's role ahead of pg_is_in_recovery()) and only count when they last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pgtop_ha.models.health import Pools, is_leader, is_up, member_state, node_state
+from pgtop_ha.models.snapshot import ClusterSnapshot
+
+ROLE_GRACE_S = 10.0  # Patroni's role against pg_is_in_recovery(), timelines: normal in a switchover
+DCS_STALE_LOOPS = 2  # dcs_last_seen older than this many loop_wait is stale
+DEFAULT_LOOP_WAIT_S = 10
+
+
+@dataclass(frozen=True)
+class Check:
+    """One disagreement seen in a snapshot; it counts once it has lasted ``grace_s``."""
+
+    key: str
+    text: str
+    node: str | None = None
+    severity: int = 2
+    grace_s: float = 0.0
+
+
+def _fresh(state: str) -> bool:
+    return state in ("fresh", "slow")
+
+
+def leader_of(snap: ClusterSnapshot) -> str | None:
+    """Patroni's leader: /cluster's leader key, else the member whose role says so."""
+    if snap.cluster.leader:
+        return snap.cluster.leader
+    leaders = [m.name for m in snap.members if is_leader(m)]
+    return leaders[0] if len(leaders) == 1 else None
+
+
+def writer_pool(snap: ClusterSnapshot, pools: Pools) -> list[str] | None:
+    """Servers UP in HAProxy's writer pool (sorted); None when HAProxy has no writer data."""
+    servers = [s for s in snap.haproxy.servers if pools.kind(s.proxy) == "writer"]
+    if not servers:
+        return None
+    return sorted({s.server for s in servers if is_up(s)})
+
+
+def writes_ok(snap: ClusterSnapshot, pools: Pools) -> bool | None:
+    """Writes through HAProxy reach the leader and only it; None when HAProxy is not known."""
+    up = writer_pool(snap, pools)
+    if up is None:
+        return None
+    leader = leader_of(snap) if snap.cluster.reachable else None
+    return leader is not None and up == [leader]
+
+
+def disagreements(snap: ClusterSnapshot, pools: Pools, *, role_grace_s: float = ROLE_GRACE_S) -> list[Check]:
+    """Every disagreement in ``snap`` between the sources, in a stable order."""
+    out: list[Check] = []
+    primaries = [
+        n.name
+        for n in snap.nodes
+        if node_state(n) == "fresh" and n.in_recovery is False  # a kept old answer proves nothing
+    ]
+    if len(primaries) > 1:
+        out.append(
+            Check(
+                "primaries",
+                f"{len(primaries)} members not in recovery: {', '.join(primaries)}",
+            )
+        )
+    out.extend(_writer_checks(snap, pools))
+    for m in snap.members:
+        n = snap.node(m.name)
+        if n is None or node_state(n) != "fresh" or n.in_recovery is None or not snap.cluster.reachable:
+            continue
+        said = m.role or m.own_role or "?"
+        if is_leader(m) and n.in_recovery and m.role != "standby_leader":
+            text = f"{m.name}: Patroni says {said}, PostgreSQL is in recovery"
+            out.append(Check(f"role:{m.name}", text, m.name, 2, role_grace_s))
+        elif not is_leader(m) and not n.in_recovery:
+            text = f"{m.name}: PostgreSQL is primary, Patroni says {said}"
+            out.append(Check(f"role:{m.name}", text, m.name, 2, role_grace_s))
+    timelines = {
+        n.name: n.timeline for n in snap.nodes if node_state(n) == "fresh" and n.timeline is not None
+    }
+    if len(set(timelines.values())) > 1:
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(timelines.items()))
+        out.append(Check("timelines", f"timelines differ: {shown}", None, 1, role_grace_s))
+    config = snap.patroni_config
+    loop_wait = (config.loop_wait if config and config.loop_wait else None) or DEFAULT_LOOP_WAIT_S
+    limit = DCS_STALE_LOOPS * loop_wait
+    for m in snap.members:
+        if m.dcs_last_seen is None or m.last_ok_at is None or not _fresh(member_state(m)):
+            continue
+        # Compared with when that answer came (not now): a slow answer kept is not staleness.
+        age = m.last_ok_at.timestamp() - m.dcs_last_seen
+        if age > limit:
+            text = f"{m.name}: Patroni has not reached the DCS for over {limit:g} s"
+            out.append(Check(f"dcs:{m.name}", text, m.name, 2))
+    return out
+
+
+def _writer_checks(snap: ClusterSnapshot, pools: Pools) -> list[Check]:
+    up = writer_pool(snap, pools)
+    if up is None:
+        return []
+    out: list[Check] = []
+    leader = leader_of(snap) if snap.cluster.reachable else None
+    if not up:
+        out.append(Check("writer:none", "HAProxy writer pool routes to no server"))
+    else:
+        wrong = [s for s in up if s != leader]
+        if wrong:
+            who = f"the leader {leader}" if leader else "no leader"
+            out.append(Check("writer:wrong", f"HAProxy writer pool routes to {', '.join(wrong)}, not {who}"))
+    for name in up:
+        m, n = snap.member(name), snap.node(name)
+        if is_leader(m) and n is not None and node_state(n) == "unreachable":
+            text = f"{name}: PostgreSQL down on the leader, HAProxy still routes writes to it"
+            out.append(Check(f"pg-down-routed:{name}", text, name))
+    return out

@@ -1,0 +1,289 @@
+"""The failover stopwatch: from a leader loss to a cluster that serves writes again. Pure, no I/O.
+
+Fed the snapshots one by one, it measures what a failure-test report needs: the time until
+Patroni names a new leader, the write outage seen through HAProxy (the writer pool with no UP
+server, or UP on a member that is not the leader), the new leader's lag at promotion, the time
+until every replica streams again on the new timeline, and whether every permanent logical slot
+exists on the new leader.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pgtop_ha.models.base import Frozen
+from pgtop_ha.models.checks import writes_ok
+from pgtop_ha.models.events import Event
+from pgtop_ha.models.health import Pools, human_bytes, node_state, permanent_slots
+from pgtop_ha.models.snapshot import ClusterSnapshot
+
+GIVE_UP_S = 600.0  # a report still incomplete this long after the loss is closed as it is
+
+
+class FailoverReport(Frozen):
+    """The stopwatch of one leader loss: what a failure-test report needs, in seconds and bytes."""
+
+    lost_at: datetime
+    old_leader: str | None = None
+    new_leader: str | None = None
+    elected_at: datetime | None = None
+    election_s: float | None = None
+    write_outage_from: datetime | None = None
+    write_outage_to: datetime | None = None
+    write_outage_s: float | None = None
+    lag_at_promotion_bytes: int | None = None
+    replicas_streaming_at: datetime | None = None
+    replicas_streaming_s: float | None = None
+    permanent_slots_ok: bool | None = None
+    done: bool = False
+    old_timeline: int | None = None
+    new_timeline: int | None = None
+    old_leader_lsn: int | None = None  # the old leader's last LSN seen while it was primary
+    promotion_lsn: int | None = None  # where the new leader's timeline forked (or its last replay)
+    missing_slots: tuple[str, ...] = ()  # permanent logical slots absent on the new leader
+    ended_at: datetime | None = None  # when the report was complete (or given up)
+
+
+def _secs(a: datetime, b: datetime) -> float:
+    return round(max(0.0, (b - a).total_seconds()), 3)
+
+
+def _fmt(seconds: float | None, running: bool) -> str:
+    if seconds is not None:
+        return f"{seconds:.1f} s"
+    return "running" if running else "-"
+
+
+def summary(r: FailoverReport) -> str:
+    """The report in one line, for the Events pane and the banner."""
+    live = not r.done
+    outage = _fmt(r.write_outage_s, live and r.write_outage_from is not None)
+    if r.write_outage_from is None:
+        outage = "not seen" if r.done else "-"
+    slots = {True: "ok", False: "missing " + ", ".join(r.missing_slots), None: "?"}[r.permanent_slots_ok]
+    lag = human_bytes(r.lag_at_promotion_bytes) if r.lag_at_promotion_bytes is not None else "?"
+    return (
+        f"failover {r.old_leader} → {r.new_leader or '…'}: election {_fmt(r.election_s, live)}, "
+        f"write outage {outage}, lag at promotion {lag}, "
+        f"replicas streaming {_fmt(r.replicas_streaming_s, live)}, permanent slots {slots}"
+    )
+
+
+Tagged = tuple[str | None, Event]  # (tag, event): one tag is one event, updated in place
+
+
+class Stopwatch:
+    """Watches leader changes in consecutive snapshots and times each failover."""
+
+    def __init__(self, pools: Pools, *, give_up_s: float = GIVE_UP_S) -> None:
+        self.pools = pools
+        self.give_up_s = give_up_s
+        self._seen = False
+        self._leader: str | None = None
+        self._primary_lsn: dict[str, int] = {}
+        self._standby_lsn: dict[str, int] = {}
+        self._timeline: int | None = None
+        self._outage_since: datetime | None = None
+        self._reports: list[FailoverReport] = []
+        self._haproxy_seen = False
+
+    def reports(self) -> list[FailoverReport]:
+        """Every leader loss so far, oldest first; the last may still be running."""
+        return list(self._reports)
+
+    def running(self) -> FailoverReport | None:
+        """The failover being timed now, if any."""
+        last = self._reports[-1] if self._reports else None
+        return last if last is not None and not last.done else None
+
+    def _tag(self) -> str:
+        return f"failover:{len(self._reports)}"
+
+    def observe(self, snap: ClusterSnapshot) -> list[Tagged]:
+        """Fold one snapshot in; returns new or updated events, each with its tag."""
+        at = snap.taken_at
+        out: list[Tagged] = []
+        ok = writes_ok(snap, self.pools)
+        ended: datetime | None = None
+        if ok is False and self._outage_since is None:
+            self._outage_since = at
+        elif ok is True and self._outage_since is not None:
+            ended, self._outage_since = self._outage_since, None
+        known = snap.cluster.reachable
+        leader = snap.cluster.leader
+        if known:
+            if self._seen and self._leader is not None and leader != self._leader:
+                out.extend(self._start(snap, self._leader))
+                ended = None  # an outage that ended now began before this loss
+            self._leader, self._seen = leader, True
+        run = self.running()
+        if run is not None:
+            self._haproxy_seen = self._haproxy_seen or ok is not None
+            updated, milestones = self._advance(run, snap, ok, ended)
+            if updated != run:
+                self._reports[-1] = updated
+                out.extend(milestones)
+                out.append((self._tag(), self._summary_event(updated)))
+        self._remember(snap)
+        return out
+
+    # -- steps --------------------------------------------------------------------------------
+
+    def _start(self, snap: ClusterSnapshot, old: str) -> list[Tagged]:
+        out: list[Tagged] = []
+        last = self.running()
+        if last is not None:
+            # A second loss before the first settled: close the first with what it has.
+            closed = last.model_copy(update={"done": True, "ended_at": snap.taken_at})
+            self._reports[-1] = closed
+            out.append((self._tag(), self._summary_event(closed)))
+        report = FailoverReport(
+            lost_at=snap.taken_at,
+            old_leader=old,
+            old_timeline=self._timeline,
+            old_leader_lsn=self._primary_lsn.get(old),
+            write_outage_from=self._outage_since,
+        )
+        self._reports.append(report)
+        self._haproxy_seen = False
+        out.append((self._tag(), self._summary_event(report)))
+        return out
+
+    def _advance(
+        self, r: FailoverReport, snap: ClusterSnapshot, ok: bool | None, ended: datetime | None
+    ) -> tuple[FailoverReport, list[Tagged]]:
+        at = snap.taken_at
+        upd: dict[str, object] = {}
+        out: list[Tagged] = []
+        leader = snap.cluster.leader if snap.cluster.reachable else None
+        # The write outage: the one running at the loss, or the first one after it.
+        if r.write_outage_from is None and self._outage_since is not None:
+            upd["write_outage_from"] = self._outage_since
+        outage_from = upd.get("write_outage_from", r.write_outage_from)
+        if ended is not None and r.write_outage_to is None and outage_from == ended:
+            assert isinstance(outage_from, datetime)
+            upd.update(write_outage_to=at, write_outage_s=_secs(outage_from, at))
+            lasted = _secs(outage_from, at)
+            text = f"writes through HAProxy reach the leader {leader} again: outage {lasted:.1f} s"
+            out.append((None, _event(at, text, 1, leader)))
+        if r.new_leader is None and leader is not None:
+            upd.update(new_leader=leader, elected_at=at, election_s=_secs(r.lost_at, at))
+            text = f"new leader {leader}, {_secs(r.lost_at, at):.1f} s after {r.old_leader} was lost"
+            out.append((None, _event(at, text, 1, leader)))
+        new = upd.get("new_leader", r.new_leader)
+        if isinstance(new, str):
+            upd.update(self._lag(r, snap, new))
+            slots = self._slots(snap, new)
+            if slots is not None and slots != (r.permanent_slots_ok, r.missing_slots):
+                good, missing = slots
+                upd.update(permanent_slots_ok=good, missing_slots=missing)
+                text = (
+                    f"every permanent logical slot exists on the new leader {new}"
+                    if good
+                    else f"permanent logical slots missing on the new leader {new}: {', '.join(missing)}"
+                )
+                out.append((None, _event(at, text, 0 if good else 2, new)))
+            tl = self._new_timeline(snap, new, r.old_timeline)
+            if tl is not None and r.new_timeline is None:
+                upd["new_timeline"] = tl
+            if tl is not None and r.replicas_streaming_at is None and self._streaming(snap, new, tl):
+                upd.update(replicas_streaming_at=at, replicas_streaming_s=_secs(r.lost_at, at))
+                since = _secs(r.lost_at, at)
+                text = f"every replica streams from {new} on timeline {tl}, {since:.1f} s after the loss"
+                out.append((None, _event(at, text, 0, new)))
+        r2 = r.model_copy(update=upd) if upd else r
+        complete = (
+            r2.new_leader is not None
+            and r2.replicas_streaming_at is not None
+            and (r2.permanent_slots_ok is not None or not permanent_slots(snap, logical_only=True))
+            and (
+                not self._haproxy_seen
+                or r2.write_outage_to is not None
+                or (r2.write_outage_from is None and ok is True)
+            )
+        )
+        if complete or _secs(r.lost_at, at) >= self.give_up_s:
+            r2 = r2.model_copy(update={"done": True, "ended_at": at})
+        return r2, out
+
+    def _lag(self, r: FailoverReport, snap: ClusterSnapshot, new: str) -> dict[str, object]:
+        if r.old_leader_lsn is None:
+            return {}
+        if new == r.old_leader:
+            return {} if r.lag_at_promotion_bytes is not None else {"lag_at_promotion_bytes": 0}
+        # Where the old timeline ended in the new leader's history is exact; its last replay
+        # position seen before the promotion is the fallback until /history says.
+        fork = next((h.lsn for h in snap.history if h.timeline == r.old_timeline and h.lsn is not None), None)
+        lsn = fork if fork is not None else self._standby_lsn.get(new)
+        if lsn is None or lsn == r.promotion_lsn:
+            return {}
+        return {"promotion_lsn": lsn, "lag_at_promotion_bytes": max(0, r.old_leader_lsn - lsn)}
+
+    def _slots(self, snap: ClusterSnapshot, new: str) -> tuple[bool, tuple[str, ...]] | None:
+        wanted = permanent_slots(snap, logical_only=True)
+        n = snap.node(new)
+        if snap.patroni_config is None or n is None or node_state(n) != "fresh" or n.in_recovery is not False:
+            return None
+        have = {s.slot_name for s in n.slots}
+        missing = tuple(sorted(s for s in wanted if s not in have))
+        return not missing, missing
+
+    def _new_timeline(self, snap: ClusterSnapshot, new: str, old: int | None) -> int | None:
+        n, m = snap.node(new), snap.member(new)
+        tl = None
+        if n is not None and node_state(n) == "fresh" and n.in_recovery is False:
+            tl = n.timeline
+        if tl is None and m is not None:
+            tl = m.timeline
+        if tl is None or (old is not None and tl <= old and new != self._reports[-1].old_leader):
+            return None
+        return tl
+
+    def _streaming(self, snap: ClusterSnapshot, new: str, tl: int) -> bool:
+        for m in snap.members:
+            if m.name == new:
+                continue
+            n = snap.node(m.name)
+            if n is None or node_state(n) != "fresh" or not n.in_recovery or n.timeline != tl:
+                return False
+            receiving = n.wal_receiver is not None and n.wal_receiver.status == "streaming"
+            if not (receiving or m.state == "streaming"):
+                return False
+        return True
+
+    def _remember(self, snap: ClusterSnapshot) -> None:
+        timelines: list[int] = []
+        for n in snap.nodes:
+            if node_state(n) != "fresh":
+                continue
+            if n.in_recovery is False and n.current_lsn is not None:
+                self._primary_lsn[n.name] = n.current_lsn
+            elif n.in_recovery:
+                pos = [p for p in (n.receive_lsn, n.replay_lsn) if p is not None]
+                if pos:
+                    self._standby_lsn[n.name] = max(pos)
+            if n.in_recovery is False and n.timeline is not None:
+                timelines.append(n.timeline)
+        leader = snap.member(snap.cluster.leader) if snap.cluster.leader else None
+        if leader is not None and leader.timeline is not None:
+            timelines.append(leader.timeline)
+        if timelines and self.running() is None:
+            self._timeline = max(timelines)
+
+    def _summary_event(self, r: FailoverReport) -> Event:
+        severity = 2 if not r.done else (1 if r.permanent_slots_ok is False else 0)
+        end = r.ended_at if r.done else None
+        return Event(
+            at=r.lost_at,
+            kind="failover",
+            node=r.new_leader or r.old_leader,
+            text=summary(r),
+            severity=severity,
+            source="console",
+            ended_at=end,
+            duration_s=_secs(r.lost_at, end) if end is not None else None,
+        )
+
+
+def _event(at: datetime, text: str, severity: int, node: str | None) -> Event:
+    return Event(at=at, kind="failover", node=node, text=text, severity=severity, source="console")

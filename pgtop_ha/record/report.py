@@ -1,0 +1,171 @@
+"""`pgtop-ha events FILE`: a recording's timeline and failover stopwatch, for a failure-test report.
+
+The timeline is the events as recorded (with markers and actions). The stopwatch figures are
+recomputed: every recorded snapshot goes through a fresh Timeline, with the recorded markers
+at their times, so a recording made before an improvement of the stopwatch still gets it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pgtop_ha.models.text import clean
+from pgtop_ha.models.timeline import Timeline
+from pgtop_ha.record.reader import Recording
+from pgtop_ha.record.store import from_epoch
+
+_CORE = ("at", "kind", "node", "text", "severity")
+_LEVELS = {0: "info", 1: "WARN", 2: "CRIT"}
+_HEADER_KEYS = (
+    "pgtop_ha_version",
+    "textual_version",
+    "python_version",
+    "sqlite_version",
+    "role",
+    "host",
+    "started_at",
+    "ended_at",
+    "record_max",
+    "interval",
+    "thinned_until",
+    "snapshots_thinned",
+)
+
+
+def recompute(recording: Recording) -> Timeline:
+    """A fresh Timeline fed every recorded snapshot, with each marker before the first snapshot after it."""
+    timeline = Timeline()
+    markers = recording.markers()
+    i = 0
+    for snapshot in recording.snapshots():
+        while i < len(markers) and markers[i].at <= snapshot.taken_at:
+            timeline.mark(markers[i].at, markers[i].text, markers[i].source)
+            i += 1
+        timeline.observe(snapshot)
+    for marker in markers[i:]:
+        timeline.mark(marker.at, marker.text, marker.source)
+    return timeline
+
+
+def build_report(recording: Recording, *, recompute_events: bool = False) -> dict[str, Any]:
+    """The report as JSON-ready data: header, span, events, markers, failovers."""
+    first, last = recording.first(), recording.last()
+    timeline = recompute(recording)
+    if recompute_events:
+        # Actions cannot be derived from snapshots: keep the recorded ones.
+        events = [e.model_dump(mode="json") for e in timeline.events()]
+        events += [e for e in recording.event_rows() if e.get("kind") == "action"]
+        events.sort(key=lambda e: str(e.get("at")))
+    else:
+        events = recording.event_rows()
+    header = {k: recording.header[k] for k in _HEADER_KEYS if k in recording.header}
+    return {
+        "recording": str(recording.path),
+        "header": header,
+        "complete": "ended_at" in recording.header,
+        "span": {
+            "from": first.when.isoformat() if first else None,
+            "to": last.when.isoformat() if last else None,
+            "seconds": round(last.taken_at - first.taken_at, 3) if first and last else 0.0,
+            "snapshots": recording.count(),
+        },
+        "events": events,
+        "markers": [
+            {"at": m.at.isoformat(), "text": m.text, "source": m.source} for m in recording.markers()
+        ],
+        "failovers": [f.model_dump(mode="json") for f in timeline.failovers()],
+    }
+
+
+def _time(value: Any, with_ms: bool = True) -> str:
+    try:
+        when = datetime.fromisoformat(str(value)).astimezone()
+    except ValueError:
+        return clean(str(value))[:23]
+    return when.strftime("%H:%M:%S.%f")[:12] if with_ms else when.strftime("%H:%M:%S")
+
+
+def _seconds(value: Any) -> str:
+    return f"{value:.1f} s" if isinstance(value, int | float) else "-"
+
+
+def _extra(row: dict[str, Any], skip: tuple[str, ...]) -> str:
+    extras = [f"{k}={v}" for k, v in row.items() if k not in skip and v not in (None, "", [], {})]
+    return f" ({', '.join(extras)})" if extras else ""
+
+
+def _failover_lines(n: int, f: dict[str, Any]) -> list[str]:
+    old, new = f.get("old_leader") or "?", f.get("new_leader")
+    head = f"  {n}. {_time(f.get('lost_at'))} leader {old} lost"
+    head += f" → {new} elected after {_seconds(f.get('election_s'))}" if new else " → no new leader yet"
+    if not f.get("done"):
+        head += " (still running when the recording ended)"
+    lines = [head]
+    if f.get("write_outage_from"):
+        to = _time(f.get("write_outage_to")) if f.get("write_outage_to") else "…"
+        since = _time(f.get("write_outage_from"))
+        lines.append(f"     write outage {since} → {to}: {_seconds(f.get('write_outage_s'))}")
+    lag = f.get("lag_at_promotion_bytes")
+    slots = f.get("permanent_slots_ok")
+    lines.append(
+        f"     lag at promotion: {'-' if lag is None else f'{lag} B'}; "
+        f"replicas streaming after {_seconds(f.get('replicas_streaming_s'))}; "
+        f"permanent slots: {'-' if slots is None else ('ok' if slots else 'MISSING')}"
+    )
+    shown = (
+        "lost_at", "old_leader", "new_leader", "elected_at", "election_s", "write_outage_from",
+        "write_outage_to", "write_outage_s", "lag_at_promotion_bytes", "replicas_streaming_at",
+        "replicas_streaming_s", "permanent_slots_ok", "done",
+    )  # fmt: skip
+    more = _extra(f, shown)
+    if more:
+        lines.append(f"     {more.strip(' ()')}")
+    return lines
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as a readable text table (local times)."""
+    h, span = report["header"], report["span"]
+    out = [
+        f"{report['recording']}: {h.get('role', '?')} on {h.get('host', '?')}, "
+        f"pgtop-ha {h.get('pgtop_ha_version', '?')}, Python {h.get('python_version', '?')}",
+    ]
+    if span["from"]:
+        start = datetime.fromisoformat(span["from"]).astimezone()
+        out.append(
+            f"from {start:%Y-%m-%d %H:%M:%S %z} to {_time(span['to'], False)}: "
+            f"{span['seconds']:.0f} s, {span['snapshots']} snapshots"
+        )
+    if "thinned_until" in h:
+        out.append(f"snapshots thinned before {_time(from_epoch(float(h['thinned_until'])).isoformat())}")
+    if not report["complete"]:
+        out.append("not closed cleanly (recorder killed?): the recording ends at its last whole cycle")
+    out += ["", f"{'TIME':<12}  {'LEVEL':<5}  {'NODE':<10}  {'KIND':<14}  WHAT"]
+    for e in report["events"]:
+        level = _LEVELS.get(e.get("severity") if isinstance(e.get("severity"), int) else 0, "info")
+        out.append(
+            f"{_time(e.get('at')):<12}  {level:<5}  {clean(str(e.get('node') or '-'))[:10]:<10}  "
+            f"{clean(str(e.get('kind')))[:14]:<14}  {clean(str(e.get('text')))}{_extra(e, _CORE)}"
+        )
+    if not report["events"]:
+        out.append("(no events)")
+    out += ["", "Failovers (stopwatch, recomputed from the snapshots)"]
+    for n, f in enumerate(report["failovers"], 1):
+        out += _failover_lines(n, f)
+    if not report["failovers"]:
+        out.append("  (no leader lost)")
+    return "\n".join(out)
+
+
+def run_events(path: Path, *, as_json: bool, recompute_events: bool = False) -> int:
+    """`pgtop-ha events FILE [--json]`: print the report; the exit code."""
+    recording = Recording.open(path)
+    try:
+        report = build_report(recording, recompute_events=recompute_events)
+    finally:
+        recording.close()
+    print(json.dumps(report, indent=2, ensure_ascii=False) if as_json else format_report(report))
+    return 0

@@ -1,0 +1,279 @@
+"""The lab ignores the caller's PG*, PGTOP_HA_*, PATRONI_* and ETCD* environment, and its state
+directory knows its ports: `lab status`, `down` and `fault` read them from there."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pgtop_ha.errors import ConfigError, UserError
+from pgtop_ha.lab import procs
+from pgtop_ha.lab.cli import demo_environ, drop_libpq_environ, lab_environ
+from pgtop_ha.lab.cluster import MARKER, Lab, claim_layout
+from pgtop_ha.lab.configs import console_config
+from pgtop_ha.lab.layout import MONITOR_USER, NODE_NAMES, Layout, saved_layout
+from pgtop_ha.settings import load_settings
+
+# What a DBA's shell often holds, and worse: each one alone broke, or could break, a lab child.
+HOSTILE = {
+    "PGPASSWORD": "wrong",
+    "PGUSER": "nobody",
+    "PGDATABASE": "nowhere",
+    "PGPORT": "1",
+    "PGSSLMODE": "require",
+    "PGSERVICE": "nosuch",
+    "PGSERVICEFILE": "/nonexistent/pg_service.conf",
+    "PGOPTIONS": "-c default_transaction_read_only=on",
+    "PGDATA": "/nonexistent",
+    "PGBACKREST_REPO1_PATH": "/nonexistent",
+    "PGTOP_HA_READ_ONLY": "maybe",
+    "PGTOP_HA_PATRONI_PASSWORD": "wrong",
+    "PGTOP_HA_PG_USER": "nobody",
+    "PATRONI_SCOPE": "elsewhere",
+    "ETCD_NAME": "elsewhere",
+}
+
+
+def _pgtop(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pgtop_ha", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **HOSTILE} if env is None else env,
+    )
+
+
+def _fake_lab(state: Path, base: int) -> Layout:
+    """A state directory as `lab up` leaves it (marker and layout record), with nothing running."""
+    layout = Layout(base_port=base, state_dir=state)
+    state.mkdir(parents=True)
+    (state / MARKER).touch()
+    layout.layout_file.write_text(layout.record())
+    return layout
+
+
+# ----- without a lab ----------------------------------------------------------------------------
+def test_lab_env_keeps_only_what_no_lab_program_reads() -> None:
+    caller = {"PATH": "/usr/bin", "LANG": "C.UTF-8", "HOME": "/root", **HOSTILE, "PSQLRC": "/x"}
+    caller |= {"PGSSLROOTCERT": "/x", "PGTOP_HA_PATRONI": "http://10.0.0.1:8008", "ETCDCTL_API": "2"}
+    env = procs.lab_env({"PGPASSFILE": "/lab/pgpass"}, caller)
+    assert env == {"PATH": "/usr/bin", "LANG": "C.UTF-8", "HOME": "/root", "PGPASSFILE": "/lab/pgpass"}
+
+
+def test_a_lab_child_does_not_inherit_pgpassword(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in HOSTILE.items():
+        monkeypatch.setenv(name, value)
+    out = procs.run(["env"], run_as=procs.RunAs(), env={"PGPASSFILE": "/lab/pgpass"}).stdout
+    names = {line.split("=", 1)[0] for line in out.splitlines()}
+    assert not names & set(HOSTILE)
+    assert "PGPASSFILE=/lab/pgpass" in out.splitlines()
+    assert "PATH" in names
+
+
+def test_layout_record_round_trips(tmp_path: Path) -> None:
+    layout = _fake_lab(tmp_path / "lab", 17400)
+    doc = json.loads(layout.layout_file.read_text())
+    assert doc["base_port"] == 17400
+    assert doc["ports"]["node2_postgres"] == 17411 and doc["ports"]["haproxy_stats"] == 17432
+    assert sorted(doc["ports"].values()) == sorted(layout.ports())
+    assert saved_layout(layout.state_dir) == layout
+    assert saved_layout(tmp_path / "none") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "[]", '{"base_port": "17400"}', '{"base_port": 17400, "ports": {}}', '{"base_port": 80}'],
+)
+def test_a_damaged_layout_record_is_one_line(tmp_path: Path, text: str) -> None:
+    (tmp_path / "layout.json").write_text(text)
+    with pytest.raises(UserError) as err:
+        saved_layout(tmp_path)
+    assert "\n" not in str(err.value) and str(tmp_path / "layout.json") in str(err.value)
+
+
+def test_status_reads_ports_from_the_state_dir_whatever_the_env(tmp_path: Path) -> None:
+    # Nothing runs there: roles are null, but the ports are the recorded ones, not 25400's.
+    layout = _fake_lab(tmp_path / "lab", 17400)
+    out = _pgtop("lab", "status", "--json", "--state-dir", str(layout.state_dir))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["base_port"] == 17400
+    assert [m["pg_port"] for m in doc["members"]] == [17410, 17411, 17412]
+    assert [m["rest_port"] for m in doc["members"]] == [17420, 17421, 17422]
+    assert doc["haproxy"]["writer_port"] == 17430
+
+
+@pytest.mark.parametrize(
+    "command", [["status", "--json"], ["down"], ["fault", "thaw", "node1"], ["up", "--rows", "10"]]
+)
+def test_a_base_port_that_disagrees_with_the_state_dir_is_one_line(
+    tmp_path: Path, command: list[str]
+) -> None:
+    layout = _fake_lab(tmp_path / "lab", 17400)
+    out = _pgtop("lab", *command, "--base-port", "17450", "--state-dir", str(layout.state_dir))
+    assert out.returncode == 2
+    assert out.stdout == ""
+    assert out.stderr.count("\n") == 1
+    assert out.stderr.startswith("pgtop-ha: --base-port 17450 disagrees with the lab in ")
+    assert "base port 17400" in out.stderr
+    assert layout.layout_file.exists()  # `down` touched nothing
+
+
+def test_the_same_base_port_as_the_state_dir_is_accepted(tmp_path: Path) -> None:
+    layout = _fake_lab(tmp_path / "lab", 17400)
+    out = _pgtop("lab", "status", "--json", "--base-port", "17400", "--state-dir", str(layout.state_dir))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["base_port"] == 17400
+
+
+def test_lab_settings_see_only_pgtop_ha_lab_variables() -> None:
+    env = lab_environ({**HOSTILE, "PGTOP_HA_LAB__BASE_PORT": "17400", "PATH": "/usr/bin"})
+    assert env == {"PGTOP_HA_LAB__BASE_PORT": "17400"}
+    assert load_settings(Path("/dev/null"), environ=env).lab.base_port == 17400
+
+
+def test_demo_console_keeps_the_lab_targets_and_the_users_preferences(tmp_path: Path) -> None:
+    layout = _fake_lab(tmp_path / "lab", 17400)
+    layout.console_config.write_text(console_config(layout))
+    caller = {
+        "PGTOP_HA_PATRONI": "http://10.0.0.1:8008",
+        "PGTOP_HA_PATRONI_URLS": "http://10.0.0.2:8008",
+        "PGTOP_HA_PATRONI_PASSWORD": "wrong",
+        "PGTOP_HA_PATRONI__ALLOWED_HOSTS": "10.0.0.0/8",
+        "PGTOP_HA_PG_USER": "nobody",
+        "PGTOP_HA_POSTGRES__PASSFILE": "/nonexistent",
+        "PGTOP_HA_HAPROXY_URL": "http://10.0.0.3:7000/stats",
+        "PGTOP_HA_CLUSTER_NAME": "prod",
+        "PGTOP_HA_LAB__BASE_PORT": "25400",
+        "PGTOP_HA_THEME": "light",
+        "PGTOP_HA_INTERVAL": "2.5",
+        "PGTOP_HA_READ_ONLY": "true",
+    }
+    settings = load_settings(layout.console_config, {}, environ=demo_environ(caller))
+    assert settings.patroni.urls == tuple(layout.patroni_url(i) for i in range(len(NODE_NAMES)))
+    assert settings.patroni_password is None
+    assert settings.patroni.allowed_hosts in (None, ())
+    assert settings.postgres.user == MONITOR_USER and settings.postgres.passfile == layout.pgpass
+    assert settings.haproxy.url == layout.stats_url
+    assert settings.cluster_name == "pgtop-lab" and settings.lab.base_port == 17400
+    assert (settings.theme, settings.interval, settings.read_only) == ("light", 2.5, True)
+    # The user's own read-only setting still fails closed on a typo.
+    with pytest.raises(ConfigError, match="read_only"):
+        load_settings(layout.console_config, {}, environ=demo_environ({"PGTOP_HA_READ_ONLY": "maybe"}))
+
+
+def test_demo_drops_libpq_variables_only() -> None:
+    environ = {**HOSTILE, "PATH": "/usr/bin"}
+    drop_libpq_environ(environ)
+    assert {k for k in environ if k.startswith("PG")} == {
+        "PGTOP_HA_READ_ONLY",
+        "PGTOP_HA_PATRONI_PASSWORD",
+        "PGTOP_HA_PG_USER",
+    }
+    assert environ["PATH"] == "/usr/bin" and environ["PATRONI_SCOPE"] == "elsewhere"
+
+
+# ----- a real lab, started from a hostile shell on its own port range ---------------------------
+@dataclass(frozen=True)
+class Started:
+    """A lab started by `pgtop-ha lab up` with HOSTILE in its environment."""
+
+    layout: Layout
+    up: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def hostile_lab() -> Iterator[Started]:
+    """A small lab on a non-default port range (away from the session lab's), torn down by PID."""
+    layout = claim_layout(None, start=31400, stop=34000)
+    up = _pgtop(
+        "lab", "up", "--rows", "1000",
+        "--base-port", str(layout.base_port), "--state-dir", str(layout.state_dir),
+        timeout=400,
+    )  # fmt: skip
+    try:
+        yield Started(layout, up)
+    finally:
+        if layout.state_dir.exists():
+            Lab(layout, out=io.StringIO()).down()
+
+
+@pytest.mark.lab
+def test_lab_up_ignores_the_callers_pg_environment(
+    hostile_lab: Started, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert hostile_lab.up.returncode == 0, hostile_lab.up.stderr[-3000:]
+    lab = Lab(hostile_lab.layout, out=io.StringIO())
+    # Patroni may still restart a replica once for the permanent slot: healthy again soon after.
+    assert procs.poll(lab.healthy, 120, interval=0.5)
+    assert sorted(lab.status(), key=lambda m: m.name)[0].role in ("leader", "replica")
+    for name in NODE_NAMES:
+        pid = lab.book.running(f"patroni-{name}")
+        assert pid is not None
+        environ = dict(
+            item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in item
+        )
+        assert not set(environ) & set(HOSTILE), name
+        assert environ["PGBACKREST_PG1_PORT"] == str(lab.layout.pg_port(NODE_NAMES.index(name)))
+    # The lab's own psql, called from a process that has them too.
+    for name, value in HOSTILE.items():
+        monkeypatch.setenv(name, value)
+    leader = lab.leader()
+    assert leader is not None
+    assert lab.psql("SELECT current_user || ' ' || current_database()", leader) == "postgres labdb"
+    assert lab.psql("SHOW default_transaction_read_only", leader) == "off"
+
+
+@pytest.mark.lab
+def test_status_json_on_a_non_default_base_port(hostile_lab: Started) -> None:
+    layout = hostile_lab.layout
+    assert layout.base_port != 25400
+    assert procs.poll(Lab(layout, out=io.StringIO()).healthy, 120, interval=0.5)
+    out = _pgtop("lab", "status", "--json", "--state-dir", str(layout.state_dir))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["base_port"] == layout.base_port
+    members = {m["name"]: m for m in doc["members"]}
+    for i, name in enumerate(NODE_NAMES):
+        assert (members[name]["pg_port"], members[name]["rest_port"]) == (
+            layout.pg_port(i),
+            layout.rest_port(i),
+        )
+        assert procs.alive(members[name]["patroni_pid"]) and procs.alive(members[name]["postmaster_pid"])
+    assert sorted(m["role"] for m in members.values()) == ["leader", "replica", "replica"]
+    assert sorted(m["state"] for m in members.values()) == ["running", "streaming", "streaming"]
+    assert doc["haproxy"]["writer_port"] == layout.writer_port
+
+
+@pytest.mark.lab
+def test_fault_reads_ports_from_the_state_dir(hostile_lab: Started) -> None:
+    lab = Lab(hostile_lab.layout, out=io.StringIO())
+    assert procs.poll(lab.healthy, 120, interval=0.5)
+    before = lab.leader()
+    out = _pgtop("lab", "fault", "switchover", "--state-dir", str(lab.layout.state_dir))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "switchover done" in out.stdout
+    assert lab.leader() not in (None, before)
+
+
+@pytest.mark.lab
+def test_down_reads_the_state_dir(hostile_lab: Started) -> None:
+    # Last in this module: the fixture's teardown only cleans up after a failure.
+    lab = Lab(hostile_lab.layout, out=io.StringIO())
+    pids = list(lab.running_pids().values()) + lab.stray_pids()
+    assert len(pids) >= 5
+    out = _pgtop("lab", "down", "--state-dir", str(lab.layout.state_dir), timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert [p for p in pids if procs.alive(p)] == []
+    assert not lab.layout.state_dir.exists()

@@ -1,0 +1,93 @@
+"""`pgtop-ha record` across a real `lab fault kill-primary`, with a marker from another process."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgtop_ha.lab import faults
+from pgtop_ha.lab.cluster import Lab
+from pgtop_ha.record.reader import Recording
+from pgtop_ha.record.report import build_report
+
+pytestmark = pytest.mark.lab
+
+
+def _wait(cond: Callable[[], bool], within: float, what: str) -> None:
+    deadline = time.monotonic() + within
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def _count(path: Path) -> int:
+    try:
+        rec = Recording.open(path)
+    except Exception:
+        return 0
+    try:
+        return rec.count()
+    finally:
+        rec.close()
+
+
+def _about(e: dict[str, Any], node: str, *words: str) -> bool:
+    text = str(e.get("text", "")).lower()
+    return e.get("node") == node and "postgresql" in text and any(w in text for w in words)
+
+
+def test_record_across_kill_primary(lab: Lab, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "PGTOP_HA_"))}
+    env.update(
+        XDG_RUNTIME_DIR=str(tmp_path / "run"),
+        PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+    )
+    (tmp_path / "run").mkdir(mode=0o700)
+    path = tmp_path / "kill-primary.db"
+    cmd = [sys.executable, "-m", "pgtop_ha", "record", str(path), "--config", str(lab.layout.console_config)]
+    proc = subprocess.Popen([*cmd, "--interval", "0.5"], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        _wait(lambda: _count(path) >= 4, 60, "the first cycles")
+        mark = subprocess.run(
+            [sys.executable, "-m", "pgtop_ha", "mark", "killing the primary"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert mark.returncode == 0, mark.stderr
+        leader = lab.leader()
+        assert leader is not None
+        faults.kill_primary(Lab(lab.layout, out=io.StringIO()))
+        # Patroni restarts PostgreSQL in place (design §3): wait until it is whole again.
+        _wait(lambda: not lab.healthy(), 30, "the lab to notice")
+        _wait(lab.healthy, 180, "the lab to recover")
+        seen = _count(path)
+        _wait(lambda: _count(path) >= seen + 4, 30, "a few cycles after recovery")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    rec = Recording.open(path)
+    try:
+        report = build_report(rec)
+    finally:
+        rec.close()
+    events = report["events"]
+    texts = [f"{e.get('node')}: {e.get('text')}" for e in events]
+    print("\n".join(f"{e.get('at')} {t}" for e, t in zip(events, texts, strict=True)))  # DEBUG
+    assert report["complete"] and report["span"]["snapshots"] >= 10
+    assert any(e["kind"] == "marker" and e["text"] == "killing the primary" for e in events), texts
+    down = next((i for i, e in enumerate(events) if _about(e, leader, "unreachable", "down")), None)
+    assert down is not None, texts
+    assert any(_about(e, leader, "reachable again", " up") for e in events[down + 1 :]), texts
