@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -10,10 +11,17 @@ import httpx
 
 from pgtop_ha.collect.tls import context_for
 from pgtop_ha.models.base import Frozen
+from pgtop_ha.models.trust import HostPolicy
+from pgtop_ha.models.urls import host_of, redact
 from pgtop_ha.settings import Settings
 
 # POST /switchover waits inside Patroni for up to 2 x max(10, loop_wait) seconds.
 WRITE_TIMEOUT_S = 60.0
+MAX_REPLY_BYTES = 1024 * 1024  # Patroni's answers to writes are a line or a small JSON object
+
+
+class ReplyTooLarge(Exception):
+    """Patroni's answer to a write was larger than MAX_REPLY_BYTES (or compressed)."""
 
 
 class PatroniReply(Frozen):
@@ -71,11 +79,15 @@ class PatroniWriter:
             verify=context_for("patroni", settings.patroni),
             trust_env=False,
             timeout=httpx.Timeout(settings.patroni.timeout, read=WRITE_TIMEOUT_S),
-            headers={"User-Agent": "pgtop-ha (operator)"},
+            # identity: an answer is read raw and bounded, never inflated (a gzip bomb stays small).
+            headers={"User-Agent": "pgtop-ha (operator)", "Accept-Encoding": "identity"},
             follow_redirects=False,
         )
         urls = [*settings.patroni.urls, *(n.patroni_url for n in settings.nodes if n.patroni_url)]
-        return cls(urls, client, read_timeout=settings.patroni.timeout)
+        # The Basic credentials go only where the read path may go too.
+        policy = HostPolicy.of(settings.patroni.allowed_hosts)
+        allowed = [u for u in urls if policy.refusal(host_of(u)) is None]
+        return cls(allowed, client, read_timeout=settings.patroni.timeout)
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -119,7 +131,9 @@ class PatroniWriter:
         for root in list(self._urls):
             url = root + path
             try:
-                response = await self._client.request(method, url, json=body, timeout=timeout)
+                response, raw = await self._send(method, url, body, timeout)
+            except ReplyTooLarge as exc:
+                return PatroniReply(url=url, status=None, text=f"{root}: {exc}")
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 failures.append(f"{root}: {_one_line(str(exc)) or type(exc).__name__}")
                 continue
@@ -135,21 +149,42 @@ class PatroniWriter:
                     url=url, status=None, text=f"{root}: {_one_line(str(exc)) or type(exc).__name__}"
                 )
             self.prefer(root)
-            return _reply(url, response)
+            return _reply(url, response, raw)
         return PatroniReply(url="", status=None, text="no Patroni member reachable: " + "; ".join(failures))
+
+    async def _send(
+        self, method: str, url: str, body: dict[str, Any] | None, limits: httpx.Timeout
+    ) -> tuple[httpx.Response, bytes]:
+        """One request; the answer read raw and bounded (compressed answers are refused)."""
+        async with self._client.stream(method, url, json=body, timeout=limits) as response:
+            encoding = response.headers.get("content-encoding", "identity").strip().lower()
+            if encoding not in ("", "identity"):
+                raise ReplyTooLarge(f"compressed answer refused (Content-Encoding: {encoding[:40]})")
+            if response.is_stream_consumed:  # an answer already in memory (a mock transport)
+                if len(response.content) > MAX_REPLY_BYTES:
+                    raise ReplyTooLarge("answer larger than 1 MiB refused")
+                return response, response.content
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_raw():
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise ReplyTooLarge("answer larger than 1 MiB refused")
+                chunks.append(chunk)
+        return response, b"".join(chunks)
 
     async def get_json(self, path: str) -> PatroniReply:
         """GET ``path`` and decode its JSON body (data None when it is not JSON)."""
         return await self.request("GET", path)
 
 
-def _reply(url: str, response: httpx.Response) -> PatroniReply:
-    text = response.text
+def _reply(url: str, response: httpx.Response, raw: bytes) -> PatroniReply:
+    text = raw.decode(response.encoding or "utf-8", "replace")
     data: Any = None
     if "json" in response.headers.get("content-type", ""):
         try:
-            data = response.json()
-        except ValueError:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
             data = None
     if response.status_code == 401:
         text = (
@@ -158,4 +193,4 @@ def _reply(url: str, response: httpx.Response) -> PatroniReply:
         )
     elif response.status_code == 403:
         text = "Patroni forbids writes from this address (403): check restapi.allowlist"
-    return PatroniReply(url=url, status=response.status_code, text=_one_line(text), data=data)
+    return PatroniReply(url=redact(url), status=response.status_code, text=_one_line(text), data=data)

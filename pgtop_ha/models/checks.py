@@ -51,9 +51,9 @@ def writer_pool(snap: ClusterSnapshot, pools: Pools) -> list[str] | None:
 def writes_ok(snap: ClusterSnapshot, pools: Pools) -> bool | None:
     """Writes through HAProxy reach the leader and only it; None when HAProxy is not known."""
     up = writer_pool(snap, pools)
-    if up is None:
-        return None
-    leader = leader_of(snap) if snap.cluster.reachable else None
+    if up is None or not snap.cluster.reachable:
+        return None  # no HAProxy data, or the leader is unknown this cycle
+    leader = leader_of(snap)
     return leader is not None and up == [leader]
 
 
@@ -109,14 +109,14 @@ def _writer_checks(snap: ClusterSnapshot, pools: Pools) -> list[Check]:
     if up is None:
         return []
     out: list[Check] = []
-    leader = leader_of(snap) if snap.cluster.reachable else None
+    leader = leader_of(snap)
     if not up:
         out.append(Check("writer:none", "HAProxy writer pool routes to no server"))
-    else:
+    elif snap.cluster.reachable:  # whether it routes to the leader needs the leader
         wrong = [s for s in up if s != leader]
         if wrong:
-            who = f"the leader {leader}" if leader else "no leader"
-            out.append(Check("writer:wrong", f"HAProxy writer pool routes to {', '.join(wrong)}, not {who}"))
+            who = f"not the leader {leader}" if leader else "and there is no leader"
+            out.append(Check("writer:wrong", f"HAProxy writer pool routes to {', '.join(wrong)}, {who}"))
     for name in up:
         m, n = snap.member(name), snap.node(name)
         if is_leader(m) and n is not None and node_state(n) == "unreachable":

@@ -288,6 +288,9 @@ class Recorder:
                         "INSERT OR REPLACE INTO header (key, value) VALUES ('ended_at', ?)",
                         (json.dumps(self._clock().isoformat()),),
                     )
+                # A finished recording is one self-contained file: readers (opened read-only)
+                # then leave no -wal/-shm beside it. Busy while a replay reads it: stays WAL.
+                conn.execute("PRAGMA journal_mode=DELETE")
             conn.close()
 
 

@@ -92,8 +92,22 @@ def _seconds(value: Any) -> str:
     return f"{value:.1f} s" if isinstance(value, int | float) else "-"
 
 
+_QUIET = ("id", "source")  # in the JSON; noise in a table
+
+
 def _extra(row: dict[str, Any], skip: tuple[str, ...]) -> str:
-    extras = [f"{k}={v}" for k, v in row.items() if k not in skip and v not in (None, "", [], {})]
+    extras = []
+    for key, value in row.items():
+        if key in skip or key in _QUIET or value in (None, "", [], {}):
+            continue
+        if key == "count" and value == 1:
+            continue
+        if key == "duration_s" and isinstance(value, int | float):
+            extras.append(f"lasted {value:.1f} s")
+        elif key == "ended_at":
+            extras.append(f"until {_time(value)}")
+        else:
+            extras.append(f"{key}={clean(str(value))[:60]}")
     return f" ({', '.join(extras)})" if extras else ""
 
 

@@ -86,7 +86,9 @@ def texts(timeline: Timeline) -> list[str]:
 
 
 def only(timeline: Timeline, text: str) -> Event:
-    """The one event whose text contains ``text`` (fails when none or several)."""
-    found = [e for e in timeline.events() if text in e.text]
+    """The one event whose text is ``text``, else the one that contains it (fails if not one)."""
+    found = [e for e in timeline.events() if text == e.text] or [
+        e for e in timeline.events() if text in e.text
+    ]
     assert len(found) == 1, (text, [e.text for e in timeline.events()])
     return found[0]

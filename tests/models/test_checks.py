@@ -1,0 +1,120 @@
+"""Disagreement checks: each one from a snapshot, its grace period, how long it lasted, its events."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pgtop_ha.models.checks import disagreements, writes_ok
+from pgtop_ha.models.health import Pools, cluster_problems
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.timeline import Timeline
+from tests.models.builders import feed, healthy, leader, member, node, only, pg_down, t, writers
+from tests.ui import fixtures as fx
+
+SETTINGS = fx.settings()
+POOLS = Pools(SETTINGS.haproxy.writer_backends, SETTINGS.haproxy.reader_backends)
+
+
+def keys(snap: ClusterSnapshot) -> list[str]:
+    return [c.key for c in disagreements(snap, POOLS)]
+
+
+def test_healthy_cluster_has_none() -> None:
+    assert keys(healthy()) == []
+    assert writes_ok(healthy(), POOLS) is True
+
+
+def test_two_members_not_in_recovery() -> None:
+    snap = node(healthy(), "node3", in_recovery=False)
+    (check,) = disagreements(snap, POOLS)[:1]
+    assert check.key == "primaries" and check.text == "2 members not in recovery: node1, node3"
+    assert check.severity == 2 and check.grace_s == 0
+    # A kept (slow) answer proves nothing about now.
+    assert "primaries" not in keys(node(snap, "node3", slow_s=3.0))
+
+
+def test_writer_pool_to_none_or_to_a_non_leader() -> None:
+    none = disagreements(writers(healthy()), POOLS)
+    assert [(c.key, c.text) for c in none] == [("writer:none", "HAProxy writer pool routes to no server")]
+    assert writes_ok(writers(healthy()), POOLS) is False
+    wrong = disagreements(writers(healthy(), "node1", "node3"), POOLS)
+    assert [(c.key, c.text) for c in wrong] == [
+        ("writer:wrong", "HAProxy writer pool routes to node3, not the leader node1")
+    ]
+    lost = disagreements(leader(healthy(), None), POOLS)
+    assert [c.text for c in lost if c.key.startswith("writer")] == [
+        "HAProxy writer pool routes to node1, and there is no leader"
+    ]
+    # No HAProxy data: nothing to say about routing.
+    bare = healthy().model_copy(update={"haproxy": healthy().haproxy.model_copy(update={"servers": ()})})
+    assert keys(bare) == [] and writes_ok(bare, POOLS) is None
+
+
+def test_role_against_recovery_beyond_grace() -> None:
+    snap = node(healthy(), "node1", in_recovery=True)
+    (check,) = [c for c in disagreements(snap, POOLS) if c.key == "role:node1"]
+    assert check.text == "node1: Patroni says leader, PostgreSQL is in recovery" and check.grace_s == 10.0
+    other = node(healthy(), "node2", in_recovery=False)
+    texts = [c.text for c in disagreements(other, POOLS)]
+    assert "node2: PostgreSQL is primary, Patroni says sync_standby" in texts
+    # Within the grace period it is normal (a switchover); beyond it, a banner line and an event.
+    tl = Timeline()
+    feed(tl, [healthy(0)] + [node(healthy(i), "node1", in_recovery=True) for i in range(1, 11)])
+    assert tl.checks() == [] and not any(e.kind == "check" for e in tl.events())
+    feed(tl, [node(healthy(11), "node1", in_recovery=True)])
+    (active,) = tl.checks()
+    assert active.check.key == "role:node1" and active.since == t(1) and active.lasted_s(t(12)) == 11.0
+    event = only(tl, "node1: Patroni says leader, PostgreSQL is in recovery")
+    assert event.at == t(11) and event.kind == "check" and event.source == "console"
+    feed(tl, [healthy(20)])
+    assert tl.checks() == []
+    lasted = only(tl, "node1: Patroni says leader, PostgreSQL is in recovery").duration_s
+    assert lasted == 19.0  # since first seen, grace included
+    assert only(tl, "resolved: node1: Patroni says leader").severity == 0
+
+
+def test_flicker_within_grace_raises_nothing() -> None:
+    tl = Timeline()
+    flicker = [node(healthy(i), "node1", in_recovery=True) if i % 3 else healthy(i) for i in range(30)]
+    feed(tl, flicker)
+    assert not any(e.kind == "check" for e in tl.events())
+
+
+def test_timelines_diverging() -> None:
+    snap = node(healthy(), "node3", timeline=4)
+    (check,) = disagreements(snap, POOLS)
+    assert check.key == "timelines" and check.text == "timelines differ: node1 3, node2 3, node3 4"
+    assert check.grace_s == 10.0 and check.severity == 1
+
+
+def test_dcs_last_seen_stale() -> None:
+    at = t(0)
+    fresh = member(healthy(), "node2", dcs_last_seen=int(at.timestamp()) - 8)
+    assert keys(fresh) == []
+    stale = member(healthy(), "node2", dcs_last_seen=int(at.timestamp()) - 25)
+    (check,) = disagreements(stale, POOLS)
+    assert check.key == "dcs:node2" and check.text == "node2: Patroni has not reached the DCS for over 20 s"
+    # Judged at the time of the answer: a slow member's kept answer does not go stale by waiting.
+    kept = member(healthy(30), "node2", slow_s=20.0, last_ok_at=at, dcs_last_seen=int(at.timestamp()) - 8)
+    assert keys(kept) == []
+
+
+def test_leader_pg_down_while_haproxy_routes_writes_to_it() -> None:
+    snap = fx.kill_primary()
+    (check,) = disagreements(snap, POOLS)
+    assert check.key == "pg-down-routed:node1"
+    assert check.text == "node1: PostgreSQL down on the leader, HAProxy still routes writes to it"
+    # The problem it always raised is kept.
+    problems = cluster_problems(snap, SETTINGS.thresholds, POOLS, snap.taken_at)
+    assert problems[0].text == "PG DOWN, still routed (Patroni leader, HAProxy writer UP)"
+    assert keys(writers(pg_down(healthy(), "node1"))) == ["writer:none"]
+
+
+def test_checks_are_events_with_how_long_they_lasted() -> None:
+    tl = Timeline()
+    feed(tl, [healthy(0), writers(healthy(1)), writers(healthy(2))])
+    (active,) = tl.checks()
+    assert active.since == t(1) and active.lasted_s(t(2) + timedelta(seconds=0.5)) == 1.5
+    feed(tl, [writers(healthy(30), "node1", "node2")])
+    assert only(tl, "HAProxy writer pool routes to no server").duration_s == 29.0
+    assert only(tl, "routes to node2, not the leader node1").at == t(30)

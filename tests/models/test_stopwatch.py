@@ -1,0 +1,132 @@
+"""The failover stopwatch: election, write outage, lag at promotion, replicas, permanent slots."""
+
+from __future__ import annotations
+
+from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry, WalReceiver
+from pgtop_ha.models.stopwatch import summary
+from pgtop_ha.models.timeline import Timeline
+from tests.models.builders import feed, healthy, leader, member, node, only, pg_down, rest_down, t, writers
+
+L = 0x5000000  # the old leader's last LSN seen while it was primary
+
+
+def _before(s: float) -> ClusterSnapshot:
+    snap = node(healthy(s), "node1", current_lsn=L)
+    for name in ("node2", "node3"):
+        snap = node(snap, name, receive_lsn=L - 1000, replay_lsn=L - 1200)
+    return snap
+
+
+def _after(
+    s: float, *, node1_back: bool = False, node3_tl: int = 4, writer: tuple[str, ...] = ()
+) -> ClusterSnapshot:
+    """node2 leads on timeline 4; node1 down unless back; the writer pool as given."""
+    snap = healthy(s, leader="node2")
+    snap = node(snap, "node2", timeline=4, current_lsn=L + 4096)
+    streaming = WalReceiver(status="streaming", received_tli=4)
+    snap = node(snap, "node3", timeline=node3_tl, wal_receiver=streaming if node3_tl == 4 else None)
+    if node3_tl != 4:
+        snap = member(snap, "node3", state="running")  # Patroni: not streaming yet
+    if node1_back:
+        snap = node(snap, "node1", timeline=4, wal_receiver=streaming)
+    else:
+        snap = rest_down(pg_down(snap, "node1"), "node1")
+        snap = member(snap, "node1", state="stopped")
+    return writers(snap, *writer)
+
+
+def _failover() -> list[ClusterSnapshot]:
+    return [
+        _before(0),
+        pg_down(_before(1), "node1"),  # the leader's postmaster dies; HAProxy still routes to it
+        writers(leader(pg_down(_before(3), "node1"), None), "node1"),  # leader key gone
+        _after(5),  # node2 promoted; HAProxy routes writes to no one
+        _after(6).model_copy(
+            update={"history": (HistoryEntry(timeline=3, lsn=L - 500, new_leader="node2"),)}
+        ),
+        _after(8, writer=("node2",)),  # HAProxy's writer pool follows
+        _after(10, writer=("node2",)),
+        _after(14, writer=("node2",), node1_back=True),  # the old leader rejoins as a replica
+    ]
+
+
+def test_failover_stopwatch_figures() -> None:
+    tl = Timeline()
+    feed(tl, _failover())
+    (r,) = tl.failovers()
+    assert r.lost_at == t(3) and r.old_leader == "node1" and r.new_leader == "node2"
+    assert r.elected_at == t(5) and r.election_s == 2.0
+    # Writes went to a non-leader (node1, leader key gone) from t3, to no one, then to node2 at t8.
+    assert (r.write_outage_from, r.write_outage_to, r.write_outage_s) == (t(3), t(8), 5.0)
+    # Exact from /history once it came: the old timeline ended 500 bytes before the last LSN seen.
+    assert r.old_leader_lsn == L and r.promotion_lsn == L - 500 and r.lag_at_promotion_bytes == 500
+    assert r.old_timeline == 3 and r.new_timeline == 4
+    assert r.replicas_streaming_at == t(14) and r.replicas_streaming_s == 11.0
+    assert r.permanent_slots_ok is True and r.missing_slots == ()
+    assert r.done and r.ended_at == t(14)
+    assert tl.running_failover() is None
+
+
+def test_failover_is_kept_in_the_timeline_as_events() -> None:
+    tl = Timeline()
+    seen: list[int] = []
+    for snap in _failover():
+        seen += [e.id for e in tl.observe(snap) if e.kind == "failover" and e.text.startswith("failover ")]
+    summaries = [e for e in tl.events() if e.kind == "failover" and e.text.startswith("failover ")]
+    assert len(summaries) == 1 and len(set(seen)) == 1  # one event, updated as figures arrived
+    (s,) = summaries
+    assert s.at == t(3) and s.ended_at == t(14) and s.duration_s == 11.0 and s.severity == 0
+    assert s.text == summary(tl.failovers()[0])
+    assert s.text == (
+        "failover node1 → node2: election 2.0 s, write outage 5.0 s, lag at promotion 500 B, "
+        "replicas streaming 11.0 s, permanent slots ok"
+    )
+    assert only(tl, "new leader node2, 2.0 s after node1 was lost").at == t(5)
+    assert only(tl, "writes through HAProxy reach the leader node2 again: outage 5.0 s").at == t(8)
+    assert only(tl, "every replica streams from node2 on timeline 4, 11.0 s after the loss").at == t(14)
+    assert only(tl, "every permanent logical slot exists on the new leader node2").severity == 0
+
+
+def test_lag_before_history_is_the_last_replay_position_seen() -> None:
+    tl = Timeline()
+    feed(tl, _failover()[:4])
+    r = tl.running_failover()
+    assert r is not None and not r.done
+    assert r.promotion_lsn == L - 1000 and r.lag_at_promotion_bytes == 1000
+    assert r.write_outage_to is None and r.replicas_streaming_at is None
+    assert "write outage running" in summary(r) and "replicas streaming running" in summary(r)
+
+
+def test_switchover_seen_in_one_poll() -> None:
+    tl = Timeline()
+    after = healthy(1, leader="node2")
+    for name in ("node1", "node2", "node3"):
+        after = node(after, name, timeline=4)
+    feed(tl, [_before(0), after])
+    (r,) = tl.failovers()
+    assert r.election_s == 0.0 and r.new_leader == "node2"
+    assert r.write_outage_from is None and r.replicas_streaming_s == 0.0 and r.done
+    assert "write outage not seen" in summary(r)
+
+
+def test_missing_permanent_slot_on_the_new_leader() -> None:
+    snaps = _failover()
+    snaps[3] = node(snaps[3], "node2", slots=())
+    tl = Timeline()
+    feed(tl, snaps[:4])
+    r = tl.running_failover()
+    assert r is not None and r.permanent_slots_ok is False and r.missing_slots == ("lab_sub",)
+    assert only(tl, "permanent logical slots missing on the new leader node2: lab_sub").severity == 2
+    feed(tl, snaps[4:])
+    (done,) = tl.failovers()
+    assert done.permanent_slots_ok is True  # Patroni created it a second later
+
+
+def test_no_loss_no_report_and_a_second_loss_closes_the_first() -> None:
+    tl = Timeline()
+    feed(tl, [healthy(0), pg_down(healthy(1), "node1"), healthy(2)])
+    assert tl.failovers() == []  # a crashed postmaster restarted by Patroni is no leader loss
+    feed(tl, [leader(healthy(3), None), healthy(4, leader="node2"), leader(healthy(5, leader="node2"), None)])
+    first, second = tl.failovers()
+    assert first.done and first.ended_at == t(5) and first.old_leader == "node1"
+    assert second.old_leader == "node2" and not second.done
