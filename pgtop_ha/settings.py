@@ -279,6 +279,22 @@ def _set(tree: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
     tree[keys[-1]] = value
 
 
+def _env_keys(name: str) -> tuple[str, ...]:
+    rest = name[len(ENV_PREFIX) :]
+    return _ENV_ALIASES.get(rest) or tuple(k.lower() for k in rest.split("__"))
+
+
+def _env_source(exc: ValidationError, environ: Mapping[str, str]) -> str:
+    """The environment variable behind the first error (so the message names what to fix)."""
+    loc = tuple(str(p) for p in exc.errors()[0]["loc"])
+    for name, value in environ.items():
+        if name.startswith(ENV_PREFIX) and value.strip():
+            keys = _env_keys(name)
+            if loc[: len(keys)] == keys or keys[: len(loc)] == loc:
+                return f"environment {name}"
+    return "environment PGTOP_HA_*"
+
+
 def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
     tree: dict[str, Any] = {}
     for name, value in environ.items():
@@ -286,8 +302,7 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
             continue
         if not value.strip():
             continue  # an empty value means "unset", never false
-        rest = name[len(ENV_PREFIX) :]
-        keys = _ENV_ALIASES.get(rest) or tuple(k.lower() for k in rest.split("__"))
+        keys = _env_keys(name)
         if keys in _LIST_KEYS:
             _set(tree, keys, [v.strip() for v in value.split(",") if v.strip()])
         else:
@@ -349,7 +364,7 @@ def load_settings(
     try:
         Settings.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, "environment PGTOP_HA_*")) from None
+        raise ConfigError(_describe(exc, _env_source(exc, environ))) from None
     merged = _merge(merged, cli or {})
     try:
         settings = Settings.model_validate(merged)
