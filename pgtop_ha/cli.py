@@ -96,6 +96,12 @@ def _parser() -> argparse.ArgumentParser:
     mark = sub.add_parser("mark", help="stamp a marker on every running console's and recorder's timeline")
     mark.add_argument("text", nargs="+", metavar="TEXT", help='what happened, e.g. "killed primary"')
     demo = sub.add_parser("demo", parents=[common], help="bring the local lab up and open the console")
+    demo.add_argument(
+        "--scenario",
+        default=None,
+        metavar="NAME",
+        help="run a lab fault beside the console, with markers: failover, kill-primary or archive",
+    )
     from pgtop_ha.lab.cli import add_lab_arguments
 
     add_lab_arguments(demo, lab_only=False)

@@ -210,6 +210,12 @@ def run_demo(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     from pgtop_ha.cli import run_console
     from pgtop_ha.lab.cluster import Lab
 
+    chosen = None
+    name = getattr(args, "scenario", None)
+    if name:
+        from pgtop_ha.lab.scenarios import scenario
+
+        chosen = scenario(name)  # a typo fails before the lab starts
     args.config = None
     lab = Lab(layout_from(args))
     if not (lab.exists() and lab.healthy() and lab.book.running("haproxy")):
@@ -221,4 +227,23 @@ def run_demo(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     if not sys.stdout.isatty():
         print("pgtop-ha demo: stdout is not a terminal; the lab is up:", lab.layout.console_config)
         return 0
+    if chosen is not None:
+        _start_scenario(lab, chosen)
     return run_console(settings)
+
+
+def _start_scenario(lab: Any, chosen: Any) -> None:
+    """Run the scenario beside this process's console, its steps stamped as markers."""
+    import contextlib
+
+    from pgtop_ha.errors import UserError
+    from pgtop_ha.lab.scenarios import start_in_background
+    from pgtop_ha.record.markers import marker_dir, send_marker
+
+    ours = marker_dir() / f"{os.getpid()}.sock"  # the console in this process listens here
+
+    def mark(text: str) -> None:
+        with contextlib.suppress(UserError, OSError):
+            send_marker(text, source="demo")
+
+    start_in_background(lab, chosen, mark, ours.exists)

@@ -16,15 +16,17 @@ from typing import Protocol, TextIO
 
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.errors import ConfigError
+from pgtop_ha.models.health import Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.text import clean
-from pgtop_ha.models.timeline import Timeline
+from pgtop_ha.models.timeline import Timeline, cadence
 from pgtop_ha.record.limits import RecordLimit
 from pgtop_ha.record.markers import MarkerInbox
 from pgtop_ha.record.recorder import Recorder
 from pgtop_ha.settings import Settings
 
 STATUS_EVERY_S = 5.0
+KEEP_EVENTS = 1000  # in memory; every event is in the file as soon as it is seen
 
 
 def mib(size: int) -> str:
@@ -73,7 +75,8 @@ async def record(
 
         source = Poller.from_settings(settings, clock)
     recorder = Recorder.create(path, settings, limit, role="recorder", clock=clock)
-    timeline = Timeline()
+    pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
+    timeline = Timeline(pools=pools, keep=KEEP_EVENTS)
     inbox = MarkerInbox("recorder", str(path))
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -107,7 +110,12 @@ async def record(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     say(f"recording to {path} every {settings.interval:g} s (at most {limit.describe()}); Ctrl-C stops")
-    poll = asyncio.create_task(source.run(on_snapshot, lambda: settings.interval), name="poll")
+
+    def pace() -> float:
+        # The console's adaptive cadence: faster while something is wrong, so incidents are recorded finely.
+        return cadence(timeline, settings.interval, clock())
+
+    poll = asyncio.create_task(source.run(on_snapshot, pace), name="poll")
     listen = asyncio.create_task(markers(), name="markers")
     stopper = asyncio.create_task(stop.wait(), name="stop")
     try:

@@ -23,6 +23,10 @@ from pgtop_ha.record.store import epoch
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 MAX_GAP_S = 5.0  # a longer gap (recorder stopped, snapshots thinned) plays in this many seconds
 HISTORY = 30  # snapshots before the shown one, for rates and sparklines (the app keeps as many)
+# After a jump the app's timeline is rebuilt from the snapshots just before the target, so its
+# checks, banner and stopwatch are those of that moment (bounded: a key press stays quick).
+WARMUP_S = 120.0
+WARMUP_FRAMES = 240
 EVENTS = 500  # events shown at most, like the live console
 
 
@@ -48,6 +52,8 @@ class ReplaySource:
         self._target: Frame | None = first  # the frame to show next (None: nothing pending)
         self._jump = True  # the next frame is not the successor of the one shown: reload history
         self._wake: asyncio.Event | None = None
+        # Called before a frame reached by a jump is shown, with the snapshots of the warm-up window.
+        self.on_jump: Callable[[list[ClusterSnapshot]], object] | None = None
 
     # -- what the app reads --------------------------------------------------------------------
 
@@ -111,8 +117,14 @@ class ReplaySource:
     def _show(self, frame: Frame, on_snapshot: Callable[[ClusterSnapshot], object]) -> None:
         snap = self.recording.snapshot(frame)
         if self._jump or self.current is None:
+            frames = self.recording.before(frame, max(HISTORY, WARMUP_FRAMES))
+            snaps = [self.recording.snapshot(f) for f in frames]
             self.recent.clear()
-            self.recent.extend(self.recording.snapshot(f) for f in self.recording.before(frame, HISTORY))
+            self.recent.extend(snaps[-HISTORY:])
+            if self.on_jump is not None:
+                self.on_jump(
+                    [s for f, s in zip(frames, snaps, strict=True) if frame.taken_at - f.taken_at <= WARMUP_S]
+                )
             self.index = self.recording.position(frame)
             self.total = self.recording.count()
         else:

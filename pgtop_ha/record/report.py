@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pgtop_ha.models.health import DEFAULT_POOLS, Pools
 from pgtop_ha.models.text import clean
 from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.record.reader import Recording
@@ -35,9 +36,20 @@ _HEADER_KEYS = (
 )
 
 
+def recorded_pools(header: dict[str, Any]) -> Pools:
+    """The writer/reader backend names the recording was judged with (today's defaults if absent)."""
+    settings = header.get("settings")
+    haproxy = settings.get("haproxy") if isinstance(settings, dict) else None
+    if isinstance(haproxy, dict):
+        writer, reader = haproxy.get("writer_backends"), haproxy.get("reader_backends")
+        if isinstance(writer, list) and isinstance(reader, list):
+            return Pools(tuple(map(str, writer)), tuple(map(str, reader)))
+    return DEFAULT_POOLS
+
+
 def recompute(recording: Recording) -> Timeline:
     """A fresh Timeline fed every recorded snapshot, with each marker before the first snapshot after it."""
-    timeline = Timeline()
+    timeline = Timeline(pools=recorded_pools(recording.header))
     markers = recording.markers()
     i = 0
     for snapshot in recording.snapshots():

@@ -49,7 +49,8 @@ HOSTILE_TEXT = (
     "x" * 2000,
     "",
 )
-NAMES = st.sampled_from(("node1", "node2", "pg[/]1", "[@click=app.quit]x", "a\x1b[2Jb"))
+# "slot" is also the key of the slot matrix's first column.
+NAMES = st.sampled_from(("node1", "node2", "slot", "pg[/]1", "[@click=app.quit]x", "a\x1b[2Jb"))
 TEXTS = st.one_of(st.sampled_from(HOSTILE_TEXT), st.text(max_size=12))
 INTS = st.one_of(st.sampled_from(HUGE), st.integers(min_value=-(2**80), max_value=2**80))
 FLOATS = st.floats(allow_nan=True, allow_infinity=True)
@@ -261,7 +262,9 @@ def test_rows_of_every_pane_never_raise(prev: ClusterSnapshot, snap: ClusterSnap
                 key = c.sort_key()
                 assert key[0] == 1 or key[1] == key[1]  # no NaN sort keys
         if spec.dynamic_columns is not None:
-            for column in spec.dynamic_columns(snap):
+            columns = spec.dynamic_columns(snap)
+            assert len({c.key for c in columns}) == len(columns)  # a table refuses a duplicate key
+            for column in columns:
                 _assert_shown_clean(column.label)
     header = heartbeat_text(
         snapshot=snap,

@@ -221,13 +221,18 @@ def test_events_json_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert kinds[0] == "marker" and "leader" in kinds
     for e in report["events"]:
         assert {"at", "kind", "node", "text", "severity"} <= set(e)
-    assert isinstance(report["failovers"], list)
-    for f in report["failovers"]:
-        assert "lost_at" in f and "election_s" in f and "write_outage_s" in f
+    # The stopwatch, recomputed from the snapshots: node1 lost, node2 elected at the same cycle.
+    (failover,) = report["failovers"]
+    assert (failover["old_leader"], failover["new_leader"]) == ("node1", "node2")
+    assert failover["lost_at"] == "2025-01-02T03:04:10Z" and failover["election_s"] == 0.0
+    assert {"write_outage_s", "lag_at_promotion_bytes", "replicas_streaming_s", "permanent_slots_ok"} <= set(
+        failover
+    )
     # The readable table says the same.
     assert main(["events", str(path)]) == 0
     table = capsys.readouterr().out
-    assert "killed primary" in table and "leader node1 → node2" in table and "Failovers" in table
+    assert "killed primary" in table and "leader node1 → node2" in table
+    assert "1. 03:04:10.000 leader node1 lost → node2 elected after 0.0 s" in table
 
 
 def test_events_on_a_non_recording_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

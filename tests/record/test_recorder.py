@@ -280,3 +280,27 @@ def test_write_error_stops_the_recorder_without_raising(tmp_path: Path) -> None:
     assert recorder.error is not None and str(path) in recorder.error
     recorder.cycle(fx.healthy(), [])  # a no-op from now on
     recorder.close()
+
+
+def test_a_replayed_recording_is_cleaned_of_escape_sequences(tmp_path: Path) -> None:
+    path = tmp_path / "rec.db"
+    hostile = "\x1b]0;pwned\x07node1\x1b[2J\x9b1m"
+    snap = fx.healthy().model_copy(update={"errors": (hostile,)})
+    recorder = Recorder.create(path, fx.settings(), parse_limit("1GiB"), role="test")
+    ev = Event(at=snap.taken_at, kind="test", text=hostile)
+    recorder.marker(snap.taken_at, "plain", "test", [ev])
+    recorder.cycle(snap, [ev])
+    recorder.close()
+    # As if someone crafted the file: put the raw sequences back into the marker row too.
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE markers SET text = ?", (hostile,))
+    conn.commit()
+    conn.close()
+    rec = Recording.open(path)
+    try:
+        (back,) = list(rec.snapshots())
+        assert back.errors == ("node1",)
+        assert [e.text for e in rec.events()] == ["node1"]
+        assert [m.text for m in rec.markers()] == ["node1"]
+    finally:
+        rec.close()

@@ -80,7 +80,15 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 
 def matrix_columns(snapshot: ClusterSnapshot) -> tuple[Column, ...]:
     """The presence matrix's columns: the slot, then one per member."""
-    return (Column("slot", "Permanent slot"), *(Column(n, n) for n in member_names(snapshot)))
+    columns = [Column("slot", "Permanent slot")]
+    taken = {"slot"}
+    for name in member_names(snapshot):
+        key = name
+        while key in taken:  # a member called "slot": a table's column keys must be unique
+            key += "#"
+        taken.add(key)
+        columns.append(Column(key, name))
+    return tuple(columns)
 
 
 def matrix_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
 from rich.style import Style
+from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -233,13 +234,17 @@ class MonitorScreen(Screen[None]):
             mode_why=app.mode_why,
             cadence=app.cadence(),
         )
-        self.query_one(Heartbeat).show(text)
+        self.query_one(Heartbeat).show(self.header_lead() + text)
         timeline = app.timeline
         failovers = timeline.failovers()
         banner = banner_text(
             timeline.checks(), failovers[-1] if failovers else None, now, self._header_styles
         )
         self.query_one(Banner).show(banner)
+
+    def header_lead(self) -> Text:
+        """What the header starts with (nothing live; the replay's state and recorded time)."""
+        return Text()
 
     def header_note(self) -> str:
         """What the header says after the nodes (a poller error, a sort; the replay's position)."""

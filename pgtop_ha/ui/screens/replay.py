@@ -11,12 +11,15 @@ import dataclasses
 from pathlib import Path
 from typing import cast
 
+from rich.text import Text
 from textual.binding import Binding
 from textual.screen import Screen
 
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.record.replay import ReplaySource
 from pgtop_ha.settings import Mode, Settings
-from pgtop_ha.ui.app import PgtopApp
+from pgtop_ha.ui.app import EVENTS, HISTORY, PgtopApp
 from pgtop_ha.ui.panes.base import Context
 from pgtop_ha.ui.screens.monitor import MonitorScreen
 
@@ -58,9 +61,9 @@ class ReplayScreen(MonitorScreen):
         ctx = super().context()
         return dataclasses.replace(ctx, history=self.replay.history(), events=self.replay.events_until())
 
-    def header_note(self) -> str:
-        """Play state, recorded time, speed and position, then any other note."""
-        return "  ".join(x for x in (self.replay.status(), super().header_note()) if x)
+    def header_lead(self) -> Text:
+        """Play state, recorded time, speed and position, first (what matters at 80 columns)."""
+        return Text(f" {self.replay.status()} ", style=self._header_styles.get("paused") or "reverse")
 
     def action_toggle_play(self) -> None:
         """Play or pause the replay."""
@@ -113,7 +116,23 @@ class ReplayApp(PgtopApp):
         mode = Mode(True, f"read-only: replay of {path} (no actions exist)", "replay")
         super().__init__(settings, source, actions=None, clock=source.clock, mode=mode)
         self.replay = source
+        source.on_jump = self._rewind
         self.title = f"pgtop-ha replay {path.name}"
 
     def _main_screen(self) -> Screen[None]:
         return ReplayScreen()
+
+    def cadence(self) -> float:
+        """A replay does not poll: its pace is the recording's, times the speed."""
+        return self.interval
+
+    def _rewind(self, before: list[ClusterSnapshot]) -> None:
+        # A seek or a step back: the timeline and history must not hold what comes after the
+        # target, or the banner and stopwatch would show the future. Start them again from the
+        # snapshots just before it; the target itself then arrives as usual.
+        timeline = Timeline(pools=self.timeline.pools, keep=EVENTS)
+        for snap in before:
+            timeline.observe(snap)
+        self.timeline = timeline
+        self.history.clear()
+        self.history.extend(before[-HISTORY:])

@@ -1,0 +1,57 @@
+"""The console's timeline wiring: actions stamped when they happen, the banner, the cadence."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pgtop_ha.ui.widgets.banner import Banner
+from pgtop_ha.ui.widgets.heartbeat import Heartbeat
+from tests.models.builders import healthy, writers
+from tests.ui import fixtures as fx
+from tests.ui.harness import NOW, make_app, settled, texts, until
+
+
+async def test_action_done_is_stamped_when_the_result_arrives() -> None:
+    app, source = make_app([fx.healthy()])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settled(pilot, app, source)
+        sent = app.record_action("switchover node1 → node2", "node2")
+        # The audit entry carries the action's start time; the "done" event is now.
+        app.record_event(
+            fx.event("node2", "alice: switchover ok: node2 leads", at=fx.T0 + timedelta(seconds=1))
+        )
+        done = app.events[-1]
+        assert sent.at == NOW and sent.text == "switchover node1 → node2 (sent)" and sent.source == "action"
+        assert done.at == NOW and done.text.endswith("(done)") and done.kind == "action"
+        assert app.events.index(sent) < app.events.index(done)
+
+
+async def test_banner_hidden_when_calm_shown_with_a_disagreement() -> None:
+    app, source = make_app([fx.healthy()])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settled(pilot, app, source)
+        banner = app.screen.query_one(Banner)
+        assert not banner.display and banner.region.height == 0
+        assert app.cadence() == 1.0
+        source.push(fx.kill_primary())
+        await until(pilot, lambda: bool(banner.display), what="banner shown")
+        line = banner.render().plain
+        assert "⚠ node1: PostgreSQL down on the leader, HAProxy still routes writes to it (1s)" in line
+        header = app.screen.query_one(Heartbeat).render().plain
+        assert "every 0.25s (fast; idle 1s)" in header
+        assert app.cadence() == 0.25
+        source.push(fx.healthy(fx.T0 + timedelta(seconds=21)))
+        await until(pilot, lambda: not banner.display, what="banner hidden")
+        assert source.intervals[-1] == 0.25  # the poll loop asks the app's cadence
+        assert banner.region.height == 0
+
+
+async def test_events_pane_shows_how_long_a_flip_lasted() -> None:
+    app, source = make_app([healthy(0), writers(healthy(1)), healthy(3)])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settled(pilot, app, source)
+        await pilot.press("8")
+        await pilot.pause()
+        flat = [" ".join(r) for r in texts(app, "events")]
+        assert any("HAProxy pg_writer/node1 UP → DOWN — for 2.0 s" in r for r in flat), flat
+        assert not any("DOWN → UP" in r for r in flat)
