@@ -229,7 +229,8 @@ def run_demo(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
         return 0
     if chosen is not None:
         _start_scenario(lab, chosen)
-    return run_console(settings)
+    record = getattr(args, "record", None)
+    return run_console(settings, record=record, record_max=getattr(args, "record_max", "1GiB"))
 
 
 def _start_scenario(lab: Any, chosen: Any) -> None:

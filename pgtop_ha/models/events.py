@@ -22,7 +22,7 @@ from pgtop_ha.models.health import (
     node_state,
     source_state,
 )
-from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.snapshot import ClusterSnapshot, Member
 
 # Where an event comes from: which source saw it, or who made it.
 SOURCES = ("patroni", "postgres", "haproxy", "console", "marker", "action")
@@ -72,6 +72,11 @@ def _state_word(status: str | None) -> str:
     return word or "?"
 
 
+def listed(m: Member) -> bool:
+    """Patroni's /cluster lists the member now (the poller keeps a gone one a while, bare)."""
+    return m.role is not None or m.state is not None
+
+
 def _reach_value(state: str) -> str | None:
     """A source's state as a fact value; None while its first poll still runs (unknown)."""
     return None if state == "pending" else state
@@ -85,7 +90,8 @@ def _cluster_facts(snap: ClusterSnapshot) -> Iterable[tuple[Key, Fact]]:
     yield ("pause",), Fact(bool(c.pause), "pause", "patroni", scope="cluster")
     for m in snap.members:
         name = m.name
-        yield ("member", name), Fact("listed", "member", "patroni", node=name, scope="cluster")
+        if listed(m):
+            yield ("member", name), Fact("listed", "member", "patroni", node=name, scope="cluster")
         role = m.role or m.own_role
         yield ("role", name), Fact(role, "role", "patroni", node=name, scope="cluster")
         yield ("state", name), Fact(m.state, "state", "patroni", node=name, scope="cluster")
@@ -266,13 +272,13 @@ def _member(_key: Key, b: Fact | None, a: Fact | None) -> tuple[str, int] | None
 
 
 def _role(_key: Key, b: Fact | None, a: Fact | None) -> tuple[str, int] | None:
-    if b is None or a is None:
-        return None
+    if b is None or a is None or b.value is None or a.value is None:
+        return None  # joining or leaving /cluster is the member event's news
     return f"Patroni role {b.value} → {a.value}", 1
 
 
 def _state(_key: Key, b: Fact | None, a: Fact | None) -> tuple[str, int] | None:
-    if b is None or a is None:
+    if b is None or a is None or b.value is None or a.value is None:
         return None
     bad = a.value not in ("running", "streaming")
     return f"Patroni state {b.value} → {a.value}", 1 if bad else 0

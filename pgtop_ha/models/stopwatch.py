@@ -13,7 +13,7 @@ from datetime import datetime
 
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.checks import writes_ok
-from pgtop_ha.models.events import Event
+from pgtop_ha.models.events import Event, listed
 from pgtop_ha.models.health import Pools, human_bytes, node_state, permanent_slots
 from pgtop_ha.models.snapshot import ClusterSnapshot
 
@@ -243,8 +243,8 @@ class Stopwatch:
 
     def _streaming(self, snap: ClusterSnapshot, new: str, tl: int) -> bool:
         for m in snap.members:
-            if m.name == new:
-                continue
+            if m.name == new or not listed(m):
+                continue  # a member gone from /cluster (its key expired) is no replica to wait for
             n = snap.node(m.name)
             if n is None or node_state(n) != "fresh" or not n.in_recovery or n.timeline != tl:
                 return False
