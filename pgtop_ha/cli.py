@@ -7,13 +7,16 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgtop_ha import __version__
 from pgtop_ha.crash import crash_line, write_report
 from pgtop_ha.errors import UserError
 from pgtop_ha.models.text import clean
 from pgtop_ha.settings import Settings, load_settings, resolve_mode
+
+if TYPE_CHECKING:
+    from pgtop_ha.collect.poller import Poller
 
 
 def _console_flags() -> argparse.ArgumentParser:
@@ -59,6 +62,12 @@ def _console_flags() -> argparse.ArgumentParser:
         help="allow actions even inside an SSH session",
     )
     p.add_argument("--interval", type=float, default=d, metavar="SECONDS", help="poll interval")
+    p.add_argument(
+        "--probe-writes",
+        default=d,
+        metavar="TABLE",
+        help="operator only: INSERT one row per cycle into TABLE (must exist) through the writer endpoint",
+    )
     p.add_argument("--theme", default=d, metavar="NAME", help="dark, light or mono")
     return p
 
@@ -137,6 +146,8 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
         # Anything with a scheme is a URL (and an ftp:// one is refused as such), else a socket path.
         key = "url" if "://" in target else "socket"
         tree.setdefault("haproxy", {})[key] = target
+    if "probe_writes" in ns:
+        tree.setdefault("probes", {})["write_table"] = ns["probe_writes"]
     for key in ("read_only", "interval", "theme"):
         if key in ns:
             tree[key] = ns[key]
@@ -192,7 +203,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_console(settings: Settings, record: Path | None = None, record_max: str = "1GiB") -> int:
     """Build the read path, the actions (unless read-only) and the app, then run it."""
-    from pgtop_ha.collect.poller import Poller
     from pgtop_ha.record.limits import parse_limit
     from pgtop_ha.record.markers import MarkerInbox
     from pgtop_ha.record.recorder import Recorder
@@ -209,9 +219,10 @@ def run_console(settings: Settings, record: Path | None = None, record_max: str 
         actions = build_actions(settings)
     recorder = Recorder.create(record, settings, limit, role="console") if record is not None else None
     label = f"recording {record}" if record is not None else (settings.cluster_name or "")
+    poller = build_poller(settings, operator=actions is not None)
     app = PgtopApp(
         settings=settings,
-        source=Poller.from_settings(settings),
+        source=poller,
         actions=actions,
         mode=mode,
         recorder=recorder,
@@ -228,6 +239,20 @@ def run_console(settings: Settings, record: Path | None = None, record_max: str 
         print(crash_line(app.crash, app.crash_report), file=sys.stderr)
         return 1
     return app.return_code or 0
+
+
+def build_poller(settings: Settings, *, operator: bool) -> Poller:
+    """The read path; in operator mode with probes.write_table set, the write probe beside it."""
+    from pgtop_ha.collect.poller import Poller
+
+    poller = Poller.from_settings(settings)
+    if operator and settings.probes.write_table:
+        # The write probe exists only beside the actions: read-only mode has no INSERT to send.
+        from pgtop_ha.actions.write_probe import build_write_probe
+        from pgtop_ha.clock import system_clock
+
+        poller.add_probe(build_write_probe(settings, system_clock))
+    return poller
 
 
 def replay_settings(header: dict[str, Any], theme: str) -> Settings:

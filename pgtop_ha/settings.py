@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -174,6 +175,44 @@ class LabSettings(_Section):
     state_dir: Path | None = Field(None, description="Lab data and PIDs (default per user).")
 
 
+class ProbeEndpoint(_Section):
+    """One endpoint applications connect through (HAProxy's writer/reader port, a pooler)."""
+
+    name: str = Field(min_length=1, max_length=64, description="Name shown in the Probes pane.")
+    host: str = Field(min_length=1, description="Host to connect to (subject to postgres.allowed_hosts).")
+    port: int = Field(ge=1, le=65535, description="Port to connect to.")
+    dbname: str | None = Field(None, description="Database (default: postgres.dbname).")
+    kind: Literal["writer", "reader", "pooler"] = Field("writer", description="What the endpoint is for.")
+
+
+_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?")
+
+
+class ProbeSettings(_Section):
+    """Client probes: a new connection and one short query per cycle through each endpoint."""
+
+    endpoints: tuple[ProbeEndpoint, ...] = Field((), description="Endpoints to probe each cycle.")
+    enabled: Flag = Field(True, description="Probe the endpoints (on when any is listed).")
+    timeout: float = Field(2.0, gt=0, le=60, description="Seconds per probe (connect + query).")
+    write_table: str | None = Field(
+        None, description="Operator only: INSERT a row per cycle into this existing table (--probe-writes)."
+    )
+
+    @field_validator("write_table")
+    @classmethod
+    def _table(cls, value: str | None) -> str | None:
+        if value is not None and not _TABLE.fullmatch(value):
+            raise ValueError(f"{value!r} is not a table name; write table or schema.table (identifiers)")
+        return value
+
+    @model_validator(mode="after")
+    def _unique(self) -> ProbeSettings:
+        names = [e.name for e in self.endpoints]
+        if len(set(names)) != len(names):
+            raise ValueError("endpoint names must be unique")
+        return self
+
+
 class Settings(_Section):
     """All of pgtop-ha's settings."""
 
@@ -186,6 +225,7 @@ class Settings(_Section):
     patroni: PatroniSettings = Field(default_factory=PatroniSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
     haproxy: HAProxySettings = Field(default_factory=HAProxySettings)
+    probes: ProbeSettings = Field(default_factory=ProbeSettings)
     nodes: tuple[NodeSettings, ...] = ()
     thresholds: Thresholds = Field(default_factory=Thresholds)
     lab: LabSettings = Field(default_factory=LabSettings)

@@ -34,8 +34,10 @@ from pgtop_ha.collect.patroni import (
     describe_http_error,
 )
 from pgtop_ha.collect.postgres import NodeReader, Target
+from pgtop_ha.collect.probe import ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.collect.tls import context_for
+from pgtop_ha.models.probe import member_at
 from pgtop_ha.models.snapshot import (
     ClusterInfo,
     ClusterSnapshot,
@@ -219,6 +221,12 @@ class Poller:
                 clock,
                 _haproxy_describer(settings.haproxy.url),
             )
+        # Client probes: a new connection per cycle through each endpoint (collect/probe.py).
+        self._probes: list[ProbeRunner] = []
+        if settings.probes.enabled:
+            for endpoint in settings.probes.endpoints:
+                why = refusal(self._pg_hosts, endpoint.host, "postgres")
+                self.add_probe(read_runner(endpoint, settings.postgres, settings.probes.timeout, clock, why))
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock = system_clock) -> Poller:
@@ -230,6 +238,16 @@ class Poller:
             haproxy_tls = context_for("haproxy", settings.haproxy)
             haproxy_http = GetOnlyClient(timeout=settings.haproxy.timeout, verify=haproxy_tls)
         return cls(settings, clock, patroni_http, haproxy_http)
+
+    def add_probe(self, runner: ProbeRunner) -> None:
+        """Run ``runner`` every cycle beside the others (the operator's write probe comes this way)."""
+        runner.locate = self._locate
+        self._probes.append(runner)
+
+    def _locate(self, addr: str | None, port: int | None) -> str | None:
+        """The member whose PostgreSQL listens at ``addr``:``port`` (a probe's answering server)."""
+        known = tuple((slot.name, slot.pg_host, slot.pg_port) for slot in self._members.values())
+        return member_at(known, addr, port)
 
     # -- members ---------------------------------------------------------------------------------
 
@@ -469,6 +487,10 @@ class Poller:
             pending.add(cluster_task)
         if self._haproxy is not None:
             pending.add(self._haproxy.start())
+        for runner in self._probes:
+            task = runner.start()
+            if task is not None:
+                pending.add(task)
         started: set[str] = set()
         for name, slot in self._members.items():
             pending |= slot.start()
@@ -558,6 +580,7 @@ class Poller:
             history=self._history,
             patroni_config=self._config,
             errors=tuple(errors),
+            probes=tuple(runner.probe() for runner in self._probes),
         )
 
     def _own_values(self) -> Iterable[OwnView]:
@@ -670,6 +693,7 @@ class Poller:
             closers.append(self._cluster.aclose())
         if self._haproxy is not None:
             closers.append(self._haproxy.aclose())
+        closers.extend(runner.aclose() for runner in self._probes)
         await asyncio.gather(*closers, *self._closing, return_exceptions=True)
         await self._patroni_http.aclose()
         if self._haproxy_http is not None:

@@ -261,6 +261,19 @@ operator_user = "{OPERATOR_USER}"
 url = "{layout.stats_url}"
 socket = "{layout.haproxy_socket}"
 
+# What applications see: a new connection per cycle through HAProxy's writer and reader ports.
+[[probes.endpoints]]
+name = "writer"
+host = "127.0.0.1"
+port = {layout.writer_port}
+kind = "writer"
+
+[[probes.endpoints]]
+name = "reader"
+host = "127.0.0.1"
+port = {layout.reader_port}
+kind = "reader"
+
 [lab]
 base_port = {layout.base_port}
 state_dir = "{layout.state_dir}"

@@ -84,9 +84,7 @@ SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
         Scenario("failover", "a real failover: the leader crashes, Patroni elects another", _failover),
-        Scenario(
-            "kill-primary", "the leader's postmaster killed: Patroni still leads", _kill_primary
-        ),
+        Scenario("kill-primary", "the leader's postmaster killed: Patroni still leads", _kill_primary),
         Scenario("archive", "WAL archiving fails and recovers", _archive),
     )
 }

@@ -16,7 +16,6 @@ from datetime import datetime
 
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.health import (
-    is_up,
     member_state,
     missing_permanent_slots,
     node_state,
@@ -446,8 +445,3 @@ def diff(prev: ClusterSnapshot | None, cur: ClusterSnapshot) -> tuple[Event, ...
     after = carry(before, facts(cur), unknown_scopes(cur))
     out = (describe(c, cur.taken_at) for c in changes(before, after))
     return tuple(e for e in out if e is not None)
-
-
-def writer_servers_up(snap: ClusterSnapshot, is_writer: Callable[[str], bool]) -> list[str]:
-    """Servers HAProxy would send writes to now (UP in a writer backend), sorted."""
-    return sorted({s.server for s in snap.haproxy.servers if is_writer(s.proxy) and is_up(s)})

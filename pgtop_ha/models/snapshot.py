@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from pgtop_ha.models.base import Frozen
+from pgtop_ha.models.probe import WriteOutage
 
 # PostgreSQL's bigint, LSNs, lags and Patroni's timelines all fit a signed 64-bit int: a wider
 # int, or a float that is not finite, can only come from a broken or hostile server.
@@ -330,6 +331,26 @@ class HAProxyState(Bounded):
     slow_s: float | None = None  # stats poll still running (last answer kept), for so long
 
 
+class Probe(Bounded):
+    """One client probe through an endpoint: which member answered, how fast, or why not."""
+
+    endpoint: str  # the endpoint's name (probes.endpoints[].name)
+    kind: str  # writer | reader | pooler (read probes); write (the operator's INSERT probe)
+    target: str | None = None  # host:port connected to
+    ok: bool = False  # the latest probe answered
+    answered_by: str | None = None  # the member that answered (else the server's address:port)
+    in_recovery: bool | None = None  # what the answering server said of itself
+    latency_ms: float | None = None  # connect + statement of the latest successful probe
+    error: str | None = None  # the latest probe's error (one line)
+    errors: int  # consecutive failures in the current run of errors (0 while it answers)
+    first_error: str | None = None  # the first error text of the current run
+    first_error_at: datetime | None = None
+    last_ok_at: datetime | None = None
+    new_connection: bool = True  # each probe opens a new connection, as applications do
+    slow_s: float | None = None  # a probe still running within its timeout, for so long
+    outages: tuple[WriteOutage, ...] = ()  # write probe: completed outages, oldest first
+
+
 class ClusterSnapshot(Bounded):
     """Everything one poll cycle learned about the cluster."""
 
@@ -341,6 +362,7 @@ class ClusterSnapshot(Bounded):
     history: tuple[HistoryEntry, ...] = ()
     patroni_config: PatroniConfig | None = None
     errors: tuple[str, ...] = ()
+    probes: tuple[Probe, ...] = ()
 
     def member(self, name: str) -> Member | None:
         """The Patroni member called ``name``, if any."""

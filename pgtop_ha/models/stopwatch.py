@@ -14,7 +14,7 @@ from datetime import datetime
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.checks import writes_ok
 from pgtop_ha.models.events import Event, listed
-from pgtop_ha.models.health import Pools, human_bytes, node_state, permanent_slots
+from pgtop_ha.models.health import Pools, human_bytes, member_state, node_state, permanent_slots
 from pgtop_ha.models.snapshot import ClusterSnapshot
 
 GIVE_UP_S = 600.0  # a report still incomplete this long after the loss is closed as it is
@@ -42,6 +42,10 @@ class FailoverReport(Frozen):
     promotion_lsn: int | None = None  # where the new leader's timeline forked (or its last replay)
     missing_slots: tuple[str, ...] = ()  # permanent logical slots absent on the new leader
     ended_at: datetime | None = None  # when the report was complete (or given up)
+    # When the old leader stopped answering (REST or PostgreSQL unreachable, not merely slow), if it
+    # did before Patroni released its key: a crash is felt at once, the key expires a TTL later.
+    leader_down_at: datetime | None = None
+    down_to_elected_s: float | None = None
 
 
 def _secs(a: datetime, b: datetime) -> float:
@@ -62,8 +66,11 @@ def summary(r: FailoverReport) -> str:
         outage = "not seen" if r.done else "-"
     slots = {True: "ok", False: "missing " + ", ".join(r.missing_slots), None: "?"}[r.permanent_slots_ok]
     lag = human_bytes(r.lag_at_promotion_bytes) if r.lag_at_promotion_bytes is not None else "?"
+    down = ""
+    if r.leader_down_at is not None:
+        down = f" ({_fmt(r.down_to_elected_s, live)} after {r.old_leader} stopped answering)"
     return (
-        f"failover {r.old_leader} → {r.new_leader or '…'}: election {_fmt(r.election_s, live)}, "
+        f"failover {r.old_leader} → {r.new_leader or '…'}: election {_fmt(r.election_s, live)}{down}, "
         f"write outage {outage}, lag at promotion {lag}, "
         f"replicas streaming {_fmt(r.replicas_streaming_s, live)}, permanent slots {slots}"
     )
@@ -86,6 +93,7 @@ class Stopwatch:
         self._outage_since: datetime | None = None
         self._reports: list[FailoverReport] = []
         self._haproxy_seen = False
+        self._leader_down_since: datetime | None = None
 
     def reports(self) -> list[FailoverReport]:
         """Every leader loss so far, oldest first; the last may still be running."""
@@ -111,6 +119,7 @@ class Stopwatch:
             ended, self._outage_since = self._outage_since, None
         known = snap.cluster.reachable
         leader = snap.cluster.leader
+        self._watch_leader(snap)
         if known:
             if self._seen and self._leader is not None and leader != self._leader:
                 out.extend(self._start(snap, self._leader))
@@ -126,6 +135,19 @@ class Stopwatch:
                 out.append((self._tag(), self._summary_event(updated)))
         self._remember(snap)
         return out
+
+    def _watch_leader(self, snap: ClusterSnapshot) -> None:
+        """Remember since when the current leader has stopped answering (None while it answers)."""
+        if self._leader is None or self.running() is not None:
+            return
+        m, n = snap.member(self._leader), snap.node(self._leader)
+        dead = (m is not None and member_state(m) == "unreachable") or (
+            n is not None and node_state(n) == "unreachable"
+        )
+        if not dead:
+            self._leader_down_since = None
+        elif self._leader_down_since is None:
+            self._leader_down_since = snap.taken_at
 
     # -- steps --------------------------------------------------------------------------------
 
@@ -143,7 +165,9 @@ class Stopwatch:
             old_timeline=self._timeline,
             old_leader_lsn=self._primary_lsn.get(old),
             write_outage_from=self._outage_since,
+            leader_down_at=self._leader_down_since,
         )
+        self._leader_down_since = None
         self._reports.append(report)
         self._haproxy_seen = False
         out.append((self._tag(), self._summary_event(report)))
@@ -168,7 +192,12 @@ class Stopwatch:
             out.append((None, _event(at, text, 1, leader)))
         if r.new_leader is None and leader is not None:
             upd.update(new_leader=leader, elected_at=at, election_s=_secs(r.lost_at, at))
-            text = f"new leader {leader}, {_secs(r.lost_at, at):.1f} s after {r.old_leader} was lost"
+            text = (
+                f"new leader {leader}, {_secs(r.lost_at, at):.1f} s after {r.old_leader} lost the leader key"
+            )
+            if r.leader_down_at is not None:
+                upd["down_to_elected_s"] = _secs(r.leader_down_at, at)
+                text += f", {_secs(r.leader_down_at, at):.1f} s after it stopped answering"
             out.append((None, _event(at, text, 1, leader)))
         new = upd.get("new_leader", r.new_leader)
         if isinstance(new, str):

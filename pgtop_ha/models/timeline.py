@@ -104,12 +104,12 @@ class Timeline:
         cur = facts(snap)
         cur.update(self._check_facts(snap))
         if self._prev is None:
-            self._facts = cur
-        else:
-            cur = carry(self._facts, cur, unknown_scopes(snap))
-            for change in changes(self._facts, cur):
-                self._change(change, at, touched)
-            self._facts = cur
+            # The first snapshot is the baseline, except a disagreement: it is news from the start.
+            self._facts = {k: f for k, f in cur.items() if k[0] != "check"}
+        cur = carry(self._facts, cur, unknown_scopes(snap))
+        for change in changes(self._facts, cur):
+            self._change(change, at, touched)
+        self._facts = cur
         self._timeline_bump(snap, touched)
         for tag, event in self._stopwatch.observe(snap):
             touched[self._tagged(tag, event).id] = None

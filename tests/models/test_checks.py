@@ -118,3 +118,11 @@ def test_checks_are_events_with_how_long_they_lasted() -> None:
     feed(tl, [writers(healthy(30), "node1", "node2")])
     assert only(tl, "HAProxy writer pool routes to no server").duration_s == 29.0
     assert only(tl, "routes to node2, not the leader node1").at == t(30)
+
+
+def test_a_disagreement_present_from_the_start_is_an_event() -> None:
+    tl = Timeline()
+    assert [e.kind for e in tl.observe(writers(healthy(0)))] == ["check"]  # the rest is the baseline
+    feed(tl, [healthy(1)])
+    first = only(tl, "HAProxy writer pool routes to no server")
+    assert first.at == t(0) and first.duration_s == 1.0

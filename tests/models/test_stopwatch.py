@@ -56,6 +56,8 @@ def test_failover_stopwatch_figures() -> None:
     (r,) = tl.failovers()
     assert r.lost_at == t(3) and r.old_leader == "node1" and r.new_leader == "node2"
     assert r.elected_at == t(5) and r.election_s == 2.0
+    # Timed from the leader going silent (its PostgreSQL at t1), not only from the key's release.
+    assert r.leader_down_at == t(1) and r.down_to_elected_s == 4.0
     # Writes went to a non-leader (node1, leader key gone) from t3, to no one, then to node2 at t8.
     assert (r.write_outage_from, r.write_outage_to, r.write_outage_s) == (t(3), t(8), 5.0)
     # Exact from /history once it came: the old timeline ended 500 bytes before the last LSN seen.
@@ -78,10 +80,12 @@ def test_failover_is_kept_in_the_timeline_as_events() -> None:
     assert s.at == t(3) and s.ended_at == t(14) and s.duration_s == 11.0 and s.severity == 0
     assert s.text == summary(tl.failovers()[0])
     assert s.text == (
-        "failover node1 → node2: election 2.0 s, write outage 5.0 s, lag at promotion 500 B, "
+        "failover node1 → node2: election 2.0 s (4.0 s after node1 stopped answering), "
+        "write outage 5.0 s, lag at promotion 500 B, "
         "replicas streaming 11.0 s, permanent slots ok"
     )
-    assert only(tl, "new leader node2, 2.0 s after node1 was lost").at == t(5)
+    text = "new leader node2, 2.0 s after node1 lost the leader key, 4.0 s after it stopped answering"
+    assert only(tl, text).at == t(5)
     assert only(tl, "writes through HAProxy reach the leader node2 again: outage 5.0 s").at == t(8)
     assert only(tl, "every replica streams from node2 on timeline 4, 11.0 s after the loss").at == t(14)
     assert only(tl, "every permanent logical slot exists on the new leader node2").severity == 0
@@ -130,3 +134,17 @@ def test_no_loss_no_report_and_a_second_loss_closes_the_first() -> None:
     first, second = tl.failovers()
     assert first.done and first.ended_at == t(5) and first.old_leader == "node1"
     assert second.old_leader == "node2" and not second.done
+
+
+def test_a_member_gone_from_cluster_is_no_replica_to_wait_for() -> None:
+    snaps = _failover()[:7]
+    # node1's member key expired (a crashed host): the poller still shows it, bare, a while.
+    snaps[6] = member(
+        snaps[6], "node1", role=None, state=None, error="not listed by Patroni's /cluster any more"
+    )
+    tl = Timeline()
+    feed(tl, snaps)
+    (r,) = tl.failovers()
+    assert r.replicas_streaming_at == t(10) and r.done
+    assert only(tl, "member left").node == "node1"
+    assert not any("Patroni role" in e.text and "None" in e.text for e in tl.events())

@@ -22,6 +22,7 @@ from pgtop_ha.ui.panes import (
     copy,
     haproxy,
     memory,
+    probes,
     problems,
     replication,
     slots,
@@ -54,7 +55,10 @@ PANES: tuple[tuple[str, str, str, tuple[PaneSpec, ...]], ...] = (
     ("copy", "Copy", "5", (copy.PANE,)),
     ("memory", "Memory", "7", (memory.PANE,)),
     ("events", "Events", "8", (events_pane.PANE,)),
+    ("probes", "Probes", "9", (probes.PANE,)),
 )
+# Panes reached by their key only: not on the dashboard, not in the footer.
+KEY_ONLY = frozenset({"probes"})
 BY_KEY = {key: pane_id for pane_id, _, key, _ in PANES if key != "0"}
 WIDE = (160, 48)  # at least this many columns and rows: the dashboard
 
@@ -67,7 +71,7 @@ class MonitorScreen(Screen[None]):
     BINDINGS = [
         Binding("0", "view('overview')", "Overview", group=_VIEW),
         *(
-            Binding(key, f"view('{pane_id}')", title, group=_VIEW)
+            Binding(key, f"view('{pane_id}')", title, group=_VIEW, show=pane_id not in KEY_ONLY)
             for pane_id, title, key, _ in sorted(PANES, key=lambda p: p[2])
             if key != "0"
         ),
@@ -154,7 +158,7 @@ class MonitorScreen(Screen[None]):
         if self.view != "overview":
             return [self.view]
         if self.wide:
-            return [p[0] for p in PANES]
+            return [p[0] for p in PANES if p[0] not in KEY_ONLY]
         return ["cluster", "problems"]
 
     def watch_view(self, view: str) -> None:

@@ -29,9 +29,13 @@ def stopwatch_text(r: FailoverReport, now: datetime) -> str:
     new = shown(r.new_leader, 32) if r.new_leader else "…"
     parts = [f"⏱ failover {old} → {new}"]
     if r.election_s is not None:
-        parts.append(f"elected {r.election_s:.1f}s")
+        if r.down_to_elected_s is not None:
+            # What a DBA times: from the leader going silent, not from Patroni releasing its key.
+            parts.append(f"elected {r.down_to_elected_s:.1f}s after it went silent (key {r.election_s:.1f}s)")
+        else:
+            parts.append(f"elected {r.election_s:.1f}s")
     elif running:
-        parts.append(f"no leader {_since(r.lost_at, now):.0f}s")
+        parts.append(f"no leader {_since(r.leader_down_at or r.lost_at, now):.0f}s")
     if r.write_outage_s is not None:
         parts.append(f"writes down {r.write_outage_s:.1f}s")
     elif r.write_outage_from is not None and running:

@@ -1,0 +1,214 @@
+"""Client probes, read path: what an application sees through HAProxy's ports or a pooler.
+
+Each cycle every endpoint gets a NEW connection and one short statement asking which server
+answered (address, port, in recovery), as applications do after a failover. Each probe has its
+own time limit (probes.timeout) and at most one is in flight per endpoint. The same trust rules
+as the node readers apply: postgres.allowed_hosts (checked by the poller), the cleartext-password
+guard (pgtop_ha.pgguard) and read-only, named, bounded sessions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pgtop_ha import pgguard
+from pgtop_ha.clock import Clock
+from pgtop_ha.collect.postgres import Target, describe_error, server_settings, tls_dsn
+from pgtop_ha.collect.source import PollTask
+from pgtop_ha.models.probe import ProbeRun, answered_label, step
+from pgtop_ha.models.snapshot import Probe
+from pgtop_ha.models.text import clean
+from pgtop_ha.settings import PostgresSettings, ProbeEndpoint
+
+READ_SQL = "select host(inet_server_addr()), inet_server_port(), pg_is_in_recovery()"
+CLOSE_S = 0.5  # a polite close; a server that does not answer it is cut off
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Who answered a probe and how long connect + statement took."""
+
+    addr: str | None
+    port: int | None
+    in_recovery: bool | None
+    latency_s: float
+
+
+def one_line(text: str) -> str:
+    """The first line of ``text``, control characters stripped, bounded."""
+    lines = clean(text).splitlines()
+    return (lines[0] if lines else "error")[:300]
+
+
+Locate = Callable[[str | None, int | None], str | None]
+
+
+def connect_kwargs(
+    pg: PostgresSettings,
+    target: Target,
+    timeout: float,
+    *,
+    user: str | None,
+    session: Mapping[str, str],
+) -> dict[str, Any]:
+    """asyncpg.connect arguments for one probe (passwords only from the passfile / libpq env)."""
+    kwargs: dict[str, Any] = {
+        "host": target.host,
+        "port": target.port,
+        "database": target.dbname,
+        "timeout": timeout,
+        "server_settings": dict(session),
+        "statement_cache_size": 0,  # one statement per connection: nothing to cache
+    }
+    dsn = tls_dsn(pg)
+    if dsn is not None:
+        kwargs["dsn"] = dsn
+    if user is not None:
+        kwargs["user"] = user
+    if pg.passfile is not None:
+        kwargs["passfile"] = str(pg.passfile)
+    return kwargs
+
+
+async def ask(kwargs: dict[str, Any], allow_cleartext: bool, sql: str) -> Answer:
+    """Connect, run ``sql`` (returning address, port, in_recovery), close; the whole time taken."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    conn = await pgguard.connect(allow_cleartext=allow_cleartext, **kwargs)
+    try:
+        row = await conn.fetchrow(sql)
+        latency = loop.time() - started
+    except BaseException:
+        conn.terminate()
+        raise
+    try:
+        await asyncio.wait_for(conn.close(), CLOSE_S)
+    except BaseException as exc:  # the answer is in; a close that fails only leaves a socket to cut
+        conn.terminate()
+        if not isinstance(exc, Exception):
+            raise
+    addr = row[0] if row is not None and isinstance(row[0], str) else None
+    port = row[1] if row is not None and isinstance(row[1], int) and not isinstance(row[1], bool) else None
+    rec = row[2] if row is not None and isinstance(row[2], bool) else None
+    return Answer(clean(addr)[:64] if addr else None, port, rec, latency)
+
+
+def read_attempt(
+    endpoint: ProbeEndpoint, pg: PostgresSettings, timeout: float
+) -> Callable[[], Awaitable[Answer]]:
+    """The read probe for ``endpoint``: a read-only session, READ_SQL."""
+    target = Target(endpoint.name, endpoint.host, endpoint.port, endpoint.dbname or pg.dbname)
+    session = server_settings(pg)
+    session["statement_timeout"] = str(min(pg.statement_timeout_ms, int(timeout * 1000)))
+
+    async def attempt() -> Answer:
+        kwargs = connect_kwargs(pg, target, timeout, user=pg.user, session=session)
+        return await ask(kwargs, pg.allow_cleartext_password, READ_SQL)
+
+    return attempt
+
+
+class ProbeRunner:
+    """One endpoint's probe: at most one in flight, its own time limit, its run of errors."""
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        host: str,
+        port: int,
+        attempt: Callable[[], Awaitable[Answer]] | None,
+        timeout: float,
+        clock: Clock,
+        *,
+        refusal: str | None = None,
+        describe: Callable[[BaseException], str] | None = None,
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self.target = Target(name, host, port, "")
+        self._attempt = attempt
+        self._timeout = timeout
+        self._clock = clock
+        self._refusal = refusal
+        self._describe = describe or (lambda exc: describe_error(exc, self.target))
+        self._runner = PollTask(f"probe:{name}", self._poll)
+        self._run = ProbeRun()
+        self._answer: Answer | None = None
+        self._error: str | None = None if refusal is None else refusal
+        self._polled = False
+        self.locate: Locate = lambda _addr, _port: None
+        self.attempts = 0
+
+    def start(self) -> asyncio.Task[None] | None:
+        """The running probe, or a new one when the last has finished (None when refused)."""
+        if self._attempt is None or self._refusal is not None:
+            return None
+        return self._runner.start()
+
+    async def _poll(self) -> None:
+        assert self._attempt is not None
+        self.attempts += 1
+        # A failed write counts from when it was tried (a timeout ends seconds later); a
+        # success from when it was answered: the outage is never shorter than it was.
+        began = self._clock()
+        try:
+            async with asyncio.timeout(self._timeout):
+                answer = await self._attempt()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a failed probe is data (the outage itself), never a crash
+            self._polled = True
+            self._error = one_line(self._describe(exc))
+            self._run = step(self._run, began, self._error)
+            return
+        self._polled = True
+        self._answer = answer
+        self._error = None
+        self._run = step(self._run, self._clock(), None, self.locate(answer.addr, answer.port))
+
+    def probe(self) -> Probe:
+        """This endpoint's figures now (a probe still running is reported as slow)."""
+        run = self._run
+        answer = self._answer
+        error = self._error
+        if not self._polled and error is None:
+            error = "not probed yet"
+        waited = self._runner.running_for()
+        ok = self._polled and error is None
+        member = self.locate(answer.addr, answer.port) if answer is not None and ok else None
+        return Probe(
+            endpoint=self.name,
+            kind=self.kind,
+            target=f"{self.target.host}:{self.target.port}",
+            ok=ok,
+            answered_by=answered_label(member, answer.addr, answer.port) if answer and ok else None,
+            in_recovery=answer.in_recovery if answer and ok else None,
+            latency_ms=round(answer.latency_s * 1000, 3) if answer and ok else None,
+            error=error,
+            errors=run.errors,
+            first_error=run.first_error,
+            first_error_at=run.first_error_at,
+            last_ok_at=run.last_ok_at,
+            slow_s=waited,
+            outages=run.outages,
+        )
+
+    async def aclose(self) -> None:
+        """Cancel a probe in flight."""
+        with contextlib.suppress(Exception):
+            await self._runner.cancel()
+
+
+def read_runner(
+    endpoint: ProbeEndpoint, pg: PostgresSettings, timeout: float, clock: Clock, refusal: str | None
+) -> ProbeRunner:
+    """The read probe of one configured endpoint (``refusal``: why its host is not contacted)."""
+    attempt = None if refusal is not None else read_attempt(endpoint, pg, timeout)
+    return ProbeRunner(
+        endpoint.name, endpoint.kind, endpoint.host, endpoint.port, attempt, timeout, clock, refusal=refusal
+    )

@@ -1,0 +1,115 @@
+"""Probes pane: what applications see through each endpoint (a new connection each cycle).
+
+One row per endpoint: which member answered and whether it is the one it should be (the leader
+for writer endpoints and the write probe, a replica for readers), latency, the current run of
+errors with its first error text, and the time since the last success. The write probe's last
+outage (first failed write → first successful write) has a row of its own.
+"""
+
+from __future__ import annotations
+
+from pgtop_ha.models.health import Level, is_leader
+from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
+from pgtop_ha.ui.format import age, count, duration, shown
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num, state
+
+COLUMNS = (
+    Column("endpoint", "Endpoint"),
+    Column("kind", "Kind"),
+    Column("health", "Health"),
+    Column("answered", "Answered by"),
+    Column("latency", "Latency", right=True),
+    Column("errors", "Errors", right=True),
+    Column("since_ok", "Last ok", right=True),
+    Column("detail", "New connection each cycle · first error of the run"),
+)
+
+
+def probe_level(snapshot: ClusterSnapshot, probe: Probe) -> Level:
+    """CRIT when writes fail or land on a non-leader; WARN when a read endpoint fails."""
+    writes = probe.kind in ("writer", "write")
+    if not probe.ok:
+        if probe.last_ok_at is None and probe.errors == 0:
+            return Level.WARN  # not probed yet, or refused by allowed_hosts
+        return Level.CRIT if writes else Level.WARN
+    if writes:
+        member = snapshot.member(probe.answered_by) if probe.answered_by else None
+        if probe.in_recovery or (member is not None and snapshot.cluster.leader and not is_leader(member)):
+            return Level.CRIT  # the writer port routes to a replica: writes would fail
+    elif probe.kind == "reader" and probe.in_recovery is False and len(snapshot.members) > 1:
+        return Level.WARN  # reads served by the primary: fine, but not what the pool is for
+    return Level.OK
+
+
+def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """A row per probe, then a row per write outage the write probe measured (newest first)."""
+    out: list[Row] = []
+    for probe in snapshot.probes:
+        level = probe_level(snapshot, probe)
+        since = None if probe.last_ok_at is None else (ctx.now - probe.last_ok_at).total_seconds()
+        latency = None if probe.latency_ms is None else probe.latency_ms / 1000
+        answered = shown(probe.answered_by, 40) if probe.answered_by else "-"
+        if probe.ok and probe.in_recovery is not None:
+            answered += " (replica)" if probe.in_recovery else " (primary)"
+        detail = ""
+        if probe.errors:
+            detail = shown(probe.first_error or probe.error or "")
+        elif probe.error:
+            detail = shown(probe.error)
+        elif probe.slow_s is not None and probe.slow_s >= 1:
+            detail = f"waiting {duration(probe.slow_s)}"
+        out.append(
+            Row(
+                key=f"{probe.endpoint}|{probe.kind}",
+                node=probe.answered_by,
+                cells=(
+                    cell(shown(probe.endpoint, 40)),
+                    cell(probe.kind),
+                    state(level),
+                    cell(answered, level if level > Level.OK else None),
+                    num(duration(latency), latency),
+                    num(count(probe.errors), probe.errors, Level.CRIT if probe.errors else None),
+                    num(age(since), since),
+                    cell(detail, level if probe.errors or probe.error else None),
+                ),
+            )
+        )
+        for outage in reversed(probe.outages[-3:]):
+            out.append(
+                Row(
+                    key=f"{probe.endpoint}|{probe.kind}|{outage.started_at.isoformat()}",
+                    cells=(
+                        cell(""),
+                        cell("outage"),
+                        state(Level.WARN),
+                        cell(shown(outage.member or "-", 40)),
+                        num(duration(outage.duration_s), outage.duration_s),
+                        num(count(outage.failures), outage.failures),
+                        num(age((ctx.now - outage.ended_at).total_seconds()), 0.0),
+                        cell(
+                            f"writes down {outage.started_at:%H:%M:%S} → {outage.ended_at:%H:%M:%S} "
+                            f"({duration(outage.duration_s)})"
+                        ),
+                    ),
+                )
+            )
+    if not snapshot.probes:
+        out.append(
+            Row(
+                key="|none",
+                cells=(
+                    cell("-"),
+                    cell(""),
+                    state(Level.OK),
+                    cell(""),
+                    cell(""),
+                    cell(""),
+                    cell(""),
+                    cell("no probe endpoints; add [[probes.endpoints]] (e.g. HAProxy's writer port)"),
+                ),
+            )
+        )
+    return out
+
+
+PANE = PaneSpec("probes", "Probes", "9", COLUMNS, rows)

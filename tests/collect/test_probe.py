@@ -1,0 +1,155 @@
+"""Client probes without a cluster: runs of errors, outages, member lookup, settings, a refused port."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import tomllib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from pgtop_ha.actions.write_probe import build_write_probe, write_sql
+from pgtop_ha.cli import _parser, cli_overrides
+from pgtop_ha.collect.poller import Poller
+from pgtop_ha.collect.probe import ProbeRunner, read_runner
+from pgtop_ha.errors import ConfigError
+from pgtop_ha.lab.configs import console_config
+from pgtop_ha.lab.layout import Layout
+from pgtop_ha.models.probe import ProbeRun, answered_label, member_at, step
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.settings import ProbeEndpoint, Settings
+
+T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_a_run_of_errors_keeps_its_first_text_and_ends_in_an_outage() -> None:
+    run = step(ProbeRun(), at(0), None, "pg1")
+    run = step(run, at(1), "refused", None)
+    run = step(run, at(2), "read-only", None)
+    run = step(run, at(3), "timeout", None)
+    assert (run.errors, run.first_error, run.first_error_at, run.last_ok_at) == (3, "refused", at(1), at(0))
+    run = step(run, at(4.5), None, "pg2")
+    assert run.errors == 0 and run.first_error is None and run.last_ok_at == at(4.5)
+    (outage,) = run.outages
+    assert (outage.started_at, outage.ended_at, outage.duration_s) == (at(1), at(4.5), 3.5)
+    assert (outage.member, outage.failures) == ("pg2", 3)
+
+
+def test_successes_make_no_outage() -> None:
+    run = ProbeRun()
+    for i in range(5):
+        run = step(run, at(i), None, "pg1")
+    assert run.outages == () and run.errors == 0
+
+
+def test_member_at_matches_host_and_port_then_port_alone() -> None:
+    members = (("pg1", "10.0.0.1", 5432), ("pg2", "10.0.0.2", 5432), ("pg3", "db3", 5433))
+    assert member_at(members, "10.0.0.2", 5432) == "pg2"
+    assert member_at(members, "10.0.0.9", 5432) is None  # ambiguous port, unknown address
+    assert member_at(members, "192.168.0.3", 5433) == "pg3"  # a host name: the port tells
+    assert member_at(members, None, None) is None
+    assert answered_label(None, "10.0.0.9", 5432) == "10.0.0.9:5432"
+    assert answered_label("pg1", "10.0.0.1", 5432) == "pg1"
+
+
+def test_settings_refuse_a_table_that_is_not_an_identifier() -> None:
+    with pytest.raises(ValueError, match="not a table name"):
+        Settings.model_validate({"probes": {"write_table": "t; drop table x"}})
+    ok = Settings.model_validate({"probes": {"write_table": "public.probe_w"}})
+    assert ok.probes.write_table == "public.probe_w"
+    assert "insert into public.probe_w default values" in write_sql("public.probe_w")
+    with pytest.raises(ValueError, match="unique"):
+        Settings.model_validate(
+            {
+                "probes": {
+                    "endpoints": [
+                        {"name": "a", "host": "h", "port": 1},
+                        {"name": "a", "host": "h", "port": 2},
+                    ]
+                }
+            }
+        )
+
+
+def test_probe_writes_flag_sets_the_table() -> None:
+    args = _parser().parse_args(["--probe-writes", "probe_w"])
+    assert cli_overrides(args)["probes"] == {"write_table": "probe_w"}
+
+
+def test_lab_console_config_probes_the_haproxy_ports(tmp_path: Path) -> None:
+    layout = Layout(25400, tmp_path)
+    settings = Settings.model_validate(tomllib.loads(console_config(layout)))
+    found = {(e.name, e.kind, e.port) for e in settings.probes.endpoints}
+    assert found == {("writer", "writer", layout.writer_port), ("reader", "reader", layout.reader_port)}
+
+
+def test_write_probe_needs_a_writer_endpoint() -> None:
+    settings = Settings.model_validate({"probes": {"write_table": "probe_w"}})
+    with pytest.raises(ConfigError, match="writer endpoint"):
+        build_write_probe(settings, lambda: T0)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port  # closed again: nothing listens there
+
+
+async def test_a_refused_port_is_a_one_line_error_and_the_cycle_goes_on() -> None:
+    port = _free_port()
+    settings = Settings.model_validate(
+        {
+            "probes": {"endpoints": [{"name": "dead", "host": "127.0.0.1", "port": port}], "timeout": 1},
+            "nodes": [{"name": "pg1", "host": "127.0.0.1", "port": _free_port()}],
+        }
+    )
+    poller = Poller.from_settings(settings)
+    try:
+        first = await poller.cycle(budget=3)
+        second = await poller.cycle(budget=3)
+    finally:
+        await poller.aclose()
+    (probe,) = second.probes
+    assert probe.endpoint == "dead" and not probe.ok and probe.errors == 2
+    assert probe.error is not None and "\n" not in probe.error and f"127.0.0.1:{port}" in probe.error
+    assert probe.first_error == first.probes[0].error
+    assert "probes" in ClusterSnapshot.model_json_schema()["properties"]
+    assert second.model_dump(mode="json")["probes"][0]["errors"] == 2
+
+
+async def test_a_host_outside_allowed_hosts_is_never_contacted() -> None:
+    endpoint = ProbeEndpoint(name="far", host="10.9.9.9", port=5432)
+    settings = Settings.model_validate({"postgres": {"allowed_hosts": ["127.0.0.0/8"]}})
+    runner = read_runner(endpoint, settings.postgres, 1.0, lambda: T0, "10.9.9.9 is not allowed")
+    assert runner.start() is None and runner.attempts == 0
+    probe = runner.probe()
+    assert not probe.ok and probe.error == "10.9.9.9 is not allowed"
+
+
+async def test_never_two_probes_in_flight() -> None:
+    started = 0
+    gate = asyncio.Event()
+
+    async def slow() -> object:
+        nonlocal started
+        started += 1
+        await gate.wait()
+        raise OSError("late")
+
+    runner = ProbeRunner("w", "writer", "127.0.0.1", 1, slow, 5.0, lambda: T0)  # type: ignore[arg-type]
+    first = runner.start()
+    again = runner.start()
+    await asyncio.sleep(0)
+    assert first is again and started == 1
+    assert runner.probe().slow_s is not None
+    gate.set()
+    assert first is not None
+    await first
+    assert runner.probe().errors == 1
