@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ssl
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -37,15 +36,6 @@ class GetOnlyTransport(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         """Close the wrapped transport."""
         await self._inner.aclose()
-
-
-def verify_context(verify: bool, ca_file: Path | None) -> ssl.SSLContext | bool:
-    """TLS verification for httpx: the CA file when given, the system default otherwise."""
-    if not verify:
-        return False
-    if ca_file is not None:
-        return ssl.create_default_context(cafile=str(ca_file))
-    return True
 
 
 def strip_userinfo(url: str) -> str:

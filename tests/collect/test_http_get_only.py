@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import ssl
-from pathlib import Path
-
 import httpx
 import pytest
 
@@ -13,7 +10,6 @@ from pgtop_ha.collect.http import (
     GetOnlyTransport,
     ReadOnlyViolation,
     strip_userinfo,
-    verify_context,
 )
 
 
@@ -60,13 +56,6 @@ async def test_transport_refuses_other_methods(method: str) -> None:
         with pytest.raises(ReadOnlyViolation, match="no credentials"):
             await raw.get("http://127.0.0.1:1/x", auth=("patroni", "pw"))
     assert seen == []
-
-
-def test_tls_verification(tmp_path: Path) -> None:
-    assert verify_context(True, None) is True
-    assert verify_context(False, None) is False
-    with pytest.raises((ssl.SSLError, OSError)):
-        verify_context(True, tmp_path / "missing-ca.pem")
 
 
 def test_strip_userinfo() -> None:

@@ -254,3 +254,17 @@ def test_memory_total_row_says_why_memory_is_missing() -> None:
     snap = base.model_copy(update={"nodes": (node1, *base.nodes[1:])})
     total = next(r for r in memory.rows(snap, ctx()) if r.key == f"{node1.name}|total")
     assert total.cells[3].text == "needs superuser or pg_read_server_files"
+
+
+def test_reach_says_slow_not_unreachable() -> None:
+    snap = fx.healthy()
+    slow = snap.member("node1")
+    assert slow is not None
+    members = tuple(m.model_copy(update={"slow_s": 1.6}) if m.name == "node1" else m for m in snap.members)
+    shown = texts(cluster.rows(snap.model_copy(update={"members": members}), ctx()))
+    assert shown["node1"][9] == "▲ REST slow 2s"
+    down = tuple(m.model_copy(update={"reachable": False}) if m.name == "node1" else m for m in snap.members)
+    assert shown["node2"][9] == "ok"
+    assert texts(cluster.rows(snap.model_copy(update={"members": down}), ctx()))["node1"][9].startswith(
+        "✖ REST"
+    )

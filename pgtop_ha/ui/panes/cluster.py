@@ -10,6 +10,8 @@ from pgtop_ha.models.health import (
     lag_level,
     member_names,
     member_problems,
+    member_state,
+    node_state,
     routes,
 )
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
@@ -121,15 +123,26 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 
 def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context) -> Cell:
     m, n = snapshot.member(name), snapshot.node(name)
-    down = []
-    last = []
-    if m is not None and not m.reachable:
-        down.append("REST")
-        last.append(m.last_ok_at)
-    if n is not None and not n.reachable:
-        down.append("PG")
-        last.append(n.last_ok_at)
+    states = {
+        "REST": member_state(m) if m is not None else None,
+        "PG": node_state(n) if n is not None else None,
+    }
+    down = [what for what, st in states.items() if st == "unreachable"]
+    last = [
+        x.last_ok_at
+        for x, st in ((m, states["REST"]), (n, states["PG"]))
+        if x is not None and st == "unreachable"
+    ]
     if not down:
+        # Slow is not down: the last answer is kept and shown, marked with how long it is waited for.
+        waits = [
+            (what, x.slow_s)
+            for what, x, st in (("REST", m, states["REST"]), ("PG", n, states["PG"]))
+            if x is not None and st in ("slow", "pending") and x.slow_s is not None
+        ]
+        if waits:
+            text = "▲ " + "+".join(w for w, _ in waits) + f" slow {max(s for _, s in waits):.0f}s"
+            return cell(text, Level.WARN, max(s for _, s in waits))
         return cell("ok", Level.OK)
     known = [t for t in last if t is not None]
     since = age_s(ctx.now, max(known)) if known else None
