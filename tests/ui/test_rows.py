@@ -258,8 +258,6 @@ def test_memory_total_row_says_why_memory_is_missing() -> None:
 
 def test_reach_says_slow_not_unreachable() -> None:
     snap = fx.healthy()
-    slow = snap.member("node1")
-    assert slow is not None
     members = tuple(m.model_copy(update={"slow_s": 1.6}) if m.name == "node1" else m for m in snap.members)
     shown = texts(cluster.rows(snap.model_copy(update={"members": members}), ctx()))
     assert shown["node1"][9] == "▲ REST slow 2s"
