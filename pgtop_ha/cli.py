@@ -228,6 +228,10 @@ def run_console(settings: Settings, record: Path | None = None, record_max: str 
         recorder=recorder,
         markers=MarkerInbox("console", label),
     )
+    if actions is None and settings.probes.write_table:
+        # Said, not silently dropped: the user asked for writes the read-only mode cannot send.
+        ignored = "write probe off: read-only mode sends no INSERT (--operator to measure write outages)"
+        app.notice = f"{app.notice}; {ignored}" if app.notice else ignored
     try:
         app.run()
     finally:
