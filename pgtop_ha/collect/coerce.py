@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
+from pgtop_ha.models.numbers import INT_LIMIT, finite
+
 # Everything PostgreSQL and Patroni send as a number fits a signed 64-bit int (bigint, LSNs as
 # offsets, timelines, lags); anything wider is a broken or hostile server, not a value.
-INT_LIMIT = 2**63
 # At most 19 digits (2**63 has 19): int() of a 100,000-digit string is slow or raises.
 _INT_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
 
@@ -30,13 +30,7 @@ def as_int(value: Any) -> int | None:
 
 def as_float(value: Any) -> float | None:
     """A finite float from an int or float, else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        result = float(value)
-    except OverflowError:  # an int beyond float's range
-        return None
-    return result if math.isfinite(result) else None
+    return finite(value)
 
 
 def as_str(value: Any) -> str | None:

@@ -4,7 +4,8 @@ Fed the snapshots one by one, it measures what a failure-test report needs: the 
 Patroni names a new leader, the write outage seen through HAProxy (the writer pool with no UP
 server, or UP on a member that is not the leader), the new leader's lag at promotion, the time
 until every replica streams again on the new timeline, and whether every permanent logical slot
-exists on the new leader.
+exists on the new leader. When a write probe runs (the operator's INSERT through the writer
+endpoint), its outage overlapping the failover is the authoritative "writes were down from … to …".
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.checks import writes_ok
 from pgtop_ha.models.events import Event, listed
 from pgtop_ha.models.health import Pools, human_bytes, member_state, node_state, permanent_slots
-from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
 
 GIVE_UP_S = 600.0  # a report still incomplete this long after the loss is closed as it is
 
@@ -46,6 +47,11 @@ class FailoverReport(Frozen):
     # did before Patroni released its key: a crash is felt at once, the key expires a TTL later.
     leader_down_at: datetime | None = None
     down_to_elected_s: float | None = None
+    # What a client saw: the write probe's failed writes overlapping this failover, from the first
+    # failed write to the first successful one after (to is None while writes still fail).
+    client_write_outage_from: datetime | None = None
+    client_write_outage_to: datetime | None = None
+    client_write_outage_s: float | None = None
 
 
 def _secs(a: datetime, b: datetime) -> float:
@@ -69,9 +75,12 @@ def summary(r: FailoverReport) -> str:
     down = ""
     if r.leader_down_at is not None:
         down = f" ({_fmt(r.down_to_elected_s, live)} after {r.old_leader} stopped answering)"
+    client = ""
+    if r.client_write_outage_from is not None:
+        client = f", client writes down {_fmt(r.client_write_outage_s, True)}"
     return (
         f"failover {r.old_leader} → {r.new_leader or '…'}: election {_fmt(r.election_s, live)}{down}, "
-        f"write outage {outage}, lag at promotion {lag}, "
+        f"write outage {outage}{client}, lag at promotion {lag}, "
         f"replicas streaming {_fmt(r.replicas_streaming_s, live)}, permanent slots {slots}"
     )
 
@@ -133,7 +142,33 @@ class Stopwatch:
                 self._reports[-1] = updated
                 out.extend(milestones)
                 out.append((self._tag(), self._summary_event(updated)))
+        out.extend(self._client_writes(snap))
         self._remember(snap)
+        return out
+
+    def _client_writes(self, snap: ClusterSnapshot) -> list[Tagged]:
+        """Fold the write probe's outage overlapping the last failover into its report."""
+        if not self._reports:
+            return []
+        r = self._reports[-1]
+        span = client_outage(r, [p for p in snap.probes if p.kind == "write"], snap.taken_at)
+        if span is None or span == (r.client_write_outage_from, r.client_write_outage_to):
+            return []
+        start, end = span
+        secs = _secs(start, end) if end is not None else None
+        updated = r.model_copy(
+            update={
+                "client_write_outage_from": start,
+                "client_write_outage_to": end,
+                "client_write_outage_s": secs,
+            }
+        )
+        self._reports[-1] = updated
+        out: list[Tagged] = []
+        if end is not None:
+            text = f"the write probe writes again: client writes were down {secs:.1f} s"
+            out.append((None, _event(end, text, 1, r.new_leader)))
+        out.append((self._tag(), self._summary_event(updated)))
         return out
 
     def _watch_leader(self, snap: ClusterSnapshot) -> None:
@@ -314,6 +349,28 @@ class Stopwatch:
             ended_at=end,
             duration_s=_secs(r.lost_at, end) if end is not None else None,
         )
+
+
+def client_outage(
+    r: FailoverReport, probes: list[Probe], now: datetime
+) -> tuple[datetime, datetime | None] | None:
+    """The write probes' outage span overlapping ``r`` (end None while writes still fail), if any."""
+    # The failover began when the first sign of it was seen, and lasts until its report closed.
+    start = min(d for d in (r.lost_at, r.leader_down_at, r.write_outage_from) if d is not None)
+    end = r.ended_at if r.done and r.ended_at is not None else now
+    spans: list[tuple[datetime, datetime | None]] = []
+    for p in probes:
+        spans += [
+            (o.started_at, o.ended_at) for o in p.outages if o.ended_at >= start and o.started_at <= end
+        ]
+        if p.errors and p.first_error_at is not None and p.first_error_at <= end:
+            spans.append((p.first_error_at, None))  # writes still fail: counts up on the banner
+    if not spans:
+        return None
+    ends = [e for _, e in spans]
+    # Several runs of failures (writes flapping during the failover) read as one outage, first to last.
+    last = None if None in ends else max(e for e in ends if e is not None)
+    return min(s for s, _ in spans), last
 
 
 def _event(at: datetime, text: str, severity: int, node: str | None) -> Event:

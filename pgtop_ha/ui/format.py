@@ -7,10 +7,11 @@ a server's string goes through ``shown`` (no control characters, bounded length)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from pgtop_ha.models.health import human_bytes as _human_bytes
+from pgtop_ha.models.numbers import INT_LIMIT as _INT_LIMIT
+from pgtop_ha.models.numbers import finite
 from pgtop_ha.models.text import clean
 
 __all__ = [
@@ -30,7 +31,6 @@ __all__ = [
 ]
 
 INVALID = "?"
-_INT_LIMIT = 2**63  # what PostgreSQL's bigint holds
 _LSN_LIMIT = 2**64  # pg_lsn is an unsigned 64-bit position
 _SPARKS = "▁▂▃▄▅▆▇█"
 MAX_TEXT = 256  # characters: a megabyte of member name must not become a column or a dialog
@@ -41,17 +41,6 @@ def shown(text: str, limit: int = MAX_TEXT) -> str:
     # Bound before cleaning too: the regexes should not walk a megabyte either.
     text = clean(text[: limit * 4])
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def finite(value: object) -> float | None:
-    """``value`` as a finite float; None for None, non-numbers, bools, NaN, ±inf and huge ints."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        result = float(value)
-    except OverflowError:  # an int beyond float's range
-        return None
-    return result if math.isfinite(result) else None
 
 
 def _int64(value: object) -> bool:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry, WalReceiver
+from datetime import datetime
+
+from pgtop_ha.models.probe import WriteOutage
+from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry, Probe, WalReceiver
 from pgtop_ha.models.stopwatch import summary
 from pgtop_ha.models.timeline import Timeline
+from pgtop_ha.ui.widgets.banner import stopwatch_text
 from tests.models.builders import feed, healthy, leader, member, node, only, pg_down, rest_down, t, writers
 
 L = 0x5000000  # the old leader's last LSN seen while it was primary
@@ -148,3 +152,83 @@ def test_a_member_gone_from_cluster_is_no_replica_to_wait_for() -> None:
     assert r.replicas_streaming_at == t(10) and r.done
     assert only(tl, "member left").node == "node1"
     assert not any("Patroni role" in e.text and "None" in e.text for e in tl.events())
+
+
+# -- the write probe's outage (issue 11): what a client saw, beside HAProxy's routing -------------
+
+
+def _outage(a: float, b: float) -> WriteOutage:
+    return WriteOutage(started_at=t(a), ended_at=t(b), duration_s=b - a, member="node2", failures=3)
+
+
+def _probes(
+    snap: ClusterSnapshot, *outages: WriteOutage, failing_since: datetime | None = None, kind: str = "write"
+) -> ClusterSnapshot:
+    errors = 2 if failing_since is not None else 0
+    probe = Probe(endpoint="writer", kind=kind, errors=errors, first_error_at=failing_since, outages=outages)
+    return snap.model_copy(update={"probes": (probe,)})
+
+
+def _probed_failover() -> list[ClusterSnapshot]:
+    """The failover above with a write probe: failing from t1.5, writing again on node2 at t7.5."""
+    earlier = _outage(-60, -55)  # an old blip, long before the failover: not this failover's
+    snaps = _failover()
+    out = [_probes(s, earlier) for s in snaps[:2]]
+    out += [_probes(s, earlier, failing_since=t(1.5)) for s in snaps[2:5]]
+    return out + [_probes(s, earlier, _outage(1.5, 7.5)) for s in snaps[5:]]
+
+
+def test_write_probe_outage_is_the_client_figure_while_running_and_final() -> None:
+    tl = Timeline()
+    snaps = _probed_failover()
+    feed(tl, snaps[:4])
+    r = tl.running_failover()
+    assert r is not None
+    # Writes still fail: from the probe's first failure, counting up, no end yet.
+    assert (r.client_write_outage_from, r.client_write_outage_to, r.client_write_outage_s) == (
+        t(1.5),
+        None,
+        None,
+    )
+    assert "client writes down running" in summary(r)
+    assert "client writes down 3 s…" in stopwatch_text(r, t(4.5))
+    feed(tl, snaps[4:])
+    (done,) = tl.failovers()
+    assert (done.client_write_outage_from, done.client_write_outage_to) == (t(1.5), t(7.5))
+    assert done.client_write_outage_s == 6.0
+    # HAProxy's figure is unchanged beside it.
+    assert done.write_outage_s == 5.0 and done.done
+    assert "write outage 5.0 s, client writes down 6.0 s, lag at promotion" in summary(done)
+    assert "client writes down 6.0 s" in stopwatch_text(done, t(15))
+    assert only(tl, "the write probe writes again: client writes were down 6.0 s").at == t(7.5)
+    (s,) = [e for e in tl.events() if e.kind == "failover" and e.text.startswith("failover ")]
+    assert s.text == summary(done)
+
+
+def test_client_outage_ending_after_the_report_closed_still_counts() -> None:
+    tl = Timeline()
+    snaps = _failover()
+    snaps = [_probes(s) for s in snaps[:2]] + [_probes(s, failing_since=t(2)) for s in snaps[2:]]
+    feed(tl, snaps)
+    assert tl.failovers()[0].done and tl.failovers()[0].client_write_outage_to is None
+    # The probe writes again after the HAProxy figures were complete: the report still takes it.
+    feed(tl, [_probes(_after(16, writer=("node2",), node1_back=True), _outage(2, 15))])
+    (r,) = tl.failovers()
+    assert (r.client_write_outage_from, r.client_write_outage_to, r.client_write_outage_s) == (
+        t(2),
+        t(15),
+        13.0,
+    )
+
+
+def test_no_write_probe_or_unrelated_outages_leave_the_client_figure_empty() -> None:
+    for wrap in (
+        lambda s: s,  # no probe configured (read-only mode)
+        lambda s: _probes(s, _outage(1.5, 7.5), kind="writer"),  # a read probe's errors are no write outage
+        lambda s: _probes(s, _outage(-60, -55), _outage(30, 31)),  # before and after the failover
+    ):
+        tl = Timeline()
+        feed(tl, [wrap(s) for s in _failover()])
+        (r,) = tl.failovers()
+        assert r.client_write_outage_from is None and r.client_write_outage_s is None
+        assert "client" not in summary(r) and "client" not in stopwatch_text(r, t(15))

@@ -8,12 +8,12 @@ from datetime import datetime
 
 from rich.style import Style
 from rich.text import Text
-from textual.widget import Widget
 
 from pgtop_ha.models.health import human_bytes
 from pgtop_ha.models.stopwatch import FailoverReport
 from pgtop_ha.models.timeline import ActiveCheck
 from pgtop_ha.ui.format import age, shown
+from pgtop_ha.ui.widgets.heartbeat import OneLine
 
 SHOW_DONE_S = 60.0  # a finished failover's figures stay on the banner this long
 
@@ -40,6 +40,11 @@ def stopwatch_text(r: FailoverReport, now: datetime) -> str:
         parts.append(f"writes down {r.write_outage_s:.1f}s")
     elif r.write_outage_from is not None and running:
         parts.append(f"writes down {_since(r.write_outage_from, now):.0f}s…")
+    # The write probe's own outage: what an application saw, beside HAProxy's routing.
+    if r.client_write_outage_s is not None:
+        parts.append(f"client writes down {r.client_write_outage_s:.1f} s")
+    elif r.client_write_outage_from is not None:
+        parts.append(f"client writes down {_since(r.client_write_outage_from, now):.0f} s…")
     if r.lag_at_promotion_bytes is not None:
         parts.append(f"lag {human_bytes(r.lag_at_promotion_bytes)}")
     if r.replicas_streaming_s is not None:
@@ -73,23 +78,16 @@ def banner_text(
     return t
 
 
-class Banner(Widget):
+class Banner(OneLine):
     """One line of disagreements and the live failover stopwatch; hidden when it has none."""
 
     def __init__(self) -> None:
         super().__init__(id="banner")
-        self._text = Text()
         self.display = False
-
-    def render(self) -> Text:
-        """The current line."""
-        return self._text
 
     def show(self, text: Text) -> bool:
         """Show ``text`` (hide the banner when empty); True when it changed."""
         if text == self._text:
             return False
-        self._text = text
         self.display = bool(text.plain.strip())
-        self.refresh()
-        return True
+        return super().show(text)

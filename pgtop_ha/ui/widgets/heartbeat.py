@@ -92,11 +92,11 @@ def heartbeat_text(
     return t
 
 
-class Heartbeat(Widget):
-    """One line at the top; repainted only when its text changes, never re-laid out."""
+class OneLine(Widget):
+    """A one-row line of text; repainted only when its text changes, never re-laid out."""
 
-    def __init__(self) -> None:
-        super().__init__(id="heartbeat")
+    def __init__(self, *, id: str) -> None:
+        super().__init__(id=id)
         self._text = Text()
         self.repaints = 0
 
@@ -113,3 +113,10 @@ class Heartbeat(Widget):
         # Fixed size (one row, full width): a plain repaint, not Static.update's layout pass.
         self.refresh()
         return True
+
+
+class Heartbeat(OneLine):
+    """The header line at the top of every screen."""
+
+    def __init__(self) -> None:
+        super().__init__(id="heartbeat")
