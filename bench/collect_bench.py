@@ -44,6 +44,7 @@ class Result:
     cpu_ms_per_cycle: float
     cpu_share_of_core: float
     db_ms_per_node_cycle: dict[str, float]
+    db_statement_variants: dict[str, str]
     round_trips_per_node_cycle: float
     http_requests_per_cycle: float
     healthy_query_median_ms: float | None
@@ -77,23 +78,31 @@ async def _reset_statements(layout: Layout, skip: str | None) -> None:
             await conn.close()
 
 
-async def _db_time(layout: Layout, skip: str | None) -> dict[str, float]:
+async def _db_time(
+    layout: Layout, skip: str | None, role: str | None
+) -> tuple[dict[str, float], dict[str, str]]:
+    """Mean server ms per node-cycle per node, and each statement variant's calls and mean."""
     out: dict[str, float] = {}
+    variants: dict[str, str] = {}
     for i, name in enumerate(NODE_NAMES):
         if name == skip:
             continue
         conn = await _superuser(layout, i)
         try:
-            row = await conn.fetchrow(
-                "select sum(calls) as calls, sum(total_exec_time) as ms from pg_stat_statements "
-                "where query like $1",
+            # Only the monitoring role's statements (the console's), not the superuser's own.
+            rows = await conn.fetch(
+                "select queryid, calls, total_exec_time as ms from pg_stat_statements "
+                "where query like $1 and ($2::text is null or userid = $2::regrole) order by calls desc",
                 STATEMENT_LIKE,
+                role,
             )
         finally:
             await conn.close()
-        calls = int(row["calls"] or 0)
-        out[name] = round(float(row["ms"] or 0) / calls, 3) if calls else float("nan")
-    return out
+        calls = sum(int(r["calls"]) for r in rows)
+        total = sum(float(r["ms"]) for r in rows)
+        out[name] = round(total / calls, 3) if calls else float("nan")
+        variants[name] = "; ".join(f"{r['calls']} calls {float(r['ms']) / r['calls']:.3f} ms" for r in rows)
+    return out, variants
 
 
 def _repeated(settings: Settings, layout: Layout, entries: int) -> Settings:
@@ -163,7 +172,7 @@ async def _scenario(
             await asyncio.sleep(max(0.0, started + interval - loop.time()))
         trips1 = poller.round_trips()
         http1 = poller.patroni.requests + poller.haproxy_requests
-        db_time = await _db_time(layout, frozen)
+        db_time, variants = await _db_time(layout, frozen, settings.postgres.user)
     finally:
         if frozen and lab is not None:
             faults.thaw(lab, frozen)
@@ -180,6 +189,7 @@ async def _scenario(
         cpu_ms_per_cycle=round(statistics.mean(cpus) * 1000, 2),
         cpu_share_of_core=round(sum(cpus) / (cycles * interval), 4),
         db_ms_per_node_cycle=db_time,
+        db_statement_variants=variants,
         round_trips_per_node_cycle=round(statistics.mean(per_node), 3),
         http_requests_per_cycle=round((http1 - http0) / cycles, 2),
         healthy_query_median_ms=round(statistics.median(queries) * 1000, 3) if queries else None,
@@ -195,8 +205,10 @@ async def main_async(args: argparse.Namespace) -> list[Result]:
     lab = Lab(layout, out=io.StringIO())
     leader = lab.leader()
     victim = next(n for n in NODE_NAMES if n != leader)
-    results = [
-        await _scenario("3 nodes, full (pg_monitor)", settings, layout, args.seconds),
+    results = [await _scenario("3 nodes, full (pg_monitor)", settings, layout, args.seconds)]
+    if args.three_only:
+        return results
+    results += [
         await _scenario("3 nodes, PostgreSQL only", _pg_only(settings, layout), layout, args.seconds),
         await _scenario(
             f"{args.entries} entries, healthy",
@@ -229,6 +241,7 @@ def main() -> None:
     parser.add_argument("--config", type=Path, required=True, help="the lab's pgtop-ha.toml")
     parser.add_argument("--seconds", type=float, default=30.0, help="per scenario")
     parser.add_argument("--entries", type=int, default=100, help="node entries of the big runs")
+    parser.add_argument("--three-only", action="store_true", help="only the lab's 3 nodes, full")
     args = parser.parse_args()
     results = asyncio.run(main_async(args))
     payload: list[dict[str, Any]] = [asdict(r) for r in results]

@@ -32,6 +32,9 @@ from pathlib import Path
 import psutil
 
 DEFAULT_PG_ACTIVITY = "/tmp/pga-venv/bin/pg_activity"
+# A tmux server of our own, kept alive by a keeper session: a server exits with its last
+# session, and a new session started while it shuts down fails.
+TMUX = ["tmux", "-L", f"pgtop-bench-{os.getpid()}"]
 
 
 @dataclass(frozen=True)
@@ -170,9 +173,9 @@ def start(session: str, size: str, command: list[str], env: dict[str, str]) -> i
     w, h = size.split("x")
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     line = f"cd {shlex.quote(os.getcwd())} && exec env {exports} {shlex.join(command)}"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", w, "-y", h, line], check=True)
+    subprocess.run([*TMUX, "new-session", "-d", "-s", session, "-x", w, "-y", h, line], check=True)
     out = subprocess.run(
-        ["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
+        [*TMUX, "display-message", "-p", "-t", session, "#{pane_pid}"],
         check=True,
         capture_output=True,
         text=True,
@@ -182,7 +185,7 @@ def start(session: str, size: str, command: list[str], env: dict[str, str]) -> i
 
 def stop(session: str) -> None:
     """Kill the tmux session (and so the tool in it)."""
-    subprocess.run(["tmux", "kill-session", "-t", session], check=False, capture_output=True)
+    subprocess.run([*TMUX, "kill-session", "-t", session], check=False, capture_output=True)
 
 
 def measure(args: argparse.Namespace, lab: LabInfo | None, size: str, index: int) -> dict[str, Figure]:
@@ -209,7 +212,7 @@ def measure(args: argparse.Namespace, lab: LabInfo | None, size: str, index: int
         figures = {name: Figure(used[name] * 60.0 / elapsed, tree_rss_mb(pid)) for name, pid in pids.items()}
         for name in pids:
             screen = subprocess.run(
-                ["tmux", "capture-pane", "-p", "-t", sessions[name]], capture_output=True, text=True
+                [*TMUX, "capture-pane", "-p", "-t", sessions[name]], capture_output=True, text=True
             ).stdout
             if args.show:
                 print(f"--- {name} {size} ---\n{screen}")
@@ -269,6 +272,7 @@ def main() -> int:
         total = int(len(sizes) * args.runs * (args.warmup + args.seconds + 3) + 30)
         load = start_load(args, min(3600, total))
     results: dict[str, list[dict[str, Figure]]] = {s: [] for s in sizes}
+    subprocess.run([*TMUX, "new-session", "-d", "-s", "keeper", "sleep 86400"], check=True)
     try:
         for run in range(args.runs):
             for size in sizes:
@@ -280,6 +284,7 @@ def main() -> int:
                 )
                 print(f"run {run + 1} {size}: {line}", flush=True)
     finally:
+        subprocess.run([*TMUX, "kill-server"], check=False, capture_output=True)
         if load is not None and load.poll() is None:
             os.killpg(load.pid, signal.SIGTERM)
             load.wait(timeout=30)

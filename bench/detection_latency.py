@@ -103,13 +103,16 @@ async def measure(lab: Lab, switchovers: int, settle: float) -> dict[str, object
     poller = Poller.from_settings(settings)
     timeline = Timeline(pools=Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends))
     shown: list[tuple[float, str | None]] = []  # (when, leader) at each change, as snapshots said
+    paced: dict[float, float] = {}  # the cadence in force when each change was shown
     intervals: list[float] = []
 
     def on_snapshot(snap: ClusterSnapshot) -> None:
+        was = cadence(timeline, settings.interval, system_clock())  # the pace that brought this cycle
         timeline.observe(snap)
         leader = snap.cluster.leader if snap.cluster.reachable else None
         if not shown or shown[-1][1] != leader:
             shown.append((time.monotonic(), leader))
+            paced[shown[-1][0]] = was
 
     def pace() -> float:
         return cadence(timeline, settings.interval, system_clock())
@@ -134,7 +137,11 @@ async def measure(lab: Lab, switchovers: int, settle: float) -> dict[str, object
             console_at = await first_shown(shown, new, began)
             api_at = api.named_at(new, began)
             assert api_at is not None
-            rows.append({"from": old, "to": new, "behind_api_s": round(console_at - api_at, 3)})
+            # Whether the console had already sped up (the old leader's demotion is unrest) or not.
+            fast = paced.get(console_at)
+            rows.append(
+                {"from": old, "to": new, "behind_api_s": round(console_at - api_at, 3), "cadence_s": fast}
+            )
             print(json.dumps(rows[-1]), flush=True)
     finally:
         poll.cancel()

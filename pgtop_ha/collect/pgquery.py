@@ -235,8 +235,12 @@ def _agg(sql: str) -> str:
 def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True) -> str:
     """The one statement returning every view as a single JSON document (as text).
 
-    ``slow`` adds the parts that change rarely and cost most (pg_settings' pending restarts,
-    ~0.6 ms of the ~1.3 ms); ``remote_memory`` adds /proc reads through pg_read_file.
+    ``slow`` adds the part that changes rarely and costs most (pg_settings' pending restarts,
+    ~0.7-1 ms of server time: pg_show_all_settings() builds every GUC's row before any filter);
+    ``remote_memory`` adds /proc reads through pg_read_file. Every variant reports
+    ``conf_load_time``: a pending restart can only appear or clear with a configuration reload
+    (or a restart, which ends this connection), so the reader asks for ``slow`` again only when
+    that time changes.
     """
     if caps.version >= 140000:
         paused = "pg_get_wal_replay_pause_state() <> 'not paused'"
@@ -251,6 +255,7 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True) -
     parts: list[tuple[str, str]] = [
         ("in_recovery", "pg_is_in_recovery()"),
         ("backend_pid", "pg_backend_pid()"),
+        ("conf_load_time", "pg_conf_load_time()::text"),
         (
             "timeline",
             f"case when pg_is_in_recovery() then {standby_tli} else {primary_tli} end",

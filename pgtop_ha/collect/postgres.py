@@ -42,7 +42,9 @@ from pgtop_ha.settings import PostgresSettings
 
 BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 10.0
-REFRESH_S = 5.0  # pending-restart settings and process memory are read this often
+REFRESH_S = 5.0  # process memory is read this often
+# Pending restarts are re-read when pg_conf_load_time() changes, and at least this often anyway.
+PENDING_REFRESH_S = 60.0
 _PROCESS_FIELDS = frozenset(Process.model_fields)
 
 
@@ -105,6 +107,7 @@ class Parsed:
     postmaster: procmem.Memory | None = None
     postmaster_pid: int | None = None
     backend_pid: int | None = None
+    conf_load_time: str | None = None
     hugepages: tuple[int | None, int | None] = (None, None)
 
 
@@ -198,6 +201,8 @@ def parse_document(text: str, caps: Capabilities) -> Parsed:
     parsed = Parsed(fields=fields, processes=processes, remote_memory=remote)
     backend_pid = doc.get("backend_pid")
     parsed.backend_pid = backend_pid if isinstance(backend_pid, int) else None
+    conf_load_time = doc.get("conf_load_time")
+    parsed.conf_load_time = conf_load_time if isinstance(conf_load_time, str) else None
     post = doc.get("postmaster")
     if isinstance(post, dict):
         pid = post.get("pid")
@@ -274,14 +279,20 @@ class NodeReader:
         self._conn: asyncpg.Connection | None = None
         self._caps: Capabilities | None = None
         self._sql: str | None = None
-        self._sql_full: str | None = None
-        # Process memory costs ~0.5 ms CPU per smaps_rollup and pg_settings ~0.6 ms of server
-        # time: both are refreshed every REFRESH_S (a "full" cycle, still one round trip);
-        # new processes get their memory read at once. memory_enabled=False skips memory.
+        self._sql_pending: str | None = None
+        self._sql_full: str | None = None  # remote memory through pg_read_file, when it can
+        # Process memory costs ~0.5 ms CPU per smaps_rollup: it is refreshed every REFRESH_S (a
+        # "full" cycle, still one round trip); new processes get their memory read at once.
+        # memory_enabled=False skips memory. pg_settings costs ~0.7-1 ms of server time and
+        # pending restarts only change with a reload: they are read on a new connection, when
+        # pg_conf_load_time() moved (the next cycle), and every PENDING_REFRESH_S.
         self._memory_enabled = True
         self._memory: dict[int, tuple[datetime | None, procmem.Memory]] = {}
         self._full_at: float | None = None
         self._pending: tuple[PendingSetting, ...] = ()
+        self._pending_at: float | None = None
+        self._pending_conf: str | None = None  # pg_conf_load_time() when pending was read
+        self._conf_load_time: str | None = None  # the latest pg_conf_load_time() seen
         self._postmaster_pid: int | None = None
         self._hugepages: tuple[int | None, int | None] = (None, None)
         self._source: str | None = None
@@ -295,6 +306,7 @@ class NodeReader:
         )
         self.last_ok_at: datetime | None = None
         self.round_trips = 0
+        self.pending_reads = 0  # statements that asked pg_settings for pending restarts
         self.connects = 0
         self.last_query_s: float | None = None
 
@@ -394,14 +406,23 @@ class NodeReader:
                 raise
             self._conn, self._caps = conn, caps
             self._sql = build_query(caps, remote_memory=False, slow=False)
+            self._sql_pending = build_query(caps, remote_memory=False, slow=True)
             remote = not self._local and caps.remote_memory
-            self._sql_full = build_query(caps, remote_memory=remote, slow=True)
+            self._sql_full = build_query(caps, remote_memory=True, slow=True) if remote else None
             self._memory.clear()
             self._full_at = None
+            self._pending_at = None
         return self._conn, self._caps
 
     def _full_due(self, now: float) -> bool:
         return self._full_at is None or now - self._full_at >= REFRESH_S
+
+    def _pending_due(self, now: float) -> bool:
+        return (
+            self._pending_at is None
+            or now - self._pending_at >= PENDING_REFRESH_S
+            or self._conf_load_time != self._pending_conf
+        )
 
     async def _poll(self) -> None:
         loop = asyncio.get_running_loop()
@@ -414,9 +435,15 @@ class NodeReader:
         try:
             async with asyncio.timeout(budget):
                 conn, caps = await self._ensure()
-                full = self._full_due(loop.time())
-                # Still one round trip: a full cycle's statement just asks for more.
-                sql = self._sql_full if full else self._sql
+                now = loop.time()
+                full = self._full_due(now)
+                pending = self._pending_due(now)
+                # Still one round trip: a full or pending cycle's statement just asks for more.
+                sql: str | None
+                if full and self._sql_full is not None:
+                    sql, pending = self._sql_full, True
+                else:
+                    sql = self._sql_pending if pending else self._sql
                 if sql is None:
                     raise ParseError("no statement prepared")
                 sent = loop.time()
@@ -446,6 +473,11 @@ class NodeReader:
             return
         if full:
             self._full_at = loop.time()
+        self._conf_load_time = parsed.conf_load_time
+        if pending:
+            self.pending_reads += 1
+            self._pending_at = loop.time()
+            self._pending_conf = parsed.conf_load_time
             self._pending = parsed.fields.get("pending_restart", ())
         parsed.fields["pending_restart"] = self._pending
         await self._finish(parsed, caps, full)
@@ -487,7 +519,7 @@ class NodeReader:
                 # Loopback but not this host (an SSH tunnel): read memory like a remote node.
                 self._local = False
                 remote = self._caps.remote_memory
-                self._sql_full = build_query(self._caps, remote_memory=remote, slow=True)
+                self._sql_full = build_query(self._caps, remote_memory=True, slow=True) if remote else None
                 self._full_at = None
                 return None if remote else "needs superuser or pg_read_server_files"
             if full:
