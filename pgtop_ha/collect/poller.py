@@ -194,6 +194,8 @@ class Poller:
         self._scope: str | None = settings.cluster_name
         self._cluster_applied: object | None = None
         self.cycles = 0
+        self._shown_leader: str | None = None  # the leader /cluster named in the last cycle
+        self._leader_seen = False
         self.haproxy_requests = 0
         self._closing: set[asyncio.Task[None]] = set()
         self._memory_enabled = True
@@ -503,11 +505,20 @@ class Poller:
             if not done:
                 break
             if cluster_task is not None and cluster_task in done and self._cluster is not None:
-                retired += self._take_cluster(self._cluster.reading())
+                reading = self._cluster.reading()
+                retired += self._take_cluster(reading)
                 for name, slot in self._members.items():
                     if name not in started:
                         pending |= slot.start()
                         started.add(name)
+                if reading.value is not None:
+                    leader = reading.value.view.info.leader
+                    changed = self._leader_seen and leader != self._shown_leader
+                    self._shown_leader, self._leader_seen = leader, True
+                    if changed:
+                        # A leader change is the news of the minute: hand it over now; the other
+                        # sources keep polling and join the next snapshot (their last values stay).
+                        break
         for slot in retired:
             # Closing a retired member never holds up the cycle; keep a reference until done.
             closing = asyncio.get_running_loop().create_task(slot.aclose())
