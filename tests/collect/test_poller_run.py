@@ -89,3 +89,46 @@ def test_unreachable_haproxy_only_run_blames_haproxy(capsys: pytest.CaptureFixtu
     assert f"haproxy stats http://127.0.0.1:{port}/: cannot connect" in err
     assert "is HAProxy running there?" in err
     assert "Patroni" not in err
+
+
+async def test_a_leader_change_is_handed_over_without_waiting_for_slow_sources() -> None:
+    """The cycle that first sees a new leader in /cluster returns at once; a slow member does not hold it."""
+    import json
+
+    from tests.hostile.fakes import Received
+
+    state = {"leader": "a"}
+
+    async def cluster(_got: Received, writer: asyncio.StreamWriter) -> None:
+        members = [
+            {"name": n, "role": "leader" if n == state["leader"] else "replica", "state": "running",
+             "api_url": f"http://127.0.0.1:{server.port}/patroni"}
+            for n in ("a", "b")
+        ]  # fmt: skip
+        body = json.dumps({"members": members}).encode()
+        writer.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body)
+
+    slow = asyncio.Event()
+
+    async def own(_got: Received, writer: asyncio.StreamWriter) -> None:
+        if slow.is_set():
+            await asyncio.sleep(1.5)  # the fake's own behaviour: a member answering slowly
+        head = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n"
+        writer.write(head + b'{"role": "replica", "state": "running"}')
+
+    async with fake_server({"/cluster": cluster, "/patroni": own}) as server:
+        settings = Settings(patroni={"urls": (server.url,), "timeout": 3.0})
+        poller = Poller.from_settings(settings, StepClock())
+        try:
+            first = await poller.cycle(budget=2.5)
+            assert first.cluster.leader == "a"
+            slow.set()
+            state["leader"] = "b"
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            changed = await poller.cycle(budget=2.5)
+            took = loop.time() - started
+        finally:
+            await poller.aclose()
+    assert changed.cluster.leader == "b"
+    assert took < 1.0, f"the cycle waited {took:.2f}s for slow members"
