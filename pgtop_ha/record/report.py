@@ -130,10 +130,20 @@ def _failover_lines(n: int, f: dict[str, Any]) -> list[str]:
     if not f.get("done"):
         head += " (still running when the recording ended)"
     lines = [head]
+    if f.get("leader_down_at"):
+        lines.append(
+            f"     {old} stopped answering at {_time(f.get('leader_down_at'))}: "
+            f"new leader {_seconds(f.get('down_to_elected_s'))} later"
+        )
     if f.get("write_outage_from"):
         to = _time(f.get("write_outage_to")) if f.get("write_outage_to") else "…"
         since = _time(f.get("write_outage_from"))
         lines.append(f"     write outage {since} → {to}: {_seconds(f.get('write_outage_s'))}")
+    if f.get("client_write_outage_from"):
+        to = _time(f.get("client_write_outage_to")) if f.get("client_write_outage_to") else "…"
+        since = _time(f.get("client_write_outage_from"))
+        seconds = _seconds(f.get("client_write_outage_s"))
+        lines.append(f"     client writes (write probe) down {since} → {to}: {seconds}")
     lag = f.get("lag_at_promotion_bytes")
     slots = f.get("permanent_slots_ok")
     lines.append(
@@ -144,7 +154,8 @@ def _failover_lines(n: int, f: dict[str, Any]) -> list[str]:
     shown = (
         "lost_at", "old_leader", "new_leader", "elected_at", "election_s", "write_outage_from",
         "write_outage_to", "write_outage_s", "lag_at_promotion_bytes", "replicas_streaming_at",
-        "replicas_streaming_s", "permanent_slots_ok", "done",
+        "replicas_streaming_s", "permanent_slots_ok", "done", "leader_down_at", "down_to_elected_s",
+        "client_write_outage_from", "client_write_outage_to", "client_write_outage_s",
     )  # fmt: skip
     more = _extra(f, shown)
     if more:
