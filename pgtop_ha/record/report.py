@@ -124,7 +124,8 @@ def _extra(row: dict[str, Any], skip: tuple[str, ...]) -> str:
 
 
 def _failover_lines(n: int, f: dict[str, Any]) -> list[str]:
-    old, new = f.get("old_leader") or "?", f.get("new_leader")
+    old = clean(str(f.get("old_leader") or "?"))[:64]
+    new = clean(str(f["new_leader"]))[:64] if f.get("new_leader") else None
     head = f"  {n}. {_time(f.get('lost_at'))} leader {old} lost"
     head += f" → {new} elected after {_seconds(f.get('election_s'))}" if new else " → no new leader yet"
     if not f.get("done"):
