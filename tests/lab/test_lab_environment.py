@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -240,9 +241,20 @@ def test_status_json_on_a_non_default_base_port(hostile_lab: Started) -> None:
     layout = hostile_lab.layout
     assert layout.base_port != 25400
     assert procs.poll(Lab(layout, out=io.StringIO()).healthy, 120, interval=0.5)
-    out = _pgtop("lab", "status", "--json", "--state-dir", str(layout.state_dir))
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)
+    # Patroni restarts each replica once, unasked, to create the permanent slot on it: a status
+    # taken during that restart rightly shows no postmaster. Poll until the cluster has settled.
+    seen: list[dict[str, Any]] = []
+
+    def settled() -> bool:
+        out = _pgtop("lab", "status", "--json", "--state-dir", str(layout.state_dir))
+        assert out.returncode == 0, out.stderr
+        seen.append(json.loads(out.stdout))
+        return all(
+            procs.alive(m["patroni_pid"]) and procs.alive(m["postmaster_pid"]) for m in seen[-1]["members"]
+        ) and sorted(m["state"] for m in seen[-1]["members"]) == ["running", "streaming", "streaming"]
+
+    assert procs.poll(settled, 120, interval=1.0), seen[-1] if seen else None
+    doc = seen[-1]
     assert doc["base_port"] == layout.base_port
     members = {m["name"]: m for m in doc["members"]}
     for i, name in enumerate(NODE_NAMES):
