@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
 from pgtop_ha.collect.tls import context_for
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.trust import HostPolicy
-from pgtop_ha.models.urls import host_of, redact
+from pgtop_ha.models.urls import host_of, redact, root_of
 from pgtop_ha.settings import Settings
 
 # POST /switchover waits inside Patroni for up to 2 x max(10, loop_wait) seconds.
@@ -36,12 +35,6 @@ class PatroniReply(Frozen):
     def ok(self) -> bool:
         """A 2xx answer."""
         return self.status is not None and 200 <= self.status < 300
-
-
-def base_url(api_url: str) -> str:
-    """Patroni's REST root from a member's api_url (which ends in /patroni)."""
-    parts = urlsplit(api_url)
-    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -97,13 +90,13 @@ class PatroniWriter:
     def learn(self, urls: Iterable[str]) -> None:
         """Add REST roots (e.g. members' api_url from /cluster) to try after the known ones."""
         for url in urls:
-            root = base_url(url)
+            root = root_of(url)
             if root not in self._urls:
                 self._urls.append(root)
 
     def prefer(self, url: str) -> None:
         """Try ``url`` first from now on (the member that answered last)."""
-        root = base_url(url)
+        root = root_of(url)
         if root in self._urls:
             self._urls.remove(root)
         self._urls.insert(0, root)

@@ -178,12 +178,6 @@ def parse_config(data: Any) -> PatroniConfig:
     )
 
 
-def base_url(api_url: str) -> str:
-    """A member's REST root from its api_url (which Patroni ends with /patroni)."""
-    url = api_url.rstrip("/")
-    return url.removesuffix("/patroni")
-
-
 def describe_http_error(exc: Exception, url: str) -> str:
     """One line saying what went wrong asking ``url``."""
     if isinstance(exc, httpx.TimeoutException):

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.patroni import (
-    base_url,
     decode_json,
     parse_cluster,
     parse_config,
     parse_history,
     parse_patroni,
 )
+from pgtop_ha.models.urls import root_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -109,8 +109,8 @@ def test_decode_json_errors() -> None:
 
 
 def test_base_url() -> None:
-    assert base_url("http://h:8008/patroni") == "http://h:8008"
-    assert base_url("http://h:8008/") == "http://h:8008"
+    assert root_of("http://h:8008/patroni") == "http://h:8008"
+    assert root_of("http://h:8008/") == "http://h:8008"
 
 
 json_values = st.recursive(

@@ -109,10 +109,11 @@ async def test_a_leader_change_is_handed_over_without_waiting_for_slow_sources()
         writer.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body)
 
     slow = asyncio.Event()
+    release = asyncio.Event()  # slow members answer only once the test has its snapshot
 
     async def own(_got: Received, writer: asyncio.StreamWriter) -> None:
         if slow.is_set():
-            await asyncio.sleep(1.5)  # the fake's own behaviour: a member answering slowly
+            await release.wait()
         head = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n"
         writer.write(head + b'{"role": "replica", "state": "running"}')
 
@@ -128,7 +129,9 @@ async def test_a_leader_change_is_handed_over_without_waiting_for_slow_sources()
             started = loop.time()
             changed = await poller.cycle(budget=2.5)
             took = loop.time() - started
+            release.set()
         finally:
+            release.set()
             await poller.aclose()
     assert changed.cluster.leader == "b"
     assert took < 1.0, f"the cycle waited {took:.2f}s for slow members"

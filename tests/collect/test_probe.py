@@ -136,17 +136,19 @@ async def test_a_host_outside_allowed_hosts_is_never_contacted() -> None:
 async def test_never_two_probes_in_flight() -> None:
     started = 0
     gate = asyncio.Event()
+    entered = asyncio.Event()
 
     async def slow() -> object:
         nonlocal started
         started += 1
+        entered.set()
         await gate.wait()
         raise OSError("late")
 
     runner = ProbeRunner("w", "writer", "127.0.0.1", 1, slow, 5.0, lambda: T0)  # type: ignore[arg-type]
     first = runner.start()
     again = runner.start()
-    await asyncio.sleep(0)
+    await asyncio.wait_for(entered.wait(), 5)  # the one probe is running
     assert first is again and started == 1
     assert runner.probe().slow_s is not None
     gate.set()

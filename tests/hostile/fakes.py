@@ -28,8 +28,32 @@ class Received:
     reader: asyncio.StreamReader | None = field(default=None, repr=False, compare=False)
 
 
+class Loopback:
+    """Listening on 127.0.0.1 and stopping: what every fake server here shares."""
+
+    _server: asyncio.Server | None
+    port: int
+
+    async def _listen(
+        self,
+        serve: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        self._server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=tls)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        """Stop listening and drop open connections."""
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                self._server.close_clients()  # type: ignore[attr-defined]
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+
+
 @dataclass
-class FakeServer:
+class FakeServer(Loopback):
     """A loopback TCP server whose answers come from ``routes`` (path prefix → handler)."""
 
     routes: dict[str, Handler]
@@ -78,18 +102,8 @@ class FakeServer:
 
     async def start(self) -> FakeServer:
         """Listen on 127.0.0.1 on a free port."""
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
-        self.port = self._server.sockets[0].getsockname()[1]
+        await self._listen(self._serve, self.tls)
         return self
-
-    async def stop(self) -> None:
-        """Stop listening and drop open connections."""
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                self._server.close_clients()  # type: ignore[attr-defined]
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
 
 
 @contextlib.asynccontextmanager

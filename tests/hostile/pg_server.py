@@ -15,6 +15,8 @@ import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from tests.hostile.fakes import Loopback
+
 SSL_REQUEST = 80877103
 GSSENC_REQUEST = 80877104
 PROTOCOL_3 = 196608
@@ -28,7 +30,7 @@ def _error(message: str, code: str = "28P01") -> bytes:
 
 
 @dataclass
-class FakePostgres:
+class FakePostgres(Loopback):
     """What the fake saw: connections, startup parameters and every password message's body."""
 
     auth: int = CLEARTEXT
@@ -95,18 +97,8 @@ class FakePostgres:
 
     async def start(self) -> FakePostgres:
         """Listen on 127.0.0.1 on a free port."""
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
+        await self._listen(self._serve)
         return self
-
-    async def stop(self) -> None:
-        """Stop listening and drop open connections."""
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                self._server.close_clients()  # type: ignore[attr-defined]
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
 
 
 @contextlib.asynccontextmanager
