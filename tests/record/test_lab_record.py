@@ -41,6 +41,19 @@ def _count(path: Path) -> int:
         rec.close()
 
 
+def _reachable_in_last(path: Path, node: str) -> bool:
+    try:
+        rec = Recording.open(path)
+    except Exception:
+        return False
+    try:
+        frame = rec.last()
+        found = rec.snapshot(frame).node(node) if frame is not None else None
+    finally:
+        rec.close()
+    return found is not None and found.reachable
+
+
 def _about(e: dict[str, Any], node: str, *words: str) -> bool:
     text = str(e.get("text", "")).lower()
     return e.get("node") == node and "postgresql" in text and any(w in text for w in words)
@@ -72,8 +85,11 @@ def test_record_across_kill_primary(lab: Lab, tmp_path: Path) -> None:
         # Patroni restarts PostgreSQL in place (design §3): wait until it is whole again.
         _wait(lambda: not lab.healthy(), 30, "the lab to notice")
         _wait(lab.healthy, 180, "the lab to recover")
+        # The reader reconnects with backoff (up to BACKOFF_MAX_S): wait for the recording to
+        # see the leader's PostgreSQL again, then a few more cycles.
+        _wait(lambda: _reachable_in_last(path, leader), 60, "the recording to see the leader again")
         seen = _count(path)
-        _wait(lambda: _count(path) >= seen + 4, 30, "a few cycles after recovery")
+        _wait(lambda: _count(path) >= seen + 2, 30, "a few cycles after recovery")
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
