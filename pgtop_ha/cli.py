@@ -1,22 +1,19 @@
-"""The composition root: parse the command line, build settings, readers, actions and the app."""
+"""The command line: parse it, build settings, and hand over to the console (console.py) or a subcommand."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgtop_ha import __version__
+from pgtop_ha.console import run_console, run_replay
 from pgtop_ha.crash import crash_line, write_report
 from pgtop_ha.errors import UserError
 from pgtop_ha.models.text import clean
-from pgtop_ha.settings import Settings, load_settings, resolve_mode
-
-if TYPE_CHECKING:
-    from pgtop_ha.collect.poller import Poller
+from pgtop_ha.settings import Settings, load_settings
 
 
 def _console_flags() -> argparse.ArgumentParser:
@@ -72,7 +69,13 @@ def _console_flags() -> argparse.ArgumentParser:
     return p
 
 
-def _parser() -> argparse.ArgumentParser:
+# Subcommands that belong to the lab: their flags are defined in pgtop_ha.lab.cli, imported only when
+# one of them is asked for, so the console's own start never loads the lab.
+LAB_COMMANDS = ("demo", "lab")
+
+
+def _parser(lab: bool = False) -> argparse.ArgumentParser:
+    """The command line; ``lab`` adds the lab's own flags to `demo` and `lab` (it imports the lab)."""
     common = _console_flags()
     parser = argparse.ArgumentParser(
         prog="pgtop-ha",
@@ -104,21 +107,37 @@ def _parser() -> argparse.ArgumentParser:
     )
     mark = sub.add_parser("mark", help="stamp a marker on every running console's and recorder's timeline")
     mark.add_argument("text", nargs="+", metavar="TEXT", help='what happened, e.g. "killed primary"')
-    demo = sub.add_parser("demo", parents=[common], help="bring the local lab up and open the console")
+    _lab_subcommands(sub, common, lab)
+    return parser
+
+
+def _lab_subcommands(sub: Any, common: argparse.ArgumentParser, lab: bool) -> None:
+    """`demo` and `lab`; without ``lab`` only their names and help (a placeholder that takes anything)."""
+    demo_help = "bring the local lab up and open the console"
+    lab_help = "a local sandbox Patroni cluster for demos and failure tests"
+    if not lab:
+        # Placeholders: parse_known_args() sees the command, then main() parses again with the lab.
+        sub.add_parser("demo", help=demo_help, add_help=False)
+        sub.add_parser("lab", help=lab_help, add_help=False)
+        return
+    from pgtop_ha.lab.cli import add_lab_arguments, add_lab_parser
+
+    demo = sub.add_parser("demo", parents=[common], help=demo_help)
     demo.add_argument(
         "--scenario",
         default=None,
         metavar="NAME",
         help="run a lab fault beside the console, with markers: failover, kill-primary or archive",
     )
-    from pgtop_ha.lab.cli import add_lab_arguments
-
     add_lab_arguments(demo, lab_only=False)
-    lab = sub.add_parser("lab", help="a local sandbox Patroni cluster for demos and failure tests")
-    from pgtop_ha.lab.cli import add_lab_parser
+    add_lab_parser(sub.add_parser("lab", help=lab_help))
 
-    add_lab_parser(lab)
-    return parser
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the command line; the lab's parser is built (and the lab imported) only for its commands."""
+    args_list = sys.argv[1:] if argv is None else list(argv)
+    first, _ = _parser().parse_known_args(args_list)
+    return _parser(lab=first.command in LAB_COMMANDS).parse_args(args_list)
 
 
 def _record_max(parser: argparse.ArgumentParser) -> None:
@@ -160,8 +179,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pgtop-ha` command."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    args = parse(argv)
     try:
         if args.command == "lab":
             from pgtop_ha.lab.cli import run_lab
@@ -199,102 +217,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # never a traceback on the terminal, never exit 0 after a crash
         print(crash_line(exc, write_report(exc)), file=sys.stderr)
         return 1
-
-
-def run_console(settings: Settings, record: Path | None = None, record_max: str = "1GiB") -> int:
-    """Build the read path, the actions (unless read-only) and the app, then run it."""
-    from pgtop_ha.record.limits import parse_limit
-    from pgtop_ha.record.markers import MarkerInbox
-    from pgtop_ha.record.recorder import Recorder
-    from pgtop_ha.ui.app import PgtopApp
-
-    limit = parse_limit(record_max)  # a bad --record-max fails before anything starts
-
-    mode = resolve_mode(settings, os.environ)
-    actions = None
-    if not mode.read_only:
-        # Imported only here: in read-only mode the write path is never even loaded.
-        from pgtop_ha.actions import build_actions
-
-        actions = build_actions(settings)
-    recorder = Recorder.create(record, settings, limit, role="console") if record is not None else None
-    label = f"recording {record}" if record is not None else (settings.cluster_name or "")
-    poller = build_poller(settings, operator=actions is not None)
-    app = PgtopApp(
-        settings=settings,
-        source=poller,
-        actions=actions,
-        mode=mode,
-        recorder=recorder,
-        markers=MarkerInbox("console", label),
-    )
-    if actions is None and settings.probes.write_table:
-        # Said, not silently dropped: the user asked for writes the read-only mode cannot send.
-        ignored = "write probe off: read-only mode sends no INSERT (--operator to measure write outages)"
-        app.notice = f"{app.notice}; {ignored}" if app.notice else ignored
-    try:
-        app.run()
-    finally:
-        if recorder is not None:
-            recorder.close()
-    if recorder is not None and recorder.error is not None:
-        print(f"pgtop-ha: recording stopped early: {recorder.error}", file=sys.stderr)
-    if app.crash is not None:
-        print(crash_line(app.crash, app.crash_report), file=sys.stderr)
-        return 1
-    return app.return_code or 0
-
-
-def build_poller(settings: Settings, *, operator: bool) -> Poller:
-    """The read path; in operator mode with probes.write_table set, the write probe beside it."""
-    from pgtop_ha.collect.poller import Poller
-
-    poller = Poller.from_settings(settings)
-    if operator and settings.probes.write_table:
-        # The write probe exists only beside the actions: read-only mode has no INSERT to send.
-        from pgtop_ha.actions.write_probe import build_write_probe
-        from pgtop_ha.clock import system_clock
-
-        poller.add_probe(build_write_probe(settings, system_clock))
-    return poller
-
-
-def replay_settings(header: dict[str, Any], theme: str) -> Settings:
-    """Settings for replaying: the recorded thresholds and pools (how states were judged), local theme."""
-    found = header.get("settings")
-    recorded: dict[str, Any] = found if isinstance(found, dict) else {}
-    found = recorded.get("haproxy")
-    haproxy: dict[str, Any] = found if isinstance(found, dict) else {}
-    tree: dict[str, Any] = {
-        "cluster_name": recorded.get("cluster_name"),
-        "interval": recorded.get("interval", 1.0),
-        "thresholds": recorded.get("thresholds", {}),
-        "haproxy": {k: haproxy[k] for k in ("writer_backends", "reader_backends") if k in haproxy},
-        "read_only": True,
-    }
-    try:
-        return Settings.model_validate({**tree, "theme": theme})
-    except ValueError:
-        # A recording from another version may not fit: judge with today's defaults instead.
-        return Settings.model_validate({"theme": theme, "read_only": True})
-
-
-def run_replay(args: argparse.Namespace) -> int:
-    """`pgtop-ha replay FILE`: the console over a recording, no actions at all."""
-    from pgtop_ha.record.reader import Recording
-    from pgtop_ha.record.replay import ReplaySource
-    from pgtop_ha.ui.screens.replay import ReplayApp
-
-    theme = getattr(args, "theme", None) or load_settings(None, {}).theme
-    recording = Recording.open(args.file)
-    try:
-        source = ReplaySource(recording, speed=args.speed, playing=not args.paused)
-    except BaseException:
-        recording.close()
-        raise
-    app = ReplayApp(replay_settings(recording.header, theme), source, args.file)
-    app.run()
-    if app.crash is not None:
-        print(crash_line(app.crash, app.crash_report), file=sys.stderr)
-        return 1
-    return app.return_code or 0

@@ -207,7 +207,7 @@ def _print_status(lab: Any, as_json: bool) -> int:
 
 def run_demo(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     """Bring the lab up unless it is healthy, then open the console on it."""
-    from pgtop_ha.cli import run_console
+    from pgtop_ha.console import run_console
     from pgtop_ha.lab.cluster import Lab
 
     chosen = None

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 
 @dataclass(frozen=True)
 class RunAs:
@@ -23,27 +25,23 @@ class RunAs:
     home: str | None = None
 
 
-def start_time(pid: int) -> int | None:
-    """The kernel start time of ``pid`` (guards against a reused PID), or None if gone."""
+def start_time(pid: int) -> float | None:
+    """When ``pid`` started, in seconds since the epoch (guards against a reused PID), or None if gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
         return None
-    # comm may contain spaces and parentheses: split after the last ')'.
-    fields = stat.rsplit(")", 1)[1].split()
-    return int(fields[19])
 
 
-def alive(pid: int, started: int | None = None) -> bool:
+def alive(pid: int, started: float | None = None) -> bool:
     """Whether ``pid`` runs (and, given ``started``, is the same process) and is not a zombie."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        proc = psutil.Process(pid)
+        if proc.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+            return False
+        return started is None or float(proc.create_time()) == started
+    except psutil.Error:
         return False
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] in ("Z", "X"):
-        return False
-    return started is None or int(fields[19]) == started
 
 
 # What a lab child must not inherit from the caller's shell: libpq reads PG* (PGPASSWORD, PGUSER,
@@ -141,15 +139,11 @@ def terminate(pids: Iterable[int], grace: float = 20.0) -> None:
 
 
 def _ancestors() -> set[int]:
-    pid, seen = os.getpid(), set()
-    while pid > 1 and pid not in seen:
-        seen.add(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            break
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
-    return seen
+    me = psutil.Process()
+    try:
+        return {me.pid, *(int(p.pid) for p in me.parents())}
+    except psutil.Error:  # an ancestor gone meanwhile: ourselves at least
+        return {me.pid}
 
 
 def pids_under(directory: Path, uid: int | None = None) -> list[int]:
@@ -163,16 +157,13 @@ def pids_under(directory: Path, uid: int | None = None) -> list[int]:
     uid = os.getuid() if uid is None else uid
     mine = _ancestors()
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in mine:
+    # A process we may not inspect, or one that ends meanwhile, answers None for its fields.
+    for proc in psutil.process_iter(["uids", "cwd", "status"]):
+        cwd, uids, status = proc.info["cwd"], proc.info["uids"], proc.info["status"]
+        if proc.pid in mine or cwd is None or uids is None or uids.effective != uid:
             continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-            owner = entry.stat().st_uid
-        except OSError:
-            continue
-        if owner == uid and (cwd == root or cwd.startswith(root + "/")) and alive(int(entry.name)):
-            found.append(int(entry.name))
+        if (cwd == root or cwd.startswith(root + "/")) and status not in (psutil.STATUS_ZOMBIE, None):
+            found.append(int(proc.pid))
     return sorted(found)
 
 
@@ -186,28 +177,21 @@ def postmaster_pid(data_dir: Path) -> int | None:
     return pid if alive(pid) else None
 
 
-def children(pid: int) -> list[int]:
-    """Direct children of ``pid``."""
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
-
-
 class PidBook:
     """The lab's record of what it started: name -> (pid, start time), kept in a JSON file."""
 
     def __init__(self, path: Path):
         self.path = path
 
-    def load(self) -> dict[str, tuple[int, int | None]]:
+    def load(self) -> dict[str, tuple[int, float | None]]:
         """Every recorded process."""
         try:
             raw = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return {}
-        return {k: (int(v[0]), v[1]) for k, v in raw.items()}
+        # A start time is a float (seconds since the epoch); a book written before that held kernel
+        # ticks (an int): such an entry is checked by PID alone rather than taken for a dead process.
+        return {k: (int(v[0]), v[1] if isinstance(v[1], float) else None) for k, v in raw.items()}
 
     def record(self, name: str, pid: int) -> None:
         """Remember that ``name`` runs as ``pid``."""
@@ -229,7 +213,7 @@ class PidBook:
         pid, started = entry
         return pid if alive(pid, started) else None
 
-    def _save(self, book: dict[str, tuple[int, int | None]]) -> None:
+    def _save(self, book: dict[str, tuple[int, float | None]]) -> None:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({k: list(v) for k, v in book.items()}, indent=1))
         tmp.replace(self.path)

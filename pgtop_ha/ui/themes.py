@@ -1,11 +1,16 @@
-"""Themes as data files (themes/*.toml): Textual colours plus styles for states and badges."""
+"""Themes as data files (themes/*.toml): Textual colours plus styles for states and badges.
+
+Built-in themes are package data (pgtop_ha/_themes in a wheel, themes/ in a checkout); a file of the
+same name in the user's themes directory wins.
+"""
 
 from __future__ import annotations
 
 import os
-import sys
 import tomllib
 from dataclasses import dataclass, field
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -41,23 +46,38 @@ class ConsoleTheme:
     badges: dict[str, str] = field(default_factory=dict)
 
 
-def theme_dirs() -> list[Path]:
-    """Where theme files are looked for: the user's own, then the built-in ones."""
-    home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    here = Path(__file__).resolve()
-    installed = Path(sys.prefix) / "share" / "pgtop-ha" / "themes"  # from a wheel
-    return [home / "pgtop-ha" / "themes", here.parents[2] / "themes", installed]
+def user_theme_dir() -> Path:
+    """The user's own themes: $XDG_CONFIG_HOME/pgtop-ha/themes (default ~/.config/pgtop-ha/themes)."""
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "pgtop-ha" / "themes"
+
+
+def builtin_theme_dir() -> Traversable:
+    """The themes that come with pgtop-ha: inside an installed wheel, else the checkout's themes/."""
+    packaged = files("pgtop_ha") / "_themes"  # setup.py copies themes/ there in a build
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "themes"  # a source checkout or editable install
+
+
+def theme_dirs() -> list[Traversable]:
+    """Where theme files are looked for, first match wins: the user's own, then the built-in ones."""
+    return [user_theme_dir(), builtin_theme_dir()]
+
+
+def _theme_files(directory: Traversable) -> list[Traversable]:
+    if not directory.is_dir():
+        return []
+    return [p for p in directory.iterdir() if p.name.endswith(".toml") and p.is_file()]
 
 
 def available() -> list[str]:
     """Names of every theme file found."""
-    names = {p.stem for d in theme_dirs() if d.is_dir() for p in d.glob("*.toml")}
-    return sorted(names)
+    return sorted({p.name.removesuffix(".toml") for d in theme_dirs() for p in _theme_files(d)})
 
 
 def load_theme(name: str) -> ConsoleTheme:
     """Load ``name`` (a theme name or a path to a .toml file); bad input is a ConfigError."""
-    path = Path(name)
+    path: Traversable = Path(name)
     if not (name.endswith(".toml") and path.is_file()):
         found = next((d / f"{name}.toml" for d in theme_dirs() if (d / f"{name}.toml").is_file()), None)
         if found is None:
@@ -82,14 +102,14 @@ def load_theme(name: str) -> ConsoleTheme:
         raise ConfigError(f"theme file {path}: {type(exc).__name__}: {exc}; fix or remove it") from None
 
 
-def _table(data: dict[str, Any], key: str, path: Path) -> dict[str, str]:
+def _table(data: dict[str, Any], key: str, path: Traversable) -> dict[str, str]:
     value = data.get(key, {})
     if not isinstance(value, dict):
         raise ConfigError(f'theme file {path}: [{key}] must be a table of name = "value"')
     return {str(k): str(v) for k, v in value.items()}
 
 
-def _build(data: dict[str, Any], path: Path) -> ConsoleTheme:
+def _build(data: dict[str, Any], path: Traversable) -> ConsoleTheme:
     colors = data.get("colors", {})
     if not isinstance(colors, dict) or "primary" not in colors:
         raise ConfigError(f"theme file {path}: [colors] needs at least primary; add it")
@@ -107,7 +127,7 @@ def _build(data: dict[str, Any], path: Path) -> ConsoleTheme:
                 f"theme file {path}: colour {key} = {value!r} is not a colour; use e.g. #1e90ff"
             ) from None
     theme = Theme(
-        name=str(data.get("name", path.stem)),
+        name=str(data.get("name", path.name.removesuffix(".toml"))),
         primary=c["primary"],
         secondary=c.get("secondary"),
         warning=c.get("warning"),

@@ -29,7 +29,7 @@ from pgtop_ha.ui.operator.reset_modal import ResetModal
 from pgtop_ha.ui.operator.screen import OperatorScreen
 from pgtop_ha.ui.operator.takeover_modal import TakeoverModal, parse_when
 from pgtop_ha.ui.screens.monitor import MonitorScreen
-from pgtop_ha.ui.source import ScriptedSource
+from tests.support.scripted import ScriptedSource
 from tests.ui import fixtures
 
 Handler = Callable[[httpx.Request], httpx.Response]

@@ -15,8 +15,8 @@ from pgtop_ha.actions.audit import AuditLog
 from pgtop_ha.actions.operator import Actions
 from pgtop_ha.actions.patroni_writer import PatroniWriter
 from pgtop_ha.actions.stats_reset import StatsResetter
-from pgtop_ha.clock import StepClock
 from pgtop_ha.settings import Settings
+from tests.support.clocks import StepClock
 
 Handler = Callable[[httpx.Request], httpx.Response]
 

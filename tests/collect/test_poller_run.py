@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from pgtop_ha.clock import StepClock
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.collect.snapshot_cli import nothing_reachable, run_snapshot
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import NodeSettings, Settings
 from tests.hostile.fakes import answer, fake_server
+from tests.support.clocks import StepClock
 
 
 def _closed_port() -> int:

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from pgtop_ha.cli import build_poller
 from pgtop_ha.collect.poller import Poller
+from pgtop_ha.console import build_poller
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import OPERATOR_USER

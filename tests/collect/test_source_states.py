@@ -10,12 +10,12 @@ import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pgtop_ha.clock import fixed_clock
 from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.source import PollTask, Source
 from pgtop_ha.models.health import node_state, source_state
 from pgtop_ha.models.snapshot import NodeSnapshot
 from pgtop_ha.settings import PostgresSettings
+from tests.support.clocks import fixed_clock
 
 NOW = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 SCALE = 0.1

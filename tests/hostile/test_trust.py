@@ -27,7 +27,6 @@ from pgtop_ha.actions.patroni_writer import PatroniWriter
 from pgtop_ha.actions.reset_scopes import ResetScope, ResetTarget
 from pgtop_ha.actions.results import ActionResult
 from pgtop_ha.actions.stats_reset import StatsResetter
-from pgtop_ha.clock import StepClock
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.snapshot_cli import run_snapshot
@@ -37,6 +36,7 @@ from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.settings import NodeSettings, Settings, load_settings
 from tests.hostile.fakes import FakeServer, Handler, Received, fake_server, json_answer
 from tests.hostile.pg_server import MD5, fake_postgres
+from tests.support.clocks import StepClock
 
 SECRET = "s3cret-pw"
 OWN = json.dumps({"role": "replica", "state": "running", "patroni": {"version": "4.0.0"}}).encode()

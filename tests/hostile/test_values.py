@@ -291,10 +291,10 @@ def test_a_pane_that_raises_ends_the_console_with_exit_1_and_a_report(
 ) -> None:
     from textual.app import App
 
-    from pgtop_ha import cli
+    from pgtop_ha import console
     from pgtop_ha.collect.poller import Poller
     from pgtop_ha.ui.app import PgtopApp
-    from pgtop_ha.ui.source import ScriptedSource
+    from tests.support.scripted import ScriptedSource
 
     def broken(snapshot: ClusterSnapshot, ctx: Context) -> list[Any]:
         raise RuntimeError("pane exploded at http://admin:secret@db1:8008/patroni")
@@ -316,7 +316,7 @@ def test_a_pane_that_raises_ends_the_console_with_exit_1_and_a_report(
     for name in ("SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY"):
         monkeypatch.delenv(name, raising=False)
     start = time.monotonic()
-    code = cli.run_console(fx.settings(read_only=True))
+    code = console.run_console(fx.settings(read_only=True))
     assert time.monotonic() - start < 30
     assert code == 1
     err = capsys.readouterr().err.strip().splitlines()

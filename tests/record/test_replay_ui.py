@@ -12,19 +12,20 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
-from pgtop_ha.clock import fixed_clock
 from pgtop_ha.record.limits import parse_limit
 from pgtop_ha.record.markers import MarkerInbox, send_marker
 from pgtop_ha.record.reader import Recording
 from pgtop_ha.record.recorder import Recorder
 from pgtop_ha.record.replay import ReplaySource
 from pgtop_ha.ui.app import PgtopApp
+from pgtop_ha.ui.replay import ReplayApp
 from pgtop_ha.ui.screens.help import HelpScreen
 from pgtop_ha.ui.screens.marker import MarkerScreen
-from pgtop_ha.ui.screens.replay import ReplayApp, ReplayScreen
-from pgtop_ha.ui.source import ScriptedSource
+from pgtop_ha.ui.screens.replay import ReplayScreen
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat
 from tests.record.helpers import failover_script, record_script
+from tests.support.clocks import fixed_clock
+from tests.support.scripted import ScriptedSource
 from tests.ui import fixtures as fx
 from tests.ui.harness import NOW, row_of, settled, texts, until
 

@@ -8,13 +8,13 @@ from datetime import datetime, timedelta
 
 from textual.pilot import Pilot
 
-from pgtop_ha.clock import fixed_clock
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
 from pgtop_ha.ui.app import PgtopApp
 from pgtop_ha.ui.screens.monitor import MonitorScreen
-from pgtop_ha.ui.source import ScriptedSource
 from pgtop_ha.ui.widgets.keyed_table import KeyedTable
+from tests.support.clocks import fixed_clock
+from tests.support.scripted import ScriptedSource
 from tests.ui import fixtures as fx
 
 NOW = fx.T0 + timedelta(seconds=21)

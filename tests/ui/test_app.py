@@ -8,7 +8,6 @@ from datetime import timedelta
 
 import pytest
 
-from pgtop_ha.clock import fixed_clock
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.app import PgtopApp
@@ -16,6 +15,7 @@ from pgtop_ha.ui.screens.filter import FilterScreen
 from pgtop_ha.ui.screens.help import HelpScreen
 from pgtop_ha.ui.screens.monitor import KEY_ONLY
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat
+from tests.support.clocks import fixed_clock
 from tests.ui import fixtures as fx
 from tests.ui.harness import NOW, make_app, row_of, screen, settled, table, texts, until
 

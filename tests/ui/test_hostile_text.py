@@ -24,11 +24,11 @@ from pgtop_ha.ui.operator.confirm_modal import ConfirmModal
 from pgtop_ha.ui.operator.reset_modal import ResetModal
 from pgtop_ha.ui.operator.screen import OperatorScreen
 from pgtop_ha.ui.operator.takeover_modal import TakeoverModal
-from pgtop_ha.ui.source import ScriptedSource
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat
 from pgtop_ha.ui.widgets.keyed_table import KeyedTable
 from tests.actions.test_operator_ui import make_actions, modal, status_text
 from tests.actions.test_operator_ui import until as op_until
+from tests.support.scripted import ScriptedSource
 from tests.ui import fixtures as fx
 from tests.ui.harness import make_app, row_of, settled, texts, until
 

@@ -8,18 +8,12 @@ shown one, as they were at that moment.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import cast
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.screen import Screen
 
-from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.record.replay import ReplaySource
-from pgtop_ha.settings import Mode, Settings
-from pgtop_ha.ui.app import EVENTS, HISTORY, PgtopApp
 from pgtop_ha.ui.panes.base import Context
 from pgtop_ha.ui.screens.monitor import MonitorScreen
 
@@ -104,35 +98,3 @@ class ReplayScreen(MonitorScreen):
     def help_extra(self) -> str:
         """The replay keys."""
         return REPLAY_HELP
-
-
-class ReplayApp(PgtopApp):
-    """The console over a recording: no actions, the recorded time as its clock."""
-
-    # Textual resolves a relative CSS_PATH against the subclass's module: point at the app's own.
-    CSS_PATH = str(Path(__file__).resolve().parent.parent / "app.tcss")
-
-    def __init__(self, settings: Settings, source: ReplaySource, path: Path) -> None:
-        mode = Mode(True, f"read-only: replay of {path} (no actions exist)", "replay")
-        super().__init__(settings, source, actions=None, clock=source.clock, mode=mode)
-        self.replay = source
-        source.on_jump = self._rewind
-        self.title = f"pgtop-ha replay {path.name}"
-
-    def _main_screen(self) -> Screen[None]:
-        return ReplayScreen()
-
-    def cadence(self) -> float:
-        """A replay does not poll: its pace is the recording's, times the speed."""
-        return self.interval
-
-    def _rewind(self, before: list[ClusterSnapshot]) -> None:
-        # A seek or a step back: the timeline and history must not hold what comes after the
-        # target, or the banner and stopwatch would show the future. Start them again from the
-        # snapshots just before it; the target itself then arrives as usual.
-        timeline = Timeline(pools=self.timeline.pools, keep=EVENTS)
-        for snap in before:
-            timeline.observe(snap)
-        self.timeline = timeline
-        self.history.clear()
-        self.history.extend(before[-HISTORY:])

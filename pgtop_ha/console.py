@@ -1,0 +1,118 @@
+"""The console's composition: settings in; the read path, the actions (unless read-only) and the app out.
+
+`pgtop-ha` (the command line, cli.py) and `pgtop-ha demo` (the lab, lab/cli.py) both start the console
+here, so neither imports the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pgtop_ha.crash import crash_line
+from pgtop_ha.settings import Settings, load_settings, resolve_mode
+
+if TYPE_CHECKING:
+    from pgtop_ha.collect.poller import Poller
+
+
+def run_console(settings: Settings, record: Path | None = None, record_max: str = "1GiB") -> int:
+    """Build the read path, the actions (unless read-only) and the app, then run it."""
+    from pgtop_ha.record.limits import parse_limit
+    from pgtop_ha.record.markers import MarkerInbox
+    from pgtop_ha.record.recorder import Recorder
+    from pgtop_ha.ui.app import PgtopApp
+
+    limit = parse_limit(record_max)  # a bad --record-max fails before anything starts
+
+    mode = resolve_mode(settings, os.environ)
+    actions = None
+    if not mode.read_only:
+        # Imported only here: in read-only mode the write path is never even loaded.
+        from pgtop_ha.actions import build_actions
+
+        actions = build_actions(settings)
+    recorder = Recorder.create(record, settings, limit, role="console") if record is not None else None
+    label = f"recording {record}" if record is not None else (settings.cluster_name or "")
+    poller = build_poller(settings, operator=actions is not None)
+    app = PgtopApp(
+        settings=settings,
+        source=poller,
+        actions=actions,
+        mode=mode,
+        recorder=recorder,
+        markers=MarkerInbox("console", label),
+    )
+    if actions is None and settings.probes.write_table:
+        # Said, not silently dropped: the user asked for writes the read-only mode cannot send.
+        ignored = "write probe off: read-only mode sends no INSERT (--operator to measure write outages)"
+        app.notice = f"{app.notice}; {ignored}" if app.notice else ignored
+    try:
+        app.run()
+    finally:
+        if recorder is not None:
+            recorder.close()
+    if recorder is not None and recorder.error is not None:
+        print(f"pgtop-ha: recording stopped early: {recorder.error}", file=sys.stderr)
+    if app.crash is not None:
+        print(crash_line(app.crash, app.crash_report), file=sys.stderr)
+        return 1
+    return app.return_code or 0
+
+
+def build_poller(settings: Settings, *, operator: bool) -> Poller:
+    """The read path; in operator mode with probes.write_table set, the write probe beside it."""
+    from pgtop_ha.collect.poller import Poller
+
+    poller = Poller.from_settings(settings)
+    if operator and settings.probes.write_table:
+        # The write probe exists only beside the actions: read-only mode has no INSERT to send.
+        from pgtop_ha.actions.write_probe import build_write_probe
+        from pgtop_ha.clock import system_clock
+
+        poller.add_probe(build_write_probe(settings, system_clock))
+    return poller
+
+
+def replay_settings(header: dict[str, Any], theme: str) -> Settings:
+    """Settings for replaying: the recorded thresholds and pools (how states were judged), local theme."""
+    found = header.get("settings")
+    recorded: dict[str, Any] = found if isinstance(found, dict) else {}
+    found = recorded.get("haproxy")
+    haproxy: dict[str, Any] = found if isinstance(found, dict) else {}
+    tree: dict[str, Any] = {
+        "cluster_name": recorded.get("cluster_name"),
+        "interval": recorded.get("interval", 1.0),
+        "thresholds": recorded.get("thresholds", {}),
+        "haproxy": {k: haproxy[k] for k in ("writer_backends", "reader_backends") if k in haproxy},
+        "read_only": True,
+    }
+    try:
+        return Settings.model_validate({**tree, "theme": theme})
+    except ValueError:
+        # A recording from another version may not fit: judge with today's defaults instead.
+        return Settings.model_validate({"theme": theme, "read_only": True})
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """`pgtop-ha replay FILE`: the console over a recording, no actions at all."""
+    from pgtop_ha.record.reader import Recording
+    from pgtop_ha.record.replay import ReplaySource
+    from pgtop_ha.ui.replay import ReplayApp
+
+    theme = getattr(args, "theme", None) or load_settings(None, {}).theme
+    recording = Recording.open(args.file)
+    try:
+        source = ReplaySource(recording, speed=args.speed, playing=not args.paused)
+    except BaseException:
+        recording.close()
+        raise
+    app = ReplayApp(replay_settings(recording.header, theme), source, args.file)
+    app.run()
+    if app.crash is not None:
+        print(crash_line(app.crash, app.crash_report), file=sys.stderr)
+        return 1
+    return app.return_code or 0

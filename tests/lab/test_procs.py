@@ -1,0 +1,68 @@
+"""The lab's process bookkeeping (psutil): start times against reused PIDs, zombies, finding by directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgtop_ha.lab import procs
+
+
+@pytest.fixture
+def sleeper(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    work = tmp_path / "work"
+    work.mkdir()
+    child = subprocess.Popen(["sleep", "60"], cwd=work)
+    yield child
+    child.kill()
+    child.wait(10)
+
+
+def test_a_running_process_is_alive_only_with_its_own_start_time(sleeper: subprocess.Popen[bytes]) -> None:
+    started = procs.start_time(sleeper.pid)
+    assert started is not None and started == procs.start_time(sleeper.pid)
+    assert procs.alive(sleeper.pid) and procs.alive(sleeper.pid, started)
+    assert not procs.alive(sleeper.pid, started + 1.0)  # the PID reused by another process
+
+
+def test_an_exited_process_is_not_alive_even_before_it_is_reaped() -> None:
+    child = subprocess.Popen(["true"])
+    try:
+        assert procs.poll(lambda: not procs.alive(child.pid), 10, interval=0.05)
+        assert child.poll() == 0  # it was a zombie until now
+    finally:
+        child.wait(10)
+
+
+def test_pids_under_finds_what_works_inside_the_directory(
+    sleeper: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    assert procs.pids_under(tmp_path) == [sleeper.pid]
+    assert procs.pids_under(tmp_path, uid=os.getuid() + 1) == []
+    assert procs.pids_under(tmp_path / "elsewhere") == []
+
+
+def test_our_own_process_and_its_ancestors_are_never_found() -> None:
+    assert os.getpid() not in procs.pids_under(Path.cwd())
+    assert os.getppid() in procs._ancestors() and os.getpid() in procs._ancestors()
+
+
+def test_the_pid_book_checks_the_very_process_it_recorded(
+    sleeper: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    book = procs.PidBook(tmp_path / "pids.json")
+    book.record("sleeper", sleeper.pid)
+    assert book.running("sleeper") == sleeper.pid
+    pid, started = book.load()["sleeper"]
+    (tmp_path / "pids.json").write_text(json.dumps({"sleeper": [pid, (started or 0) + 5.0]}))
+    assert book.running("sleeper") is None
+    # A book from before psutil held kernel ticks (an int): checked by PID alone.
+    (tmp_path / "pids.json").write_text(json.dumps({"sleeper": [pid, 123456]}))
+    assert book.load()["sleeper"] == (pid, None) and book.running("sleeper") == pid
+    book.forget("sleeper")
+    assert book.running("sleeper") is None
