@@ -9,6 +9,7 @@ import re
 from datetime import datetime
 
 from pgtop_ha.models.base import Frozen
+from pgtop_ha.models.health import member_names
 from pgtop_ha.models.snapshot import (
     ClusterSnapshot,
     CopyProgress,
@@ -277,6 +278,11 @@ class CopyRate(Frozen):
     eta_s: float | None = None
 
 
+def copy_total(row: CopyProgress) -> int | None:
+    """The bytes a COPY will have read: bytes_total when known, else the estimate, else None."""
+    return row.bytes_total or row.estimated_total_bytes or None
+
+
 def copy_rates(prev: ClusterSnapshot, cur: ClusterSnapshot) -> dict[tuple[str, int], CopyRate]:
     """COPY bytes/s, tuples/s and ETA in seconds, keyed by (node, pid)."""
     out: dict[tuple[str, int], CopyRate] = {}
@@ -288,7 +294,7 @@ def copy_rates(prev: ClusterSnapshot, cur: ClusterSnapshot) -> dict[tuple[str, i
             if old is None or old.relation != row.relation:
                 continue
             speed = rate(old.bytes_processed, row.bytes_processed, t0, t1)
-            total = row.estimated_total_bytes or row.bytes_total or None
+            total = copy_total(row)
             eta = None
             if speed and total is not None and row.bytes_processed is not None:
                 eta = max(0.0, (total - row.bytes_processed) / speed)
@@ -326,9 +332,12 @@ def permanent_slot_names(snapshot: ClusterSnapshot) -> tuple[str, ...]:
 
 
 def slot_presence(snapshot: ClusterSnapshot, slots: tuple[str, ...] | None = None) -> SlotPresence:
-    """The matrix of permanent slots (default: Patroni's) across every member's PostgreSQL."""
+    """The matrix of permanent slots (default: Patroni's) across every member's PostgreSQL.
+
+    Members are health.member_names: Patroni's members and any node Patroni did not list, sorted.
+    """
     names = permanent_slot_names(snapshot) if slots is None else slots
-    members = tuple(m.name for m in snapshot.members) or tuple(n.name for n in snapshot.nodes)
+    members = tuple(member_names(snapshot))
     nodes = {n.name: n for n in snapshot.nodes}
     present: dict[str, dict[str, bool | None]] = {}
     for slot in names:

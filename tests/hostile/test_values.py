@@ -31,8 +31,8 @@ from pgtop_ha.models.health import Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member, Process, Replication
 from pgtop_ha.ui import format as fmt
 from pgtop_ha.ui.operator.takeover_modal import candidate_line
-from pgtop_ha.ui.panes.base import Cell, Context, PaneSpec, num
-from pgtop_ha.ui.screens import monitor
+from pgtop_ha.ui.panes import registry
+from pgtop_ha.ui.panes.base import Cell, Context, Table, num
 from pgtop_ha.ui.widgets.heartbeat import heartbeat_text
 from tests.ui import fixtures as fx
 
@@ -230,7 +230,7 @@ def _model(cls: type[BaseModel]) -> st.SearchStrategy[Any]:
 
 
 SNAPSHOTS = _model(ClusterSnapshot)
-SPECS: list[PaneSpec] = [spec for _, _, _, specs in monitor.PANES for spec in specs]
+SPECS: list[Table] = [table for pane in registry.PANES for table in pane.tables]
 
 
 def _assert_shown_clean(text: str) -> None:
@@ -257,7 +257,7 @@ def test_rows_of_every_pane_never_raise(prev: ClusterSnapshot, snap: ClusterSnap
     )
     for spec in SPECS:
         for row in spec.rows(snap, ctx):
-            for c in row.cells:
+            for c in row.cells.values():
                 _assert_shown_clean(c.text)
                 key = c.sort_key()
                 assert key[0] == 1 or key[1] == key[1]  # no NaN sort keys
@@ -299,13 +299,8 @@ def test_a_pane_that_raises_ends_the_console_with_exit_1_and_a_report(
     def broken(snapshot: ClusterSnapshot, ctx: Context) -> list[Any]:
         raise RuntimeError("pane exploded at http://admin:secret@db1:8008/patroni")
 
-    panes = tuple(
-        (pid, title, key, tuple(dataclasses.replace(spec, rows=broken) for spec in specs))
-        if pid == "cluster"
-        else (pid, title, key, specs)
-        for pid, title, key, specs in monitor.PANES
-    )
-    monkeypatch.setattr(monitor, "PANES", panes)
+    panes = tuple(dataclasses.replace(p, rows=broken) if p.id == "cluster" else p for p in registry.PANES)
+    monkeypatch.setattr(registry, "PANES", panes)
     monkeypatch.setattr(Poller, "from_settings", staticmethod(lambda _s: ScriptedSource([fx.healthy()])))
 
     def headless(self: PgtopApp, **_: object) -> None:

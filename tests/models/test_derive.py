@@ -205,3 +205,39 @@ def test_slot_presence() -> None:
     assert matrix.missing() == {"p": ("b",)}
     assert derive.slot_presence(snap, slots=()).slots == ()
     assert derive.slot_presence(ClusterSnapshot(taken_at=T0)).slots == ()
+
+
+def test_copy_total_prefers_the_exact_size_and_eta_uses_it() -> None:
+    exact = CopyProgress(
+        pid=7, relation="t", bytes_processed=100, bytes_total=500, estimated_total_bytes=9000
+    )
+    assert derive.copy_total(exact) == 500
+    assert derive.copy_total(CopyProgress(pid=7, bytes_total=0, estimated_total_bytes=900)) == 900
+    assert derive.copy_total(CopyProgress(pid=7, bytes_total=0)) is None
+    later = exact.model_copy(update={"bytes_processed": 300})
+    a, b = _snap(T0, copy_progress=(exact,)), _snap(T0 + timedelta(seconds=2), copy_progress=(later,))
+    assert derive.copy_rates(a, b)[("n1", 7)].eta_s == 2.0  # 200 B left at 100 B/s
+    moved = later.model_copy(update={"relation": "other"})  # the pid now copies another table
+    assert derive.copy_rates(a, _snap(T0 + timedelta(seconds=2), copy_progress=(moved,))) == {}
+
+
+def test_rates_are_timed_by_each_nodes_last_answer_not_the_cycle() -> None:
+    a = _snap(T0, slots=(Slot(slot_name="s", spill_bytes=0),))
+    b = _snap(T0 + timedelta(seconds=4), slots=(Slot(slot_name="s", spill_bytes=2000),))
+    read_at = T0 + timedelta(seconds=2)  # the node answered 2 s after the first cycle
+    b = b.model_copy(update={"nodes": (b.nodes[0].model_copy(update={"last_ok_at": read_at}),)})
+    assert derive.slot_rates(a, b)[("n1", "s")].spill_bytes_s == 1000.0
+    stale = b.model_copy(update={"nodes": (b.nodes[0].model_copy(update={"last_ok_at": T0}),)})
+    assert derive.slot_rates(a, stale)[("n1", "s")].spill_bytes_s is None  # no new answer: no rate
+
+
+def test_slot_presence_lists_nodes_patroni_does_not() -> None:
+    snap = ClusterSnapshot(
+        taken_at=T0,
+        members=(Member(name="b"),),
+        nodes=(NodeSnapshot(name="a", reachable=True, slots=(Slot(slot_name="p"),)),),
+        patroni_config=PatroniConfig(permanent_slots={"p": {"type": "logical"}}),
+    )
+    matrix = derive.slot_presence(snap)
+    assert matrix.members == ("a", "b")  # sorted, as the panes list members
+    assert matrix.present["p"] == {"a": True, "b": None}

@@ -11,9 +11,9 @@ import pytest
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.app import PgtopApp
+from pgtop_ha.ui.panes.registry import PANES
 from pgtop_ha.ui.screens.filter import FilterScreen
 from pgtop_ha.ui.screens.help import HelpScreen
-from pgtop_ha.ui.screens.monitor import KEY_ONLY
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat
 from tests.support.clocks import fixed_clock
 from tests.ui import fixtures as fx
@@ -289,13 +289,15 @@ async def test_resize_switches_between_overview_and_dashboard() -> None:
         assert scr.visible_panes() == ["cluster", "problems"]
         assert not scr.panes["memory"].display or scr.panes["memory"].region.height == 0
         await pilot.resize_terminal(160, 48)
-        await until(pilot, lambda: scr.has_class("-dash"))
+        await until(pilot, lambda: scr.dashboard)
         await pilot.pause()
-        assert all(p.region.height > 0 for k, p in scr.panes.items() if k not in KEY_ONLY)
-        assert all(scr.panes[k].region.height == 0 for k in KEY_ONLY)  # reached by key only
+        key_only = {p.id for p in PANES if not p.place.dashboard}
+        assert key_only == {"probes"}
+        assert all(p.region.height > 0 for k, p in scr.panes.items() if k not in key_only)
+        assert all(scr.panes[k].region.height == 0 for k in key_only)  # reached by key only
         assert table(app, "memory").touched > 0
         await pilot.resize_terminal(80, 24)
-        await until(pilot, lambda: not scr.has_class("-dash"))
+        await until(pilot, lambda: not scr.dashboard)
 
 
 async def test_key_is_handled_while_the_source_hangs() -> None:

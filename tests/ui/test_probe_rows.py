@@ -34,11 +34,11 @@ def test_writer_answered_by_the_leader_is_ok_by_a_replica_is_crit() -> None:
         errors=0,
     )
     (row,) = rows(snap(good), CTX)
-    assert row.cells[2].level is Level.OK and row.cells[3].text == "pg1 (primary)"
-    assert row.cells[4].text == "3ms"
+    assert row.cells["health"].level is Level.OK and row.cells["answered"].text == "pg1 (primary)"
+    assert row.cells["latency"].text == "3ms"
     bad = good.model_copy(update={"answered_by": "pg2", "in_recovery": True})
     (row,) = rows(snap(bad), CTX)
-    assert row.cells[2].level is Level.CRIT
+    assert row.cells["health"].level is Level.CRIT
 
 
 def test_errors_show_the_count_first_error_and_time_since_success() -> None:
@@ -51,10 +51,10 @@ def test_errors_show_the_count_first_error_and_time_since_success() -> None:
         last_ok_at=T0 - timedelta(seconds=7),
     )
     (row,) = rows(snap(probe), CTX)
-    assert row.cells[2].level is Level.CRIT
-    assert row.cells[5].text == "4"
-    assert row.cells[6].text == "7s"
-    assert row.cells[7].text == "127.0.0.1:25430: server closed the connection"  # escape stripped
+    assert row.cells["health"].level is Level.CRIT
+    assert row.cells["errors"].text == "4"
+    assert row.cells["since_ok"].text == "7s"
+    assert row.cells["detail"].text == "127.0.0.1:25430: server closed the connection"  # escape stripped
 
 
 def test_a_failing_reader_warns_and_write_outages_get_rows() -> None:
@@ -64,15 +64,15 @@ def test_a_failing_reader_warns_and_write_outages_get_rows() -> None:
     write = Probe(endpoint="writer", kind="write", ok=True, answered_by="pg1", in_recovery=False, errors=0,
                   last_ok_at=T0, outages=(outage,))  # fmt: skip
     out = rows(snap(reader, write), CTX)
-    assert [r.cells[1].text for r in out] == ["reader", "write", "outage"]
-    assert out[0].cells[2].level is Level.WARN
-    assert out[2].cells[3].text == "pg2" and out[2].cells[4].text == "5.0s"
-    assert "11:59:51 → 11:59:56" in out[2].cells[7].text
+    assert [r.cells["kind"].text for r in out] == ["reader", "write", "outage"]
+    assert out[0].cells["health"].level is Level.WARN
+    assert out[2].cells["answered"].text == "pg2" and out[2].cells["latency"].text == "5.0s"
+    assert "11:59:51 → 11:59:56" in out[2].cells["detail"].text
 
 
 def test_no_endpoints_says_how_to_add_one() -> None:
     (row,) = rows(snap(), CTX)
-    assert "probes.endpoints" in row.cells[7].text
+    assert "probes.endpoints" in row.cells["detail"].text
 
 
 async def test_key_9_shows_the_probes_pane_off_the_dashboard() -> None:

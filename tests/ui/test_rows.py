@@ -43,7 +43,7 @@ def ctx(**kw: object) -> Context:
 
 
 def texts(rows: list[Row]) -> dict[str, list[str]]:
-    return {r.key: [c.text for c in r.cells] for r in rows}
+    return {r.key: [c.text for c in r.cells.values()] for r in rows}
 
 
 def test_formats_hide_noise_below_their_precision() -> None:
@@ -213,15 +213,15 @@ def test_archiver_rows_warn_on_failure_and_queue() -> None:
 def test_memory_rows_rank_by_pss() -> None:
     rows = memory.rows(fx.healthy(), ctx())
     node1 = [r for r in rows if r.node == "node1"]
-    assert node1[0].cells[2].text == "TOTAL 3 procs"
-    assert [r.cells[1].text for r in node1[1:]] == ["1001", "1002", "1003"]
-    assert node1[0].cells[4].text == "21 MiB"
+    assert node1[0].cells["what"].text == "TOTAL 3 procs"
+    assert [r.cells["pid"].text for r in node1[1:]] == ["1001", "1002", "1003"]
+    assert node1[0].cells["pss"].text == "21 MiB"
 
 
 def test_events_and_problems_rows() -> None:
     evs = diff(fx.healthy(), fx.kill_primary())
     rows = events.rows(fx.kill_primary(), ctx(events=evs))
-    assert [c.text for c in rows[0].cells][1:] == [
+    assert [c.text for c in rows[0].cells.values()][1:] == [
         "✖ CRIT",
         "node1",
         "reachability",
@@ -253,7 +253,7 @@ def test_memory_total_row_says_why_memory_is_missing() -> None:
     )
     snap = base.model_copy(update={"nodes": (node1, *base.nodes[1:])})
     total = next(r for r in memory.rows(snap, ctx()) if r.key == f"{node1.name}|total")
-    assert total.cells[3].text == "needs superuser or pg_read_server_files"
+    assert total.cells["state"].text == "needs superuser or pg_read_server_files"
 
 
 def test_reach_says_slow_not_unreachable() -> None:

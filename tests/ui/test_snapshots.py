@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.probe import WriteOutage
+from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
+from pgtop_ha.ui.panes import registry
 from tests.ui import fixtures as fx
 from tests.ui.harness import make_app, settled
 
@@ -23,16 +25,66 @@ def _busy() -> list[ClusterSnapshot]:
     return [fx.healthy(), fx.subscriber_copy(fx.lagging(fx.healthy(later)))]
 
 
+def _probed() -> list[ClusterSnapshot]:
+    """The failover seen through the endpoints: writes failing, reads still served, one outage."""
+    at = fx.T0 + timedelta(seconds=20)
+    probes = (
+        Probe(
+            endpoint="haproxy-writer",
+            kind="writer",
+            error="connection refused",
+            errors=4,
+            first_error="server closed the connection unexpectedly",
+            last_ok_at=at - timedelta(seconds=8),
+        ),
+        Probe(
+            endpoint="haproxy-reader",
+            kind="reader",
+            ok=True,
+            answered_by="node2",
+            in_recovery=True,
+            latency_ms=2.4,
+            errors=0,
+            last_ok_at=at,
+        ),
+        Probe(
+            endpoint="write",
+            kind="write",
+            ok=True,
+            answered_by="node2",
+            in_recovery=False,
+            latency_ms=5.1,
+            errors=0,
+            last_ok_at=at,
+            outages=(
+                WriteOutage(
+                    started_at=fx.T0,
+                    ended_at=fx.T0 + timedelta(seconds=9),
+                    duration_s=9.0,
+                    member="node2",
+                    failures=9,
+                ),
+            ),
+        ),
+    )
+    return [fx.healthy(), fx.kill_primary().model_copy(update={"probes": probes})]
+
+
+# Which scripted data shows a pane best; a pane not named here gets the failover (_kill).
+SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
+    "replication": _busy,
+    "slots": _busy,
+    "copy": _busy,
+    "archiver": _busy,
+    "memory": _busy,
+    "probes": _probed,
+}
+
+# The overview at key 0, then every pane of the registry that has a key of its own: a pane added
+# to the registry gets its snapshot here (create it once with --snapshot-update, then review it).
 VIEWS: dict[str, tuple[str, Callable[[], list[ClusterSnapshot]]]] = {
     "overview": ("0", _kill),
-    "cluster": ("1", _kill),
-    "haproxy": ("2", _kill),
-    "replication": ("3", _busy),
-    "slots": ("4", _busy),
-    "copy": ("5", _busy),
-    "archiver": ("6", _busy),
-    "memory": ("7", _busy),
-    "events": ("8", _kill),
+    **{p.id: (p.key, SCENARIOS.get(p.id, _kill)) for p in registry.PANES if p.key},
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pgtop_ha.models.health import Level, age_s, ready_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.format import age, count, sparkline
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num, state
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, blanks, cell, num, state
 
 COLUMNS = (
     Column("node", "Node"),
@@ -32,14 +32,14 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 Row(
                     key=node.name,
                     node=node.name,
-                    cells=(
-                        cell(node.name),
-                        cell("-"),
-                        cell(""),
-                        cell(""),
-                        cell(reason or "no data"),
-                        *[cell("")] * 5,
-                    ),
+                    cells={
+                        "node": cell(node.name),
+                        "health": cell("-"),
+                        "ready": cell(""),
+                        "behind": cell(""),
+                        "last": cell(reason or "no data"),
+                        **blanks("last_age", "archived", "failed", "failed_age", "trend"),
+                    },
                 )
             )
             continue
@@ -60,25 +60,34 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             Row(
                 key=node.name,
                 node=node.name,
-                cells=(
-                    cell(node.name),
-                    state(level),
-                    num(count(a.ready_count), a.ready_count, ready_level(ctx.thresholds, a.ready_count)),
-                    num(count(a.segments_behind), a.segments_behind),
-                    cell(a.last_archived_wal or "-"),
-                    num(age(ok_age), ok_age),
-                    num(count(a.archived_count), a.archived_count),
-                    num(count(a.failed_count), a.failed_count, Level.WARN if failing else None),
-                    num(
+                cells={
+                    "node": cell(node.name),
+                    "health": state(level),
+                    "ready": num(
+                        count(a.ready_count), a.ready_count, ready_level(ctx.thresholds, a.ready_count)
+                    ),
+                    "behind": num(count(a.segments_behind), a.segments_behind),
+                    "last": cell(a.last_archived_wal or "-"),
+                    "last_age": num(age(ok_age), ok_age),
+                    "archived": num(count(a.archived_count), a.archived_count),
+                    "failed": num(count(a.failed_count), a.failed_count, Level.WARN if failing else None),
+                    "failed_age": num(
                         age(fail_age) if failing or fail_age is not None else "-",
                         fail_age,
                         Level.WARN if failing else None,
                     ),
-                    cell(sparkline(history), sort=a.ready_count or 0),
-                ),
+                    "trend": cell(sparkline(history), sort=a.ready_count or 0),
+                },
             )
         )
     return out
 
 
-PANE = PaneSpec("archiver", "Archiver", "6", COLUMNS, rows)
+PANE = PaneSpec(
+    id="archiver",
+    title="Archiver",
+    key="6",
+    columns=COLUMNS,
+    rows=rows,
+    help=".ready queue, segments behind, last archived, failures",
+)

@@ -1,9 +1,13 @@
-"""What every pane's pure part returns: rows of cells keyed for an in-place table diff."""
+"""What a pane is: its spec (id, title, key, columns, rows()) and the rows of cells it returns.
+
+A pane module declares one ``PANE = PaneSpec(...)``; listing it in ``panes/registry.py`` gives it
+a key, a place on the dashboard, a help line and a snapshot test (CONTRIBUTING.md, "Adding a pane").
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -33,11 +37,28 @@ class Cell:
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One table row; ``key`` keeps it in place across refreshes, ``node`` serves the filter."""
+    """One table row: cells by column key; ``key`` keeps it in place, ``node`` serves the filter."""
 
     key: str
-    cells: tuple[Cell, ...]
+    cells: Mapping[str, Cell]
     node: str | None = None
+
+
+class ColumnMismatch(ValueError):
+    """A row whose cells do not name exactly the table's columns (a pane bug, not bad data)."""
+
+
+def ordered(row: Row, columns: Sequence[Column]) -> list[Cell]:
+    """The row's cells in column order; ColumnMismatch when a column is missing or one is extra."""
+    if len(row.cells) == len(columns):
+        try:
+            return [row.cells[c.key] for c in columns]
+        except KeyError:
+            pass
+    keys = [c.key for c in columns]
+    missing = [k for k in keys if k not in row.cells]
+    extra = [k for k in row.cells if k not in keys]
+    raise ColumnMismatch(f"row {row.key!r}: no cell for columns {missing}, cells for unknown columns {extra}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +92,11 @@ def cell(text: str, level: Level | None = None, sort: SortValue | None = None) -
     return Cell(text, level, sort)
 
 
+def blanks(*keys: str) -> dict[str, Cell]:
+    """Empty cells for these columns (spread into a row's cells: ``**blanks("a", "b")``)."""
+    return {key: Cell("") for key in keys}
+
+
 def _sortable(value: float | int | None) -> float:
     """``value`` as a float that sorts; unknown, NaN or beyond a float sorts first."""
     known = finite(value)
@@ -88,17 +114,41 @@ def state(level: Level) -> Cell:
 
 
 @dataclass(frozen=True)
-class PaneSpec:
-    """A pane: its id, title, number key, columns, and the pure function making its rows."""
+class Table:
+    """One keyed table: its id, columns, the pure function making its rows, its default sort."""
 
     id: str
-    title: str
-    key: str
     columns: tuple[Column, ...]
     rows: RowsFn
     sort: str | None = None  # default sort column
     reverse: bool = False
     dynamic_columns: ColumnsFn | None = None  # when columns depend on the snapshot
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a pane shows besides its own view, and how tall it is there."""
+
+    overview: bool = False  # in the overview below the dashboard size (cluster, problems)
+    dashboard: bool = True  # on the dashboard; False: reached by its key only (Probes)
+    span: int = 1  # dashboard columns it spans (of DASHBOARD_COLUMNS)
+    max_height: int | None = None  # as tall as its rows up to this; None: shares the rest
+
+
+@dataclass(frozen=True, kw_only=True)
+class PaneSpec(Table):
+    """A pane: its first table (id, columns, rows) plus title, key, help line and placement."""
+
+    title: str
+    key: str | None  # its number key; None: no view of its own (shown in the overview only)
+    help: str  # one line for the ? help, after the key and title
+    more: tuple[Table, ...] = ()  # further tables below the first (the slot presence matrix)
+    place: Place = field(default_factory=Place)
+
+    @property
+    def tables(self) -> tuple[Table, ...]:
+        """Every table of the pane, the first one (the pane's own columns and rows) first."""
+        return (self, *self.more)
 
 
 class ColumnsFn(Protocol):
@@ -122,11 +172,3 @@ def dedupe(rows: list[Row]) -> list[Row]:
         seen[row.key] = n
         out.append(row if n == 1 else Row(f"{row.key}#{n}", row.cells, row.node))
     return out
-
-
-def elapsed(snapshot: ClusterSnapshot, prev: ClusterSnapshot | None) -> float | None:
-    """Seconds between two snapshots; None when there is no earlier one or time ran backwards."""
-    if prev is None:
-        return None
-    dt = (snapshot.taken_at - prev.taken_at).total_seconds()
-    return dt if dt > 0 else None

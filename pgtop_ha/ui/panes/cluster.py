@@ -16,7 +16,7 @@ from pgtop_ha.models.health import (
 )
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.ui.format import INVALID, age, count, human_bytes
-from pgtop_ha.ui.panes.base import Cell, Column, Context, PaneSpec, Row, cell, num, state
+from pgtop_ha.ui.panes.base import Cell, Column, Context, PaneSpec, Place, Row, cell, num, state
 
 COLUMNS = (
     Column("member", "Member"),
@@ -98,24 +98,24 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             Row(
                 key=name,
                 node=name,
-                cells=(
-                    cell(name),
-                    state(worst),
-                    cell(_role(m.role) if m else "not in DCS", Level.CRIT if m is None else None),
-                    pg,
-                    cell(problem, worst if problems else None),
-                    cell(w_text, w_level),
-                    cell(r_text, r_level),
-                    num(count(timeline), timeline),
-                    lag_cell,
-                    _reach(snapshot, name, ctx),
-                    cell((m.state or "?") if m else "-"),
-                    cell(
+                cells={
+                    "member": cell(name),
+                    "health": state(worst),
+                    "role": cell(_role(m.role) if m else "not in DCS", Level.CRIT if m is None else None),
+                    "pg": pg,
+                    "problem": cell(problem, worst if problems else None),
+                    "writer": cell(w_text, w_level),
+                    "reader": cell(r_text, r_level),
+                    "tl": num(count(timeline), timeline),
+                    "lag": lag_cell,
+                    "reach": _reach(snapshot, name, ctx),
+                    "state": cell((m.state or "?") if m else "-"),
+                    "restart": cell(
                         "yes" if m and m.pending_restart else "-",
                         Level.WARN if m and m.pending_restart else None,
                     ),
-                    cell("yes" if (m and m.pause) or snapshot.cluster.pause else "-"),
-                ),
+                    "pause": cell("yes" if (m and m.pause) or snapshot.cluster.pause else "-"),
+                },
             )
         )
     return out
@@ -150,4 +150,12 @@ def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context) -> Cell:
     return cell("✖ " + "+".join(down) + ago, Level.CRIT, since or 0.0)
 
 
-PANE = PaneSpec("cluster", "Cluster", "1", COLUMNS, rows, sort=None)
+PANE = PaneSpec(
+    id="cluster",
+    title="Cluster",
+    key="1",
+    columns=COLUMNS,
+    rows=rows,
+    help="roles by Patroni and PostgreSQL, routing, lag, reach",
+    place=Place(overview=True, span=2, max_height=14),
+)

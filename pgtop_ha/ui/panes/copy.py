@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pgtop_ha.models.derive import CopyRate, copy_rates, copy_total
 from pgtop_ha.models.snapshot import ClusterSnapshot, CopyProgress
 from pgtop_ha.ui.format import age, bar, count, finite, human_bytes, rate, ratio
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, elapsed, num
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num
 
 COLUMNS = (
     Column("node", "Node"),
@@ -30,60 +31,40 @@ def side(copy: CopyProgress) -> str:
     return "?"
 
 
-def _total(copy: CopyProgress) -> int | None:
-    if copy.bytes_total:
-        return copy.bytes_total
-    return copy.estimated_total_bytes
-
-
 def _fraction(copy: CopyProgress) -> float | None:
     percent = finite(copy.percent)
-    fraction = percent / 100 if percent is not None else ratio(copy.bytes_processed, _total(copy))
+    fraction = percent / 100 if percent is not None else ratio(copy.bytes_processed, copy_total(copy))
     return None if fraction is None else max(0.0, min(1.0, fraction))
-
-
-def _rate(snapshot: ClusterSnapshot, ctx: Context, node: str, copy: CopyProgress) -> float | None:
-    prev = ctx.previous
-    dt = elapsed(snapshot, prev)
-    if prev is None or dt is None or copy.bytes_processed is None:
-        return None
-    pnode = prev.node(node)
-    old = None if pnode is None else next((c for c in pnode.copy_progress if c.pid == copy.pid), None)
-    if old is None or old.bytes_processed is None or copy.bytes_processed < old.bytes_processed:
-        return None
-    return ratio(copy.bytes_processed - old.bytes_processed, dt)
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """A row per running COPY, then a row per subscription with its tables' sync states."""
     out = []
+    rates = {} if ctx.previous is None else copy_rates(ctx.previous, snapshot)
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         for c in node.copy_progress:
             frac = _fraction(c)
-            total = _total(c)
-            speed = _rate(snapshot, ctx, node.name, c)
-            eta = None
-            if speed and total and c.bytes_processed is not None:
-                left = ratio(total - c.bytes_processed, speed)
-                eta = None if left is None else max(0.0, left)
+            total = copy_total(c)
+            copy_rate = rates.get((node.name, c.pid), CopyRate())
+            speed, eta = copy_rate.bytes_s, copy_rate.eta_s
             est = "~" if not c.bytes_total and total else ""
             pct = None if frac is None else frac * 100
             out.append(
                 Row(
                     key=f"{node.name}|{c.pid}",
                     node=node.name,
-                    cells=(
-                        cell(node.name),
-                        cell(side(c)),
-                        cell(c.relation or "?"),
-                        cell(bar(frac), sort=pct if pct is not None else -1.0),
-                        num(f"{est}{pct:.0f}%" if pct is not None else "?", pct),
-                        num(human_bytes(c.bytes_processed), c.bytes_processed),
-                        num(est + human_bytes(total) if total else "?", total),
-                        num(rate(speed), speed),
-                        num(age(eta) if eta is not None else "-", eta),
-                        cell(c.application_name or c.datname or "-"),
-                    ),
+                    cells={
+                        "node": cell(node.name),
+                        "side": cell(side(c)),
+                        "relation": cell(c.relation or "?"),
+                        "bar": cell(bar(frac), sort=pct if pct is not None else -1.0),
+                        "pct": num(f"{est}{pct:.0f}%" if pct is not None else "?", pct),
+                        "done": num(human_bytes(c.bytes_processed), c.bytes_processed),
+                        "total": num(est + human_bytes(total) if total else "?", total),
+                        "rate": num(rate(speed), speed),
+                        "eta": num(age(eta) if eta is not None else "-", eta),
+                        "who": cell(c.application_name or c.datname or "-"),
+                    },
                 )
             )
         for sub in node.subscriptions:
@@ -97,21 +78,28 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 Row(
                     key=f"{node.name}|sub|{sub.subname}|{sub.relation or ''}",
                     node=node.name,
-                    cells=(
-                        cell(node.name),
-                        cell("subscriber"),
-                        cell(f"sub {sub.subname}" + (f" {sub.relation}" if sub.relation else "")),
-                        cell(bar(frac), sort=-1.0 if frac is None else frac * 100),
-                        num(f"{ready}/{n}", frac),
-                        cell(text),
-                        cell(""),
-                        cell(""),
-                        cell(""),
-                        cell(f"pid {count(sub.pid)}" if sub.pid else "-"),
-                    ),
+                    cells={
+                        "node": cell(node.name),
+                        "side": cell("subscriber"),
+                        "relation": cell(f"sub {sub.subname}" + (f" {sub.relation}" if sub.relation else "")),
+                        "bar": cell(bar(frac), sort=-1.0 if frac is None else frac * 100),
+                        "pct": num(f"{ready}/{n}", frac),
+                        "done": cell(text),
+                        "total": cell(""),
+                        "rate": cell(""),
+                        "eta": cell(""),
+                        "who": cell(f"pid {count(sub.pid)}" if sub.pid else "-"),
+                    },
                 )
             )
     return out
 
 
-PANE = PaneSpec("copy", "Copy", "5", COLUMNS, rows)
+PANE = PaneSpec(
+    id="copy",
+    title="Copy",
+    key="5",
+    columns=COLUMNS,
+    rows=rows,
+    help="COPY progress on both sides, rate and ETA",
+)

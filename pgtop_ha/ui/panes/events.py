@@ -40,16 +40,25 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             Row(
                 key=key,
                 node=ev.node,
-                cells=(
-                    cell(when.strftime("%H:%M:%S"), sort=ev.at.timestamp()),
-                    cell(level.word if level else "· info", level if level else None, float(level)),
-                    cell(shown(ev.node, 64) if ev.node else "-"),
-                    cell(ev.kind),
-                    cell(shown(ev.text) + lasted(ev), level if level else None),
-                ),
+                cells={
+                    "time": cell(when.strftime("%H:%M:%S"), sort=ev.at.timestamp()),
+                    "level": cell(level.word if level else "· info", level if level else None, float(level)),
+                    "node": cell(shown(ev.node, 64) if ev.node else "-"),
+                    "kind": cell(ev.kind),
+                    "text": cell(shown(ev.text) + lasted(ev), level if level else None),
+                },
             )
         )
     return dedupe(out)
 
 
-PANE = PaneSpec("events", "Events", "8", COLUMNS, rows, sort="time", reverse=True)
+PANE = PaneSpec(
+    id="events",
+    title="Events",
+    key="8",
+    columns=COLUMNS,
+    rows=rows,
+    sort="time",
+    reverse=True,
+    help="timeline: changes, checks, failovers, markers",
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pgtop_ha.models.health import Level, is_leader, is_up
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.ui.format import age, count
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num, state
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, blanks, cell, num, state
 
 COLUMNS = (
     Column("pool", "Pool"),
@@ -63,17 +63,17 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         out.append(
             Row(
                 key=f"{proxy}|",
-                cells=(
-                    cell(kind or "other"),
-                    cell(proxy),
-                    cell("(pool)"),
-                    state(worst),
-                    cell(f"{up}/{len(servers)} UP"),
-                    cell(""),
-                    num(count(sessions), sessions),
-                    cell(""),
-                    cell(""),
-                ),
+                cells={
+                    "pool": cell(kind or "other"),
+                    "backend": cell(proxy),
+                    "server": cell("(pool)"),
+                    "health": state(worst),
+                    "status": cell(f"{up}/{len(servers)} UP"),
+                    "check": cell(""),
+                    "sess": num(count(sessions), sessions),
+                    "total": cell(""),
+                    "lastchg": cell(""),
+                },
             )
         )
         for srv, level in zip(servers, levels, strict=True):
@@ -81,34 +81,41 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 Row(
                     key=f"{proxy}|{srv.server}",
                     node=srv.server,
-                    cells=(
-                        cell(kind or "other"),
-                        cell(proxy),
-                        cell(srv.server),
-                        state(level),
-                        cell(srv.status or "?", level if level > Level.OK else None),
-                        cell(srv.check_status or "-"),
-                        num(count(srv.sessions), srv.sessions),
-                        num(count(srv.sessions_total), srv.sessions_total),
-                        num(age(srv.last_change_s), srv.last_change_s),
-                    ),
+                    cells={
+                        "pool": cell(kind or "other"),
+                        "backend": cell(proxy),
+                        "server": cell(srv.server),
+                        "health": state(level),
+                        "status": cell(srv.status or "?", level if level > Level.OK else None),
+                        "check": cell(srv.check_status or "-"),
+                        "sess": num(count(srv.sessions), srv.sessions),
+                        "total": num(count(srv.sessions_total), srv.sessions_total),
+                        "lastchg": num(age(srv.last_change_s), srv.last_change_s),
+                    },
                 )
             )
     if snapshot.haproxy.error:
         out.append(
             Row(
                 key="|error",
-                cells=(
-                    cell("error"),
-                    cell("stats"),
-                    cell(""),
-                    state(Level.WARN),
-                    cell(snapshot.haproxy.error, Level.WARN),
-                    *(cell("") for _ in range(4)),
-                ),
+                cells={
+                    "pool": cell("error"),
+                    "backend": cell("stats"),
+                    "server": cell(""),
+                    "health": state(Level.WARN),
+                    "status": cell(snapshot.haproxy.error, Level.WARN),
+                    **blanks("check", "sess", "total", "lastchg"),
+                },
             )
         )
     return out
 
 
-PANE = PaneSpec("haproxy", "HAProxy", "2", COLUMNS, rows)
+PANE = PaneSpec(
+    id="haproxy",
+    title="HAProxy",
+    key="2",
+    columns=COLUMNS,
+    rows=rows,
+    help="writer/reader pools: server status, check, sessions",
+)

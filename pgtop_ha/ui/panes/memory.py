@@ -21,6 +21,16 @@ COLUMNS = (
 )
 
 
+# Size columns and the Process field each shows.
+_SIZES = (
+    ("pss", "pss_bytes"),
+    ("uss", "uss_bytes"),
+    ("rss", "rss_bytes"),
+    ("pt", "pagetable_bytes"),
+    ("swap", "swap_bytes"),
+)
+
+
 def _sum(procs: tuple[Process, ...], attr: str) -> int | None:
     values = [getattr(p, attr) for p in procs if getattr(p, attr) is not None]
     return sum(values) if values else None
@@ -38,17 +48,13 @@ def _total(node: NodeSnapshot) -> Row:
     return Row(
         key=f"{node.name}|total",
         node=node.name,
-        cells=(
-            cell(node.name),
-            num("", None),
-            cell(f"TOTAL {len(procs)} procs" + (f", {huge}" if huge != "-" else "")),
-            cell(note or ""),
-            num(human_bytes(_sum(procs, "pss_bytes")), _sum(procs, "pss_bytes")),
-            num(human_bytes(_sum(procs, "uss_bytes")), _sum(procs, "uss_bytes")),
-            num(human_bytes(_sum(procs, "rss_bytes")), _sum(procs, "rss_bytes")),
-            num(human_bytes(_sum(procs, "pagetable_bytes")), _sum(procs, "pagetable_bytes")),
-            num(human_bytes(_sum(procs, "swap_bytes")), _sum(procs, "swap_bytes")),
-        ),
+        cells={
+            "node": cell(node.name),
+            "pid": num("", None),
+            "what": cell(f"TOTAL {len(procs)} procs" + (f", {huge}" if huge != "-" else "")),
+            "state": cell(note or ""),
+            **{key: num(human_bytes(_sum(procs, attr)), _sum(procs, attr)) for key, attr in _SIZES},
+        },
     )
 
 
@@ -68,20 +74,23 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 Row(
                     key=f"{node.name}|{p.pid}",
                     node=node.name,
-                    cells=(
-                        cell(node.name),
-                        num(count(p.pid), p.pid),
-                        cell(what),
-                        cell(p.state or "-"),
-                        num(human_bytes(p.pss_bytes), p.pss_bytes),
-                        num(human_bytes(p.uss_bytes), p.uss_bytes),
-                        num(human_bytes(p.rss_bytes), p.rss_bytes),
-                        num(human_bytes(p.pagetable_bytes), p.pagetable_bytes),
-                        num(human_bytes(p.swap_bytes), p.swap_bytes),
-                    ),
+                    cells={
+                        "node": cell(node.name),
+                        "pid": num(count(p.pid), p.pid),
+                        "what": cell(what),
+                        "state": cell(p.state or "-"),
+                        **{key: num(human_bytes(getattr(p, attr)), getattr(p, attr)) for key, attr in _SIZES},
+                    },
                 )
             )
     return out
 
 
-PANE = PaneSpec("memory", "Memory", "7", COLUMNS, rows)
+PANE = PaneSpec(
+    id="memory",
+    title="Memory",
+    key="7",
+    columns=COLUMNS,
+    rows=rows,
+    help="per node totals, HugePages, top backends by Pss",
+)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pgtop_ha.models.health import Level, is_leader
 from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
 from pgtop_ha.ui.format import age, count, duration, shown
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num, state
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, blanks, cell, num, state
 
 COLUMNS = (
     Column("endpoint", "Endpoint"),
@@ -23,6 +23,9 @@ COLUMNS = (
     Column("since_ok", "Last ok", right=True),
     Column("detail", "New connection each cycle · first error of the run"),
 )
+
+
+NO_PROBES = "no probe endpoints; add [[probes.endpoints]] (e.g. HAProxy's writer port)"
 
 
 def probe_level(snapshot: ClusterSnapshot, probe: Probe) -> Level:
@@ -62,54 +65,59 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             Row(
                 key=f"{probe.endpoint}|{probe.kind}",
                 node=probe.answered_by,
-                cells=(
-                    cell(shown(probe.endpoint, 40)),
-                    cell(probe.kind),
-                    state(level),
-                    cell(answered, level if level > Level.OK else None),
-                    num(duration(latency), latency),
-                    num(count(probe.errors), probe.errors, Level.CRIT if probe.errors else None),
-                    num(age(since), since),
-                    cell(detail, level if probe.errors or probe.error else None),
-                ),
+                cells={
+                    "endpoint": cell(shown(probe.endpoint, 40)),
+                    "kind": cell(probe.kind),
+                    "health": state(level),
+                    "answered": cell(answered, level if level > Level.OK else None),
+                    "latency": num(duration(latency), latency),
+                    "errors": num(count(probe.errors), probe.errors, Level.CRIT if probe.errors else None),
+                    "since_ok": num(age(since), since),
+                    "detail": cell(detail, level if probe.errors or probe.error else None),
+                },
             )
         )
         for outage in reversed(probe.outages[-3:]):
             out.append(
                 Row(
                     key=f"{probe.endpoint}|{probe.kind}|{outage.started_at.isoformat()}",
-                    cells=(
-                        cell(""),
-                        cell("outage"),
-                        state(Level.WARN),
-                        cell(shown(outage.member or "-", 40)),
-                        num(duration(outage.duration_s), outage.duration_s),
-                        num(count(outage.failures), outage.failures),
-                        num(age((ctx.now - outage.ended_at).total_seconds()), 0.0),
-                        cell(
+                    cells={
+                        "endpoint": cell(""),
+                        "kind": cell("outage"),
+                        "health": state(Level.WARN),
+                        "answered": cell(shown(outage.member or "-", 40)),
+                        "latency": num(duration(outage.duration_s), outage.duration_s),
+                        "errors": num(count(outage.failures), outage.failures),
+                        "since_ok": num(age((ctx.now - outage.ended_at).total_seconds()), 0.0),
+                        "detail": cell(
                             f"writes down {outage.started_at:%H:%M:%S} → {outage.ended_at:%H:%M:%S} "
                             f"({duration(outage.duration_s)})"
                         ),
-                    ),
+                    },
                 )
             )
     if not snapshot.probes:
         out.append(
             Row(
                 key="|none",
-                cells=(
-                    cell("-"),
-                    cell(""),
-                    state(Level.OK),
-                    cell(""),
-                    cell(""),
-                    cell(""),
-                    cell(""),
-                    cell("no probe endpoints; add [[probes.endpoints]] (e.g. HAProxy's writer port)"),
-                ),
+                cells={
+                    "endpoint": cell("-"),
+                    "kind": cell(""),
+                    "health": state(Level.OK),
+                    **blanks("answered", "latency", "errors", "since_ok"),
+                    "detail": cell(NO_PROBES),
+                },
             )
         )
     return out
 
 
-PANE = PaneSpec("probes", "Probes", "9", COLUMNS, rows)
+PANE = PaneSpec(
+    id="probes",
+    title="Probes",
+    key="9",
+    columns=COLUMNS,
+    rows=rows,
+    help="what applications see through each endpoint (key only)",
+    place=Place(dashboard=False),
+)

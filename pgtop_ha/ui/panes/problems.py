@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pgtop_ha.models.health import Level, cluster_problems
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, dedupe, state
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell, dedupe, state
 
 COLUMNS = (
     Column("level", "Level"),
@@ -19,13 +19,22 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         Row(
             key=f"{p.node}|{p.text}",
             node=p.node,
-            cells=(state(p.level), cell(p.node or "cluster"), cell(p.text, p.level)),
+            cells={"level": state(p.level), "node": cell(p.node or "cluster"), "text": cell(p.text, p.level)},
         )
         for p in cluster_problems(snapshot, ctx.thresholds, ctx.pools, ctx.now)
     ]
     if not out:
-        out.append(Row(key="|ok", cells=(state(Level.OK), cell("cluster"), cell("no problems"))))
+        ok = {"level": state(Level.OK), "node": cell("cluster"), "text": cell("no problems")}
+        out.append(Row(key="|ok", cells=ok))
     return dedupe(out)
 
 
-PANE = PaneSpec("problems", "Problems", "0", COLUMNS, rows)
+PANE = PaneSpec(
+    id="problems",
+    title="Problems",
+    key=None,  # part of the overview (key 0), no view of its own
+    columns=COLUMNS,
+    rows=rows,
+    help="the worst current problems, worst first",
+    place=Place(overview=True),
+)

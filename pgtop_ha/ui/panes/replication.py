@@ -53,29 +53,29 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 Row(
                     key=f"{node.name}|{name}",
                     node=name,
-                    cells=(
-                        cell(node.name),
-                        cell(name),
-                        state(level),
-                        cell(r.state or "?", Level.WARN if r.state != "streaming" else None),
-                        cell(r.sync_state or "?"),
-                        num(human_bytes(r.sent_lag_bytes), r.sent_lag_bytes),
-                        num(human_bytes(r.write_lag_bytes), r.write_lag_bytes),
-                        num(human_bytes(r.flush_lag_bytes), r.flush_lag_bytes),
-                        num(
+                    cells={
+                        "upstream": cell(node.name),
+                        "standby": cell(name),
+                        "health": state(level),
+                        "state": cell(r.state or "?", Level.WARN if r.state != "streaming" else None),
+                        "sync": cell(r.sync_state or "?"),
+                        "sent": num(human_bytes(r.sent_lag_bytes), r.sent_lag_bytes),
+                        "write": num(human_bytes(r.write_lag_bytes), r.write_lag_bytes),
+                        "flush": num(human_bytes(r.flush_lag_bytes), r.flush_lag_bytes),
+                        "replay": num(
                             human_bytes(r.replay_lag_bytes),
                             r.replay_lag_bytes,
                             lag_level(ctx.thresholds, r.replay_lag_bytes),
                         ),
-                        num(duration(r.write_lag_s), r.write_lag_s),
-                        num(duration(r.flush_lag_s), r.flush_lag_s),
-                        num(
+                        "write_s": num(duration(r.write_lag_s), r.write_lag_s),
+                        "flush_s": num(duration(r.flush_lag_s), r.flush_lag_s),
+                        "replay_s": num(
                             duration(r.replay_lag_s),
                             r.replay_lag_s,
                             lag_level(ctx.thresholds, None, r.replay_lag_s),
                         ),
-                        cell(sparkline(trend), sort=r.replay_lag_bytes or 0),
-                    ),
+                        "trend": cell(sparkline(trend), sort=r.replay_lag_bytes or 0),
+                    },
                 )
             )
     covered = {r.node for r in out}
@@ -103,24 +103,31 @@ def _standby_side(snapshot: ClusterSnapshot, covered: set[str | None]) -> list[R
             Row(
                 key=f"?|{node.name}",
                 node=node.name,
-                cells=(
-                    cell(sender),
-                    cell(node.name),
-                    state(level),
-                    cell(status, None if level is Level.OK else Level.WARN),
-                    cell("?"),
-                    blank,
-                    blank,
-                    blank,
-                    num(human_bytes(backlog), backlog),
-                    blank,
-                    blank,
-                    blank,
-                    cell("(own view)"),
-                ),
+                cells={
+                    "upstream": cell(sender),
+                    "standby": cell(node.name),
+                    "health": state(level),
+                    "state": cell(status, None if level is Level.OK else Level.WARN),
+                    "sync": cell("?"),
+                    "sent": blank,
+                    "write": blank,
+                    "flush": blank,
+                    "replay": num(human_bytes(backlog), backlog),
+                    "write_s": blank,
+                    "flush_s": blank,
+                    "replay_s": blank,
+                    "trend": cell("(own view)"),
+                },
             )
         )
     return out
 
 
-PANE = PaneSpec("replication", "Replication", "3", COLUMNS, rows)
+PANE = PaneSpec(
+    id="replication",
+    title="Replication",
+    key="3",
+    columns=COLUMNS,
+    rows=rows,
+    help="per standby: state, sync, lag per stage (bytes, time)",
+)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-HELP = """\
-[b]pgtop-ha[/b] — keys (no mouse needed)
+from pgtop_ha.ui.panes.base import PaneSpec
 
-  0        overview: cluster + worst problems (a dashboard when ≥160×48)
-  1 … 8    Cluster, HAProxy, Replication, Slots, Copy, Archiver, Memory, Events
+TITLE = "[b]pgtop-ha[/b] — keys (no mouse needed)\n\n"
+
+KEYS = """\
   Esc      back to the overview; clears the node filter
   p        pause / resume the display (polling goes on; events are kept)
   + / -    poll slower / faster
@@ -29,6 +32,20 @@ but PostgreSQL does not answer.
 """
 
 
+def pane_help(panes: Sequence[PaneSpec]) -> str:
+    """The help's pane section: the overview's key, then one line per keyed pane, by key."""
+    overview = " + ".join(escape(p.title) for p in panes if p.place.overview)
+    lines = [f"  0        overview: {overview} (a dashboard when ≥160×48)"]
+    for pane in sorted((p for p in panes if p.key), key=lambda p: str(p.key)):
+        lines.append(f"  {escape(str(pane.key)):<8} {escape(pane.title):<12} {escape(pane.help)}")
+    return "\n".join(lines) + "\n"
+
+
+def help_text(panes: Sequence[PaneSpec]) -> str:
+    """The whole help (markup): title, the pane keys from the registry, the other keys."""
+    return TITLE + pane_help(panes) + KEYS
+
+
 class HelpScreen(ModalScreen[None]):
     """Modal list of keys; any of Esc, q, ? closes it."""
 
@@ -38,15 +55,16 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "dismiss", "Close", show=False),
     ]
 
-    def __init__(self, extra: str = "", mode: str = "") -> None:
+    def __init__(self, panes: Sequence[PaneSpec], extra: str = "", mode: str = "") -> None:
         super().__init__()
+        self.panes = tuple(panes)
         self.extra = extra
         self.mode = mode
 
     def compose(self) -> ComposeResult:
-        """The help text in a box."""
-        with Vertical(id="help-box"):
-            yield Static(HELP + self.extra, id="help-text", markup=True)
+        """The help text in a box that scrolls (↑ ↓) when the terminal is short."""
+        with VerticalScroll(id="help-box"):
+            yield Static(help_text(self.panes) + self.extra, id="help-text", markup=True)
             if self.mode:
                 yield Static(f"Mode: {self.mode}", id="help-mode", markup=False)
 

@@ -2,34 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingsMap
 from textual.containers import Grid
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer
 
 from pgtop_ha.models.health import Level, Pools
-from pgtop_ha.ui.panes import (
-    archiver,
-    cluster,
-    copy,
-    haproxy,
-    memory,
-    probes,
-    problems,
-    replication,
-    slots,
-)
-from pgtop_ha.ui.panes import (
-    events as events_pane,
-)
+from pgtop_ha.ui.panes import registry
 from pgtop_ha.ui.panes.base import Context, PaneSpec
 from pgtop_ha.ui.screens.filter import FilterScreen
 from pgtop_ha.ui.screens.help import HelpScreen
@@ -44,37 +32,70 @@ from pgtop_ha.ui.widgets.pane import Pane
 if TYPE_CHECKING:
     from pgtop_ha.ui.app import PgtopApp
 
-# (id, title, key, specs) in the order the dashboard lays them out.
-PANES: tuple[tuple[str, str, str, tuple[PaneSpec, ...]], ...] = (
-    ("cluster", "Cluster", "1", (cluster.PANE,)),
-    ("problems", "Problems", "0", (problems.PANE,)),
-    ("haproxy", "HAProxy", "2", (haproxy.PANE,)),
-    ("replication", "Replication", "3", (replication.PANE,)),
-    ("slots", "Slots", "4", (slots.PANE, slots.MATRIX)),
-    ("archiver", "Archiver", "6", (archiver.PANE,)),
-    ("copy", "Copy", "5", (copy.PANE,)),
-    ("memory", "Memory", "7", (memory.PANE,)),
-    ("events", "Events", "8", (events_pane.PANE,)),
-    ("probes", "Probes", "9", (probes.PANE,)),
-)
-# Panes reached by their key only: not on the dashboard, not in the footer.
-KEY_ONLY = frozenset({"probes"})
-BY_KEY = {key: pane_id for pane_id, _, key, _ in PANES if key != "0"}
 WIDE = (160, 48)  # at least this many columns and rows: the dashboard
+DASHBOARD_COLUMNS = 2
 
 _VIEW = Binding.Group("Panes", compact=True)
+_OVERVIEW = Binding("0", "view('overview')", "Overview", group=_VIEW)
+
+
+def pane_bindings(panes: Sequence[PaneSpec]) -> list[Binding]:
+    """The view keys: 0 for the overview, then each keyed pane's own key in key order."""
+    keyed = sorted(((p.key, p) for p in panes if p.key), key=lambda kp: kp[0])
+    seen: dict[str, str] = {"0": "the overview"}
+    for key, pane in keyed:
+        if key in seen:
+            raise ValueError(f"pane {pane.id!r}: key {key!r} is {seen[key]}'s already; pick another")
+        seen[key] = pane.id
+    return [
+        _OVERVIEW,
+        *(Binding(key, f"view('{p.id}')", p.title, group=_VIEW, show=p.place.dashboard) for key, p in keyed),
+    ]
+
+
+@dataclass(frozen=True)
+class GridPlan:
+    """How #body lays out one view: its grid, the panes shown, their spans and capped heights."""
+
+    columns: int
+    rows: str
+    shown: tuple[str, ...]
+    spans: tuple[tuple[str, int], ...] = ()
+    capped: tuple[tuple[str, int], ...] = ()  # (pane, max height): as tall as its rows, up to it
+
+
+def grid_plan(panes: Sequence[PaneSpec], view: str, wide: bool) -> GridPlan:
+    """The layout of ``view`` from the panes' placement hints (one pane: the whole body)."""
+    if view != "overview":
+        return GridPlan(1, "1fr", (view,))
+    columns = DASHBOARD_COLUMNS if wide else 1
+    placed = [p for p in panes if (p.place.dashboard if wide else p.place.overview)]
+    rows: list[bool] = []  # per grid row: every pane in it is as tall as its rows
+    used = columns
+    spans = []
+    for pane in placed:
+        span = max(1, min(pane.place.span, columns))
+        if used + span > columns:
+            rows.append(True)
+            used = 0
+        used += span
+        rows[-1] = rows[-1] and pane.place.max_height is not None
+        if span > 1:
+            spans.append((pane.id, span))
+    return GridPlan(
+        columns,
+        " ".join("auto" if auto else "1fr" for auto in rows) or "1fr",
+        tuple(p.id for p in placed),
+        tuple(spans),
+        tuple((p.id, p.place.max_height) for p in placed if p.place.max_height is not None),
+    )
 
 
 class MonitorScreen(Screen[None]):
     """All panes and the read-only keys; OperatorScreen adds the write keys on top."""
 
+    # The view keys (0 and each pane's) come first, from the registry: see __init__.
     BINDINGS = [
-        Binding("0", "view('overview')", "Overview", group=_VIEW),
-        *(
-            Binding(key, f"view('{pane_id}')", title, group=_VIEW, show=pane_id not in KEY_ONLY)
-            for pane_id, title, key, _ in sorted(PANES, key=lambda p: p[2])
-            if key != "0"
-        ),
         Binding("escape", "back", "Back", show=False),
         Binding("p", "pause", "Pause"),
         Binding("plus", "slower", "Slower", key_display="+"),
@@ -88,11 +109,21 @@ class MonitorScreen(Screen[None]):
 
     view: reactive[str] = reactive("overview", init=False, repaint=False)
 
-    def __init__(self) -> None:
+    def __init__(self, panes: Sequence[PaneSpec] | None = None) -> None:
         super().__init__()
+        self.registry: tuple[PaneSpec, ...] = tuple(registry.PANES if panes is None else panes)
+        views = pane_bindings(self.registry)
+        clash = [b.key for b in views if b.key in self._bindings.key_to_bindings]
+        if clash:
+            raise ValueError(f"pane keys {clash} are also screen keys; give the panes other keys")
+        self._bindings = BindingsMap.from_keys(
+            {**BindingsMap(views).key_to_bindings, **self._bindings.key_to_bindings}
+        )
         self.panes: dict[str, Pane] = {}
         self.note = ""
         self.wide = False
+        self.dashboard = False  # the overview at ≥ WIDE: every dashboard pane at once
+        self._plan: GridPlan | None = None
         self._styles_gen = 0
         self._header_styles: dict[str, Style] = {}
         self._memory_on: bool | None = None
@@ -107,9 +138,9 @@ class MonitorScreen(Screen[None]):
         yield Heartbeat()
         yield Banner()  # disagreements and the failover stopwatch; hidden when there are none
         with Grid(id="body"):
-            for pane_id, title, key, specs in PANES:
-                pane = Pane(pane_id, title, key if key != "0" else "", specs)
-                self.panes[pane_id] = pane
+            for spec in self.registry:
+                pane = Pane(spec)
+                self.panes[spec.id] = pane
                 yield pane
         yield Footer()
 
@@ -140,39 +171,45 @@ class MonitorScreen(Screen[None]):
         wide = width >= WIDE[0] and height >= WIDE[1]
         changed = wide != self.wide
         self.wide = wide
-        # A class change restyles every widget under the node that carries it (~1 ms each
-        # here): the view's class sits on #body, so a pane switch restyles the panes only, not
-        # the footer's keys (key latency, issue 4); -wide/-dash change with the size.
-        self.set_class(wide, "-wide")
-        self.set_class(wide and self.view == "overview", "-dash")
-        body = self.query_one("#body", Grid)
-        views = {"-view-overview", *(f"-view-{p}" for p in self.panes)}
-        classes = (set(body.classes) - views) | {f"-view-{self.view}"}
-        if classes != set(body.classes):
-            body.set_classes(classes)  # one restyle for the old view's class and the new one's
+        self.dashboard = wide and self.view == "overview"
+        self._apply(grid_plan(self.registry, self.view, wide))
         if changed:
             self.refresh_view()
 
+    def _apply(self, plan: GridPlan) -> None:
+        # Inline styles, not classes: a class change restyles every widget under its node
+        # (~1 ms each, key latency issue 4); these touch only the panes and the grid.
+        if plan == self._plan:
+            return
+        self._plan = plan
+        body = self.query_one("#body", Grid)
+        body.styles.grid_size_columns = plan.columns
+        body.styles.grid_columns = " ".join(["1fr"] * plan.columns)
+        body.styles.grid_rows = plan.rows
+        spans, capped = dict(plan.spans), dict(plan.capped)
+        for pane_id, pane in self.panes.items():
+            pane.display = pane_id in plan.shown
+            pane.styles.column_span = spans.get(pane_id, 1)
+            pane.styles.height = "auto" if pane_id in capped else None  # None: the CSS's 1fr
+            pane.styles.max_height = capped.get(pane_id)
+
     def visible_panes(self) -> list[str]:
         """The panes on screen now: only these do any work."""
-        if self.view != "overview":
-            return [self.view]
-        if self.wide:
-            return [p[0] for p in PANES if p[0] not in KEY_ONLY]
-        return ["cluster", "problems"]
+        return list(grid_plan(self.registry, self.view, self.wide).shown)
 
     def watch_view(self, view: str) -> None:
         """Show the chosen pane (or the overview) and focus its first table."""
         self._layout(self.size.width, self.size.height)
         self.refresh_view()
-        if view != "overview":
-            table = next(iter(self.panes[view].tables.values()), None)
-            if table is not None:
-                table.focus()
-        else:
-            first = next(iter(self.panes["cluster"].tables.values()), None)
-            if first is not None:
-                first.focus()
+        table = next(iter(self.panes[self._main_pane()].tables.values()), None)
+        if table is not None:
+            table.focus()
+
+    def _main_pane(self) -> str:
+        """The pane the view is about: the chosen one, or the overview's first."""
+        if self.view != "overview":
+            return self.view
+        return next((p.id for p in self.registry if p.place.overview), self.registry[0].id)
 
     # -- data -------------------------------------------------------------------------------
 
@@ -317,7 +354,7 @@ class MonitorScreen(Screen[None]):
 
     def action_help(self) -> None:
         """Show the keys."""
-        self.app.push_screen(HelpScreen(self.help_extra(), self.papp.mode_reason))
+        self.app.push_screen(HelpScreen(self.registry, self.help_extra(), self.papp.mode_reason))
 
     def help_extra(self) -> str:
         """More help lines (the operator screen lists its keys here)."""
@@ -327,7 +364,7 @@ class MonitorScreen(Screen[None]):
         focused = self.focused
         if isinstance(focused, KeyedTable):
             return focused
-        pane = self.panes.get(self.view if self.view != "overview" else "cluster")
+        pane = self.panes.get(self._main_pane())
         return next(iter(pane.tables.values()), None) if pane else None
 
     def action_sort(self) -> None:

@@ -12,7 +12,7 @@ from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotEx
 
 from pgtop_ha.models.health import Level
 from pgtop_ha.ui.format import shown
-from pgtop_ha.ui.panes.base import Cell, Column, Row, SortValue
+from pgtop_ha.ui.panes.base import Cell, Column, Row, SortValue, ordered
 
 
 class CellText(Text):
@@ -93,15 +93,16 @@ class KeyedTable(DataTable[CellText]):
             del self._shown[key]
             moved = True
         for index, row in enumerate(rows):
-            sig = tuple((c.text, c.level) for c in row.cells)
+            cells = ordered(row, self._cols)  # a missing or extra column fails here, loudly
+            sig = tuple((c.text, c.level) for c in cells)
             old = self._shown.get(row.key)
             if old is None:
-                values = [self._make(c, col, index) for c, col in zip(row.cells, self._cols, strict=False)]
+                values = [self._make(c, col, index) for c, col in zip(cells, self._cols, strict=True)]
                 self.add_row(*values, key=row.key)
                 written += len(values)
                 moved = True
             elif old != sig:
-                for j, (c, col) in enumerate(zip(row.cells, self._cols, strict=False)):
+                for j, (c, col) in enumerate(zip(cells, self._cols, strict=True)):
                     if j < len(old) and old[j] == sig[j]:
                         continue
                     # Measuring widths costs a layout pass: only when the column must widen.

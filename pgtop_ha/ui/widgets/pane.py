@@ -1,14 +1,12 @@
-"""A pane on screen: a bordered box with one or more keyed tables fed by PaneSpecs."""
+"""A pane on screen: a bordered box with one keyed table per table of its PaneSpec."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.ui.panes.base import Context, PaneSpec, Row
+from pgtop_ha.ui.panes.base import Context, PaneSpec, Row, Table
 from pgtop_ha.ui.widgets.keyed_table import KeyedTable, LevelStyles
 
 
@@ -27,11 +25,12 @@ class Pane(Vertical):
     Pane { height: 1fr; }
     """
 
-    def __init__(self, pane_id: str, title: str, key: str, specs: Sequence[PaneSpec]) -> None:
-        super().__init__(id=f"pane-{pane_id}", classes="pane")
-        self.pane_id = pane_id
-        self.specs = tuple(specs)
-        self.border_title = f"{key} {title}" if key else title
+    def __init__(self, spec: PaneSpec) -> None:
+        super().__init__(id=f"pane-{spec.id}", classes="pane")
+        self.pane_id = spec.id
+        self.spec = spec
+        self.specs: tuple[Table, ...] = spec.tables
+        self.border_title = f"{spec.key} {spec.title}" if spec.key else spec.title
         self.tables: dict[str, KeyedTable] = {}
         self._shown_snapshot: ClusterSnapshot | None = None
         self._version: object = None

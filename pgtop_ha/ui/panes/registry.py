@@ -1,0 +1,35 @@
+"""Every pane of the console, in dashboard order: the one list a new pane is added to.
+
+The monitor screen derives from it each pane's key binding, its place in the overview and on
+the dashboard, and the pane lines of the ? help; tests/ui/test_snapshots.py gives each keyed pane
+an SVG snapshot test at its own key.
+"""
+
+from __future__ import annotations
+
+from pgtop_ha.ui.panes import (
+    archiver,
+    cluster,
+    copy,
+    events,
+    haproxy,
+    memory,
+    probes,
+    problems,
+    replication,
+    slots,
+)
+from pgtop_ha.ui.panes.base import PaneSpec
+
+PANES: tuple[PaneSpec, ...] = (
+    cluster.PANE,
+    problems.PANE,
+    haproxy.PANE,
+    replication.PANE,
+    slots.PANE,
+    archiver.PANE,
+    copy.PANE,
+    memory.PANE,
+    events.PANE,
+    probes.PANE,
+)
