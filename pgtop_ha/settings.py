@@ -168,6 +168,27 @@ class Thresholds(_Section):
         return self
 
 
+class PgBackRestSettings(_Section):
+    """The pgBackRest source: `pgbackrest info --output=json` and the local async spool."""
+
+    enabled: Flag | None = Field(
+        None,
+        description="Read pgBackRest (unset: only when the nodes are local and the binary and config exist).",
+    )
+    command: tuple[str, ...] = Field(
+        ("pgbackrest",),
+        min_length=1,
+        description='Program and arguments, e.g. ["ssh", "db1", "pgbackrest"] (argv).',
+    )
+    config: Path | None = Field(
+        None, description="pgbackrest.conf (default /etc/pgbackrest/pgbackrest.conf)."
+    )
+    stanza: str | None = Field(None, description="Only this stanza (default: every stanza).")
+    spool_path: Path | None = Field(None, description="Async spool (default: the config's spool-path).")
+    timeout: float = Field(10.0, gt=0, le=300, description="Seconds `pgbackrest info` may take.")
+    interval: float = Field(15.0, ge=1, le=3600, description="Seconds between two `pgbackrest info` runs.")
+
+
 class LabSettings(_Section):
     """Where `pgtop-ha lab` puts its sandbox cluster."""
 
@@ -194,6 +215,13 @@ class ProbeSettings(_Section):
     endpoints: tuple[ProbeEndpoint, ...] = Field((), description="Endpoints to probe each cycle.")
     enabled: Flag = Field(True, description="Probe the endpoints (on when any is listed).")
     timeout: float = Field(2.0, gt=0, le=60, description="Seconds per probe (connect + query).")
+    calm_interval: float = Field(
+        5.0,
+        ge=0,
+        le=60,
+        description="Seconds between read probes while all is calm (0: every cycle; every cycle anyway"
+        " for 30 s after a probe error or a routing change).",
+    )
     write_table: str | None = Field(
         None, description="Operator only: INSERT a row per cycle into this existing table (--probe-writes)."
     )
@@ -228,6 +256,7 @@ class Settings(_Section):
     probes: ProbeSettings = Field(default_factory=ProbeSettings)
     nodes: tuple[NodeSettings, ...] = ()
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    pgbackrest: PgBackRestSettings = Field(default_factory=PgBackRestSettings)
     lab: LabSettings = Field(default_factory=LabSettings)
     patroni_password: SecretStr | None = Field(
         None, exclude=True, repr=False, description="From PGTOP_HA_PATRONI_PASSWORD only."
@@ -280,6 +309,7 @@ _LIST_KEYS = {
     ("postgres", "allowed_hosts"),
     ("haproxy", "writer_backends"),
     ("haproxy", "reader_backends"),
+    ("pgbackrest", "command"),
 }
 
 

@@ -33,6 +33,7 @@ from pgtop_ha.collect.patroni import (
     PatroniClient,
     describe_http_error,
 )
+from pgtop_ha.collect.pgbackrest import PgBackRestSource, source_for
 from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.probe import ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
@@ -223,12 +224,19 @@ class Poller:
                 clock,
                 _haproxy_describer(settings.haproxy.url),
             )
+        # pgBackRest (collect/pgbackrest.py): off unless enabled, or unset and everything is local.
+        hosts = [n.host for n in settings.nodes] + [host_of(u) for u in settings.patroni.urls]
+        self._pgbackrest: PgBackRestSource | None = source_for(settings.pgbackrest, hosts, clock)
         # Client probes: a new connection per cycle through each endpoint (collect/probe.py).
         self._probes: list[ProbeRunner] = []
         if settings.probes.enabled:
             for endpoint in settings.probes.endpoints:
                 why = refusal(self._pg_hosts, endpoint.host, "postgres")
-                self.add_probe(read_runner(endpoint, settings.postgres, settings.probes.timeout, clock, why))
+                calm = settings.probes.calm_interval
+                runner = read_runner(
+                    endpoint, settings.postgres, settings.probes.timeout, clock, why, calm_interval=calm
+                )
+                self.add_probe(runner)
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock = system_clock) -> Poller:
@@ -489,6 +497,8 @@ class Poller:
             pending.add(cluster_task)
         if self._haproxy is not None:
             pending.add(self._haproxy.start())
+        if self._pgbackrest is not None and (first := self._pgbackrest.start()) is not None:
+            pending.add(first)  # only the first `pgbackrest info` is waited for; later ones run behind
         for runner in self._probes:
             task = runner.start()
             if task is not None:
@@ -592,6 +602,7 @@ class Poller:
             patroni_config=self._config,
             errors=tuple(errors),
             probes=tuple(runner.probe() for runner in self._probes),
+            pgbackrest=self._pgbackrest.state() if self._pgbackrest is not None else None,
         )
 
     def _own_values(self) -> Iterable[OwnView]:
@@ -705,6 +716,8 @@ class Poller:
         if self._haproxy is not None:
             closers.append(self._haproxy.aclose())
         closers.extend(runner.aclose() for runner in self._probes)
+        if self._pgbackrest is not None:
+            closers.append(self._pgbackrest.aclose())
         await asyncio.gather(*closers, *self._closing, return_exceptions=True)
         await self._patroni_http.aclose()
         if self._haproxy_http is not None:

@@ -75,6 +75,16 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
     sw.add_argument("--to", default=None, metavar="NODE", help="candidate (default: Patroni picks)")
     ld = _lab_parser(faults, "load", "pgbench through the writer port")
     ld.add_argument("--seconds", type=int, default=30, metavar="N")
+    lk = _lab_parser(faults, "lock", "hold an AccessExclusiveLock on the leader while sessions wait")
+    lk.add_argument("--seconds", type=int, default=60, metavar="N", help="how long (default 60)")
+    lk.add_argument("--waiters", type=int, default=2, metavar="K", help="waiting sessions (default 2)")
+    sr = _lab_parser(faults, "slow-reader", "a cursor read slowly: the server waits on ClientWrite")
+    sr.add_argument("--seconds", type=int, default=60, metavar="N", help="how long (default 60)")
+    pr = _lab_parser(faults, "pending-restart", "raise max_connections via Patroni: restart pending")
+    pr.add_argument("--undo", action="store_true", help="put the parameter back")
+    _lab_parser(faults, "extensions", "install pg_buffercache and pg_prewarm (lab up does it)")
+    bk = _lab_parser(sub, "backup", "a pgBackRest backup of the lab stanza")
+    bk.add_argument("--type", default="full", choices=["full", "diff", "incr"], dest="backup_type")
     subscriber = _lab_parser(sub, "subscriber", "a logical subscriber of the lab's publication")
     subscriber.add_argument("action", choices=["up", "down"])
 
@@ -142,6 +152,9 @@ def run_lab(args: argparse.Namespace) -> int:
         raise UserError(f"no lab in {lab.layout.state_dir}; start one with `pgtop-ha lab up`")
     if cmd == "status":
         return _print_status(lab, as_json=args.json)
+    if cmd == "backup":
+        print(faults.backup(lab, args.backup_type))
+        return 0
     if cmd == "subscriber":
         print(subscriber.up(lab) if args.action == "up" else subscriber.down(lab))
         return 0
@@ -158,11 +171,18 @@ def run_lab(args: argparse.Namespace) -> int:
         message = faults.switchover(lab, args.to)
     elif args.fault == "load":
         message = faults.load(lab, args.seconds)
+    elif args.fault == "lock":
+        message = faults.lock(lab, args.seconds, args.waiters)
+    elif args.fault == "slow-reader":
+        message = faults.slow_reader(lab, args.seconds)
+    elif args.fault == "pending-restart":
+        message = faults.pending_restart(lab, undo=args.undo)
     else:
         simple = {
             "kill-primary": faults.kill_primary,
             "break-archive": faults.break_archive,
             "fix-archive": faults.fix_archive,
+            "extensions": faults.extensions,
         }
         message = simple[args.fault](lab)
     print(message)

@@ -77,7 +77,8 @@ def patroni_config(layout: Layout, index: int, passwords: dict[str, str], bin_di
                         "wal_log_hints": "on",
                         "archive_mode": "on",
                         "archive_command": ARCHIVE_COMMAND,
-                        "shared_preload_libraries": "pg_stat_statements",
+                        # pg_prewarm's autoprewarm worker reloads the buffer cache after a restart.
+                        "shared_preload_libraries": "pg_stat_statements,pg_prewarm",
                         "track_io_timing": "on",
                         # Small, so a subscriber's transactions spill and stream for real.
                         "logical_decoding_work_mem": "64kB",
@@ -225,6 +226,9 @@ CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
 CREATE DATABASE {DBNAME};
 \\c {DBNAME}
 CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+-- Cache warmth: replicas get both extensions by replication.
+CREATE EXTENSION IF NOT EXISTS pg_buffercache;
+CREATE EXTENSION IF NOT EXISTS pg_prewarm;
 {grants}
 CREATE TABLE {COPY_TABLE} (id bigint PRIMARY KEY, payload text NOT NULL,
                            created_at timestamptz NOT NULL DEFAULT now());
@@ -241,6 +245,7 @@ def bootstrap_script(layout: Layout, psql: Path) -> str:
 def console_config(layout: Layout) -> str:
     """The console's own config for this lab (no passwords: files only)."""
     urls = ", ".join(f'"{layout.patroni_url(i)}"' for i in range(len(NODE_NAMES)))
+    pgbackrest_config = layout.state_dir / "pgbackrest.conf"
     return f"""# Written by `pgtop-ha lab up`: `pgtop-ha --config {layout.console_config}`
 cluster_name = "{SCOPE}"
 interval = 1.0
@@ -273,6 +278,11 @@ name = "reader"
 host = "127.0.0.1"
 port = {layout.reader_port}
 kind = "reader"
+
+# The lab's own repository (its nodes share this host, so the spool is read directly).
+[pgbackrest]
+enabled = true
+config = "{pgbackrest_config}"
 
 [lab]
 base_port = {layout.base_port}

@@ -192,3 +192,296 @@ def load(lab: Lab, seconds: int) -> str:
     if result.returncode != 0:
         raise UserError(f"pgbench failed (exit {result.returncode}); is the writer port up?")
     return f"load finished: pgbench ran {seconds}s through 127.0.0.1:{lab.layout.writer_port}"
+
+
+# ----- faults that feed the panes inside a node -------------------------------------------------
+
+LOCK_TABLE = "lab_locked"
+
+
+def _client_env(lab: Lab) -> dict[str, str]:
+    """What a lab client process needs: the lab user's own passfile (never a password in argv)."""
+    return {"PGPASSFILE": str(lab.layout.run_dir / "lab-pgpass"), "PGCONNECT_TIMEOUT": "5"}
+
+
+def _psql_argv(lab: Lab, port: int, sql: str, app: str) -> list[str]:
+    return [
+        str(find_tools().psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(port),
+        "-U", SUPERUSER, "-d", DBNAME, "-c", f"SET application_name = '{app}'", "-c", sql,
+    ]  # fmt: skip
+
+
+def _spawn_client(lab: Lab, name: str, argv: list[str]) -> int:
+    """Start a lab client as the lab user, recorded in the PID book (so `lab down` ends it too)."""
+    proc = procs.spawn(
+        argv, log=lab.layout.log_dir / f"{name}.log", run_as=lab.run_as, env=_client_env(lab),
+        cwd=lab.layout.run_dir,
+    )  # fmt: skip
+    lab.book.record(name, proc.pid)
+    return proc.pid
+
+
+def _end_clients(lab: Lab, names: list[str]) -> None:
+    pids = [p for n in names if (p := lab.book.running(n))]
+    procs.terminate(pids, grace=5)
+    for n in names:
+        lab.book.forget(n)
+
+
+def _wait_clients(lab: Lab, names: list[str], progress: Progress, seconds: float, what: str) -> None:
+    """Wait until every client ended (they end on their own), ending them if they outlive the limit."""
+    deadline = time.monotonic() + seconds
+
+    def gone() -> bool:
+        left = [n for n in names if lab.book.running(n)]
+        progress.note(f"{what}; {max(0.0, deadline - time.monotonic()):.0f}s left", every=5)
+        return not left
+
+    try:
+        procs.poll(gone, seconds + 15, interval=0.5)
+    finally:
+        _end_clients(lab, names)
+
+
+def lock(lab: Lab, seconds: int = 60, waiters: int = 2) -> str:
+    """Hold an AccessExclusiveLock on a lab table for ``seconds`` on the leader while sessions queue."""
+    if not 1 <= seconds <= 3600:
+        raise UserError("--seconds must be between 1 and 3600")
+    if not 0 <= waiters <= 20:
+        raise UserError("--waiters must be between 0 and 20")
+    i = lab.leader_index()
+    port = lab.layout.pg_port(i)
+    progress = Progress(total=3, out=lab.out)
+    progress.step(f"{NODE_NAMES[i]}: preparing table {LOCK_TABLE}")
+    lab.psql(
+        f"CREATE TABLE IF NOT EXISTS {LOCK_TABLE} (id int PRIMARY KEY, note text); "
+        f"INSERT INTO {LOCK_TABLE} VALUES (1, 'locked by lab fault lock') ON CONFLICT DO NOTHING",
+        i,
+    )
+    holder = "fault-lock-holder"
+    names = [holder] + [f"fault-lock-waiter-{k}" for k in range(1, waiters + 1)]
+    _end_clients(lab, names)  # a previous run's leftovers
+    progress.step(f"BEGIN; LOCK {LOCK_TABLE} IN ACCESS EXCLUSIVE MODE; pg_sleep({seconds})")
+    try:
+        _spawn_client(
+            lab, holder,
+            _psql_argv(lab, port, f"BEGIN; LOCK TABLE {LOCK_TABLE} IN ACCESS EXCLUSIVE MODE; "
+                       f"SELECT pg_sleep({seconds}); COMMIT;", "lab-fault-lock-holder"),
+        )  # fmt: skip
+        granted = (
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.granted "
+            f"AND l.mode = 'AccessExclusiveLock' AND l.relation = '{LOCK_TABLE}'::regclass "
+            "AND a.application_name = 'lab-fault-lock-holder'"
+        )
+        if not procs.poll(lambda: lab.psql(granted, i) == "1", 15, interval=0.2):
+            raise UserError(
+                f"the lock holder did not get its lock; see {lab.layout.log_dir / (holder + '.log')}"
+            )
+        progress.step(f"{waiters} sessions waiting on {LOCK_TABLE} for {seconds}s")
+        for name in names[1:]:
+            _spawn_client(
+                lab,
+                name,
+                _psql_argv(lab, port, f"SELECT count(*) FROM {LOCK_TABLE}", "lab-fault-lock-waiter"),
+            )
+        _wait_clients(lab, names, progress, seconds, f"lock held on {NODE_NAMES[i]}")
+    finally:
+        _end_clients(lab, names)
+    return f"lock on {LOCK_TABLE} released after {progress.elapsed():.1f}s ({waiters} waiters)"
+
+
+# A libpq client that reads its result a few bytes at a time: a tiny receive buffer, single-row mode,
+# and a pause between reads, so the server's send buffer fills and the backend waits on ClientWrite.
+_SLOW_READER = """
+import socket, sys, time
+import psycopg
+from psycopg import pq
+dsn, seconds = sys.argv[1], float(sys.argv[2])
+conn = psycopg.connect(dsn, autocommit=True)
+pg = conn.pgconn
+sock = socket.socket(fileno=pg.socket)
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+sock.detach()  # libpq owns the descriptor
+# A set-returning function in the target list streams (one in FROM would fill a temp file first).
+pg.send_query(b"SELECT generate_series(1, 100000000), repeat('x', 200)")
+pg.set_single_row_mode()
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    time.sleep(0.2)
+    pg.consume_input()
+    while not pg.is_busy():
+        if pg.get_result() is None:
+            sys.exit(0)
+"""
+
+
+def slow_reader(lab: Lab, seconds: int = 60) -> str:
+    """A client on the leader that reads a big result slowly: its backend waits on ClientWrite."""
+    if not 1 <= seconds <= 3600:
+        raise UserError("--seconds must be between 1 and 3600")
+    i = lab.leader_index()
+    dsn = (
+        f"host=127.0.0.1 port={lab.layout.pg_port(i)} user={SUPERUSER} dbname={DBNAME} "
+        "application_name=lab-fault-slow-reader"
+    )
+    name = "fault-slow-reader"
+    _end_clients(lab, [name])
+    progress = Progress(total=2, out=lab.out)
+    progress.step(f"{NODE_NAMES[i]}: a client reading a large result a few bytes at a time")
+    try:
+        _spawn_client(lab, name, [lab.patroni_python(), "-c", _SLOW_READER, dsn, str(seconds)])
+        waiting = (
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lab-fault-slow-reader' "
+            "AND wait_event = 'ClientWrite'"
+        )
+        if procs.poll(lambda: lab.psql(waiting, i) != "0", 30, interval=0.5):
+            progress.step(f"the backend waits on ClientWrite; ending in {seconds}s")
+        else:
+            progress.step("no ClientWrite wait seen yet; the reader keeps going")
+        _wait_clients(lab, [name], progress, seconds, f"slow reader on {NODE_NAMES[i]}")
+    finally:
+        _end_clients(lab, [name])
+    return f"slow reader ended after {progress.elapsed():.1f}s"
+
+
+PENDING_PARAMETER = "max_connections"
+
+
+def _patch_config(lab: Lab, body: dict[str, object]) -> dict[str, object]:
+    password = lab.layout.rest_password_file.read_text().strip()
+    url = lab.layout.patroni_url(lab.leader_index())
+    try:
+        resp = httpx.patch(
+            f"{url}/config", json=body, auth=(REST_USER, password), timeout=30, trust_env=False
+        )
+    except httpx.HTTPError as exc:
+        raise UserError(f"PATCH {url}/config failed: {exc}") from None
+    if resp.status_code != 200:
+        raise UserError(f"Patroni refused PATCH /config ({resp.status_code}): {resp.text.strip()[:200]}")
+    answer: dict[str, object] = resp.json()
+    return answer
+
+
+def _pending_flags(lab: Lab) -> list[bool]:
+    flags = []
+    for m in (lab.cluster() or {}).get("members", []):
+        flags.append(bool(m.get("pending_restart")))
+    return flags
+
+
+def pending_restart(lab: Lab, undo: bool = False, timeout: float = 60) -> str:
+    """Raise max_connections through Patroni's /config (a restart is then pending); ``undo`` reverts."""
+    progress = Progress(total=2, out=lab.out)
+    saved = lab.layout.state_dir / "pending-restart.json"
+    if undo:
+        try:
+            before = json.loads(saved.read_text())["before"]
+        except (OSError, ValueError, KeyError):
+            raise UserError(
+                "no pending-restart fault to undo (nothing saved by `lab fault pending-restart`)"
+            ) from None
+        progress.step(
+            f"PATCH /config {PENDING_PARAMETER} back to {before if before is not None else 'default'}"
+        )
+        _patch_config(lab, {"postgresql": {"parameters": {PENDING_PARAMETER: before}}})
+        progress.step("waiting for pending_restart to clear on every member")
+        if not procs.poll(lambda: not any(_pending_flags(lab)), timeout, interval=0.5):
+            raise UserError(f"pending_restart still set after {timeout:.0f}s; see `pgtop-ha lab status`")
+        saved.unlink(missing_ok=True)
+        return f"{PENDING_PARAMETER} restored; no restart pending"
+    password = lab.layout.rest_password_file.read_text().strip()
+    url = lab.layout.patroni_url(lab.leader_index())
+    try:
+        config = httpx.get(f"{url}/config", auth=(REST_USER, password), timeout=10, trust_env=False).json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise UserError(f"GET {url}/config failed: {exc}") from None
+    before = config.get("postgresql", {}).get("parameters", {}).get(PENDING_PARAMETER)
+    if saved.exists():
+        before = json.loads(saved.read_text()).get("before", before)
+    running = int(lab.psql(f"SHOW {PENDING_PARAMETER}", lab.leader_index()))
+    new = running + 10
+    saved.write_text(json.dumps({"before": before, "new": new}))
+    progress.step(f"PATCH /config {PENDING_PARAMETER} {running} -> {new} (postmaster context)")
+    _patch_config(lab, {"postgresql": {"parameters": {PENDING_PARAMETER: new}}})
+    progress.step("waiting for pending_restart on every member")
+    members = len(NODE_NAMES)
+    if not procs.poll(lambda: _pending_flags(lab).count(True) == members, timeout, interval=0.5):
+        raise UserError(f"pending_restart not reported by every member after {timeout:.0f}s")
+    return (
+        f"{PENDING_PARAMETER} = {new} pending a restart on every member; undo with "
+        "`pgtop-ha lab fault pending-restart --undo`"
+    )
+
+
+def extensions(lab: Lab) -> str:
+    """pg_buffercache and pg_prewarm in the lab database (on the leader; replicas follow)."""
+    i = lab.leader_index()
+    lab.psql("CREATE EXTENSION IF NOT EXISTS pg_buffercache; CREATE EXTENSION IF NOT EXISTS pg_prewarm", i)
+    return f"pg_buffercache and pg_prewarm installed in {DBNAME} (through {NODE_NAMES[i]})"
+
+
+def backup(lab: Lab, kind: str = "full", timeout: float = 1800) -> str:
+    """A pgBackRest backup of the lab stanza from the leader, with progress."""
+    from pgtop_ha.lab.configs import STANZA
+
+    if kind not in ("full", "diff", "incr"):
+        raise UserError("--type must be full, diff or incr")
+    tools = find_tools()
+    i = lab.leader_index()
+    env = configs_env(lab, i)
+    progress = Progress(total=3, out=lab.out)
+    progress.step(f"pgbackrest stanza-create (idempotent) on {NODE_NAMES[i]}")
+    cwd = lab.layout.state_dir / "pgbackrest"
+    check = procs.run(
+        [str(tools.pgbackrest), f"--stanza={STANZA}", "stanza-create"],
+        run_as=lab.run_as, env=env, cwd=cwd, timeout=120, check=False,
+    )  # fmt: skip
+    if check.returncode != 0:
+        raise UserError(f"pgbackrest stanza-create failed: {check.stderr.strip()[:300]}")
+    progress.step(f"pgbackrest --type={kind} backup from {NODE_NAMES[i]}")
+    name = "backup"
+    proc = procs.spawn(
+        [str(tools.pgbackrest), f"--stanza={STANZA}", f"--type={kind}", "--log-level-console=info", "backup"],
+        log=lab.layout.log_dir / "pgbackrest-backup.log", run_as=lab.run_as, env=env, cwd=cwd,
+    )  # fmt: skip
+    lab.book.record(name, proc.pid)
+    try:
+        log = lab.layout.log_dir / "pgbackrest-backup.log"
+
+        def finished() -> bool:
+            progress.note(f"backup running; {_last_line(log)}", every=3)
+            return proc.poll() is not None
+
+        if not procs.poll(finished, timeout, interval=0.5):
+            raise UserError(f"the backup did not finish within {timeout:.0f}s; see {log}")
+    finally:
+        if proc.poll() is None:
+            procs.terminate([proc.pid], grace=10)
+        lab.book.forget(name)
+    if proc.returncode != 0:
+        raise UserError(f"pgbackrest backup failed (exit {proc.returncode}): {_last_line(log)}")
+    progress.step("pgbackrest info")
+    info = procs.run(
+        [str(tools.pgbackrest), f"--stanza={STANZA}", "info"], run_as=lab.run_as, env=env, cwd=cwd,
+        timeout=60, check=False,
+    )  # fmt: skip
+    print(info.stdout.rstrip(), file=lab.out)
+    return f"{kind} backup of stanza {STANZA} done in {progress.elapsed():.1f}s"
+
+
+def configs_env(lab: Lab, index: int) -> dict[str, str]:
+    """pgBackRest's environment for node ``index`` (config file, data directory, port)."""
+    from pgtop_ha.lab.configs import patroni_env
+
+    return patroni_env(lab.layout, index)
+
+
+def _last_line(path: os.PathLike[str]) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 2048))
+            lines = fh.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return "no log yet"
+    return lines[-1][-200:] if lines else "no log yet"

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from pgtop_ha.models.base import Frozen
+from pgtop_ha.models.pgbackrest import PgBackRestState
 from pgtop_ha.models.probe import WriteOutage
 
 # PostgreSQL's bigint, LSNs, lags and Patroni's timelines all fit a signed 64-bit int: a wider
@@ -363,6 +364,7 @@ class ClusterSnapshot(Bounded):
     patroni_config: PatroniConfig | None = None
     errors: tuple[str, ...] = ()
     probes: tuple[Probe, ...] = ()
+    pgbackrest: PgBackRestState | None = None
 
     def member(self, name: str) -> Member | None:
         """The Patroni member called ``name``, if any."""

@@ -292,7 +292,7 @@ async def test_resize_switches_between_overview_and_dashboard() -> None:
         await until(pilot, lambda: scr.dashboard)
         await pilot.pause()
         key_only = {p.id for p in PANES if not p.place.dashboard}
-        assert key_only == {"probes"}
+        assert key_only == {"probes", "pgbackrest"}
         assert all(p.region.height > 0 for k, p in scr.panes.items() if k not in key_only)
         assert all(scr.panes[k].region.height == 0 for k in key_only)  # reached by key only
         assert table(app, "memory").touched > 0

@@ -48,7 +48,8 @@ def test_the_registry_lays_out_the_console_as_the_stylesheet_did() -> None:
     )
     wide = grid_plan(panes, "overview", wide=True)
     assert wide.columns == 2 and wide.rows == "auto 1fr 1fr 1fr 1fr"
-    assert wide.shown == tuple(p.id for p in panes if p.id != "probes")  # Probes: key only
+    key_only = ("probes", "pgbackrest")
+    assert wide.shown == tuple(p.id for p in panes if p.id not in key_only)  # Probes, pgBackRest: key only
     assert wide.spans == (("cluster", 2),)
     assert grid_plan(panes, "slots", wide=True) == GridPlan(1, "1fr", ("slots",))
 

@@ -14,6 +14,7 @@ from pgtop_ha.ui.panes import (
     events,
     haproxy,
     memory,
+    pgbackrest,
     probes,
     problems,
     replication,
@@ -32,4 +33,5 @@ PANES: tuple[PaneSpec, ...] = (
     memory.PANE,
     events.PANE,
     probes.PANE,
+    pgbackrest.PANE,
 )
