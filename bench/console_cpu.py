@@ -10,9 +10,11 @@ per size and the ratio console / reference. Example:
     .venv/bin/python bench/console_cpu.py --config /tmp/lab/pgtop-ha.toml --runs 3 --seconds 60 \
         --sizes 80x24,160x48,200x50 --load
 
-`--load` runs `pgtop-ha lab fault load` (pgbench through the writer port) for the whole benchmark.
+`--baseline-tree DIR` runs a second console from a copy of an older tree in the same windows
+(before/after under the same load). `--load` runs `pgtop-ha lab fault load` (pgbench through the
+writer port) for the whole benchmark.
 pg_activity is looked for at --pg-activity (install it into its own venv, e.g.
-`python3 -m venv /tmp/pga-venv && /tmp/pga-venv/bin/pip install pg_activity psycopg[binary]`;
+`python3 -m venv /tmp/pga-venv && /tmp/pga-venv/bin/pip install 'pg_activity[psycopg]==3.6.2'`;
 it is not a dependency of pgtop-ha).
 """
 
@@ -95,11 +97,15 @@ def child(config: Path, interval: float, theme: str, poller_only: bool) -> None:
     PgtopApp(settings, Poller.from_settings(settings)).run()
 
 
-def console_command(args: argparse.Namespace) -> list[str]:
-    """The console's command line (this script in child mode)."""
+def console_command(args: argparse.Namespace, tree: Path | None = None) -> list[str]:
+    """The console's command line (this script in child mode), from ``tree`` when given."""
+    script = os.path.abspath(__file__) if tree is None else str(tree / "bench" / "console_cpu.py")
+    # `env` execs the interpreter, so the pane's pid is still the console's own.
+    prefix = [] if tree is None else ["env", f"PYTHONPATH={tree}"]
     return [
+        *prefix,
         sys.executable,
-        os.path.abspath(__file__),
+        script,
         "--child",
         "--config",
         str(args.config),
@@ -191,6 +197,8 @@ def stop(session: str) -> None:
 def measure(args: argparse.Namespace, lab: LabInfo | None, size: str, index: int) -> dict[str, Figure]:
     """One window at one size: every tool at once; CPU s/min and RSS per tool."""
     tools: dict[str, list[str]] = {"pgtop-ha": console_command(args)}
+    if args.baseline_tree is not None:
+        tools["baseline"] = console_command(args, args.baseline_tree)
     if lab is not None:
         ref = reference_command(args, lab)
         if ref is not None:
@@ -257,6 +265,11 @@ def main() -> int:
     p.add_argument("--load-log", default="/tmp/pgtop-bench-load.log")
     p.add_argument("--show", action="store_true", help="print the screens after each run")
     p.add_argument("--poller-only", action="store_true", help="measure the poller without the UI")
+    p.add_argument(
+        "--baseline-tree",
+        type=Path,
+        help="a copy of an older source tree: its console runs in the same windows (before/after)",
+    )
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -282,7 +295,8 @@ def main() -> int:
                     f"{name} {f.cpu_s_per_min:.3f} CPU s/min ({f.rss_mb:.0f} MB)"
                     for name, f in figures.items()
                 )
-                print(f"run {run + 1} {size}: {line}", flush=True)
+                load1 = os.getloadavg()[0]  # the shared machine's load: context for the figures
+                print(f"run {run + 1} {size}: {line}; load average {load1:.2f}", flush=True)
     finally:
         subprocess.run([*TMUX, "kill-server"], check=False, capture_output=True)
         if load is not None and load.poll() is None:
@@ -291,20 +305,21 @@ def main() -> int:
     what = "poller only" if args.poller_only else "console"
     cond = "under lab fault load" if args.load else "quiet cluster"
     print(f"\nmedian of {args.runs} runs, {args.seconds:g} s each, {what}, {cond}, every {args.interval:g}s:")
-    print("| size | pgtop-ha CPU s/min (runs) | RSS MB | reference CPU s/min (runs) | ratio |")
-    print("|---|---|---|---|---|")
+    print("| size | console | CPU s/min (runs) | RSS MB | reference CPU s/min (runs) | ratio |")
+    print("|---|---|---|---|---|---|")
     for size in sizes:
-        ours = [r["pgtop-ha"].cpu_s_per_min for r in results[size]]
-        rss = max(r["pgtop-ha"].rss_mb for r in results[size])
-        cell = f"**{statistics.median(ours):.2f}** ({', '.join(f'{x:.2f}' for x in ours)})"
-        ref_cell = ratio = "–"
-        if args.reference in results[size][0]:
-            refs = [r[args.reference].cpu_s_per_min for r in results[size]]
-            runs = ", ".join(f"{x:.2f}" for x in refs)
-            ref_cell = f"{args.reference} **{statistics.median(refs):.2f}** ({runs})"
-            if statistics.median(refs) > 0:
-                ratio = f"{statistics.median(ours) / statistics.median(refs):.1f}×"
-        print(f"| {size} | {cell} | {rss:.0f} | {ref_cell} | {ratio} |")
+        for console in [name for name in ("baseline", "pgtop-ha") if name in results[size][0]]:
+            ours = [r[console].cpu_s_per_min for r in results[size]]
+            rss = max(r[console].rss_mb for r in results[size])
+            cell = f"**{statistics.median(ours):.2f}** ({', '.join(f'{x:.2f}' for x in ours)})"
+            ref_cell = ratio = "–"
+            if args.reference in results[size][0]:
+                refs = [r[args.reference].cpu_s_per_min for r in results[size]]
+                runs = ", ".join(f"{x:.2f}" for x in refs)
+                ref_cell = f"{args.reference} **{statistics.median(refs):.2f}** ({runs})"
+                if statistics.median(refs) > 0:
+                    ratio = f"{statistics.median(ours) / statistics.median(refs):.1f}×"
+            print(f"| {size} | {console} | {cell} | {rss:.0f} | {ref_cell} | {ratio} |")
     return 0
 
 

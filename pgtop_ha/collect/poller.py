@@ -252,7 +252,15 @@ class Poller:
     def add_probe(self, runner: ProbeRunner) -> None:
         """Run ``runner`` every cycle beside the others (the operator's write probe comes this way)."""
         runner.locate = self._locate
+        runner.restless = self._restless
         self._probes.append(runner)
+
+    def _restless(self) -> bool:
+        """True while a node's PostgreSQL is not answering: read probes then run every cycle."""
+        # A killed primary that Patroni restarts in place is down for a few seconds only: a
+        # probe every calm_interval would miss the outage the probes exist to show.
+        nodes = [slot.node for slot in self._members.values() if slot.node is not None]
+        return any(not node.view().reachable for node in nodes)
 
     def _locate(self, addr: str | None, port: int | None) -> str | None:
         """The member whose PostgreSQL listens at ``addr``:``port`` (a probe's answering server)."""

@@ -1,10 +1,14 @@
 """Client probes, read path: what an application sees through HAProxy's ports or a pooler.
 
-Each cycle every endpoint gets a NEW connection and one short statement asking which server
-answered (address, port, in recovery), as applications do after a failover. Each probe has its
-own time limit (probes.timeout) and at most one is in flight per endpoint. The same trust rules
-as the node readers apply: postgres.allowed_hosts (checked by the poller), the cleartext-password
-guard (pgtop_ha.pgguard) and read-only, named, bounded sessions.
+Each probe is a NEW connection and one short statement asking which server answered (address,
+port, in recovery), as applications do after a failover. A read probe runs every cycle while
+anything is unsettled (its last probe failed, its answering server changed or failed less than
+UNSETTLED_S ago, or the poller says the cluster is restless: a node not answering) and every
+probes.calm_interval seconds otherwise: each probe is a SCRAM handshake, and a calm cluster's
+answer does not change.
+Each probe has its own time limit (probes.timeout) and at most one is in flight per endpoint.
+The same trust rules as the node readers apply: postgres.allowed_hosts (checked by the poller),
+the cleartext-password guard (pgtop_ha.pgguard) and read-only, named, bounded sessions.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from pgtop_ha import pgguard
@@ -26,6 +31,7 @@ from pgtop_ha.settings import PostgresSettings, ProbeEndpoint
 
 READ_SQL = "select host(inet_server_addr()), inet_server_port(), pg_is_in_recovery()"
 CLOSE_S = 0.5  # a polite close; a server that does not answer it is cut off
+UNSETTLED_S = 30.0  # probe every cycle this long after an error or a change of answering server
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,7 @@ class ProbeRunner:
         *,
         refusal: str | None = None,
         describe: Callable[[BaseException], str] | None = None,
+        calm_interval: float = 0.0,
     ) -> None:
         self.name = name
         self.kind = kind
@@ -142,13 +149,35 @@ class ProbeRunner:
         self._error: str | None = None if refusal is None else refusal
         self._polled = False
         self.locate: Locate = lambda _addr, _port: None
+        # Set by the poller: True while the cluster is restless (probe every cycle then).
+        self.restless: Callable[[], bool] = lambda: False
         self.attempts = 0
+        self._calm_interval = calm_interval  # 0: every cycle
+        self._last_start: datetime | None = None
+        self._unsettled_until: datetime | None = None
+        self._last_who: tuple[str | None, bool | None] = (None, None)
 
     def start(self) -> asyncio.Task[None] | None:
         """The running probe, or a new one when the last has finished (None when refused)."""
         if self._attempt is None or self._refusal is not None:
             return None
+        if self._runner.running_for() is None and not self._due():
+            return None
+        if self._runner.running_for() is None:
+            self._last_start = self._clock()
         return self._runner.start()
+
+    def _due(self) -> bool:
+        """Whether a new probe should start now (see the module docstring)."""
+        if self._calm_interval <= 0 or self._last_start is None or self._error is not None:
+            return True
+        now = self._clock()
+        if self._unsettled_until is not None and now < self._unsettled_until:
+            return True
+        if self.restless():
+            return True
+        # A small slack so a 5 s calm interval at a 1 s cadence probes every 5th cycle, not 6th.
+        return (now - self._last_start).total_seconds() >= self._calm_interval - 0.2
 
     async def _poll(self) -> None:
         assert self._attempt is not None
@@ -165,11 +194,21 @@ class ProbeRunner:
             self._polled = True
             self._error = one_line(self._describe(exc))
             self._run = step(self._run, began, self._error)
+            self._unsettled_until = self._clock() + timedelta(seconds=UNSETTLED_S)
             return
         self._polled = True
         self._answer = answer
         self._error = None
-        self._run = step(self._run, self._clock(), None, self.locate(answer.addr, answer.port))
+        now = self._clock()
+        member = self.locate(answer.addr, answer.port)
+        # A writer answered by another server, or any endpoint by another role: routing moved.
+        # (A reader pool answered by a different replica each time is normal round-robin.)
+        # None (not known yet, e.g. before the first member list) is not a change.
+        who = (member if self.kind in ("writer", "write") else None, answer.in_recovery)
+        if any(a is not None and b is not None and a != b for a, b in zip(who, self._last_who, strict=True)):
+            self._unsettled_until = now + timedelta(seconds=UNSETTLED_S)
+        self._last_who = (who[0] or self._last_who[0], who[1] if who[1] is not None else self._last_who[1])
+        self._run = step(self._run, now, None, member)
 
     def probe(self) -> Probe:
         """This endpoint's figures now (a probe still running is reported as slow)."""
@@ -205,10 +244,24 @@ class ProbeRunner:
 
 
 def read_runner(
-    endpoint: ProbeEndpoint, pg: PostgresSettings, timeout: float, clock: Clock, refusal: str | None
+    endpoint: ProbeEndpoint,
+    pg: PostgresSettings,
+    timeout: float,
+    clock: Clock,
+    refusal: str | None,
+    *,
+    calm_interval: float = 0.0,
 ) -> ProbeRunner:
     """The read probe of one configured endpoint (``refusal``: why its host is not contacted)."""
     attempt = None if refusal is not None else read_attempt(endpoint, pg, timeout)
     return ProbeRunner(
-        endpoint.name, endpoint.kind, endpoint.host, endpoint.port, attempt, timeout, clock, refusal=refusal
+        endpoint.name,
+        endpoint.kind,
+        endpoint.host,
+        endpoint.port,
+        attempt,
+        timeout,
+        clock,
+        refusal=refusal,
+        calm_interval=calm_interval,
     )

@@ -155,3 +155,87 @@ async def test_never_two_probes_in_flight() -> None:
     assert first is not None
     await first
     assert runner.probe().errors == 1
+
+
+async def test_a_calm_probe_runs_every_calm_interval_and_every_cycle_while_unsettled() -> None:
+    from pgtop_ha.collect.probe import UNSETTLED_S, Answer
+
+    now = [T0]
+    failing = [False]
+    port = [5432]
+
+    async def attempt() -> Answer:
+        if failing[0]:
+            raise OSError("refused")
+        return Answer("127.0.0.1", port[0], False, 0.001)
+
+    runner = ProbeRunner("w", "writer", "127.0.0.1", 1, attempt, 1.0, lambda: now[0], calm_interval=5.0)
+    runner.locate = lambda _addr, p: {5432: "pg1", 5433: "pg2"}.get(p or 0)
+
+    async def cycle(second: float) -> bool:
+        now[0] = at(second)
+        task = runner.start()
+        if task is not None:
+            await task
+        return task is not None
+
+    assert [await cycle(s) for s in (0, 1, 2, 3, 4, 5, 6)] == [True, False, False, False, False, True, False]
+    failing[0] = True
+    assert await cycle(10) and await cycle(11) and runner.probe().errors == 2  # failing: every cycle
+    failing[0] = False
+    assert await cycle(12) and runner.probe().ok
+    # Within UNSETTLED_S of the last error: still every cycle; then calm again.
+    assert await cycle(13) and await cycle(11 + UNSETTLED_S - 1)
+    assert not await cycle(11 + UNSETTLED_S + 1)
+    port[0] = 5433  # the writer port now answers from another member: a failover
+    assert await cycle(11 + UNSETTLED_S + 5) and await cycle(11 + UNSETTLED_S + 6)
+    runner.restless = lambda: True
+    assert await cycle(200) and await cycle(201)
+    runner.restless = lambda: False
+    assert not await cycle(202)
+
+
+def test_calm_interval_is_a_setting_and_zero_means_every_cycle() -> None:
+    assert Settings().probes.calm_interval == 5.0
+    assert Settings.model_validate({"probes": {"calm_interval": 0}}).probes.calm_interval == 0
+    with pytest.raises(ValueError, match="calm_interval"):
+        Settings.model_validate({"probes": {"calm_interval": -1}})
+
+
+async def test_a_member_learnt_after_the_first_probe_is_not_a_routing_change() -> None:
+    from pgtop_ha.collect.probe import Answer
+
+    now = [T0]
+
+    async def attempt() -> Answer:
+        return Answer("127.0.0.1", 5432, False, 0.001)
+
+    runner = ProbeRunner("w", "writer", "127.0.0.1", 1, attempt, 1.0, lambda: now[0], calm_interval=5.0)
+    known: dict[int, str] = {}  # the poller has no member list before its first cycle
+    runner.locate = lambda _addr, p: known.get(p or 0)
+    ran = []
+    for second in range(8):
+        now[0] = at(second)
+        if second == 1:
+            known[5432] = "pg1"
+        task = runner.start()
+        if task is not None:
+            await task
+        ran.append(task is not None)
+    assert ran == [True, False, False, False, False, True, False, False]
+
+
+async def test_a_node_not_answering_makes_calm_probes_run_every_cycle() -> None:
+    settings = Settings.model_validate(
+        {
+            "probes": {"endpoints": [{"name": "p", "host": "127.0.0.1", "port": _free_port()}], "timeout": 1},
+            "nodes": [{"name": "pg1", "host": "127.0.0.1", "port": _free_port()}],
+        }
+    )
+    poller = Poller.from_settings(settings)
+    try:
+        await poller.cycle(budget=3)
+        (runner,) = poller._probes
+        assert runner.restless()  # pg1 refuses connections: every cycle, whatever calm_interval says
+    finally:
+        await poller.aclose()

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from rich.style import Style
 from rich.text import Text
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist, RowKey
 
 from pgtop_ha.models.health import Level
 from pgtop_ha.ui.format import shown
@@ -109,7 +109,7 @@ class KeyedTable(DataTable[CellText]):
                     value = self._make(c, col, index)
                     grows = len(value.plain) > self._content_width(col.key)
                     try:
-                        self.update_cell(row.key, col.key, value, update_width=grows)
+                        self._write_cell(row.key, col.key, value, grows)
                     except CellDoesNotExist:
                         continue
                     written += 1
@@ -126,6 +126,21 @@ class KeyedTable(DataTable[CellText]):
             self._restore_cursor(cursor_key)
         self.touched += written
         return written
+
+    def _write_cell(self, row: str, column: str, value: CellText, grows: bool) -> None:
+        # DataTable.update_cell repaints the whole table for one cell; when the column keeps
+        # its width, repaint only the cell's row (issue 10: a counter ticking each second
+        # re-rendered every line of the table).
+        if grows:
+            self.update_cell(row, column, value, update_width=True)
+            return
+        row_key, column_key = RowKey(row), ColumnKey(column)
+        index = self._row_locations.get(row_key)
+        if index is None or column_key not in self._column_locations:
+            raise CellDoesNotExist(f"no cell {row!r}/{column!r}")
+        self._data[row_key][column_key] = value
+        self._update_count += 1  # the row caches are keyed by it
+        self.refresh_row(index)
 
     def _content_width(self, key: str) -> int:
         column = self.columns.get(ColumnKey(key))

@@ -1,0 +1,70 @@
+"""A KeyedTable repaints only the rows whose cells changed (issue 10: console CPU)."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.strip import Strip
+
+from pgtop_ha.ui.panes.base import Cell, Column, Row
+from pgtop_ha.ui.widgets.keyed_table import KeyedTable
+
+COLUMNS = (Column("name", "Name"), Column("total", "Total", right=True))
+
+
+def rows(total_of_row_3: str) -> list[Row]:
+    return [
+        Row(key=f"r{i}", cells={"name": Cell(f"row {i}"), "total": Cell(total_of_row_3 if i == 3 else "10")})
+        for i in range(12)
+    ]
+
+
+class TableApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield KeyedTable(COLUMNS, id="t")
+
+
+class CountingTable(KeyedTable):
+    """Counts the lines rendered, to see what a cell change repaints."""
+
+    rendered = 0
+
+    def render_line(self, y: int) -> Strip:
+        CountingTable.rendered += 1
+        return super().render_line(y)
+
+
+class CountingApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield CountingTable(COLUMNS, id="t")
+
+
+async def test_one_changed_cell_repaints_its_row_not_the_table() -> None:
+    app = CountingApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(CountingTable)
+        assert table.apply(rows("10")) == 24
+        await pilot.pause()
+        CountingTable.rendered = 0
+        assert table.apply(rows("11")) == 1  # same width: no layout pass
+        await pilot.pause()
+        assert table.visible_texts()[3] == ["row 3", "11"]
+        # One row (and at most the line a partial update rounds to), not the 13 lines of the table.
+        assert 1 <= CountingTable.rendered <= 2
+        CountingTable.rendered = 0
+        assert table.apply(rows("11")) == 0  # nothing changed: nothing written, nothing repainted
+        await pilot.pause()
+        assert CountingTable.rendered == 0
+
+
+async def test_a_wider_value_still_widens_its_column() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(KeyedTable)
+        table.apply(rows("10"))
+        await pilot.pause()
+        before = table.columns[next(k for k in table.columns if k.value == "total")].content_width
+        table.apply(rows("123456789"))
+        await pilot.pause()
+        after = table.columns[next(k for k in table.columns if k.value == "total")].content_width
+        assert (before, after) == (5, 9)
+        assert table.visible_texts()[3] == ["row 3", "123456789"]
