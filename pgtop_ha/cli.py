@@ -100,7 +100,8 @@ def _parser(lab: bool = False) -> argparse.ArgumentParser:
     replay.add_argument("--paused", action="store_true", help="start paused on the first snapshot")
     replay.add_argument("--theme", default=argparse.SUPPRESS, metavar="NAME", help="dark, light or mono")
     events = sub.add_parser("events", help="print a recording's timeline and failover stopwatch")
-    events.add_argument("file", type=Path, metavar="FILE", help="a recording")
+    events.add_argument("file", type=Path, nargs="?", metavar="FILE", help="a recording")
+    _fleet_arguments(sub, common, events)
     events.add_argument("--json", action="store_true", help="as JSON (for a failure-test report)")
     events.add_argument(
         "--recompute", action="store_true", help="derive the events again from the snapshots and markers"
@@ -109,6 +110,16 @@ def _parser(lab: bool = False) -> argparse.ArgumentParser:
     mark.add_argument("text", nargs="+", metavar="TEXT", help='what happened, e.g. "killed primary"')
     _lab_subcommands(sub, common, lab)
     return parser
+
+
+def _fleet_arguments(sub: Any, common: argparse.ArgumentParser, events: argparse.ArgumentParser) -> None:
+    """`fleet`, and `events --prometheus URL --scope NAME --since 6h` (history from Prometheus)."""
+    fleet = sub.add_parser("fleet", parents=[common], help="many clusters at a glance, read from Prometheus")
+    fleet.add_argument("--prometheus", metavar="URL", help="Prometheus base URL (or fleet.prometheus)")
+    events.add_argument("--prometheus", metavar="URL", help="read history from Prometheus instead of FILE")
+    events.add_argument("--scope", metavar="NAME", help="with --prometheus: the cluster (Patroni scope)")
+    events.add_argument("--since", default="6h", metavar="DURATION", help="with --prometheus (default 6h)")
+    events.add_argument("--config", type=Path, default=argparse.SUPPRESS, metavar="PATH", help="TOML config")
 
 
 def _lab_subcommands(sub: Any, common: argparse.ArgumentParser, lab: bool) -> None:
@@ -177,6 +188,17 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(getattr(args, "config", None), cli_overrides(args))
 
 
+def _merged_settings(args: argparse.Namespace, extra: dict[str, Any]) -> Settings:
+    """Settings from the flags plus ``extra`` (a fleet drill down's cluster), sections merged."""
+    tree = cli_overrides(args)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(tree.get(key), dict):
+            tree[key] = {**tree[key], **value}
+        else:
+            tree[key] = value
+    return load_settings(getattr(args, "config", None), tree)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pgtop-ha` command."""
     args = parse(argv)
@@ -196,6 +218,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_record(_settings(args), args.file, parse_limit(args.record_max))
         if args.command == "replay":
             return run_replay(args)
+        if args.command == "fleet":
+            from pgtop_ha.fleet_cli import run_fleet
+
+            return run_fleet(_settings(args), args.prometheus, lambda extra: _merged_settings(args, extra))
+        if args.command == "events" and (args.prometheus or args.file is None):
+            from pgtop_ha.fleet_cli import run_history
+
+            if not args.scope:
+                raise UserError("events: give a recording FILE, or --prometheus URL --scope NAME")
+            return run_history(_settings(args), args.prometheus, args.scope, args.since, as_json=args.json)
         if args.command == "events":
             from pgtop_ha.record.report import run_events
 

@@ -196,6 +196,30 @@ class LabSettings(_Section):
     state_dir: Path | None = Field(None, description="Lab data and PIDs (default per user).")
 
 
+_LABEL = r"^[A-Za-z_][A-Za-z0-9_]*$"  # a Prometheus label name (it is written into PromQL)
+
+
+class FleetCluster(_Section):
+    """A per-cluster override for the fleet's drill down."""
+
+    patroni: tuple[str, ...] = Field((), description="Patroni REST URLs (default: the metrics' instances).")
+    config: Path | None = Field(None, description="This cluster's own console config (credentials, HAProxy).")
+
+
+class FleetSettings(_Section):
+    """The fleet view: many clusters read through Prometheus."""
+
+    prometheus: str | None = Field(None, description="Prometheus base URL, e.g. http://127.0.0.1:9090.")
+    scope_label: str = Field("scope", pattern=_LABEL, description="Label naming the cluster.")
+    name_label: str = Field("name", pattern=_LABEL, description="Label naming the member.")
+    writer_backend: str = Field("pg_writer", pattern=r'^[^"\\\n]+$', description="HAProxy writer backend.")
+    selector: str = Field("", description='Extra PromQL matchers, e.g. job="patroni".')
+    interval: float | None = Field(None, ge=1, le=600, description="Refresh seconds (default: scrape).")
+    verify: Flag = Field(True, description="Verify Prometheus's TLS certificate.")
+    allowed_hosts: Hosts = Field((), description="Hosts Prometheus and drill downs may go to (empty: any).")
+    clusters: dict[str, FleetCluster] = Field(default_factory=dict, description="Per-cluster overrides.")
+
+
 class ProbeEndpoint(_Section):
     """One endpoint applications connect through (HAProxy's writer/reader port, a pooler)."""
 
@@ -258,6 +282,7 @@ class Settings(_Section):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     pgbackrest: PgBackRestSettings = Field(default_factory=PgBackRestSettings)
     lab: LabSettings = Field(default_factory=LabSettings)
+    fleet: FleetSettings = Field(default_factory=FleetSettings)
     patroni_password: SecretStr | None = Field(
         None, exclude=True, repr=False, description="From PGTOP_HA_PATRONI_PASSWORD only."
     )

@@ -195,6 +195,8 @@ def haproxy_cfg(layout: Layout) -> str:
             "    stats enable",
             "    stats uri /stats",
             "    stats refresh 5s",
+            # Debian 12's HAProxy 2.6 has the built-in exporter (USE_PROMEX): the fleet lab scrapes it.
+            "    http-request use-service prometheus-exporter if { path /metrics }",
             "",
             *pool("pg_writer", layout.writer_port, "/primary", "first"),
             *pool("pg_reader", layout.reader_port, "/replica", "roundrobin"),

@@ -164,6 +164,21 @@ def _failover_lines(n: int, f: dict[str, Any]) -> list[str]:
     return lines
 
 
+def format_events(events: list[dict[str, Any]]) -> str:
+    """Events (as JSON rows) in the timeline's text format: a header line, then one line each."""
+    out = [f"{'TIME':<12}  {'LEVEL':<5}  {'NODE':<10}  {'KIND':<14}  WHAT"]
+    for e in events:
+        severity = e.get("severity")
+        level = _LEVELS.get(severity if isinstance(severity, int) else 0, "info")
+        out.append(
+            f"{_time(e.get('at')):<12}  {level:<5}  {clean(str(e.get('node') or '-'))[:10]:<10}  "
+            f"{clean(str(e.get('kind')))[:14]:<14}  {clean(str(e.get('text')))}{_extra(e, _CORE)}"
+        )
+    if not events:
+        out.append("(no events)")
+    return "\n".join(out)
+
+
 def format_report(report: dict[str, Any]) -> str:
     """The report as a readable text table (local times)."""
     h, span = report["header"], report["span"]

@@ -1,0 +1,180 @@
+"""`pgtop-ha fleet` and `pgtop-ha events --prometheus`: the fleet read through Prometheus (read-only)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pgtop_ha.collect.fleet_source import PrometheusFleet
+from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader, duration_seconds
+from pgtop_ha.errors import UserError
+from pgtop_ha.models.events import Event
+from pgtop_ha.models.fleet import FleetQueries, FleetRow, history_events
+from pgtop_ha.models.text import clean
+from pgtop_ha.models.trust import HostPolicy
+from pgtop_ha.models.urls import redact
+from pgtop_ha.settings import FleetSettings, Settings, load_settings
+
+MAX_STEPS = 2000  # range-query points per series (Prometheus refuses more than 11,000)
+
+
+def prometheus_url(settings: Settings, given: str | None) -> str:
+    """The Prometheus base URL from the flag or fleet.prometheus; a UserError naming the fix otherwise."""
+    url = given or settings.fleet.prometheus
+    if not url:
+        raise UserError("no Prometheus URL: give --prometheus URL or set fleet.prometheus in the config")
+    if not url.startswith(("http://", "https://")):
+        raise UserError(f"--prometheus {clean(redact(url))[:100]}: give an http(s):// URL")
+    return url
+
+
+def queries_of(fleet: FleetSettings) -> FleetQueries:
+    """The fleet's PromQL from its settings."""
+    return FleetQueries(
+        scope_label=fleet.scope_label,
+        name_label=fleet.name_label,
+        writer_backend=fleet.writer_backend,
+        selector=fleet.selector,
+    )
+
+
+def reader_of(settings: Settings, url: str) -> PrometheusReader:
+    """A GET-only reader of ``url``, refused when the host is not allowed."""
+    try:
+        return PrometheusReader(url, verify=settings.fleet.verify, allowed_hosts=settings.fleet.allowed_hosts)
+    except PrometheusError as exc:
+        raise UserError(str(exc)) from None
+
+
+def drill_urls(settings: Settings, row: FleetRow) -> list[str]:
+    """Patroni REST roots for a cluster: the config's override, else the metrics' instance labels."""
+    override = settings.fleet.clusters.get(row.scope)
+    if override is not None and override.patroni:
+        return list(override.patroni)
+    policy = HostPolicy.of(settings.patroni.allowed_hosts or settings.fleet.allowed_hosts)
+    urls = []
+    for instance in row.instances:
+        host = instance.rsplit(":", 1)[0].strip("[]")
+        if policy.refusal(host) is None:
+            urls.append(f"http://{instance}")
+    if not urls:
+        raise UserError(
+            f"cluster {row.scope}: no allowed Patroni URL in its metrics; "
+            f"set [fleet.clusters.{row.scope}] patroni = [...] in the config"
+        )
+    return urls
+
+
+def run_fleet(
+    settings: Settings,
+    url: str | None,
+    reload_settings: Callable[[dict[str, Any]], Settings],
+) -> int:
+    """The fleet screen; Enter opens a cluster's console (read-only), leaving it returns to the fleet."""
+    from pgtop_ha.ui.fleet.app import FleetApp
+
+    base = prometheus_url(settings, url)
+    filter_text = ""
+    while True:
+        source = PrometheusFleet(
+            reader_of(settings, base), queries_of(settings.fleet), interval=settings.fleet.interval
+        )
+        app = FleetApp(source, filter_text=filter_text)
+        scope = app.run()
+        filter_text = app.filter_text
+        if app.return_code not in (None, 0):
+            return app.return_code or 1
+        if scope is None:
+            return 0
+        row = next((r for r in app.rows if r.scope == scope), None)
+        if row is None:
+            continue
+        cluster = drill_settings(settings, row, reload_settings)
+        code = run_drill(cluster)
+        if code != 0:
+            return code
+
+
+def drill_settings(
+    settings: Settings, row: FleetRow, reload_settings: Callable[[dict[str, Any]], Settings]
+) -> Settings:
+    """A read-only console's settings for one cluster: its own config file if set, else the fleet's."""
+    override = settings.fleet.clusters.get(row.scope)
+    extra: dict[str, Any] = {"cluster_name": row.scope, "read_only": True}
+    if override is not None and override.config is not None:
+        if override.patroni:
+            extra["patroni"] = {"urls": list(override.patroni)}
+        return load_settings(override.config, extra)
+    return reload_settings({**extra, "patroni": {"urls": drill_urls(settings, row)}})
+
+
+def run_drill(settings: Settings) -> int:
+    """One cluster's live console, read-only; Esc on its overview (or q) goes back to the fleet."""
+    from pgtop_ha.console import build_poller
+    from pgtop_ha.crash import crash_line
+    from pgtop_ha.settings import Mode
+    from pgtop_ha.ui.fleet.drill import DrillApp
+
+    mode = Mode(read_only=True, reason="opened from the fleet view (read-only)", short="fleet")
+    app = DrillApp(settings=settings, source=build_poller(settings, operator=False), mode=mode)
+    app.run()
+    if app.crash is not None:
+        print(crash_line(app.crash, app.crash_report), file=sys.stderr)
+        return 1
+    return 0
+
+
+# -- history --------------------------------------------------------------------------------------
+
+
+def _matcher(label: str, value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'{label}="{escaped}"'
+
+
+async def fleet_history(
+    reader: PrometheusReader, queries: FleetQueries, scope: str, since_s: float, end: float
+) -> list[Event]:
+    """Leader changes, timeline bumps and member outages of ``scope`` over the last ``since_s``."""
+    start = end - since_s
+    step = max(1.0, since_s / MAX_STEPS)
+    sel = ",".join(p for p in (_matcher(queries.scope_label, scope), queries.selector) if p)
+    try:
+        primary, timeline, running = await asyncio.gather(
+            reader.query_range(f"patroni_primary{{{sel}}}", start, end, step),
+            reader.query_range(f"patroni_postgres_timeline{{{sel}}}", start, end, step),
+            reader.query_range(f"patroni_postgres_running{{{sel}}}", start, end, step),
+        )
+    finally:
+        await reader.aclose()
+    # Prometheus aligns range points on start + k·step: the same grid read back here.
+    steps = [start + k * step for k in range(int(since_s / step) + 1)]
+    return history_events(primary, timeline, running, steps=steps, name_label=queries.name_label)
+
+
+def run_history(settings: Settings, url: str | None, scope: str, since: str, *, as_json: bool) -> int:
+    """`pgtop-ha events --prometheus URL --scope NAME --since 6h`."""
+    from pgtop_ha.record.report import format_events
+
+    seconds = duration_seconds(since)
+    if not seconds:
+        raise UserError(f"--since {clean(since)[:40]}: give a duration such as 30m, 6h or 2d")
+    base = prometheus_url(settings, url)
+    try:
+        events = asyncio.run(
+            fleet_history(reader_of(settings, base), queries_of(settings.fleet), scope, seconds, time.time())
+        )
+    except PrometheusError as exc:
+        raise UserError(str(exc)) from None
+    rows = [e.model_dump(mode="json") for e in events]
+    if as_json:
+        import json
+
+        print(json.dumps({"scope": scope, "since_s": seconds, "events": rows}, indent=2))
+        return 0
+    print(f"{clean(scope)} from {clean(redact(base))}, last {clean(since)}")
+    print(format_events(rows))
+    return 0

@@ -1,0 +1,1 @@
+"""The fleet view: many Patroni clusters read through Prometheus."""

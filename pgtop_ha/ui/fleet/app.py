@@ -1,0 +1,147 @@
+"""The fleet screen: one row per cluster, worst first, filterable; Enter drills into a cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Input, Static
+
+from pgtop_ha.models.fleet import COLUMNS, FleetRow, matches
+from pgtop_ha.models.text import clean
+from pgtop_ha.ui.fleet.source import FleetSource
+
+
+class FleetApp(App[str | None]):
+    """The fleet at a glance; exits with the chosen cluster's scope (Enter) or None (q)."""
+
+    TITLE = "pgtop-ha fleet"
+    ENABLE_COMMAND_PALETTE = False
+    CSS = """
+    #status { height: 1; }
+    #filter { display: none; height: 3; }
+    #filter.shown { display: block; }
+    DataTable { height: 1fr; }
+    """
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("slash", "filter", "Filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(self, source: FleetSource, *, filter_text: str = "") -> None:
+        super().__init__()
+        self.source = source
+        self.rows: list[FleetRow] = []
+        self.filter_text = filter_text
+        self.error: str | None = None
+        self.refreshes = 0
+        self._shown: dict[str, tuple[str, ...]] = {}
+        self._order: list[str] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def compose(self) -> ComposeResult:
+        """Status line, filter input, the table, the footer."""
+        yield Static(Text("connecting to Prometheus…"), id="status")
+        yield Input(placeholder="filter clusters (Enter to apply, Esc to clear)", id="filter")
+        table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=False)
+        table.add_columns(*COLUMNS)
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Focus the table (not the hidden filter) and start the refresh loop."""
+        self.query_one(DataTable).focus()
+        self._task = asyncio.create_task(self._refresh_loop())
+
+    async def _refresh_loop(self) -> None:
+        interval = 5.0
+        with contextlib.suppress(Exception):
+            interval = await self.source.interval()
+        while True:
+            try:
+                rows = await self.source.rows()
+            except Exception as exc:  # any failure is shown as one line; the last rows stay
+                lines = str(exc).splitlines()
+                self.error = clean(lines[0])[:200] if lines else type(exc).__name__
+            else:
+                self.error = None
+                self.rows = rows
+            self.refreshes += 1
+            self._render_rows()
+            await asyncio.sleep(interval)
+
+    def _visible(self) -> list[FleetRow]:
+        return [r for r in self.rows if matches(r, self.filter_text)]
+
+    def _render_rows(self) -> None:
+        visible = self._visible()
+        bad = sum(1 for r in self.rows if r.severity)
+        status = f"{len(self.rows)} clusters, {bad} with problems"
+        if self.filter_text:
+            status += f", {len(visible)} shown (filter: {self.filter_text})"
+        if self.error:
+            kept = "showing the last answer" if self.rows else "no answer yet"
+            status = f"Prometheus: {self.error} ({kept})"
+        self.query_one("#status", Static).update(Text(status))
+        table: DataTable[Text] = self.query_one(DataTable)
+        order = [r.scope for r in visible]
+        if order != self._order:
+            # Order or membership changed: rebuild (rare); otherwise only changed cells are touched.
+            table.clear()
+            self._shown = {}
+            for r in visible:
+                cells = r.cells()
+                table.add_row(*(Text(c) for c in cells), key=r.scope)
+                self._shown[r.scope] = cells
+            self._order = order
+            return
+        for r in visible:
+            cells = r.cells()
+            old = self._shown.get(r.scope)
+            if old == cells:
+                continue
+            for i, (a, b) in enumerate(zip(old or (), cells, strict=False)):
+                if a != b:
+                    table.update_cell(r.scope, table.ordered_columns[i].key, Text(b))
+            self._shown[r.scope] = cells
+
+    def action_filter(self) -> None:
+        """Show the filter input."""
+        box = self.query_one("#filter", Input)
+        box.add_class("shown")
+        box.value = self.filter_text
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        """Clear and hide the filter."""
+        box = self.query_one("#filter", Input)
+        box.remove_class("shown")
+        self.filter_text = ""
+        self.query_one(DataTable).focus()
+        self._render_rows()
+
+    @on(Input.Submitted, "#filter")
+    def _apply_filter(self, event: Input.Submitted) -> None:
+        self.filter_text = clean(event.value)[:80]
+        event.input.remove_class("shown")
+        self.query_one(DataTable).focus()
+        self._render_rows()
+
+    @on(DataTable.RowSelected)
+    def _drill(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.exit(event.row_key.value)
+
+    async def on_unmount(self) -> None:
+        """Stop the loop, close the source."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        with contextlib.suppress(Exception):
+            await self.source.aclose()

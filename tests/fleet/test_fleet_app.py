@@ -1,0 +1,96 @@
+"""The fleet screen through Textual's Pilot, with a scripted source."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import DataTable, Static
+
+from pgtop_ha.collect.prometheus import PrometheusError, parse_vector
+from pgtop_ha.models.fleet import FleetRow, build_rows
+from pgtop_ha.ui.fleet.app import FleetApp
+from tests.fleet.synth import synthetic_bodies
+
+NOW = 1_700_000_000.0
+
+
+class Scripted:
+    """A FleetSource answering from a list (an Exception item is raised)."""
+
+    def __init__(self, answers: list[list[FleetRow] | Exception]) -> None:
+        self.answers = answers
+        self.calls = 0
+
+    async def rows(self) -> list[FleetRow]:
+        item = self.answers[min(self.calls, len(self.answers) - 1)]
+        self.calls += 1
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    async def interval(self) -> float:
+        return 0.05
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _rows(n: int) -> list[FleetRow]:
+    bodies = synthetic_bodies(n, now=NOW)
+    return build_rows({k: parse_vector(v) for k, v in bodies.items()}, now=NOW)
+
+
+def _status(app: FleetApp) -> str:
+    content = app.query_one("#status", Static).content
+    return content.plain if isinstance(content, Text) else str(content)
+
+
+async def _until(pilot, condition, limit: int = 200) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(limit):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("condition not met in time")
+
+
+async def test_rows_filter_and_drill() -> None:
+    app = FleetApp(Scripted([_rows(4)]))
+    async with app.run_test(size=(160, 30)) as pilot:
+        table = app.query_one(DataTable)
+        await _until(pilot, lambda: table.row_count == 4)
+        assert "4 clusters" in _status(app)
+        await pilot.press("slash", *"0003", "enter")
+        await _until(pilot, lambda: table.row_count == 1)
+        await pilot.press("escape")
+        await _until(pilot, lambda: table.row_count == 4)
+        table.focus()
+        await pilot.press("down", "enter")
+    assert app.return_value == "cluster-0001"
+
+
+async def test_prometheus_error_is_one_line_and_keeps_rows() -> None:
+    hostile = PrometheusError("prometheus http://x: HTTP 503 [bold]boom[/bold]")
+    app = FleetApp(Scripted([_rows(2), hostile]))
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one(DataTable)
+        await _until(pilot, lambda: app.error is not None)
+        status = _status(app)
+        assert status.startswith("Prometheus: ") and "[bold]boom[/bold]" in status  # shown, not parsed
+        assert table.row_count == 2
+
+
+async def test_first_refresh_fails() -> None:
+    app = FleetApp(Scripted([RuntimeError("connection refused\nsecond line")]))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await _until(pilot, lambda: app.refreshes >= 1)
+        assert _status(app) == "Prometheus: connection refused (no answer yet)"
+        await pilot.press("q")
+    assert app.return_value is None
+
+
+async def test_many_clusters_stay_responsive() -> None:
+    app = FleetApp(Scripted([_rows(1000)]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.query_one(DataTable)
+        await _until(pilot, lambda: table.row_count == 1000, limit=500)
+        await pilot.press("slash", *"0999", "enter")
+        await _until(pilot, lambda: table.row_count == 1)

@@ -1,0 +1,125 @@
+"""The fleet on a real fleet lab (2 labs + Prometheus): a switchover shows in its row in time."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgtop_ha.collect.fleet_source import PrometheusFleet
+from pgtop_ha.collect.prometheus import PrometheusReader
+from pgtop_ha.fleet_cli import fleet_history
+from pgtop_ha.lab import faults
+from pgtop_ha.lab.cluster import Lab, _claim, _port_free
+from pgtop_ha.lab.fleet import RANGE, Fleet, FleetLab, prometheus_config
+from pgtop_ha.models.fleet import FleetQueries, FleetRow
+
+pytestmark = pytest.mark.lab
+
+TEST_ROWS = int(os.environ.get("PGTOPHA_TEST_ROWS", "1000"))
+CLUSTERS = 2
+
+
+def _claim_fleet(start: int = 26400, stop: int = 30000) -> Fleet:
+    """Two consecutive lab port ranges (and Prometheus's port), claimed like tests/conftest.py does."""
+    for base in range(start, stop - RANGE * CLUSTERS, RANGE):
+        fleet = Fleet(base, CLUSTERS, Path(f"/tmp/pgtop-ha-fleet-test-{base}"))
+        ports = [p for i in range(CLUSTERS) for p in fleet.layout(i).ports()] + [fleet.prometheus_port]
+        if not all(_port_free(p) for p in ports):
+            continue
+        locks = [Path(f"/tmp/pgtop-ha-port-{base + RANGE * i}.claim") for i in range(CLUSTERS)]
+        taken = [lock for lock in locks if _claim(lock)]
+        if len(taken) == len(locks):
+            return fleet
+        for lock in taken:
+            lock.unlink(missing_ok=True)
+    raise AssertionError("no free port range for a fleet lab")
+
+
+@pytest.fixture(scope="module")
+def fleet_lab() -> Iterator[FleetLab]:
+    """A 2-cluster fleet, up for this module."""
+    lab = FleetLab(_claim_fleet(), out=sys.stderr)
+    try:
+        lab.up(rows=TEST_ROWS)
+        yield lab
+    finally:
+        lab.down()
+
+
+async def _rows(url: str) -> dict[str, FleetRow]:
+    source = PrometheusFleet(PrometheusReader(url), FleetQueries())
+    return {r.scope: r for r in await source.rows()}
+
+
+def test_prometheus_config_labels_each_lab() -> None:
+    text = prometheus_config(Fleet(26000, 3, Path("/tmp/x")))
+    assert text.count("scope: 'lab") == 6 and "scrape_interval: 5s" in text
+    assert "127.0.0.1:26120" in text and "127.0.0.1:26132" in text  # lab3 REST, lab3 HAProxy exporter
+
+
+async def test_rows_match_cluster_and_switchover_shows(fleet_lab: FleetLab) -> None:
+    fleet = fleet_lab.fleet
+    url = fleet.prometheus_url
+    source = PrometheusFleet(PrometheusReader(url), FleetQueries())
+    assert await source.interval() == 5.0  # read from Prometheus's own config
+
+    deadline = time.monotonic() + 60
+    rows: dict[str, FleetRow] = {}
+    while time.monotonic() < deadline:
+        rows = await _rows(url)
+        if set(rows) == {"lab1", "lab2"} and all(
+            r.members_up == 3 and r.streaming == 2 for r in rows.values()
+        ):
+            break
+        await _sleep()
+    labs = [Lab(fleet.layout(i), out=io.StringIO()) for i in range(CLUSTERS)]
+    for i, lab in enumerate(labs):
+        row = rows[fleet.scope(i)]
+        assert row.leader == lab.leader(), (row, lab.cluster())
+        assert (row.members_up, row.members_total, row.replicas, row.streaming) == (3, 3, 2, 2)
+        assert row.writer_up == 1  # HAProxy's exporter is scraped
+        assert row.paused is False and row.pending_restart == 0
+        assert len(row.instances) == 3
+
+    before = rows["lab1"]
+    start = time.time()
+    faults.switchover(labs[0])
+    new_leader = labs[0].leader()
+    assert new_leader is not None and new_leader != before.leader
+    switched = time.monotonic()
+    deadline = switched + 2 * 5.0 + 2.0  # two scrape intervals (and one query's time)
+    row = before
+    while time.monotonic() < deadline:
+        row = (await _rows(url))["lab1"]
+        if row.leader == new_leader:
+            break
+        await _sleep()
+    assert row.leader == new_leader, (
+        f"fleet row still shows {row.leader} after {time.monotonic() - switched:.1f}s"
+    )
+    assert (await _rows(url))["lab2"].leader == labs[1].leader()
+
+    # The history sees the same switchover (leader change, timeline bump) from range queries.
+    deadline = time.monotonic() + 30
+    kinds: set[str] = set()
+    while time.monotonic() < deadline:
+        events = await fleet_history(
+            PrometheusReader(url), FleetQueries(), "lab1", time.time() - start + 60, time.time()
+        )
+        kinds = {e.kind for e in events}
+        if {"leader", "timeline"} <= kinds:
+            break
+        await _sleep()
+    assert {"leader", "timeline"} <= kinds
+
+
+async def _sleep() -> None:
+    import asyncio
+
+    await asyncio.sleep(0.5)  # polling interval of a deadline loop, not a synchronisation

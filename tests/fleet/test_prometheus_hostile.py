@@ -1,0 +1,87 @@
+"""The Prometheus reader against down, failing and hostile servers: one line, no crash, bounded."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from pgtop_ha.collect.fleet_source import PrometheusFleet
+from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader
+from pgtop_ha.models.fleet import FleetQueries
+from tests.fleet.synth import synthetic_bodies
+from tests.hostile.fakes import answer, fake_server, json_answer
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+async def _error(url: str) -> str:
+    source = PrometheusFleet(PrometheusReader(url, timeout=2), FleetQueries())
+    with pytest.raises(PrometheusError) as info:
+        await source.rows()
+    text = str(info.value)
+    assert "\n" not in text and "\x1b" not in text and len(text) < 300
+    return text
+
+
+async def test_prometheus_down() -> None:
+    assert "connection refused" in await _error(f"http://127.0.0.1:{_free_port()}")
+
+
+@pytest.mark.parametrize(
+    ("handler", "fragment"),
+    [
+        (answer(b"oops", "500 Internal Server Error"), "HTTP 500"),
+        (answer(b"", "503 Service Unavailable"), "HTTP 503"),
+        (
+            json_answer(b'{"status":"error","error":"bad\\u001b[2J query [red]x[/red]"}', "400 Bad Request"),
+            "query failed",
+        ),
+        (answer(b"<html>login</html>"), "not JSON"),
+        (answer(b"", "302 Found", {"Location": "http://127.0.0.1:1/login"}), "redirected"),
+        (answer(b"x" * 100, "200 OK", {"Content-Encoding": "gzip"}), "compressed answer refused"),
+        (answer(b"x" * 100, "200 OK", {"Content-Length": str(10**10)}, length=False), "too large"),
+    ],
+)
+async def test_prometheus_errors_are_one_line(handler, fragment) -> None:  # type: ignore[no-untyped-def]
+    async with fake_server({"/api/v1/": handler}) as server:
+        assert fragment in await _error(server.url)
+
+
+async def test_huge_answer_is_refused() -> None:
+    body = b'{"status":"success","data":{"result":[' + b'{"metric":{},"value":[1,"1"]},' * 400_000 + b"1]}}"
+    async with fake_server({"/api/v1/": json_answer(body)}) as server:
+        assert "too large" in await _error(server.url)
+
+
+async def test_get_only_no_credentials_and_a_handful_of_queries() -> None:
+    bodies = synthetic_bodies(5)
+    by_query = {q: bodies[name] for name, q in FleetQueries().all().items()}
+
+    async def handle(got, writer):  # type: ignore[no-untyped-def]
+        from urllib.parse import parse_qs, urlsplit
+
+        query = parse_qs(urlsplit(got.target).query)["query"][0]
+        await json_answer(by_query[query])(got, writer)
+
+    async with fake_server({"/api/v1/query": handle}) as server:
+        url = server.url.replace("http://", "http://user:secret@")
+        rows = await PrometheusFleet(PrometheusReader(url), FleetQueries()).rows()
+        assert len(rows) == 5
+        assert len(server.received) == len(FleetQueries().all()) <= 5
+        for got in server.received:
+            assert got.method == "GET"
+            assert "authorization" not in got.headers and b"secret" not in got.raw
+            assert got.headers.get("accept-encoding") == "identity"
+
+
+def test_disallowed_host_refused() -> None:
+    with pytest.raises(PrometheusError, match="not in allowed_hosts"):
+        PrometheusReader("http://10.1.2.3:9090", allowed_hosts=("127.0.0.1",))
+    with pytest.raises(PrometheusError, match="never contacted"):
+        PrometheusReader("http://169.254.169.254")
