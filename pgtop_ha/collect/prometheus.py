@@ -57,14 +57,19 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def parse_vector(body: bytes) -> tuple[Sample, ...]:
-    """An instant-query answer (resultType vector) as samples; malformed entries are skipped."""
-    data = _data(body)
-    result = data.get("result")
+def _result(body: bytes) -> list[Any]:
+    """The answer's ``data.result`` list (empty when absent), refused beyond MAX_SERIES series."""
+    result = _data(body).get("result")
     if not isinstance(result, list):
-        return ()
+        return []
     if len(result) > MAX_SERIES:
         raise PrometheusError(f"answer has {len(result)} series (over {MAX_SERIES}); narrow the query")
+    return result
+
+
+def parse_vector(body: bytes) -> tuple[Sample, ...]:
+    """An instant-query answer (resultType vector) as samples; malformed entries are skipped."""
+    result = _result(body)
     samples: list[Sample] = []
     labels = _Labels()
     for item in result:
@@ -83,12 +88,7 @@ def parse_vector(body: bytes) -> tuple[Sample, ...]:
 
 def parse_matrix(body: bytes) -> tuple[Series, ...]:
     """A range-query answer (resultType matrix) as series of (time, value) points."""
-    data = _data(body)
-    result = data.get("result")
-    if not isinstance(result, list):
-        return ()
-    if len(result) > MAX_SERIES:
-        raise PrometheusError(f"answer has {len(result)} series (over {MAX_SERIES}); narrow the query")
+    result = _result(body)
     out: list[Series] = []
     labels = _Labels()
     for item in result:

@@ -308,29 +308,23 @@ def history_events(
             if not ok and down_since is None and any(s < t for s in pts):
                 down_since = t
             elif ok and down_since is not None:
-                events.append(
-                    Event(
-                        at=_at(down_since),
-                        kind="member",
-                        node=name,
-                        text=f"{name} down",
-                        severity=2,
-                        source="patroni",
-                        ended_at=_at(t),
-                        duration_s=t - down_since,
-                    )
-                )
+                events.append(_member_down(name, down_since, t))
                 down_since = None
         if down_since is not None:
-            events.append(
-                Event(
-                    at=_at(down_since),
-                    kind="member",
-                    node=name,
-                    text=f"{name} down",
-                    severity=2,
-                    source="patroni",
-                )
-            )
+            events.append(_member_down(name, down_since, None))
     events.sort(key=lambda e: e.at)
     return events
+
+
+def _member_down(name: str, since: float, until: float | None) -> Event:
+    """A member outage from ``since``, with its end and duration once it came back."""
+    return Event(
+        at=_at(since),
+        kind="member",
+        node=name,
+        text=f"{name} down",
+        severity=2,
+        source="patroni",
+        ended_at=None if until is None else _at(until),
+        duration_s=None if until is None else until - since,
+    )
