@@ -74,7 +74,9 @@ async def test_rows_match_cluster_and_switchover_shows(fleet_lab: FleetLab) -> N
     while time.monotonic() < deadline:
         rows = await _rows(url)
         if set(rows) == {"lab1", "lab2"} and all(
-            r.members_up == 3 and r.streaming == 2 for r in rows.values()
+            # HAProxy's exporter is a separate scrape target: wait for it too.
+            r.members_up == 3 and r.streaming == 2 and r.writer_up is not None
+            for r in rows.values()
         ):
             break
         await _sleep()
