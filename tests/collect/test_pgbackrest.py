@@ -6,9 +6,11 @@ import asyncio
 import json
 import os
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pgtop_ha.collect.errors import ParseError
@@ -205,10 +207,19 @@ async def test_a_failing_command_says_why_in_one_line(tmp_path: Path) -> None:
 
 
 async def test_a_hung_command_is_killed_on_timeout(tmp_path: Path) -> None:
-    argv = _script(tmp_path, "import time, os\nprint(os.getpid(), flush=True)\ntime.sleep(60)")
+    pid_file = tmp_path / "pid"
+    # The fake pgbackrest writes its PID, then blocks until a signal ends it: a hung command.
+    argv = _script(
+        tmp_path, f"import os, signal\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\nsignal.pause()"
+    )
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(1):
             await run_info(argv, None, None)
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the hung command was not killed"
+        await asyncio.sleep(0.05)
     assert describe(TimeoutError()) == "pgbackrest info: no answer within its time limit"
 
 
