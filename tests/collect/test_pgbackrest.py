@@ -206,6 +206,13 @@ async def test_a_failing_command_says_why_in_one_line(tmp_path: Path) -> None:
     assert "command not found" in describe(missing.value)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 async def test_a_hung_command_is_killed_on_timeout(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     # The fake pgbackrest writes its PID, then blocks until a signal ends it: a hung command.
@@ -217,7 +224,7 @@ async def test_a_hung_command_is_killed_on_timeout(tmp_path: Path) -> None:
             await run_info(argv, None, None)
     pid = int(pid_file.read_text())
     deadline = time.monotonic() + 10
-    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+    while _alive(pid):
         assert time.monotonic() < deadline, "the hung command was not killed"
         await asyncio.sleep(0.05)
     assert describe(TimeoutError()) == "pgbackrest info: no answer within its time limit"
