@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
 from pgtop_ha.lab import faults, procs
@@ -173,13 +174,22 @@ def test_stop_patroni_on_leader_hands_over(lab: Lab) -> None:
     assert procs.poll(lambda: lab.healthy(), 120, interval=0.5)
 
 
+def _stopped(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_STOPPED)
+    except psutil.NoSuchProcess:
+        return False
+
+
 def test_freeze_and_thaw(lab: Lab) -> None:
     node = _replicas(lab)[0]
     faults.freeze(_quiet(lab), node)
     try:
         pid = lab.book.running(f"patroni-{node}")
         assert pid is not None
-        assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+        # SIGSTOP is delivered asynchronously: a process running on the other core reports R
+        # until it is next scheduled, so wait for the stopped state rather than read it once.
+        assert procs.poll(lambda: _stopped(pid), 10, interval=0.05)
         assert lab.own_state(node, timeout=1) is None
     finally:
         faults.thaw(_quiet(lab), node)
