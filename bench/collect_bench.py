@@ -139,7 +139,7 @@ async def _scenario(
     memory: bool = True,
 ) -> Result:
     poller = Poller.from_settings(settings)
-    poller.set_memory(memory)
+    poller.set_needs(frozenset({"memory"}) if memory else frozenset())
     interval = settings.interval
     try:
         await poller.cycle()  # connect and probe outside the measurement

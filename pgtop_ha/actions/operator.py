@@ -21,7 +21,7 @@ from pgtop_ha.actions.reset_scopes import ResetScope, ResetTarget
 from pgtop_ha.actions.results import ActionResult, AuditEntry, NodeResult, Progress
 from pgtop_ha.actions.stats_reset import StatsResetter
 from pgtop_ha.clock import Clock
-from pgtop_ha.models.eligibility import LEADER_ROLES
+from pgtop_ha.models.roles import is_leader_role
 from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.models.urls import host_of, member_api_url, redact
 
@@ -36,7 +36,8 @@ def _leader_of(cluster: Any) -> str | None:
     for member in cluster.get("members") or ():
         if not isinstance(member, dict):
             continue
-        if member.get("role") in LEADER_ROLES and member.get("state") == "running":
+        role = member.get("role")
+        if isinstance(role, str) and is_leader_role(role) and member.get("state") == "running":
             return str(member.get("name"))
     return None
 

@@ -11,10 +11,9 @@ import httpx
 from pgtop_ha.collect.coerce import as_bool, as_dict, as_int, as_str
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.http import GetOnlyClient, RefusedAnswer
+from pgtop_ha.models.roles import is_leader_role
 from pgtop_ha.models.snapshot import ClusterInfo, HistoryEntry, Member, PatroniConfig
 from pgtop_ha.models.urls import redact
-
-LEADER_ROLES = frozenset({"leader", "standby_leader", "master"})
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ def parse_cluster(data: Any, limit: int | None = None) -> ClusterView:
     chosen = entries
     if limit is not None and len(entries) > limit:
         # The leader matters most: it is kept whatever its place in a long list.
-        leaders = [i for i, e in enumerate(entries) if as_str(e.get("role")) in LEADER_ROLES][:limit]
+        leaders = [i for i, e in enumerate(entries) if is_leader_role(as_str(e.get("role")))][:limit]
         lead = set(leaders)
         others = [i for i in range(len(entries)) if i not in lead][: limit - len(leaders)]
         chosen = [entries[i] for i in sorted([*leaders, *others])]
@@ -103,7 +102,7 @@ def parse_cluster(data: Any, limit: int | None = None) -> ClusterView:
                 pending_restart=as_bool(entry.get("pending_restart")),
             )
         )
-    leader = next((m.name for m in members if m.role in LEADER_ROLES), None)
+    leader = next((m.name for m in members if is_leader_role(m.role)), None)
     info = ClusterInfo(
         name=as_str(body.get("scope")),
         leader=leader,

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pgtop_ha.models.needs import NONE, Needs
+
 PROBE_SQL = """
 select current_setting('server_version_num')::int as version,
        coalesce((select rolsuper from pg_roles where rolname = current_user), false) as superuser,
@@ -232,12 +234,13 @@ def _agg(sql: str) -> str:
     return f"(select coalesce(json_agg(t), '[]'::json) from ({sql}) t)"
 
 
-def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True) -> str:
+def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, needs: Needs = NONE) -> str:
     """The one statement returning every view as a single JSON document (as text).
 
     ``slow`` adds the part that changes rarely and costs most (pg_settings' pending restarts,
     ~0.7-1 ms of server time: pg_show_all_settings() builds every GUC's row before any filter);
-    ``remote_memory`` adds /proc reads through pg_read_file. Every variant reports
+    ``remote_memory`` adds /proc reads through pg_read_file; ``needs`` adds the optional parts that
+    the panes on screen ask for (models/needs.py). Every variant reports
     ``conf_load_time``: a pending restart can only appear or clear with a configuration reload
     (or a restart, which ends this connection), so the reader asks for ``slow`` again only when
     that time changes.

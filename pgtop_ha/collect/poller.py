@@ -38,6 +38,7 @@ from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.probe import ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.collect.tls import context_for
+from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.probe import member_at
 from pgtop_ha.models.snapshot import (
     ClusterInfo,
@@ -199,7 +200,7 @@ class Poller:
         self._leader_seen = False
         self.haproxy_requests = 0
         self._closing: set[asyncio.Task[None]] = set()
-        self._memory_enabled = True
+        self._needs: Needs = frozenset({"memory"})  # until the screen says what it shows
         for node in settings.nodes:
             api = api_refusal = None
             if node.patroni_url:
@@ -311,7 +312,7 @@ class Poller:
                 dbname=dbname or self._settings.postgres.dbname,
             )
             node = NodeReader(target, self._settings.postgres, self._clock, proc=self._proc)
-            node.memory_enabled = self._memory_enabled
+            node.needs = self._needs
         own = None
         if api_url and api_refusal is None:
 
@@ -701,12 +702,12 @@ class Poller:
                     break
                 await asyncio.sleep(min(left, PACE_STEP_S))
 
-    def set_memory(self, enabled: bool) -> None:
-        """Read process memory (every few seconds) or not at all, e.g. while its pane is hidden."""
-        self._memory_enabled = enabled
+    def set_needs(self, needs: Needs) -> None:
+        """Do these optional reads (models/needs.py) from now on, e.g. memory only while shown."""
+        self._needs = needs
         for slot in self._members.values():
             if slot.node is not None:
-                slot.node.memory_enabled = enabled
+                slot.node.needs = needs
 
     def round_trips(self) -> dict[str, int]:
         """PostgreSQL round trips so far, per node (for the benchmark)."""

@@ -27,6 +27,7 @@ from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query, unavailable
 from pgtop_ha.collect.source import PollTask
 from pgtop_ha.models import derive
+from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.snapshot import (
     Archiver,
     CopyProgress,
@@ -133,9 +134,7 @@ def parse_document(text: str, caps: Capabilities) -> Parsed:
         current_lsn = doc.get("current_lsn")
         replay_lsn = doc.get("replay_lsn")
         receive_lsn = doc.get("receive_lsn")
-        reference = replay_lsn if in_recovery else current_lsn
-        if in_recovery and reference is None:
-            reference = receive_lsn
+        reference = derive.wal_position(in_recovery, current_lsn, replay_lsn, receive_lsn)
         replication = tuple(
             derive.with_lag(Replication.model_validate(r), current_lsn) for r in _rows(doc, "replication")
         )
@@ -286,7 +285,7 @@ class NodeReader:
         # memory_enabled=False skips memory. pg_settings costs ~0.7-1 ms of server time and
         # pending restarts only change with a reload: they are read on a new connection, when
         # pg_conf_load_time() moved (the next cycle), and every PENDING_REFRESH_S.
-        self._memory_enabled = True
+        self._needs: Needs = frozenset({"memory"})
         self._memory: dict[int, tuple[datetime | None, procmem.Memory]] = {}
         self._full_at: float | None = None
         self._pending: tuple[PendingSetting, ...] = ()
@@ -312,16 +311,24 @@ class NodeReader:
 
     @property
     def memory_enabled(self) -> bool:
-        """Whether process memory is read (the Memory pane may switch it off while hidden)."""
-        return self._memory_enabled
+        """Whether process memory is read (only while the Memory pane is on screen)."""
+        return "memory" in self._needs
 
-    @memory_enabled.setter
-    def memory_enabled(self, enabled: bool) -> None:
-        if enabled and not self._memory_enabled:
+    @property
+    def needs(self) -> Needs:
+        """The optional reads done each cycle (models/needs.py), following the panes on screen."""
+        return self._needs
+
+    @needs.setter
+    def needs(self, needs: Needs) -> None:
+        if "memory" in needs and not self.memory_enabled:
             # Switched back on: make the next cycle a full one so every process (the postmaster
             # and HugePages included) has its memory at once, not within REFRESH_S.
             self._full_at = None
-        self._memory_enabled = enabled
+        changed = needs != self._needs
+        self._needs = needs
+        if changed and self._caps is not None:
+            self._build_sql(self._caps)  # the next cycle's statement asks for the new parts
 
     # -- task management (the poller calls these) --------------------------------------------
 
@@ -405,14 +412,18 @@ class NodeReader:
                 conn.terminate()
                 raise
             self._conn, self._caps = conn, caps
-            self._sql = build_query(caps, remote_memory=False, slow=False)
-            self._sql_pending = build_query(caps, remote_memory=False, slow=True)
-            remote = not self._local and caps.remote_memory
-            self._sql_full = build_query(caps, remote_memory=True, slow=True) if remote else None
+            self._build_sql(caps)
             self._memory.clear()
             self._full_at = None
             self._pending_at = None
         return self._conn, self._caps
+
+    def _build_sql(self, caps: Capabilities) -> None:
+        needs = self._needs
+        self._sql = build_query(caps, remote_memory=False, slow=False, needs=needs)
+        self._sql_pending = build_query(caps, remote_memory=False, slow=True, needs=needs)
+        remote = not self._local and caps.remote_memory and self.memory_enabled
+        self._sql_full = build_query(caps, remote_memory=True, slow=True, needs=needs) if remote else None
 
     def _full_due(self, now: float) -> bool:
         return self._full_at is None or now - self._full_at >= REFRESH_S
@@ -519,7 +530,7 @@ class NodeReader:
                 # Loopback but not this host (an SSH tunnel): read memory like a remote node.
                 self._local = False
                 remote = self._caps.remote_memory
-                self._sql_full = build_query(self._caps, remote_memory=True, slow=True) if remote else None
+                self._build_sql(self._caps)
                 self._full_at = None
                 return None if remote else "needs superuser or pg_read_server_files"
             if full:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pgtop_ha.models.health import Pools, is_leader, is_up, member_state, node_state
+from pgtop_ha.models.roles import is_standby_leader
 from pgtop_ha.models.snapshot import ClusterSnapshot
 
 ROLE_GRACE_S = 10.0  # Patroni's role against pg_is_in_recovery(), timelines: normal in a switchover
@@ -78,7 +79,7 @@ def disagreements(snap: ClusterSnapshot, pools: Pools, *, role_grace_s: float = 
         if n is None or node_state(n) != "fresh" or n.in_recovery is None or not snap.cluster.reachable:
             continue
         said = m.role or m.own_role or "?"
-        if is_leader(m) and n.in_recovery and m.role != "standby_leader":
+        if is_leader(m) and n.in_recovery and not is_standby_leader(m.role):
             text = f"{m.name}: Patroni says {said}, PostgreSQL is in recovery"
             out.append(Check(f"role:{m.name}", text, m.name, 2, role_grace_s))
         elif not is_leader(m) and not n.in_recovery:

@@ -9,7 +9,7 @@ import re
 from datetime import datetime
 
 from pgtop_ha.models.base import Frozen
-from pgtop_ha.models.health import member_names
+from pgtop_ha.models.health import member_names, permanent_slots
 from pgtop_ha.models.snapshot import (
     ClusterSnapshot,
     CopyProgress,
@@ -115,11 +115,18 @@ def with_lag(row: Replication, current_lsn: int | None) -> Replication:
     )
 
 
+def wal_position(
+    in_recovery: bool | None, current: int | None, replay: int | None, receive: int | None
+) -> int | None:
+    """A node's own WAL position: current on a primary, replayed (else received) on a standby."""
+    if in_recovery:
+        return replay if replay is not None else receive
+    return current
+
+
 def reference_lsn(node: NodeSnapshot) -> int | None:
-    """The node's own WAL position: current on a primary, replayed (else received) on a standby."""
-    if node.in_recovery:
-        return node.replay_lsn if node.replay_lsn is not None else node.receive_lsn
-    return node.current_lsn
+    """The node's own WAL position (wal_position of its snapshot)."""
+    return wal_position(node.in_recovery, node.current_lsn, node.replay_lsn, node.receive_lsn)
 
 
 def standby_lag_bytes(node: NodeSnapshot) -> int | None:
@@ -326,9 +333,8 @@ class SlotPresence(Frozen):
 
 
 def permanent_slot_names(snapshot: ClusterSnapshot) -> tuple[str, ...]:
-    """Patroni's permanent slots (from /config), sorted."""
-    config = snapshot.patroni_config
-    return tuple(sorted(config.permanent_slots)) if config else ()
+    """Patroni's permanent slots (health.permanent_slots), sorted by name."""
+    return tuple(sorted(permanent_slots(snapshot)))
 
 
 def slot_presence(snapshot: ClusterSnapshot, slots: tuple[str, ...] | None = None) -> SlotPresence:

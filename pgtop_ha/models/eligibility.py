@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pgtop_ha.models.base import Frozen
+from pgtop_ha.models.roles import is_leader_role, is_sync_role
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member
 
 # Patroni's own default for maximum_lag_on_failover (1 MiB) when /config does not say.
 DEFAULT_MAXIMUM_LAG_ON_FAILOVER = 1024 * 1024
-LEADER_ROLES = frozenset({"leader", "standby_leader", "primary", "master"})
-SYNC_ROLES = frozenset({"sync_standby", "quorum_standby"})
 GOOD_STATES = frozenset({"streaming", "running"})
 
 
@@ -85,7 +84,7 @@ def find_leader(snapshot: ClusterSnapshot) -> Member | None:
         member = snapshot.member(name)
         if member is not None:
             return member
-    return next((m for m in snapshot.members if (m.role or "") in LEADER_ROLES), None)
+    return next((m for m in snapshot.members if is_leader_role(m.role)), None)
 
 
 def _judge(
@@ -114,7 +113,7 @@ def _judge(
         warnings.append("lag unknown")
     elif member.lag_bytes > max_lag:
         reasons.append(f"lag {_mib(member.lag_bytes)} exceeds maximum_lag_on_failover {_mib(max_lag)}")
-    if sync_mode and leader is not None and (member.role or "") not in SYNC_ROLES:
+    if sync_mode and leader is not None and not is_sync_role(member.role):
         reasons.append("synchronous mode: only the sync standby may take over")
     if tag_true(member.tags, "nosync"):
         warnings.append("tagged nosync: never a synchronous standby")
@@ -142,7 +141,7 @@ def _health_key(c: Candidate) -> tuple[int, int, int, int, str]:
     lag = c.lag_bytes if c.lag_bytes is not None else 2**62
     return (
         0 if c.eligible else 1,
-        0 if (c.role or "") in SYNC_ROLES else 1,
+        0 if is_sync_role(c.role) else 1,
         len(c.warnings),
         lag,
         c.name,
@@ -161,7 +160,7 @@ def takeover_plan(snapshot: ClusterSnapshot) -> TakeoverPlan:
         or (config is not None and config.pause)
         or any(m.pause for m in snapshot.members)
     )
-    sync_mode = any((m.role or "") in SYNC_ROLES for m in snapshot.members)
+    sync_mode = any(is_sync_role(m.role) for m in snapshot.members)
     others = [m for m in snapshot.members if leader is None or m.name != leader.name]
     judged = sorted((_judge(m, snapshot, leader, max_lag, sync_mode) for m in others), key=_health_key)
     notes: list[str] = []

@@ -8,6 +8,7 @@ from datetime import datetime
 from enum import IntEnum
 from typing import Literal, Protocol
 
+from pgtop_ha.models.roles import is_leader_role, is_standby_leader
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer, Member, NodeSnapshot
 
 # A poll that has waited this long for its answer makes its source "slow": the last answer is kept
@@ -169,8 +170,7 @@ def is_leader(member: Member | None) -> bool:
     """Patroni calls this member the leader (or standby leader)."""
     if member is None:
         return False
-    role = (member.role or member.own_role or "").lower()
-    return role in ("leader", "standby_leader", "primary", "master")
+    return is_leader_role(member.role or member.own_role)
 
 
 def _pg_primary(node: NodeSnapshot | None) -> bool | None:
@@ -221,7 +221,7 @@ def member_problems(
     elif rest == "pending":
         out.append(Problem(Level.WARN, name, "Patroni REST: no answer yet", "REST no answer yet"))
     pg_primary = _pg_primary(n)
-    if leader and pg_primary is False and (m is None or m.role != "standby_leader"):
+    if leader and pg_primary is False and (m is None or not is_standby_leader(m.role)):
         out.append(Problem(Level.CRIT, name, "Patroni leader but PG in recovery", "leader in recovery"))
     if m is not None and not leader and pg_primary is True:
         said = m.role or "?"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.snapshot import ClusterSnapshot
 
 
@@ -25,9 +26,9 @@ class SnapshotSource(Protocol):
 
 
 @runtime_checkable
-class MemoryToggle(Protocol):
-    """A source that can stop reading process memory (the Poller): ~1 ms CPU per process."""
+class NeedsToggle(Protocol):
+    """A source whose optional reads follow the panes on screen (the Poller; see models/needs.py)."""
 
-    def set_memory(self, enabled: bool) -> None:
-        """Read process memory or not."""
+    def set_needs(self, needs: Needs) -> None:
+        """Read these optional views from now on, and no others."""
         ...

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from pgtop_ha.models.events import Event
 from pgtop_ha.models.health import Level, Pools, ThresholdsLike
+from pgtop_ha.models.needs import NONE, Needs
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.format import finite
 
@@ -144,6 +145,7 @@ class PaneSpec(Table):
     help: str  # one line for the ? help, after the key and title
     more: tuple[Table, ...] = ()  # further tables below the first (the slot presence matrix)
     place: Place = field(default_factory=Place)
+    needs: Needs = NONE  # optional reads (models/needs.py) done only while this pane is on screen
 
     @property
     def tables(self) -> tuple[Table, ...]:

@@ -14,6 +14,7 @@ from pgtop_ha.models.health import (
     node_state,
     routes,
 )
+from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.ui.format import INVALID, age, count, human_bytes
 from pgtop_ha.ui.panes.base import Cell, Column, Context, PaneSpec, Place, Row, cell, num, state
@@ -51,14 +52,6 @@ def _route(
     if not writer and not up and not leader:
         return text, Level.WARN
     return text, Level.OK if up else None
-
-
-_ROLES = {"sync_standby": "sync", "quorum_standby": "quorum", "standby_leader": "sb-leader"}
-
-
-def _role(role: str | None) -> str:
-    """Patroni's role, shortened so the row fits 80 columns."""
-    return "?" if role is None else _ROLES.get(role, role)
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
@@ -101,7 +94,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 cells={
                     "member": cell(name),
                     "health": state(worst),
-                    "role": cell(_role(m.role) if m else "not in DCS", Level.CRIT if m is None else None),
+                    "role": cell(short_name(m.role), None) if m else cell("not in DCS", Level.CRIT),
                     "pg": pg,
                     "problem": cell(problem, worst if problems else None),
                     "writer": cell(w_text, w_level),

@@ -93,4 +93,5 @@ PANE = PaneSpec(
     columns=COLUMNS,
     rows=rows,
     help="per node totals, HugePages, top backends by Pss",
+    needs=frozenset({"memory"}),
 )

@@ -17,12 +17,13 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from pgtop_ha.models.health import Level, Pools
+from pgtop_ha.models.needs import Needs
 from pgtop_ha.ui.panes import registry
 from pgtop_ha.ui.panes.base import Context, PaneSpec
 from pgtop_ha.ui.screens.filter import FilterScreen
 from pgtop_ha.ui.screens.help import HelpScreen
 from pgtop_ha.ui.screens.marker import MarkerScreen
-from pgtop_ha.ui.source import MemoryToggle
+from pgtop_ha.ui.source import NeedsToggle
 from pgtop_ha.ui.themes import level_styles, resolve
 from pgtop_ha.ui.widgets.banner import Banner, banner_text
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat, heartbeat_text
@@ -126,7 +127,7 @@ class MonitorScreen(Screen[None]):
         self._plan: GridPlan | None = None
         self._styles_gen = 0
         self._header_styles: dict[str, Style] = {}
-        self._memory_on: bool | None = None
+        self._needs: Needs | None = None
 
     @property
     def papp(self) -> PgtopApp:
@@ -235,7 +236,7 @@ class MonitorScreen(Screen[None]):
     def refresh_view(self) -> int:
         """Update the visible panes from the app's snapshot; hidden panes are left alone."""
         self.refresh_header()
-        self._follow_memory()
+        self._follow_needs()
         snap = self.papp.snapshot
         if snap is None or not self.is_attached:
             return 0
@@ -246,14 +247,15 @@ class MonitorScreen(Screen[None]):
             written += self.panes[pane_id].show(snap, ctx, self.papp.node_filter, version)
         return written
 
-    def _follow_memory(self) -> None:
-        # smaps_rollup costs ~1 ms CPU per process (about half the poller's CPU) and only the
-        # Memory pane shows it: read it only while that pane is on screen.
+    def _follow_needs(self) -> None:
+        # Optional reads (process memory: ~1 ms CPU per smaps_rollup, about half the poller's
+        # CPU) serve one pane each: ask for them only while such a pane is on screen.
         source = self.papp.source
-        wanted = "memory" in self.visible_panes()
-        if wanted != self._memory_on and isinstance(source, MemoryToggle):
-            self._memory_on = wanted
-            source.set_memory(wanted)
+        by_id = {p.id: p for p in self.registry}
+        wanted: Needs = frozenset().union(*(by_id[i].needs for i in self.visible_panes() if i in by_id))
+        if wanted != self._needs and isinstance(source, NeedsToggle):
+            self._needs = wanted
+            source.set_needs(wanted)
 
     def refresh_header(self) -> None:
         """Recompute the header line; it repaints only when its text changed."""

@@ -1,0 +1,19 @@
+"""Optional reads: what a pane on screen asks the read path for, beyond the every-cycle document.
+
+Some views cost real time on the server or here (process memory: ~1 ms CPU per smaps_rollup) and
+only one pane shows each. A pane declares the reads it needs (``PaneSpec.needs``); the monitor
+screen tells the source the union for the panes on screen, and the readers skip the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Need = Literal["memory", "locks", "cache", "parameters"]
+"""One optional read: ``memory`` per-process Pss/USS (local /proc or pg_read_file); ``locks`` the
+blocking trees (pg_locks, pg_blocking_pids); ``cache`` pg_buffercache and autoprewarm;
+``parameters`` every node's non-default settings, for drift between members."""
+
+Needs = frozenset[Need]
+
+NONE: Needs = frozenset()
