@@ -129,6 +129,16 @@ def reference_lsn(node: NodeSnapshot) -> int | None:
     return wal_position(node.in_recovery, node.current_lsn, node.replay_lsn, node.receive_lsn)
 
 
+def walsender_for(snapshot: ClusterSnapshot, member: str) -> Replication | None:
+    """The walsender row streaming to ``member`` (by application_name), on any reachable node."""
+    for node in snapshot.nodes:
+        if node.reachable:
+            for row in node.replication:
+                if row.application_name == member:
+                    return row
+    return None
+
+
 def standby_lag_bytes(node: NodeSnapshot) -> int | None:
     """Received but not yet replayed bytes on a standby."""
     if not node.in_recovery:

@@ -9,7 +9,7 @@ from enum import IntEnum
 from typing import Literal, Protocol
 
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
-from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer, Member, NodeSnapshot
+from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer, Member, NodeSnapshot, Slot
 
 # A poll that has waited this long for its answer makes its source "slow": the last answer is kept
 # and shown with its age. Below this it is plain fresh data (a busy cycle, not a slow server).
@@ -321,6 +321,30 @@ def member_names(snapshot: ClusterSnapshot) -> list[str]:
 def _slug(name: str) -> str:
     """A member's replication slot name as Patroni derives it from the member name."""
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name.lower())
+
+
+def slot_level(t: ThresholdsLike, slot: Slot) -> Level:
+    """A slot's grade: retained WAL against the thresholds; lost or conflicting CRIT, unreserved WARN."""
+    level = retained_level(t, slot.retained_bytes)
+    if slot.wal_status == "lost" or slot.conflicting:
+        return Level.CRIT
+    if slot.wal_status == "unreserved":
+        return max(level, Level.WARN)
+    return level
+
+
+def worst_slot(snapshot: ClusterSnapshot, t: ThresholdsLike) -> tuple[str, Slot, Level] | None:
+    """(node, slot, level) of the worst slot on any reachable node: graded first, then retained."""
+    found = [
+        (slot_level(t, s), s.retained_bytes or 0, n.name, s)
+        for n in snapshot.nodes
+        if n.reachable
+        for s in n.slots
+    ]
+    if not found:
+        return None
+    level, _, node, slot = max(found, key=lambda f: (f[0], f[1], f[2], f[3].slot_name))
+    return node, slot, level
 
 
 def permanent_slots(snapshot: ClusterSnapshot, *, logical_only: bool = False) -> dict[str, str]:

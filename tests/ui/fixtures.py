@@ -340,3 +340,26 @@ def lagging(snap: ClusterSnapshot, lag: int = 300 * MiB) -> ClusterSnapshot:
 def event(node: str, text: str, at: datetime = T0 + timedelta(seconds=1)) -> Event:
     """An event as the operator screen would record it."""
     return Event(at=at, kind="action", node=node, text=text, severity=1)
+
+
+def frozen(at: datetime = T0 + timedelta(seconds=20), node: str = "node3") -> ClusterSnapshot:
+    """A replica frozen by SIGSTOP: its REST and PostgreSQL polls hang (last answers kept, slow),
+    and HAProxy's check of it times out."""
+    snap = healthy(at)
+    members = tuple(
+        m if m.name != node else m.model_copy(update={"slow_s": 4.0, "last_ok_at": at - timedelta(seconds=4)})
+        for m in snap.members
+    )
+    nodes = tuple(
+        n if n.name != node else n.model_copy(update={"slow_s": 4.0, "last_ok_at": at - timedelta(seconds=4)})
+        for n in snap.nodes
+    )
+    hap = snap.haproxy
+    assert hap is not None
+    servers = tuple(
+        s.model_copy(update={"status": "DOWN", "check_status": "L7TOUT"}) if s.server == node else s
+        for s in hap.servers
+    )
+    return snap.model_copy(
+        update={"members": members, "nodes": nodes, "haproxy": hap.model_copy(update={"servers": servers})}
+    )

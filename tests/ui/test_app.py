@@ -30,6 +30,10 @@ async def test_cluster_pane_shows_leader_and_replicas() -> None:
     app, source = make_app([fx.healthy()])
     async with app.run_test(size=(120, 30)) as pilot:
         await settled(pilot, app, source)
+        assert texts(app, "overview") == []  # no problems: the overview shows none, not an empty box
+        assert [r[0] for r in texts(app, "overview-members")] == ["✔ node1", "✔ node2", "✔ node3"]
+        await pilot.press("1")
+        await pilot.pause()
         node1 = row_of(app, "cluster", "node1")
         node2 = row_of(app, "cluster", "node2")
         node3 = row_of(app, "cluster", "node3")
@@ -40,22 +44,24 @@ async def test_cluster_pane_shows_leader_and_replicas() -> None:
         assert (node1[5], node1[6]) == ("UP", "DOWN")
         assert (node2[5], node2[6]) == ("DOWN", "UP")
         assert "READ-ONLY" in header(app)
-        assert texts(app, "problems") == [["✔ OK", "cluster", "no problems"]]
 
 
 async def test_kill_primary_contradiction_is_crit_in_words() -> None:
     app, source = make_app([fx.healthy(), fx.kill_primary()])
     async with app.run_test(size=(80, 24)) as pilot:
         await settled(pilot, app, source)
+        top = texts(app, "overview")[0]  # problems take the top of the 80x24 overview
+        assert top[0] == "✖ CRIT" and top[1].startswith("node1: PG DOWN, still routed")
+        over = row_of(app, "overview-members", "✖ node1")
+        assert over[1:4] == ["leader", "running", "DOWN"] and over[7] == "W"
+        await pilot.press("1")
+        await pilot.pause()
         node1 = row_of(app, "cluster", "node1")
         assert node1[1] == "✖ CRIT"
         assert node1[2] == "leader"
         assert node1[3] == "DOWN"
         assert node1[4] == "PG DOWN, still routed"
         assert node1[5] == "UP"  # HAProxy still sends writes there
-        top = texts(app, "problems")[0]
-        assert top[0] == "✖ CRIT" and top[1] == "node1"
-        assert top[2].startswith("PG DOWN, still routed")
         # The heartbeat shows node1 stale (last success 13 s before the clock's now).
         assert "node1 ▲ 10s" in header(app)
 
@@ -64,6 +70,8 @@ async def test_failover_shows_old_leader_unreachable_new_leader_leading() -> Non
     app, source = make_app([fx.healthy(), fx.failed_over()], now=fx.T0 + timedelta(seconds=41))
     async with app.run_test(size=(120, 30)) as pilot:
         await settled(pilot, app, source)
+        await pilot.press("1")
+        await pilot.pause()
         node1 = row_of(app, "cluster", "node1")
         node2 = row_of(app, "cluster", "node2")
         assert node1[1] == "✖ CRIT" and node1[3] == "DOWN"
@@ -144,9 +152,11 @@ async def test_states_are_words_in_mono_theme() -> None:
     async with app.run_test(size=(120, 30)) as pilot:
         await settled(pilot, app, source)
         assert app.theme == "mono"
+        assert {r[0] for r in texts(app, "overview")} >= {"✖ CRIT"}
+        await pilot.press("1")
+        await pilot.pause()
         words = {r[1] for r in texts(app, "cluster")}
         assert words == {"✖ CRIT", "✔ OK"}
-        assert {r[0] for r in texts(app, "problems")} >= {"✖ CRIT"}
 
 
 def test_no_color_picks_mono(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -164,6 +174,8 @@ async def test_in_place_update_touches_only_changed_cells() -> None:
     app, source = make_app([fx.healthy()])
     async with app.run_test(size=(120, 30)) as pilot:
         await settled(pilot, app, source)
+        await pilot.press("1")
+        await pilot.pause()
         cluster = table(app, "cluster")
         before = cluster.touched
         # Same values, a second later: nothing to repaint.
@@ -194,7 +206,7 @@ async def test_pause_freezes_display_and_resume_catches_up() -> None:
     app, source = make_app([fx.healthy()])
     async with app.run_test(size=(120, 30)) as pilot:
         await settled(pilot, app, source)
-        await pilot.press("p")
+        await pilot.press("1", "p")
         await pilot.pause()
         assert app.paused and "PAUSED" in header(app)
         source.push(fx.kill_primary())
@@ -231,6 +243,9 @@ async def test_slash_filters_every_pane_by_node() -> None:
         await pilot.press(*"node2", "enter")
         await until(pilot, lambda: app.node_filter == "node2")
         await pilot.pause()
+        assert [r[0] for r in texts(app, "overview-members")] == ["✔ node2"]
+        await pilot.press("1")
+        await pilot.pause()
         assert [r[0] for r in texts(app, "cluster")] == ["node2"]
         assert "filter: node2" in header(app)
         await pilot.press("2")
@@ -239,7 +254,7 @@ async def test_slash_filters_every_pane_by_node() -> None:
         await pilot.press("escape", "escape")  # back to overview, then clear the filter
         await pilot.pause()
         assert app.node_filter == ""
-        assert len(texts(app, "cluster")) == 3
+        assert len(texts(app, "overview-members")) == 3
 
 
 async def test_question_mark_shows_help_and_escape_closes_it() -> None:
@@ -286,13 +301,13 @@ async def test_resize_switches_between_overview_and_dashboard() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await settled(pilot, app, source)
         scr = screen(app)
-        assert scr.visible_panes() == ["cluster", "problems"]
+        assert scr.visible_panes() == ["overview"]
         assert not scr.panes["memory"].display or scr.panes["memory"].region.height == 0
         await pilot.resize_terminal(160, 48)
         await until(pilot, lambda: scr.dashboard)
         await pilot.pause()
         key_only = {p.id for p in PANES if not p.place.dashboard}
-        assert key_only == {"probes", "pgbackrest"}
+        assert {"overview", "probes", "pgbackrest"} <= key_only
         assert all(p.region.height > 0 for k, p in scr.panes.items() if k not in key_only)
         assert all(scr.panes[k].region.height == 0 for k in key_only)  # reached by key only
         assert table(app, "memory").touched > 0

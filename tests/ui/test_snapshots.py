@@ -70,6 +70,14 @@ def _probed() -> list[ClusterSnapshot]:
     return [fx.healthy(), fx.kill_primary().model_copy(update={"probes": probes})]
 
 
+def _healthy() -> list[ClusterSnapshot]:
+    return [fx.healthy(), fx.healthy(fx.T0 + timedelta(seconds=20))]
+
+
+def _frozen() -> list[ClusterSnapshot]:
+    return [fx.healthy(), fx.frozen()]
+
+
 # Which scripted data shows a pane best; a pane not named here gets the failover (_kill).
 SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "replication": _busy,
@@ -84,6 +92,9 @@ SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
 # to the registry gets its snapshot here (create it once with --snapshot-update, then review it).
 VIEWS: dict[str, tuple[str, Callable[[], list[ClusterSnapshot]]]] = {
     "overview": ("0", _kill),
+    # The 80x24 overview beside a failure test: calm, the leader's postmaster killed, a node frozen.
+    "overview-healthy": ("0", _healthy),
+    "overview-frozen": ("0", _frozen),
     **{p.id: (p.key, SCENARIOS.get(p.id, _kill)) for p in registry.PANES if p.key},
 }
 

@@ -64,11 +64,12 @@ def ordered(row: Row, columns: Sequence[Column]) -> list[Cell]:
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """A column: key, header label, and whether numbers align right."""
+    """A column: key, header label, whether numbers align right, and its widest text."""
 
     key: str
     label: str
     right: bool = False
+    width: int | None = None  # longer text ends in "…" (so a narrow view needs no sideways scroll)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,8 @@ class Table:
     sort: str | None = None  # default sort column
     reverse: bool = False
     dynamic_columns: ColumnsFn | None = None  # when columns depend on the snapshot
+    optional: bool = False  # hidden while it has no rows (a pane's later tables always are)
+    cursor: bool = True  # a row cursor (off for tables that are read, not browsed)
 
 
 @dataclass(frozen=True)

@@ -150,5 +150,5 @@ PANE = PaneSpec(
     columns=COLUMNS,
     rows=rows,
     help="roles by Patroni and PostgreSQL, routing, lag, reach",
-    place=Place(overview=True, span=2, max_height=14),
+    place=Place(span=2, max_height=14),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pgtop_ha.models.health import Level, cluster_problems
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell, dedupe, state
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, dedupe, state
 
 COLUMNS = (
     Column("level", "Level"),
@@ -32,9 +32,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 PANE = PaneSpec(
     id="problems",
     title="Problems",
-    key=None,  # part of the overview (key 0), no view of its own
+    key=None,  # part of the dashboard (key 0 at ≥ 160x48), no view of its own
     columns=COLUMNS,
     rows=rows,
     help="the worst current problems, worst first",
-    place=Place(overview=True),
 )

@@ -14,6 +14,7 @@ from pgtop_ha.ui.panes import (
     events,
     haproxy,
     memory,
+    overview,
     pgbackrest,
     probes,
     problems,
@@ -23,6 +24,7 @@ from pgtop_ha.ui.panes import (
 from pgtop_ha.ui.panes.base import PaneSpec
 
 PANES: tuple[PaneSpec, ...] = (
+    overview.PANE,
     cluster.PANE,
     problems.PANE,
     haproxy.PANE,

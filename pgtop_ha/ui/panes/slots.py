@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgtop_ha.models.derive import SlotRates, slot_presence, slot_rates
-from pgtop_ha.models.health import Level, is_leader, retained_level
+from pgtop_ha.models.health import Level, is_leader, retained_level, slot_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.format import human_bytes, rate
 from pgtop_ha.ui.panes.base import Cell, Column, Context, PaneSpec, Row, Table, cell, num, state
@@ -30,11 +30,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if not node.reachable:
             continue
         for slot in node.slots:
-            level = retained_level(ctx.thresholds, slot.retained_bytes)
-            if slot.wal_status == "lost" or slot.conflicting:
-                level = Level.CRIT
-            elif slot.wal_status == "unreserved":
-                level = max(level, Level.WARN)
+            level = slot_level(ctx.thresholds, slot)
             slot_rate = rates.get((node.name, slot.slot_name), SlotRates())
             spill, stream = slot_rate.spill_bytes_s, slot_rate.stream_bytes_s
             out.append(

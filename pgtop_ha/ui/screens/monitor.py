@@ -176,6 +176,12 @@ class MonitorScreen(Screen[None]):
         self._apply(grid_plan(self.registry, self.view, wide))
         if changed:
             self.refresh_view()
+            # The overview and the dashboard show different panes: keep the focus on screen.
+            focused = self.focused
+            if focused is None or not focused.display or not focused.parent or not focused.parent.display:
+                table = self._browsable(self._main_pane())
+                if table is not None:
+                    table.focus()
 
     def _apply(self, plan: GridPlan) -> None:
         # Inline styles, not classes: a class change restyles every widget under its node
@@ -202,15 +208,15 @@ class MonitorScreen(Screen[None]):
         """Show the chosen pane (or the overview) and focus its first table."""
         self._layout(self.size.width, self.size.height)
         self.refresh_view()
-        table = next(iter(self.panes[self._main_pane()].tables.values()), None)
+        table = self._browsable(self._main_pane())
         if table is not None:
             table.focus()
 
     def _main_pane(self) -> str:
-        """The pane the view is about: the chosen one, or the overview's first."""
+        """The pane the view is about: the chosen one, or the first on screen (overview, dashboard)."""
         if self.view != "overview":
             return self.view
-        return next((p.id for p in self.registry if p.place.overview), self.registry[0].id)
+        return next(iter(self.visible_panes()), self.registry[0].id)
 
     # -- data -------------------------------------------------------------------------------
 
@@ -366,8 +372,13 @@ class MonitorScreen(Screen[None]):
         focused = self.focused
         if isinstance(focused, KeyedTable):
             return focused
-        pane = self.panes.get(self._main_pane())
-        return next(iter(pane.tables.values()), None) if pane else None
+        return self._browsable(self._main_pane())
+
+    def _browsable(self, pane_id: str) -> KeyedTable | None:
+        """The pane's first table with a row cursor (the overview's first is its problems)."""
+        pane = self.panes.get(pane_id)
+        tables = list(pane.tables.values()) if pane else []
+        return next((t for t in tables if t.show_cursor), tables[0] if tables else None)
 
     def action_sort(self) -> None:
         """Sort the focused table by its next column."""

@@ -32,8 +32,8 @@ class KeyedTable(DataTable[CellText]):
     KeyedTable { height: auto; max-height: 100%; }
     """
 
-    def __init__(self, columns: Sequence[Column], *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
+    def __init__(self, columns: Sequence[Column], *, id: str | None = None, cursor: bool = True) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=cursor)
         self._cols: tuple[Column, ...] = tuple(columns)
         self._shown: dict[str, tuple[tuple[str, Level | None], ...]] = {}
         self._order: list[str] = []
@@ -69,7 +69,8 @@ class KeyedTable(DataTable[CellText]):
         # The one place a cell becomes text: server strings are cleaned here, and a Text is
         # never parsed as markup.
         style = self._styles.get(c.level) if c.level is not None else None
-        t = CellText(shown(c.text), style=style or "", justify="right" if col.right else "left", end="")
+        text = shown(c.text, col.width) if col.width else shown(c.text)
+        t = CellText(text, style=style or "", justify="right" if col.right else "left", end="")
         t.no_wrap = True
         t.sort_key = c.sort_key()
         t.order = order

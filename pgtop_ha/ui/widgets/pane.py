@@ -38,7 +38,7 @@ class Pane(Vertical):
     def compose(self) -> ComposeResult:
         """One keyed table per spec."""
         for spec in self.specs:
-            table = KeyedTable(spec.columns, id=f"t-{spec.id}")
+            table = KeyedTable(spec.columns, id=f"t-{spec.id}", cursor=spec.cursor)
             if spec.sort:
                 table.sort_by(spec.sort, spec.reverse)
             self.tables[spec.id] = table
@@ -57,7 +57,7 @@ class Pane(Vertical):
             rows = [r for r in spec.rows(snapshot, ctx) if matches(r, node_filter)]
             columns = spec.dynamic_columns(snapshot) if spec.dynamic_columns else None
             written += table.apply(rows, columns)
-            want = bool(rows) or spec is self.specs[0]
+            want = bool(rows) or (spec is self.specs[0] and not spec.optional)
             if table.display != want:
                 table.display = want
         return written

@@ -1,0 +1,230 @@
+"""Overview pane: the 80x24 screen beside a failure test, problems on top only when there are any.
+
+Each member's role, Patroni state, PostgreSQL's word, timeline, lag (bytes and seconds) and
+routing in columns that fit 80; then the cluster in a few lines (timeline, the worst slot, the
+archiver, a running COPY) and the last events. The full views stay one key away.
+"""
+
+from __future__ import annotations
+
+from pgtop_ha.models.derive import CopyRate, copy_rates, walsender_for
+from pgtop_ha.models.eligibility import find_leader
+from pgtop_ha.models.health import (
+    Level,
+    age_s,
+    cluster_problems,
+    is_leader,
+    lag_level,
+    ready_level,
+    worst_slot,
+)
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.ui.format import INVALID, age, count, human_bytes, shown
+from pgtop_ha.ui.panes import cluster, events
+from pgtop_ha.ui.panes.base import (
+    Cell,
+    Column,
+    Context,
+    PaneSpec,
+    Place,
+    Row,
+    Table,
+    cell,
+    dedupe,
+    num,
+    state,
+)
+
+RECENT_EVENTS = 6
+MAX_ALERTS = 4
+
+# Widths keep every table inside 80 columns: no sideways scrolling in a tmux pane.
+ALERT_COLUMNS = (Column("level", "Level"), Column("text", "Problem", width=66))
+MEMBER_COLUMNS = (
+    Column("member", "Member"),
+    Column("role", "Role"),
+    Column("state", "Patroni"),
+    Column("pg", "PG"),
+    Column("tl", "TL", right=True),
+    Column("lag", "Lag", right=True),
+    Column("lag_s", "Lag t", right=True),
+    Column("route", "Route"),
+)
+STATE_COLUMNS = (Column("what", "Cluster"), Column("now", "Now", width=62))
+EVENT_COLUMNS = (
+    Column("time", "Time"),
+    Column("node", "Node", width=12),
+    Column("text", "Last events", width=52),
+)
+
+
+def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """The worst current problems (none while healthy: the table then hides)."""
+    problems = cluster_problems(snapshot, ctx.thresholds, ctx.pools, ctx.now)
+    out = [
+        Row(
+            key=f"{p.node}|{p.text}",
+            node=p.node,
+            cells={
+                "level": state(p.level),
+                "text": cell(_who(p.node, p.text), p.level),
+            },
+        )
+        for p in problems[:MAX_ALERTS]
+    ]
+    if len(problems) > MAX_ALERTS:
+        more = f"… {len(problems) - MAX_ALERTS} more: the Problems pane on the dashboard, or key 1"
+        out.append(Row(key="|more", cells={"level": cell(""), "text": cell(more)}))
+    return dedupe(out)
+
+
+def _who(node: str | None, text: str) -> str:
+    return f"{node}: {text}" if node else text
+
+
+def _route(writer: Cell, reader: Cell) -> Cell:
+    words = [w for w, c in (("W", writer), ("R", reader)) if c.text == "UP"]
+    levels = [c.level for c in (writer, reader) if c.level is not None and c.level != Level.OK]
+    return cell("+".join(words) or "-", max(levels, default=None))
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value < 0:
+        return INVALID
+    return f"{value:.1f}s" if value < 10 else age(value)
+
+
+def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """One row per member, the Cluster pane's judgement in the columns that fit 80."""
+    out = []
+    for full in cluster.rows(snapshot, ctx):
+        c = full.cells
+        health = c["health"].level or Level.OK
+        name = full.node or full.key
+        m = snapshot.member(name)
+        reach = c["reach"]
+        if reach.level in (Level.WARN, Level.CRIT) and "REST" in reach.text:
+            # Patroni's word is stale: say so ("REST 12s" unreachable, "REST slow 2s").
+            patroni = cell(reach.text.split(" ", 1)[-1], reach.level)
+        else:
+            patroni = c["state"]
+        sender = None if is_leader(m) else walsender_for(snapshot, name)
+        lag_s = sender.replay_lag_s if sender is not None else None
+        out.append(
+            Row(
+                key=full.key,
+                node=full.node,
+                cells={
+                    "member": cell(f"{health.word.split()[0]} {shown(name, 24)}", health, float(health)),
+                    "role": c["role"],
+                    "state": patroni,
+                    "pg": c["pg"],
+                    "tl": c["tl"],
+                    "lag": c["lag"],
+                    "lag_s": num(_seconds(lag_s), lag_s, lag_level(ctx.thresholds, None, lag_s)),
+                    "route": _route(c["writer"], c["reader"]),
+                },
+            )
+        )
+    return out
+
+
+def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """Timeline, worst slot, the leader's archiver, running COPYs: one line each."""
+    out = [_timeline(snapshot)]
+    slot = worst_slot(snapshot, ctx.thresholds)
+    if slot is not None:
+        where, s, level = slot
+        retained = human_bytes(s.retained_bytes)
+        text = f"{shown(s.slot_name, 40)} on {where}: {retained} retained, {s.wal_status or '?'}"
+        out.append(Row(key="slot", cells={"what": cell("Worst slot"), "now": cell(text, level)}))
+    archiver = _archiver(snapshot, ctx)
+    if archiver is not None:
+        out.append(archiver)
+    rates = {} if ctx.previous is None else copy_rates(ctx.previous, snapshot)
+    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        for cp in node.copy_progress:
+            r = rates.get((node.name, cp.pid), CopyRate())
+            pct = "?" if cp.percent is None else f"{cp.percent:.0f}%"
+            eta = "" if r.eta_s is None else f", ETA {age(r.eta_s)}"
+            text = f"{shown(cp.relation or '?', 40)} on {node.name}: {pct}{eta}"
+            out.append(
+                Row(
+                    key=f"copy|{node.name}|{cp.pid}",
+                    node=node.name,
+                    cells={"what": cell("COPY"), "now": cell(text)},
+                )
+            )
+    return out
+
+
+def _timeline(snapshot: ClusterSnapshot) -> Row:
+    seen: dict[int, list[str]] = {}
+    for full in snapshot.nodes:
+        if full.reachable and full.timeline is not None:
+            seen.setdefault(full.timeline, []).append(full.name)
+    found = find_leader(snapshot)
+    leader = found.name if found is not None else None
+    lead_node = snapshot.node(leader) if leader else None
+    main = lead_node.timeline if lead_node is not None and lead_node.timeline is not None else None
+    if main is None and seen:
+        main = max(seen)
+    text = count(main) if main is not None else "?"
+    others = [f"{', '.join(sorted(names))} on {tl}" for tl, names in sorted(seen.items()) if tl != main]
+    level = Level.CRIT if others else None
+    if others:
+        text += " — " + "; ".join(others)
+    if leader:
+        text += f" (leader {shown(leader, 24)})"
+    return Row(key="tl", cells={"what": cell("Timeline"), "now": cell(text, level)})
+
+
+def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row | None:
+    leader = find_leader(snapshot)
+    node = snapshot.node(leader.name) if leader is not None else None
+    if node is None or not node.reachable or node.archiver is None:
+        return None
+    a = node.archiver
+    level = ready_level(ctx.thresholds, a.ready_count)
+    failing = a.last_failed_time is not None and (
+        a.last_archived_time is None or a.last_failed_time > a.last_archived_time
+    )
+    if failing:
+        level = Level.CRIT
+    last = age(age_s(ctx.now, a.last_archived_time)) if a.last_archived_time else "never"
+    done = f"last archived {last} ago" if a.last_archived_time else "nothing archived yet"
+    text = f"{count(a.ready_count)} ready, {done}"
+    if failing:
+        text += f", FAILING ({count(a.failed_count)} failures)"
+    return Row(key="archiver", node=node.name, cells={"what": cell("Archiver"), "now": cell(text, level)})
+
+
+def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """The newest few events of the timeline, newest first."""
+    out = []
+    for full in events.rows(snapshot, ctx)[:RECENT_EVENTS]:
+        c = full.cells
+        out.append(
+            Row(key=full.key, node=full.node, cells={"time": c["time"], "node": c["node"], "text": c["text"]})
+        )
+    return out
+
+
+PANE = PaneSpec(
+    id="overview",
+    title="Overview",
+    key=None,  # it is the view of key 0 below the dashboard size
+    columns=ALERT_COLUMNS,
+    rows=alert_rows,
+    optional=True,
+    cursor=False,
+    more=(
+        Table("overview-members", MEMBER_COLUMNS, member_rows),
+        Table("overview-state", STATE_COLUMNS, state_rows, cursor=False),
+        Table("overview-events", EVENT_COLUMNS, event_rows, cursor=False),
+    ),
+    help="problems (when any), members, timeline, worst slot, archiver, COPY, last events",
+    place=Place(overview=True, dashboard=False),
+)
