@@ -20,6 +20,7 @@ from pgtop_ha.models.health import Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.timeline import Timeline, cadence
 from pgtop_ha.settings import Mode, Settings
+from pgtop_ha.ui.commands import ScreenCommands
 from pgtop_ha.ui.messages import SnapshotReady
 from pgtop_ha.ui.source import SnapshotSource
 from pgtop_ha.ui.themes import ConsoleTheme, load_theme
@@ -41,7 +42,8 @@ class PgtopApp(App[None]):
 
     TITLE = "pgtop-ha"
     CSS_PATH = "app.tcss"
-    ENABLE_COMMAND_PALETTE = False
+    # Ctrl+P: the screen's own keys by name (ui/commands.py), not Textual's system commands.
+    COMMANDS = {ScreenCommands}
     BINDINGS = [Binding("q", "quit", "Quit", priority=False)]
 
     # repaint=False everywhere: widgets repaint what changed; an app-wide repaint costs a

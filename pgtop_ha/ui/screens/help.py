@@ -22,6 +22,7 @@ KEYS = """\
   /        filter every pane by node name (empty: all nodes)
   o / O    sort the table by the next column / reverse the sort
   M        stamp a marker on the timeline (also `pgtop-ha mark TEXT` from any shell)
+  Ctrl+P   command palette: every key of this screen by name (actions in operator mode only)
   Tab      move between the tables of the dashboard
   ↑ ↓      move the cursor; it stays on its row across refreshes
   q        quit

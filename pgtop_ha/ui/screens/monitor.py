@@ -143,7 +143,7 @@ class MonitorScreen(Screen[None]):
                 pane = Pane(spec)
                 self.panes[spec.id] = pane
                 yield pane
-        yield Footer()
+        yield Footer(show_command_palette=False)  # the footer is full at 80 columns; Ctrl+P is in ?
 
     def on_mount(self) -> None:
         """Follow the app's state; tick the header so staleness shows even without snapshots."""
