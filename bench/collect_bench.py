@@ -161,7 +161,7 @@ async def _scenario(
             snap = await poller.cycle(budget=interval * 0.9)
             cpus.append(time.process_time() - cpu0)
             walls.append(loop.time() - started)
-            for slot_name, slot in poller._members.items():  # bench only: per-node timings
+            for slot_name, slot in poller.membership.members.items():  # bench only: per-node timings
                 if frozen and slot_name.startswith(frozen):
                     continue
                 node = snap.node(slot_name)

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 
 from pgtop_ha.clock import Clock
-from pgtop_ha.collect.poller import refusal
+from pgtop_ha.collect.membership import refusal
 from pgtop_ha.collect.postgres import Target, describe_error
 from pgtop_ha.collect.probe import Answer, ProbeRunner, ask, connect_kwargs
 from pgtop_ha.errors import ConfigError

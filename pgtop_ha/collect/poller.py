@@ -1,4 +1,7 @@
-"""The poller: one long-lived loop; each cycle asks every node and source at once.
+"""The poller: one long-lived loop; each cycle asks every source at once and assembles a snapshot.
+
+Who the members are and how each is reached is collect/membership.py's; this module runs the
+cycle (the members' sources, /cluster, HAProxy, pgBackRest, the client probes) and assembles.
 
 Every source runs in its own task under its own time limit. A cycle waits for them only up to
 its budget: a frozen node stays "no answer for N s" while the others report fresh data, and its
@@ -14,10 +17,8 @@ link-local or metadata addresses) and every discovered api_url must be scheme://
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -27,90 +28,31 @@ from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.collect import haproxy
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.http import GetOnlyClient
+from pgtop_ha.collect.membership import Discovered, Membership, MemberSources, refusal
 from pgtop_ha.collect.patroni import (
-    ClusterView,
     OwnView,
     PatroniClient,
     describe_http_error,
 )
 from pgtop_ha.collect.pgbackrest import PgBackRestSource, source_for
-from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.probe import ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.collect.tls import context_for
 from pgtop_ha.models.needs import Needs
-from pgtop_ha.models.probe import member_at
 from pgtop_ha.models.snapshot import (
     ClusterInfo,
     ClusterSnapshot,
     HAProxyServer,
     HAProxyState,
-    HistoryEntry,
     Member,
     NodeSnapshot,
-    PatroniConfig,
 )
-from pgtop_ha.models.trust import HostPolicy, never_contacted
-from pgtop_ha.models.urls import host_of, member_api_url, redact, root_of
+from pgtop_ha.models.trust import HostPolicy
+from pgtop_ha.models.urls import host_of, redact
 from pgtop_ha.settings import Settings
 
-HEDGE_S = 0.25  # ask the other members for /cluster when the preferred one is this slow
-REFRESH_EVERY = 10  # cycles between /history and /config fetches (sooner on a leader change)
-FORGET_AFTER_S = 600.0  # a member gone from /cluster is still shown this long
 BUDGET_SHARE = 0.9  # share of the interval a run() cycle waits for slow sources
 PACE_STEP_S = 0.1  # run() looks this often whether a faster cadence was asked
-
-
-@dataclass
-class Discovered:
-    """What the /cluster task learned: the view, and /history + /config when they were due."""
-
-    view: ClusterView
-    root: str
-    history: tuple[HistoryEntry, ...] | None = None
-    config: PatroniConfig | None = None
-    errors: tuple[str, ...] = ()
-
-
-@dataclass
-class MemberSlot:
-    """One member: Patroni's /cluster entry, its own /patroni source and its PostgreSQL reader.
-
-    ``api_url`` is what is shown (without credentials); ``own_url`` is what is polled. A member
-    whose REST or PostgreSQL host is refused keeps the reason and has no source for it.
-    """
-
-    name: str
-    api_url: str | None
-    node: NodeReader | None
-    own: Source[OwnView] | None
-    cluster_entry: Member | None = None
-    static: bool = False
-    gone_since: float | None = None
-    own_url: str | None = None
-    api_refusal: str | None = None
-    pg_refusal: str | None = None
-    pg_host: str | None = None
-    pg_port: int | None = None
-    # What /cluster said about where it is: a change makes a new slot (and drops the old root).
-    key: tuple[str | None, str | None, int | None] = (None, None, None)
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
-
-    def start(self) -> set[asyncio.Task[None]]:
-        """Start (or rejoin) this member's polls."""
-        out: set[asyncio.Task[None]] = set()
-        if self.own is not None:
-            out.add(self.own.start())
-        if self.node is not None:
-            out.add(self.node.start())
-        return out
-
-    async def aclose(self) -> None:
-        """Stop this member's polls and close its connection."""
-        if self.own is not None:
-            await self.own.aclose()
-        if self.node is not None:
-            await self.node.aclose()
 
 
 def _haproxy_describer(url: str | None) -> Callable[[BaseException], str]:
@@ -137,30 +79,6 @@ def _haproxy_problem(exc: BaseException, where: str) -> str:
     return f"haproxy stats: {exc.__class__.__name__}: {exc}"
 
 
-def _http_describer(what: str) -> Callable[[BaseException], str]:
-    # URLs may carry user:password (a configured root): every line is redacted.
-    shown = redact(what)
-
-    def describe(exc: BaseException) -> str:
-        if isinstance(exc, TimeoutError):
-            return f"{shown}: no answer (timeout)"
-        if isinstance(exc, Exception):
-            return redact(describe_http_error(exc, shown))
-        return f"{shown}: {exc.__class__.__name__}"
-
-    return describe
-
-
-def refusal(policy: HostPolicy, host: str | None, section: str) -> str | None:
-    """Why ``host`` is not contacted under ``policy`` (naming ``section``.allowed_hosts), or None."""
-    reason = policy.refusal(host)
-    if reason is None or not host:
-        return reason
-    if never_contacted(host) is None:
-        return f"{host} is not in {section}.allowed_hosts; not contacted"
-    return reason
-
-
 class Poller:
     """Polls every member's Patroni and PostgreSQL and HAProxy into ClusterSnapshots."""
 
@@ -178,44 +96,17 @@ class Poller:
         self._proc = proc
         self._patroni_http = patroni_http
         self._haproxy_http = haproxy_http
-        self._max_members = settings.max_members
-        self.patroni = PatroniClient(patroni_http, settings.patroni.timeout, max_members=self._max_members)
-        self._rest_hosts = HostPolicy.of(settings.patroni.allowed_hosts)
+        patroni = PatroniClient(patroni_http, settings.patroni.timeout, max_members=settings.max_members)
+        # Who the members are and how each is reached (collect/membership.py).
+        self.membership = Membership(settings, clock, patroni, proc=proc)
+        self.patroni = patroni
         self._pg_hosts = HostPolicy.of(settings.postgres.allowed_hosts)
-        self._members: dict[str, MemberSlot] = {}
-        # Configured REST roots (those the policy allows); refused ones are shown every cycle.
-        self._roots: list[str] = []
-        self._refused: list[str] = []
-        for url in settings.patroni.urls:
-            self._add_root(url)
-        self._preferred: str | None = None
-        self._history: tuple[HistoryEntry, ...] = ()
-        self._config: PatroniConfig | None = None
-        self._refresh_key: tuple[str | None, int | None] | None = None
-        self._since_refresh = REFRESH_EVERY
         self._scope: str | None = settings.cluster_name
-        self._cluster_applied: object | None = None
         self.cycles = 0
         self._shown_leader: str | None = None  # the leader /cluster named in the last cycle
         self._leader_seen = False
         self.haproxy_requests = 0
         self._closing: set[asyncio.Task[None]] = set()
-        self._needs: Needs = frozenset({"memory"})  # until the screen says what it shows
-        for node in settings.nodes:
-            api = api_refusal = None
-            if node.patroni_url:
-                # Settings made it scheme://host:port (credentials, if any, are stripped on GET).
-                api_refusal = refusal(self._rest_hosts, host_of(node.patroni_url), "patroni")
-                self._add_root(node.patroni_url)
-                api = f"{node.patroni_url}/patroni"
-            self._members[node.name] = self._slot(
-                node.name, api, api_refusal, node.host, node.port, node.dbname, static=True
-            )
-        self._cluster: Source[Discovered] | None = None
-        if self._roots:
-            limit = settings.patroni.timeout * 2 + 0.5
-            describe = _http_describer("patroni /cluster")
-            self._cluster = Source("patroni /cluster", self._discover, limit, clock, describe)
         self._haproxy: Source[tuple[HAProxyServer, ...]] | None = None
         if settings.haproxy.url or settings.haproxy.socket:
             self._haproxy = Source(
@@ -252,222 +143,11 @@ class Poller:
 
     def add_probe(self, runner: ProbeRunner) -> None:
         """Run ``runner`` every cycle beside the others (the operator's write probe comes this way)."""
-        runner.locate = self._locate
-        runner.restless = self._restless
+        runner.locate = self.membership.locate
+        runner.restless = self.membership.restless
         self._probes.append(runner)
 
-    def _restless(self) -> bool:
-        """True while a node's PostgreSQL is not answering: read probes then run every cycle."""
-        # A killed primary that Patroni restarts in place is down for a few seconds only: a
-        # probe every calm_interval would miss the outage the probes exist to show.
-        nodes = [slot.node for slot in self._members.values() if slot.node is not None]
-        return any(not node.view().reachable for node in nodes)
-
-    def _locate(self, addr: str | None, port: int | None) -> str | None:
-        """The member whose PostgreSQL listens at ``addr``:``port`` (a probe's answering server)."""
-        known = tuple((slot.name, slot.pg_host, slot.pg_port) for slot in self._members.values())
-        return member_at(known, addr, port)
-
-    # -- members ---------------------------------------------------------------------------------
-
-    def _add_root(self, url: str) -> None:
-        reason = refusal(self._rest_hosts, host_of(url), "patroni")
-        if reason is not None:
-            line = f"patroni {redact(url)}: {reason}"
-            if line not in self._refused:
-                self._refused.append(line)
-        elif url not in self._roots:
-            self._roots.append(url)
-
-    def _member_api(self, api_url: str | None) -> tuple[str | None, str | None]:
-        """A listed member's URL to poll, or why it is not polled (a bad shape, a refused host)."""
-        if api_url is None:
-            return None, None
-        try:
-            url = member_api_url(api_url)
-        except ValueError as exc:
-            return None, f"{exc}; not polled"
-        reason = refusal(self._rest_hosts, host_of(url), "patroni")
-        return (None, reason) if reason is not None else (url, None)
-
-    def _slot(
-        self,
-        name: str,
-        api_url: str | None,
-        api_refusal: str | None,
-        host: str | None,
-        port: int | None,
-        dbname: str | None,
-        *,
-        static: bool = False,
-        shown_api_url: str | None = None,
-    ) -> MemberSlot:
-        node = None
-        pg_refusal = refusal(self._pg_hosts, host, "postgres") if host else None
-        if host and pg_refusal is None:
-            target = Target(
-                name=name,
-                host=host,
-                port=port or 5432,
-                dbname=dbname or self._settings.postgres.dbname,
-            )
-            node = NodeReader(target, self._settings.postgres, self._clock, proc=self._proc)
-            node.needs = self._needs
-        own = None
-        if api_url and api_refusal is None:
-
-            async def fetch(url: str = api_url) -> OwnView:
-                return await self.patroni.own(url)
-
-            own = Source(
-                f"patroni {redact(api_url)}",
-                fetch,
-                self._settings.patroni.timeout + 0.5,
-                self._clock,
-                _http_describer(api_url),
-            )
-        shown = shown_api_url if shown_api_url is not None else api_url
-        return MemberSlot(
-            name=name,
-            api_url=redact(shown) if shown else None,
-            node=node,
-            own=own,
-            static=static,
-            own_url=api_url if own is not None else None,
-            api_refusal=api_refusal,
-            pg_refusal=pg_refusal,
-            pg_host=host,
-            pg_port=(port or 5432) if host else None,
-        )
-
-    def _apply_cluster(self, view: ClusterView) -> list[MemberSlot]:
-        """Follow /cluster's membership; returns slots to close (replaced or forgotten)."""
-        loop_now = asyncio.get_running_loop().time()
-        listed = {m.name for m in view.members}
-        retired: list[MemberSlot] = []
-        for entry in view.members:
-            slot = self._members.get(entry.name)
-            if slot is not None and slot.static:
-                slot.cluster_entry = entry
-                continue
-            if self._settings.nodes:
-                continue  # nodes given explicitly: /cluster only adds roles, never members
-            key = (entry.api_url, entry.host, (entry.port or 5432) if entry.host else None)
-            if slot is not None and slot.key != key:
-                retired.append(slot)
-                slot = None
-            if slot is None:
-                api_url, api_refusal = self._member_api(entry.api_url)
-                slot = self._slot(
-                    entry.name,
-                    api_url,
-                    api_refusal,
-                    entry.host,
-                    entry.port,
-                    None,
-                    shown_api_url=entry.api_url,
-                )
-                slot.key = key
-                self._members[entry.name] = slot
-            slot.cluster_entry = entry
-            slot.gone_since = None
-        for name, slot in list(self._members.items()):
-            if name in listed or slot.static:
-                continue
-            slot.cluster_entry = None
-            if slot.gone_since is None:
-                slot.gone_since = loop_now
-            elif loop_now - slot.gone_since > FORGET_AFTER_S:
-                retired.append(self._members.pop(name))
-        # Members no longer listed are still polled a while, but never beyond max_members in
-        # all: the longest gone are forgotten first.
-        discovered = [s for s in self._members.values() if not s.static]
-        excess = len(discovered) - self._max_members
-        if excess > 0:
-            gone = sorted(
-                (s for s in discovered if s.gone_since is not None), key=lambda s: s.gone_since or 0.0
-            )
-            for slot in gone[:excess]:
-                retired.append(self._members.pop(slot.name))
-        return retired
-
     # -- sources --------------------------------------------------------------------------------
-
-    def _candidate_roots(self) -> list[str]:
-        """Configured roots, then those of members listed now (so at most max_members more)."""
-        roots = list(self._roots)
-        for slot in self._members.values():
-            if slot.static or slot.cluster_entry is None or slot.own_url is None:
-                continue
-            root = root_of(slot.own_url)
-            if root not in roots:
-                roots.append(root)
-        if self._preferred in roots:
-            roots.remove(self._preferred)
-            roots.insert(0, self._preferred)
-        return roots
-
-    async def _discover(self) -> Discovered:
-        roots = self._candidate_roots()
-        view, root = await self._first_cluster(roots)
-        self._preferred = root
-        due = self._since_refresh >= REFRESH_EVERY
-        leader = view.info.leader
-        timeline = max((m.timeline for m in view.members if m.timeline is not None), default=None)
-        key = (leader, timeline)
-        if key != self._refresh_key or self._config is None:
-            due = True
-        found = Discovered(view=view, root=root)
-        if not due:
-            return found
-        history, config = await asyncio.gather(
-            self.patroni.history(root), self.patroni.config(root), return_exceptions=True
-        )
-        errors: list[str] = []
-        if isinstance(history, BaseException):
-            errors.append(_http_describer("patroni /history")(history))
-        else:
-            found.history = history
-        if isinstance(config, BaseException):
-            errors.append(_http_describer("patroni /config")(config))
-        else:
-            found.config = config
-        if not errors:
-            self._refresh_key = key
-        found.errors = tuple(errors)
-        return found
-
-    async def _first_cluster(self, roots: list[str]) -> tuple[ClusterView, str]:
-        """The first good /cluster: the preferred root, then (after HEDGE_S) all others too."""
-        if not roots:
-            raise ParseError("patroni: no REST URL left to ask; give --patroni URL")
-        tasks: dict[asyncio.Task[ClusterView], str] = {}
-        errors: list[str] = []
-        try:
-            first = asyncio.create_task(self.patroni.cluster(roots[0]))
-            tasks[first] = roots[0]
-            done, _ = await asyncio.wait({first}, timeout=HEDGE_S)
-            if first in done and first.exception() is None:
-                return first.result(), roots[0]
-            for root in roots[1:]:
-                tasks[asyncio.create_task(self.patroni.cluster(root))] = root
-            pending: set[asyncio.Task[ClusterView]] = set(tasks)
-            while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    exc = task.exception()
-                    if exc is None:
-                        return task.result(), tasks[task]
-                    where = f"{tasks[task]}/cluster"
-                    errors.append(_http_describer(where)(exc) if exc else where)
-        finally:
-            for task in tasks:
-                if not task.done():
-                    task.cancel()
-            for task in tasks:
-                with contextlib.suppress(BaseException):
-                    await task
-        raise ParseError("; ".join(errors) or "patroni /cluster: no answer")
 
     async def _fetch_haproxy(self) -> tuple[HAProxyServer, ...]:
         s = self._settings.haproxy
@@ -495,14 +175,14 @@ class Poller:
         loop = asyncio.get_running_loop()
         deadline = None if budget is None else loop.time() + budget
         self.cycles += 1
-        self._since_refresh += 1
+        self.membership.next_cycle()
         pending: set[asyncio.Task[None]] = set()
-        retired: list[MemberSlot] = []
+        retired: list[MemberSources] = []
         cluster_task = None
-        if self._cluster is not None:
+        if self.membership.cluster is not None:
             # /cluster may have answered after the previous cycle ended: use it first.
-            retired += self._take_cluster(self._cluster.reading())
-            cluster_task = self._cluster.start()
+            retired += self.membership.take_cluster(self.membership.cluster.reading())
+            cluster_task = self.membership.cluster.start()
             pending.add(cluster_task)
         if self._haproxy is not None:
             pending.add(self._haproxy.start())
@@ -513,7 +193,7 @@ class Poller:
             if task is not None:
                 pending.add(task)
         started: set[str] = set()
-        for name, slot in self._members.items():
+        for name, slot in self.membership.members.items():
             pending |= slot.start()
             started.add(name)
         while pending:
@@ -523,10 +203,10 @@ class Poller:
             )
             if not done:
                 break
-            if cluster_task is not None and cluster_task in done and self._cluster is not None:
-                reading = self._cluster.reading()
-                retired += self._take_cluster(reading)
-                for name, slot in self._members.items():
+            if cluster_task is not None and cluster_task in done and self.membership.cluster is not None:
+                reading = self.membership.cluster.reading()
+                retired += self.membership.take_cluster(reading)
+                for name, slot in self.membership.members.items():
                     if name not in started:
                         pending |= slot.start()
                         started.add(name)
@@ -545,26 +225,13 @@ class Poller:
             closing.add_done_callback(self._closing.discard)
         return self._assemble()
 
-    def _take_cluster(self, reading: Reading[Discovered]) -> list[MemberSlot]:
-        found = reading.value
-        if found is None or found is self._cluster_applied:
-            return []
-        self._cluster_applied = found
-        if found.history is not None:
-            self._history = found.history
-        if found.config is not None:
-            self._config = found.config
-        if found.history is not None or found.config is not None:
-            self._since_refresh = 0
-        return self._apply_cluster(found.view)
-
     def _assemble(self) -> ClusterSnapshot:
         now = self._clock()
-        errors: list[str] = list(self._refused)
+        errors: list[str] = list(self.membership.refused)
         cluster_reading: Reading[Discovered] | None = None
         live = False
-        if self._cluster is not None:
-            cluster_reading = self._cluster.reading()
+        if self.membership.cluster is not None:
+            cluster_reading = self.membership.cluster.reading()
             if cluster_reading.error:
                 errors.append(cluster_reading.error)
             elif cluster_reading.value is not None:
@@ -576,14 +243,14 @@ class Poller:
                         f"patroni /cluster lists {view.listed} members; polling {len(view.members)} "
                         "(max_members), the others are not shown"
                     )
-        elif not self._settings.nodes and not self._refused:
+        elif not self._settings.nodes and not self.membership.refused:
             if self._haproxy is not None:
                 errors.append("Patroni: not configured (give --patroni URL to see members)")
             else:
                 errors.append("nothing to poll: give --patroni URL, [[nodes]] in the config or --haproxy")
         members: list[Member] = []
         nodes: list[NodeSnapshot] = []
-        for slot in self._members.values():
+        for slot in self.membership.members.values():
             members.append(self._member(slot, live))
             if slot.node is not None:
                 nodes.append(slot.node.view())
@@ -599,7 +266,7 @@ class Poller:
         scope = self._scope or info.name or next((v.scope for v in self._own_values() if v.scope), None)
         # No root answered /cluster: leader and roles are unknown this cycle, not "no leader".
         slow = cluster_reading.slow_s if live and cluster_reading is not None else None
-        reachable = live or self._cluster is None
+        reachable = live or self.membership.cluster is None
         info = info.model_copy(update={"name": scope, "reachable": reachable, "slow_s": slow})
         return ClusterSnapshot(
             taken_at=now,
@@ -607,21 +274,21 @@ class Poller:
             members=tuple(members),
             nodes=tuple(nodes),
             haproxy=self._haproxy_state(),
-            history=self._history,
-            patroni_config=self._config,
+            history=self.membership.history,
+            patroni_config=self.membership.config,
             errors=tuple(errors),
             probes=tuple(runner.probe() for runner in self._probes),
             pgbackrest=self._pgbackrest.state() if self._pgbackrest is not None else None,
         )
 
     def _own_values(self) -> Iterable[OwnView]:
-        for slot in self._members.values():
+        for slot in self.membership.members.values():
             if slot.own is not None:
                 value = slot.own.reading().value
                 if value is not None:
                     yield value
 
-    def _member(self, slot: MemberSlot, live: bool) -> Member:
+    def _member(self, slot: MemberSources, live: bool) -> Member:
         entry = slot.cluster_entry if live else None
         base = entry or Member(name=slot.name)
         host = base.host
@@ -704,24 +371,29 @@ class Poller:
 
     def set_needs(self, needs: Needs) -> None:
         """Do these optional reads (models/needs.py) from now on, e.g. memory only while shown."""
-        self._needs = needs
-        for slot in self._members.values():
-            if slot.node is not None:
-                slot.node.needs = needs
+        self.membership.set_needs(needs)
 
     def round_trips(self) -> dict[str, int]:
         """PostgreSQL round trips so far, per node (for the benchmark)."""
-        return {name: slot.node.round_trips for name, slot in self._members.items() if slot.node is not None}
+        return {
+            name: slot.node.round_trips
+            for name, slot in self.membership.members.items()
+            if slot.node is not None
+        }
 
     def last_ok(self) -> dict[str, datetime | None]:
         """When each node's PostgreSQL last answered."""
-        return {name: slot.node.last_ok_at for name, slot in self._members.items() if slot.node is not None}
+        return {
+            name: slot.node.last_ok_at
+            for name, slot in self.membership.members.items()
+            if slot.node is not None
+        }
 
     async def aclose(self) -> None:
         """Stop every poll, close every connection and HTTP client."""
-        closers = [slot.aclose() for slot in self._members.values()]
-        if self._cluster is not None:
-            closers.append(self._cluster.aclose())
+        closers = [slot.aclose() for slot in self.membership.members.values()]
+        if self.membership.cluster is not None:
+            closers.append(self.membership.cluster.aclose())
         if self._haproxy is not None:
             closers.append(self._haproxy.aclose())
         closers.extend(runner.aclose() for runner in self._probes)

@@ -160,7 +160,7 @@ async def test_discovery_roots_stay_bounded_when_a_member_moves_every_cycle(dead
                 before = poller.patroni.requests
                 await poller.cycle()
                 requests_per_cycle.append(poller.patroni.requests - before)
-                roots_seen.append(len(poller._candidate_roots()))
+                roots_seen.append(len(poller.membership.candidate_roots()))
         finally:
             await poller.aclose()
     assert served["n"] >= 30
@@ -198,7 +198,7 @@ async def test_hostile_api_urls_are_shown_not_fetched(pgpassword: str) -> None:
         ]
         patroni.routes.update(patroni_routes(json_answer(cluster_doc(members))))
         poller, snap = await one_cycle(Settings(patroni={"urls": [here]}))
-        slots = dict(poller._members)
+        slots = dict(poller.membership.members)
         await poller.aclose()
         targets = [r.target for r in patroni.received]
         heads = b"".join(r.raw for r in patroni.received)

@@ -299,7 +299,7 @@ def test_a_pane_that_raises_ends_the_console_with_exit_1_and_a_report(
     def broken(snapshot: ClusterSnapshot, ctx: Context) -> list[Any]:
         raise RuntimeError("pane exploded at http://admin:secret@db1:8008/patroni")
 
-    panes = tuple(dataclasses.replace(p, rows=broken) if p.id == "cluster" else p for p in registry.PANES)
+    panes = tuple(dataclasses.replace(p, rows=broken) if p.id == "overview" else p for p in registry.PANES)
     monkeypatch.setattr(registry, "PANES", panes)
     monkeypatch.setattr(Poller, "from_settings", staticmethod(lambda _s: ScriptedSource([fx.healthy()])))
 

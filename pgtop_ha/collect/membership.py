@@ -1,0 +1,384 @@
+"""Who the members are and how each is reached: configured nodes, /cluster's list, discovery.
+
+Membership follows Patroni's /cluster (or the configured [[nodes]]): a member listed gets its
+sources (its own /patroni poll and its PostgreSQL reader), a member whose address changes gets new
+ones, a member gone is kept FORGET_AFTER_S and never beyond max_members. /cluster itself is asked
+of the preferred REST root first, then (after HEDGE_S) of every other root at once. Every host is
+checked against the allowed-hosts policy before anything is sent to it. The cycle that polls these
+sources and assembles a snapshot is the Poller's (collect/poller.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgtop_ha.clock import Clock
+from pgtop_ha.collect.errors import ParseError
+from pgtop_ha.collect.patroni import ClusterView, OwnView, PatroniClient, describe_http_error
+from pgtop_ha.collect.postgres import NodeReader, Target
+from pgtop_ha.collect.source import Reading, Source
+from pgtop_ha.models.needs import Needs
+from pgtop_ha.models.probe import member_at
+from pgtop_ha.models.snapshot import HistoryEntry, Member, PatroniConfig
+from pgtop_ha.models.trust import HostPolicy, never_contacted
+from pgtop_ha.models.urls import host_of, member_api_url, redact, root_of
+from pgtop_ha.settings import Settings
+
+HEDGE_S = 0.25  # ask the other members for /cluster when the preferred one is this slow
+REFRESH_EVERY = 10  # cycles between /history and /config fetches (sooner on a leader change)
+FORGET_AFTER_S = 600.0  # a member gone from /cluster is still shown this long
+
+
+@dataclass
+class Discovered:
+    """What the /cluster task learned: the view, and /history + /config when they were due."""
+
+    view: ClusterView
+    root: str
+    history: tuple[HistoryEntry, ...] | None = None
+    config: PatroniConfig | None = None
+    errors: tuple[str, ...] = ()
+
+
+@dataclass
+class MemberSources:
+    """One member's sources: Patroni's /cluster entry, its own /patroni poll, its PostgreSQL reader.
+
+    ``api_url`` is what is shown (without credentials); ``own_url`` is what is polled. A member
+    whose REST or PostgreSQL host is refused keeps the reason and has no source for it.
+    """
+
+    name: str
+    api_url: str | None
+    node: NodeReader | None
+    own: Source[OwnView] | None
+    cluster_entry: Member | None = None
+    static: bool = False
+    gone_since: float | None = None
+    own_url: str | None = None
+    api_refusal: str | None = None
+    pg_refusal: str | None = None
+    pg_host: str | None = None
+    pg_port: int | None = None
+    # What /cluster said about where it is: a change makes a new slot (and drops the old root).
+    key: tuple[str | None, str | None, int | None] = (None, None, None)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def start(self) -> set[asyncio.Task[None]]:
+        """Start (or rejoin) this member's polls."""
+        out: set[asyncio.Task[None]] = set()
+        if self.own is not None:
+            out.add(self.own.start())
+        if self.node is not None:
+            out.add(self.node.start())
+        return out
+
+    async def aclose(self) -> None:
+        """Stop this member's polls and close its connection."""
+        if self.own is not None:
+            await self.own.aclose()
+        if self.node is not None:
+            await self.node.aclose()
+
+
+def http_describer(what: str) -> Callable[[BaseException], str]:
+    """Lines naming ``what`` (redacted: a configured root may carry user:password)."""
+    # URLs may carry user:password (a configured root): every line is redacted.
+    shown = redact(what)
+
+    def describe(exc: BaseException) -> str:
+        if isinstance(exc, TimeoutError):
+            return f"{shown}: no answer (timeout)"
+        if isinstance(exc, Exception):
+            return redact(describe_http_error(exc, shown))
+        return f"{shown}: {exc.__class__.__name__}"
+
+    return describe
+
+
+def refusal(policy: HostPolicy, host: str | None, section: str) -> str | None:
+    """Why ``host`` is not contacted under ``policy`` (naming ``section``.allowed_hosts), or None."""
+    reason = policy.refusal(host)
+    if reason is None or not host:
+        return reason
+    if never_contacted(host) is None:
+        return f"{host} is not in {section}.allowed_hosts; not contacted"
+    return reason
+
+
+class Membership:
+    """The members and their sources, following /cluster; the discovery roots it is asked of."""
+
+    def __init__(self, settings: Settings, clock: Clock, patroni: PatroniClient, *, proc: Path) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._proc = proc
+        self.patroni = patroni
+        self._max_members = settings.max_members
+        self._rest_hosts = HostPolicy.of(settings.patroni.allowed_hosts)
+        self._pg_hosts = HostPolicy.of(settings.postgres.allowed_hosts)
+        self.members: dict[str, MemberSources] = {}
+        # Configured REST roots (those the policy allows); refused ones are shown every cycle.
+        self._roots: list[str] = []
+        self.refused: list[str] = []
+        for url in settings.patroni.urls:
+            self._add_root(url)
+        self._preferred: str | None = None
+        self.history: tuple[HistoryEntry, ...] = ()
+        self.config: PatroniConfig | None = None
+        self._refresh_key: tuple[str | None, int | None] | None = None
+        self._since_refresh = REFRESH_EVERY
+        self._applied: object | None = None
+        self._needs: Needs = frozenset({"memory"})  # until the screen says what it shows
+        for node in settings.nodes:
+            api = api_refusal = None
+            if node.patroni_url:
+                # Settings made it scheme://host:port (credentials, if any, are stripped on GET).
+                api_refusal = refusal(self._rest_hosts, host_of(node.patroni_url), "patroni")
+                self._add_root(node.patroni_url)
+                api = f"{node.patroni_url}/patroni"
+            self.members[node.name] = self.sources_for(
+                node.name, api, api_refusal, node.host, node.port, node.dbname, static=True
+            )
+        self.cluster: Source[Discovered] | None = None
+        if self._roots:
+            limit = settings.patroni.timeout * 2 + 0.5
+            describe = http_describer("patroni /cluster")
+            self.cluster = Source("patroni /cluster", self._discover, limit, clock, describe)
+
+    def next_cycle(self) -> None:
+        """Count a cycle: /history and /config are fetched again every REFRESH_EVERY."""
+        self._since_refresh += 1
+
+    def set_needs(self, needs: Needs) -> None:
+        """Give every PostgreSQL reader these optional reads (models/needs.py)."""
+        self._needs = needs
+        for sources in self.members.values():
+            if sources.node is not None:
+                sources.node.needs = needs
+
+    def restless(self) -> bool:
+        """True while a node's PostgreSQL is not answering: read probes then run every cycle."""
+        # A killed primary that Patroni restarts in place is down for a few seconds only: a
+        # probe every calm_interval would miss the outage the probes exist to show.
+        nodes = [slot.node for slot in self.members.values() if slot.node is not None]
+        return any(not node.view().reachable for node in nodes)
+
+    def locate(self, addr: str | None, port: int | None) -> str | None:
+        """The member whose PostgreSQL listens at ``addr``:``port`` (a probe's answering server)."""
+        known = tuple((slot.name, slot.pg_host, slot.pg_port) for slot in self.members.values())
+        return member_at(known, addr, port)
+
+    def _add_root(self, url: str) -> None:
+        reason = refusal(self._rest_hosts, host_of(url), "patroni")
+        if reason is not None:
+            line = f"patroni {redact(url)}: {reason}"
+            if line not in self.refused:
+                self.refused.append(line)
+        elif url not in self._roots:
+            self._roots.append(url)
+
+    def _member_api(self, api_url: str | None) -> tuple[str | None, str | None]:
+        """A listed member's URL to poll, or why it is not polled (a bad shape, a refused host)."""
+        if api_url is None:
+            return None, None
+        try:
+            url = member_api_url(api_url)
+        except ValueError as exc:
+            return None, f"{exc}; not polled"
+        reason = refusal(self._rest_hosts, host_of(url), "patroni")
+        return (None, reason) if reason is not None else (url, None)
+
+    def sources_for(
+        self,
+        name: str,
+        api_url: str | None,
+        api_refusal: str | None,
+        host: str | None,
+        port: int | None,
+        dbname: str | None,
+        *,
+        static: bool = False,
+        shown_api_url: str | None = None,
+    ) -> MemberSources:
+        node = None
+        pg_refusal = refusal(self._pg_hosts, host, "postgres") if host else None
+        if host and pg_refusal is None:
+            target = Target(
+                name=name,
+                host=host,
+                port=port or 5432,
+                dbname=dbname or self._settings.postgres.dbname,
+            )
+            node = NodeReader(target, self._settings.postgres, self._clock, proc=self._proc)
+            node.needs = self._needs
+        own = None
+        if api_url and api_refusal is None:
+
+            async def fetch(url: str = api_url) -> OwnView:
+                return await self.patroni.own(url)
+
+            own = Source(
+                f"patroni {redact(api_url)}",
+                fetch,
+                self._settings.patroni.timeout + 0.5,
+                self._clock,
+                http_describer(api_url),
+            )
+        shown = shown_api_url if shown_api_url is not None else api_url
+        return MemberSources(
+            name=name,
+            api_url=redact(shown) if shown else None,
+            node=node,
+            own=own,
+            static=static,
+            own_url=api_url if own is not None else None,
+            api_refusal=api_refusal,
+            pg_refusal=pg_refusal,
+            pg_host=host,
+            pg_port=(port or 5432) if host else None,
+        )
+
+    def _apply(self, view: ClusterView) -> list[MemberSources]:
+        """Follow /cluster's membership; returns slots to close (replaced or forgotten)."""
+        loop_now = asyncio.get_running_loop().time()
+        listed = {m.name for m in view.members}
+        retired: list[MemberSources] = []
+        for entry in view.members:
+            slot = self.members.get(entry.name)
+            if slot is not None and slot.static:
+                slot.cluster_entry = entry
+                continue
+            if self._settings.nodes:
+                continue  # nodes given explicitly: /cluster only adds roles, never members
+            key = (entry.api_url, entry.host, (entry.port or 5432) if entry.host else None)
+            if slot is not None and slot.key != key:
+                retired.append(slot)
+                slot = None
+            if slot is None:
+                api_url, api_refusal = self._member_api(entry.api_url)
+                slot = self.sources_for(
+                    entry.name,
+                    api_url,
+                    api_refusal,
+                    entry.host,
+                    entry.port,
+                    None,
+                    shown_api_url=entry.api_url,
+                )
+                slot.key = key
+                self.members[entry.name] = slot
+            slot.cluster_entry = entry
+            slot.gone_since = None
+        for name, slot in list(self.members.items()):
+            if name in listed or slot.static:
+                continue
+            slot.cluster_entry = None
+            if slot.gone_since is None:
+                slot.gone_since = loop_now
+            elif loop_now - slot.gone_since > FORGET_AFTER_S:
+                retired.append(self.members.pop(name))
+        # Members no longer listed are still polled a while, but never beyond max_members in
+        # all: the longest gone are forgotten first.
+        discovered = [s for s in self.members.values() if not s.static]
+        excess = len(discovered) - self._max_members
+        if excess > 0:
+            gone = sorted(
+                (s for s in discovered if s.gone_since is not None), key=lambda s: s.gone_since or 0.0
+            )
+            for slot in gone[:excess]:
+                retired.append(self.members.pop(slot.name))
+        return retired
+
+    def candidate_roots(self) -> list[str]:
+        """Configured roots, then those of members listed now (so at most max_members more)."""
+        roots = list(self._roots)
+        for slot in self.members.values():
+            if slot.static or slot.cluster_entry is None or slot.own_url is None:
+                continue
+            root = root_of(slot.own_url)
+            if root not in roots:
+                roots.append(root)
+        if self._preferred in roots:
+            roots.remove(self._preferred)
+            roots.insert(0, self._preferred)
+        return roots
+
+    async def _discover(self) -> Discovered:
+        roots = self.candidate_roots()
+        view, root = await self._first_cluster(roots)
+        self._preferred = root
+        due = self._since_refresh >= REFRESH_EVERY
+        leader = view.info.leader
+        timeline = max((m.timeline for m in view.members if m.timeline is not None), default=None)
+        key = (leader, timeline)
+        if key != self._refresh_key or self.config is None:
+            due = True
+        found = Discovered(view=view, root=root)
+        if not due:
+            return found
+        history, config = await asyncio.gather(
+            self.patroni.history(root), self.patroni.config(root), return_exceptions=True
+        )
+        errors: list[str] = []
+        if isinstance(history, BaseException):
+            errors.append(http_describer("patroni /history")(history))
+        else:
+            found.history = history
+        if isinstance(config, BaseException):
+            errors.append(http_describer("patroni /config")(config))
+        else:
+            found.config = config
+        if not errors:
+            self._refresh_key = key
+        found.errors = tuple(errors)
+        return found
+
+    async def _first_cluster(self, roots: list[str]) -> tuple[ClusterView, str]:
+        """The first good /cluster: the preferred root, then (after HEDGE_S) all others too."""
+        if not roots:
+            raise ParseError("patroni: no REST URL left to ask; give --patroni URL")
+        tasks: dict[asyncio.Task[ClusterView], str] = {}
+        errors: list[str] = []
+        try:
+            first = asyncio.create_task(self.patroni.cluster(roots[0]))
+            tasks[first] = roots[0]
+            done, _ = await asyncio.wait({first}, timeout=HEDGE_S)
+            if first in done and first.exception() is None:
+                return first.result(), roots[0]
+            for root in roots[1:]:
+                tasks[asyncio.create_task(self.patroni.cluster(root))] = root
+            pending: set[asyncio.Task[ClusterView]] = set(tasks)
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    exc = task.exception()
+                    if exc is None:
+                        return task.result(), tasks[task]
+                    where = f"{tasks[task]}/cluster"
+                    errors.append(http_describer(where)(exc) if exc else where)
+        finally:
+            for task in tasks:
+                if not task.done():
+                    task.cancel()
+            for task in tasks:
+                with contextlib.suppress(BaseException):
+                    await task
+        raise ParseError("; ".join(errors) or "patroni /cluster: no answer")
+
+    def take_cluster(self, reading: Reading[Discovered]) -> list[MemberSources]:
+        found = reading.value
+        if found is None or found is self._applied:
+            return []
+        self._applied = found
+        if found.history is not None:
+            self.history = found.history
+        if found.config is not None:
+            self.config = found.config
+        if found.history is not None or found.config is not None:
+            self._since_refresh = 0
+        return self._apply(found.view)
