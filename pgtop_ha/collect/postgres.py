@@ -10,7 +10,6 @@ Which hosts may be connected to at all is the poller's decision (postgres.allowe
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -18,27 +17,17 @@ from typing import Any
 from urllib.parse import urlencode
 
 import asyncpg
-from pydantic import ValidationError
 
 from pgtop_ha import pgguard
 from pgtop_ha.clock import Clock
 from pgtop_ha.collect import procmem
+from pgtop_ha.collect.document import read_document
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query, unavailable
 from pgtop_ha.collect.source import PollTask
 from pgtop_ha.models import derive
 from pgtop_ha.models.needs import Needs
-from pgtop_ha.models.snapshot import (
-    Archiver,
-    CopyProgress,
-    NodeSnapshot,
-    PendingSetting,
-    Process,
-    Replication,
-    Slot,
-    Subscription,
-    WalReceiver,
-)
+from pgtop_ha.models.snapshot import NodeReadings, NodeSnapshot, PendingSetting, Process
 from pgtop_ha.settings import PostgresSettings
 
 BACKOFF_START_S = 1.0
@@ -46,7 +35,8 @@ BACKOFF_MAX_S = 10.0
 REFRESH_S = 5.0  # process memory is read this often
 # Pending restarts are re-read when pg_conf_load_time() changes, and at least this often anyway.
 PENDING_REFRESH_S = 60.0
-_PROCESS_FIELDS = frozenset(Process.model_fields)
+_PROCESS_FIELDS = tuple(Process.model_fields)
+_READINGS = tuple(NodeReadings.model_fields)  # what the document hands to NodeSnapshot as is
 
 
 @dataclass(frozen=True)
@@ -59,24 +49,15 @@ class Target:
     dbname: str
 
 
-def _rows(doc: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    value = doc.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
-        raise ParseError(f"postgres document: {key!r} is not a list of rows")
-    return value
-
-
-def _memory_from_texts(smaps: Any, status: Any) -> procmem.Memory | None:
-    if not isinstance(smaps, str) or not smaps:
+def _memory_from_texts(smaps: str | None, status: str | None) -> procmem.Memory | None:
+    if not smaps:
         return None
     try:
         rollup = procmem.parse_smaps_rollup(smaps)
     except ParseError:
         return None
     stat = None
-    if isinstance(status, str):
+    if status is not None:
         try:
             stat = procmem.parse_status(status)
         except ParseError:
@@ -114,101 +95,50 @@ class Parsed:
 
 def parse_document(text: str, caps: Capabilities) -> Parsed:
     """The single statement's JSON document as model parts; ParseError if it is not one."""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        raise ParseError("postgres document: not JSON") from None
-    if not isinstance(doc, dict):
-        raise ParseError("postgres document: not an object")
-    for key in ("current_lsn", "receive_lsn", "replay_lsn", "timeline", "backend_pid"):
-        value = doc.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ParseError(f"postgres document: {key!r} is not an integer")
-    for key in ("in_recovery", "replay_paused"):
-        if doc.get(key) is not None and not isinstance(doc.get(key), bool):
-            raise ParseError(f"postgres document: {key!r} is not a boolean")
-    if doc.get("replay_timestamp") is not None and not isinstance(doc["replay_timestamp"], str):
-        raise ParseError("postgres document: 'replay_timestamp' is not a timestamp")
-    try:
-        in_recovery = doc.get("in_recovery")
-        current_lsn = doc.get("current_lsn")
-        replay_lsn = doc.get("replay_lsn")
-        receive_lsn = doc.get("receive_lsn")
-        reference = derive.wal_position(in_recovery, current_lsn, replay_lsn, receive_lsn)
-        replication = tuple(
-            derive.with_lag(Replication.model_validate(r), current_lsn) for r in _rows(doc, "replication")
+    doc = read_document(text)  # the whole shape, strictly typed (collect/document.py)
+    reference = derive.wal_position(doc.in_recovery, doc.current_lsn, doc.replay_lsn, doc.receive_lsn)
+    # What is derived from the readings (lags, retained WAL, COPY estimates, segments behind).
+    slots = tuple(
+        s.model_copy(update={"retained_bytes": derive.lag_bytes(reference, s.restart_lsn)}) for s in doc.slots
+    )
+    copies = []
+    for copy in doc.copy_progress:
+        est = derive.copy_estimate(copy)
+        copies.append(
+            copy.model_copy(
+                update={"percent": est.percent, "estimated_total_bytes": est.estimated_total_bytes}
+            )
         )
-        slots = []
-        for row in _rows(doc, "slots"):
-            slot = Slot.model_validate(row)
-            slots.append(
-                slot.model_copy(update={"retained_bytes": derive.lag_bytes(reference, slot.restart_lsn)})
-            )
-        copies = []
-        for row in _rows(doc, "copy_progress"):
-            copy = CopyProgress.model_validate(row)
-            est = derive.copy_estimate(copy)
-            copies.append(
-                copy.model_copy(
-                    update={
-                        "percent": est.percent,
-                        "estimated_total_bytes": est.estimated_total_bytes,
-                    }
-                )
-            )
-        archiver = None
-        raw_arch = doc.get("archiver")
-        if isinstance(raw_arch, dict):
-            archiver = Archiver.model_validate(raw_arch)
-            if not in_recovery or archiver.archive_mode == "always":
-                behind = derive.segments_behind(reference, archiver.last_archived_wal, caps.wal_segment_size)
-                archiver = archiver.model_copy(update={"segments_behind": behind})
-        wal_receiver = None
-        if isinstance(doc.get("wal_receiver"), dict):
-            wal_receiver = WalReceiver.model_validate(doc["wal_receiver"])
-        processes: list[Process] = []
-        remote: dict[int, procmem.Memory] = {}
-        for row in _rows(doc, "processes"):
-            proc = Process.model_validate({k: v for k, v in row.items() if k in _PROCESS_FIELDS})
-            mem = _memory_from_texts(row.get("smaps"), row.get("status"))
-            if mem is not None:
-                remote[proc.pid] = mem
-            processes.append(proc)
-        fields: dict[str, Any] = {
-            "in_recovery": in_recovery,
-            "timeline": doc.get("timeline"),
-            "current_lsn": current_lsn,
-            "receive_lsn": receive_lsn,
-            "replay_lsn": replay_lsn,
-            "replay_timestamp": doc.get("replay_timestamp"),
-            "replay_paused": doc.get("replay_paused"),
-            "replication": replication,
-            "wal_receiver": wal_receiver,
-            "slots": tuple(slots),
-            "copy_progress": tuple(copies),
-            "subscriptions": tuple(Subscription.model_validate(r) for r in _rows(doc, "subscriptions")),
-            "archiver": archiver,
-        }
-        if "pending_restart" in doc:
-            fields["pending_restart"] = tuple(
-                PendingSetting.model_validate(r) for r in _rows(doc, "pending_restart")
-            )
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise ParseError(f"postgres document: unexpected value at {where}: {err['msg']}") from None
+    archiver = doc.archiver
+    if archiver is not None and (not doc.in_recovery or archiver.archive_mode == "always"):
+        behind = derive.segments_behind(reference, archiver.last_archived_wal, caps.wal_segment_size)
+        archiver = archiver.model_copy(update={"segments_behind": behind})
+    fields: dict[str, Any] = {name: getattr(doc, name) for name in _READINGS}
+    fields.update(
+        replication=tuple(derive.with_lag(r, doc.current_lsn) for r in doc.replication),
+        slots=slots,
+        copy_progress=tuple(copies),
+        archiver=archiver,
+    )
+    if "pending_restart" not in doc.model_fields_set:
+        del fields["pending_restart"]  # not asked this cycle: the reader keeps what it last read
+    processes: list[Process] = []
+    remote: dict[int, procmem.Memory] = {}
+    for row in doc.processes:
+        mem = _memory_from_texts(row.smaps, row.status)
+        if mem is not None:
+            remote[row.pid] = mem
+        # Already validated as a ProcessRow: copy the Process fields without validating again.
+        processes.append(Process.model_construct(**{k: getattr(row, k) for k in _PROCESS_FIELDS}))
     parsed = Parsed(fields=fields, processes=processes, remote_memory=remote)
-    backend_pid = doc.get("backend_pid")
-    parsed.backend_pid = backend_pid if isinstance(backend_pid, int) else None
-    conf_load_time = doc.get("conf_load_time")
-    parsed.conf_load_time = conf_load_time if isinstance(conf_load_time, str) else None
-    post = doc.get("postmaster")
-    if isinstance(post, dict):
-        pid = post.get("pid")
-        parsed.postmaster_pid = pid if isinstance(pid, int) else None
-        parsed.postmaster = _memory_from_texts(post.get("smaps"), post.get("status"))
-        if isinstance(post.get("meminfo"), str):
-            parsed.hugepages = procmem.parse_hugepages(post["meminfo"])
+    parsed.backend_pid = doc.backend_pid
+    parsed.conf_load_time = doc.conf_load_time
+    post = doc.postmaster
+    if post is not None:
+        parsed.postmaster_pid = post.pid
+        parsed.postmaster = _memory_from_texts(post.smaps, post.status)
+        if post.meminfo is not None:
+            parsed.hugepages = procmem.parse_hugepages(post.meminfo)
     return parsed
 
 

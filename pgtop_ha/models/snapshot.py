@@ -273,7 +273,31 @@ class Process(Bounded):
     swap_bytes: int | None = None
 
 
-class NodeSnapshot(Bounded):
+class NodeReadings(Bounded):
+    """What a node's one statement reads: the fields the wire document and the snapshot share.
+
+    A value PostgreSQL can tell is declared once, here: collect/document.py validates the
+    statement's JSON against it (strictly: JSON types, no coercion) and NodeSnapshot carries it.
+    Adding one is this field, its part of the statement (collect/pgquery.py) and the pane.
+    """
+
+    in_recovery: bool | None = None
+    timeline: int | None = None
+    current_lsn: int | None = None
+    receive_lsn: int | None = None
+    replay_lsn: int | None = None
+    replay_timestamp: datetime | None = None
+    replay_paused: bool | None = None
+    replication: tuple[Replication, ...] = ()
+    wal_receiver: WalReceiver | None = None
+    slots: tuple[Slot, ...] = ()
+    copy_progress: tuple[CopyProgress, ...] = ()
+    subscriptions: tuple[Subscription, ...] = ()
+    archiver: Archiver | None = None
+    pending_restart: tuple[PendingSetting, ...] = ()
+
+
+class NodeSnapshot(NodeReadings):
     """PostgreSQL's own view of one node."""
 
     name: str
@@ -283,21 +307,7 @@ class NodeSnapshot(Bounded):
     error: str | None = None
     last_ok_at: datetime | None = None
     server_version: int | None = None
-    in_recovery: bool | None = None
-    timeline: int | None = None
-    current_lsn: int | None = None
-    receive_lsn: int | None = None
-    replay_lsn: int | None = None
-    replay_timestamp: datetime | None = None
-    replay_paused: bool | None = None
     wal_segment_size: int | None = None
-    replication: tuple[Replication, ...] = ()
-    wal_receiver: WalReceiver | None = None
-    slots: tuple[Slot, ...] = ()
-    copy_progress: tuple[CopyProgress, ...] = ()
-    subscriptions: tuple[Subscription, ...] = ()
-    archiver: Archiver | None = None
-    pending_restart: tuple[PendingSetting, ...] = ()
     processes: tuple[Process, ...] = ()
     memory_source: str | None = None
     hugepages_total: int | None = None

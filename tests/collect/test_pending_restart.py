@@ -11,6 +11,7 @@ import asyncpg
 import pytest
 
 from pgtop_ha.clock import system_clock
+from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query
 from pgtop_ha.collect.postgres import NodeReader, Target, parse_document
 from pgtop_ha.lab.cluster import Lab
@@ -48,8 +49,9 @@ def test_parse_keeps_the_load_time() -> None:
     doc["conf_load_time"] = "2026-11-22 08:00:00.123456+00"
     parsed = parse_document(json.dumps(doc), _caps())
     assert parsed.conf_load_time == "2026-11-22 08:00:00.123456+00"
-    doc["conf_load_time"] = 17
-    assert parse_document(json.dumps(doc), _caps()).conf_load_time is None
+    doc["conf_load_time"] = 17  # the statement sends text: a number is a broken answer, named
+    with pytest.raises(ParseError, match="conf_load_time"):
+        parse_document(json.dumps(doc), _caps())
     del doc["conf_load_time"]
     assert parse_document(json.dumps(doc), _caps()).conf_load_time is None
 

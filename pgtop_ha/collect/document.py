@@ -1,0 +1,63 @@
+"""The node statement's JSON document as one typed model, validated whole and strictly.
+
+The statement (collect/pgquery.py) returns one JSON object. ``NodeDocument`` is its shape: the
+readings a snapshot carries (models.snapshot.NodeReadings) plus what only the reader uses (its
+backend pid, pg_conf_load_time, /proc texts for remote memory). Validation is strict JSON: an
+integer is an integer (never a string or a boolean), a timestamp an ISO string; anything else is
+one ParseError line naming the place, never a crash.
+"""
+
+from __future__ import annotations
+
+from pydantic import ConfigDict, ValidationError
+
+from pgtop_ha.collect.errors import ParseError
+from pgtop_ha.models.base import Frozen
+from pgtop_ha.models.snapshot import NodeReadings, Process
+
+MAX_DOCUMENT = 32 * 1024 * 1024  # a node's document is KBs; with /proc texts of 1000 backends, a few MB
+
+
+class ProcessRow(Process):
+    """A pg_stat_activity row as sent; on remote nodes with its /proc texts (full cycles only)."""
+
+    smaps: str | None = None
+    status: str | None = None
+
+
+class PostmasterTexts(Frozen):
+    """The postmaster's pid and /proc texts, read through pg_read_file (remote memory)."""
+
+    pid: int | None = None
+    smaps: str | None = None
+    status: str | None = None
+    meminfo: str | None = None
+
+
+class NodeDocument(NodeReadings):
+    """The whole document: the readings, then what the reader itself needs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    backend_pid: int | None = None
+    conf_load_time: str | None = None
+    processes: tuple[ProcessRow, ...] = ()
+    postmaster: PostmasterTexts | None = None
+
+
+def read_document(text: str) -> NodeDocument:
+    """The statement's text as a NodeDocument; ParseError (one line) when it is not one."""
+    if len(text) > MAX_DOCUMENT:
+        raise ParseError(f"postgres document: {len(text)} characters, more than {MAX_DOCUMENT}")
+    try:
+        return NodeDocument.model_validate_json(text)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        if err["type"] == "json_invalid":
+            raise ParseError("postgres document: not JSON") from None
+        where = ".".join(str(p) for p in err["loc"]) or "the top level"
+        if err["type"] == "model_type" and not err["loc"]:
+            raise ParseError("postgres document: not an object") from None
+        raise ParseError(f"postgres document: unexpected value at {where}: {err['msg']}") from None
+    except ValueError as exc:  # a Bounded number out of range that must be present
+        raise ParseError(f"postgres document: {exc}") from None
