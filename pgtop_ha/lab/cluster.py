@@ -26,6 +26,7 @@ LAB_USER = "pgtopha"
 MARKER = ".pgtop-ha-lab"
 DEFAULT_ROWS = 1_000_000
 RUNTIME_DIR = Path("/var/lib/pgtop-ha/patroni-venv")
+STANZA_LOCK_WAIT_S = 60.0  # the first async archive-push may hold the archive lock this long
 
 
 @dataclass(frozen=True)
@@ -436,13 +437,27 @@ class Lab:
             return
         i = self.leader_index()
         env = configs.patroni_env(self.layout, i)
-        try:
-            procs.run(
-                [str(tools.pgbackrest), f"--stanza={configs.STANZA}", "stanza-create"],
-                run_as=self.run_as, env=env, cwd=self.layout.state_dir / "pgbackrest", timeout=120,
-            )  # fmt: skip
-        except subprocess.CalledProcessError as exc:
-            raise UserError(f"pgbackrest stanza-create failed: {exc.stderr.strip()}") from None
+        failure = ""
+
+        def created() -> bool:
+            nonlocal failure
+            try:
+                procs.run(
+                    [str(tools.pgbackrest), f"--stanza={configs.STANZA}", "stanza-create"],
+                    run_as=self.run_as, env=env, cwd=self.layout.state_dir / "pgbackrest", timeout=120,
+                )  # fmt: skip
+            except subprocess.CalledProcessError as exc:
+                failure = exc.stderr.strip()
+                # [050] lock: PostgreSQL's first async archive-push holds the stanza's archive
+                # lock for a moment; stanza-create then fails at once. Wait for it, anything else
+                # is a real failure.
+                if "[050]" not in failure:
+                    raise UserError(f"pgbackrest stanza-create failed: {failure}") from None
+                return False
+            return True
+
+        if not procs.poll(created, STANZA_LOCK_WAIT_S, interval=1.0):
+            raise UserError(f"pgbackrest stanza-create failed for {STANZA_LOCK_WAIT_S:.0f}s: {failure}")
         marker.touch()
 
     def _start_haproxy(self, tools: Tools, progress: Progress) -> None:
