@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from pgtop_ha.errors import ConfigError
+from pgtop_ha.models.thresholds import Thresholds
 from pgtop_ha.models.trust import check_host_pattern
 from pgtop_ha.models.urls import haproxy_stats_url, patroni_root, redact
 
@@ -137,35 +138,6 @@ class HAProxySettings(TLSSettings):
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         return None if value is None else haproxy_stats_url(value)
-
-
-class Thresholds(_Section):
-    """Limits that turn a value WARN or CRIT."""
-
-    lag_warn_bytes: int = Field(16 * 1024**2, ge=0, description="Replay lag that warns.")
-    lag_crit_bytes: int = Field(256 * 1024**2, ge=0, description="Replay lag that is critical.")
-    lag_warn_s: float = Field(10.0, ge=0, description="Replay lag in seconds that warns.")
-    lag_crit_s: float = Field(60.0, ge=0, description="Replay lag in seconds that is critical.")
-    slot_retained_warn_bytes: int = Field(1024**3, ge=0, description="Slot retained WAL that warns.")
-    slot_retained_crit_bytes: int = Field(8 * 1024**3, ge=0, description="...that is critical.")
-    archive_ready_warn: int = Field(10, ge=0, description="Queued .ready files that warn.")
-    archive_ready_crit: int = Field(100, ge=0, description="Queued .ready files that are critical.")
-    stale_warn_s: float = Field(5.0, ge=0, description="Seconds without fresh data that warn.")
-    stale_crit_s: float = Field(15.0, ge=0, description="Seconds without fresh data, critical.")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Thresholds:
-        pairs = [
-            ("lag_warn_bytes", "lag_crit_bytes"),
-            ("lag_warn_s", "lag_crit_s"),
-            ("slot_retained_warn_bytes", "slot_retained_crit_bytes"),
-            ("archive_ready_warn", "archive_ready_crit"),
-            ("stale_warn_s", "stale_crit_s"),
-        ]
-        for warn, crit in pairs:
-            if getattr(self, warn) > getattr(self, crit):
-                raise ValueError(f"{warn} must not exceed {crit}")
-        return self
 
 
 class PgBackRestSettings(_Section):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import IntEnum
-from typing import Literal, Protocol
+from typing import Literal
 
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer, Member, NodeSnapshot, Slot
+from pgtop_ha.models.thresholds import Level, Thresholds
 
 # A poll that has waited this long for its answer makes its source "slow": the last answer is kept
 # and shown with its age. Below this it is plain fresh data (a busy cycle, not a slow server).
@@ -36,81 +36,26 @@ def node_state(n: NodeSnapshot) -> SourceState:
     return source_state(n.reachable, n.slow_s)
 
 
-class Level(IntEnum):
-    """How bad a value is; ordered so max() gives the worst."""
-
-    OK = 0
-    WARN = 1
-    CRIT = 2
-
-    @property
-    def word(self) -> str:
-        """The level as a word with a symbol, readable without colour."""
-        return _WORDS[self]
-
-
-_WORDS = {Level.OK: "✔ OK", Level.WARN: "▲ WARN", Level.CRIT: "✖ CRIT"}
-
-
-class ThresholdsLike(Protocol):
-    """The limits health needs (settings.Thresholds has them; models must not import settings)."""
-
-    @property
-    def lag_warn_bytes(self) -> int: ...
-    @property
-    def lag_crit_bytes(self) -> int: ...
-    @property
-    def lag_warn_s(self) -> float: ...
-    @property
-    def lag_crit_s(self) -> float: ...
-    @property
-    def slot_retained_warn_bytes(self) -> int: ...
-    @property
-    def slot_retained_crit_bytes(self) -> int: ...
-    @property
-    def archive_ready_warn(self) -> int: ...
-    @property
-    def archive_ready_crit(self) -> int: ...
-    @property
-    def stale_warn_s(self) -> float: ...
-    @property
-    def stale_crit_s(self) -> float: ...
-
-
-def grade(value: float | None, warn: float, crit: float) -> Level:
-    """OK below ``warn``, WARN from ``warn``, CRIT from ``crit``; unknown is OK."""
-    if value is None:
-        return Level.OK
-    if value >= crit:
-        return Level.CRIT
-    if value >= warn:
-        return Level.WARN
-    return Level.OK
-
-
-def lag_level(t: ThresholdsLike, lag_bytes: int | None, lag_s: float | None = None) -> Level:
+def lag_level(t: Thresholds, lag_bytes: int | None, lag_s: float | None = None) -> Level:
     """Replication lag graded by bytes and by seconds, the worse of the two."""
-    return max(
-        grade(lag_bytes, t.lag_warn_bytes, t.lag_crit_bytes),
-        grade(lag_s, t.lag_warn_s, t.lag_crit_s),
-    )
+    return max(t.lag_bytes.grade(lag_bytes), t.lag_s.grade(lag_s))
 
 
-def retained_level(t: ThresholdsLike, retained: int | None) -> Level:
+def retained_level(t: Thresholds, retained: int | None) -> Level:
     """A slot's retained WAL graded."""
-    return grade(retained, t.slot_retained_warn_bytes, t.slot_retained_crit_bytes)
+    return t.slot_retained_bytes.grade(retained)
 
 
-def ready_level(t: ThresholdsLike, ready: int | None) -> Level:
+def ready_level(t: Thresholds, ready: int | None) -> Level:
     """The archiver's .ready queue graded."""
-    return grade(ready, t.archive_ready_warn, t.archive_ready_crit)
+    return t.archive_ready.grade(ready)
 
 
-def stale_level(t: ThresholdsLike, age_s: float | None) -> Level:
+def stale_level(t: Thresholds, age_s: float | None) -> Level:
     """Seconds since the last fresh data graded; never seen at all is CRIT."""
     if age_s is None:
         return Level.CRIT
-    return grade(age_s, t.stale_warn_s, t.stale_crit_s)
+    return t.stale_s.grade(age_s)
 
 
 def age_s(now: datetime, then: datetime | None) -> float | None:
@@ -180,7 +125,7 @@ def _pg_primary(node: NodeSnapshot | None) -> bool | None:
 
 
 def member_problems(
-    snapshot: ClusterSnapshot, name: str, t: ThresholdsLike, pools: Pools, now: datetime
+    snapshot: ClusterSnapshot, name: str, t: Thresholds, pools: Pools, now: datetime
 ) -> list[Problem]:
     """What is wrong with one member, worst first; contradictions between sources included."""
     m = snapshot.member(name)
@@ -256,9 +201,7 @@ def human_bytes(value: int | None) -> str:
     return f"{sign}{size:.0f} PiB"  # unreachable: the loop returns at TiB
 
 
-def cluster_problems(
-    snapshot: ClusterSnapshot, t: ThresholdsLike, pools: Pools, now: datetime
-) -> list[Problem]:
+def cluster_problems(snapshot: ClusterSnapshot, t: Thresholds, pools: Pools, now: datetime) -> list[Problem]:
     """Every current problem of the cluster, worst first (stable within a level)."""
     names = _names(snapshot)
     out: list[Problem] = []
@@ -286,7 +229,7 @@ def cluster_problems(
     return sorted(out, key=lambda p: -p.level)
 
 
-def _node_problems(n: NodeSnapshot | None, t: ThresholdsLike) -> Iterable[Problem]:
+def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
     if n is None or not n.reachable:
         return
     for slot in n.slots:
@@ -323,7 +266,7 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name.lower())
 
 
-def slot_level(t: ThresholdsLike, slot: Slot) -> Level:
+def slot_level(t: Thresholds, slot: Slot) -> Level:
     """A slot's grade: retained WAL against the thresholds; lost or conflicting CRIT, unreserved WARN."""
     level = retained_level(t, slot.retained_bytes)
     if slot.wal_status == "lost" or slot.conflicting:
@@ -333,7 +276,7 @@ def slot_level(t: ThresholdsLike, slot: Slot) -> Level:
     return level
 
 
-def worst_slot(snapshot: ClusterSnapshot, t: ThresholdsLike) -> tuple[str, Slot, Level] | None:
+def worst_slot(snapshot: ClusterSnapshot, t: Thresholds) -> tuple[str, Slot, Level] | None:
     """(node, slot, level) of the worst slot on any reachable node: graded first, then retained."""
     found = [
         (slot_level(t, s), s.retained_bytes or 0, n.name, s)

@@ -19,7 +19,7 @@ from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
 from pgtop_ha.errors import ConfigError
-from pgtop_ha.models.health import Level
+from pgtop_ha.models.thresholds import Level
 
 _MAX_THEME_BYTES = 256 * 1024
 _COLOR_KEYS = (

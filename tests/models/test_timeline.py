@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from pgtop_ha.models.events import SOURCES, diff
-from pgtop_ha.models.health import Level, Pools, cluster_problems
+from pgtop_ha.models.health import Pools, cluster_problems
 from pgtop_ha.models.snapshot import Archiver, HistoryEntry, Replication, Slot
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.timeline import Timeline, cadence
 from tests.models.builders import (
     feed,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from pgtop_ha.models.health import Level, Pools
+from pgtop_ha.models.health import Pools
 from pgtop_ha.models.probe import WriteOutage
 from pgtop_ha.models.snapshot import ClusterInfo, ClusterSnapshot, Member, Probe
-from pgtop_ha.settings import Thresholds
+from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.ui.panes.base import Context
 from pgtop_ha.ui.panes.probes import rows
 from tests.ui import fixtures as fx

@@ -5,16 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from pgtop_ha.models.events import diff
-from pgtop_ha.models.health import (
-    Level,
-    Pools,
-    cluster_problems,
-    grade,
-    lag_level,
-    member_problems,
-    stale_level,
-)
+from pgtop_ha.models.health import Pools, cluster_problems, lag_level, member_problems, stale_level
 from pgtop_ha.models.snapshot import Archiver, HAProxyState
+from pgtop_ha.models.thresholds import Level, grade
 from pgtop_ha.ui.format import age, bar, duration, human_bytes, lsn, rate, sparkline
 from pgtop_ha.ui.panes import (
     archiver,
@@ -66,8 +59,8 @@ def test_grades_from_thresholds() -> None:
     t = S.thresholds
     assert grade(None, 1, 2) is Level.OK
     assert lag_level(t, 0) is Level.OK
-    assert lag_level(t, t.lag_warn_bytes) is Level.WARN
-    assert lag_level(t, 0, t.lag_crit_s) is Level.CRIT
+    assert lag_level(t, int(t.lag_bytes.warn)) is Level.WARN
+    assert lag_level(t, 0, t.lag_s.crit) is Level.CRIT
     assert stale_level(t, None) is Level.CRIT and stale_level(t, 0.5) is Level.OK
     assert Level.CRIT.word == "✖ CRIT" and Level.WARN.word == "▲ WARN" and Level.OK.word == "✔ OK"
 

@@ -311,3 +311,29 @@ def test_ssh_session_says_why_it_is_read_only() -> None:
     assert mode.short == "SSH"
     chosen = load_settings(None, {"read_only": True}, environ={})
     assert resolve_mode(chosen, SSH).reason == "read-only: set by --read-only"
+
+
+def test_thresholds_are_bands_and_the_older_flat_keys_still_read(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[thresholds]\nlag_bytes = { warn = 1, crit = 2 }\narchive_ready_crit = 500\n")
+    t = load_settings(cfg, environ={}).thresholds
+    assert (t.lag_bytes.warn, t.lag_bytes.crit) == (1, 2)
+    assert (t.archive_ready.warn, t.archive_ready.crit) == (10, 500)  # the warn part keeps its default
+    assert t.stale_s.grade(6.0) == 1 and t.stale_s.grade(None) == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("lag_s = { warn = 60, crit = 10 }", r"thresholds.*lag_s.*warn \(60\) must not exceed crit \(10\)"),
+        ("lag_s = { warn = 1, crit = 2 }\nlag_warn_s = 3", r"lag_s is given twice"),
+        ("lag_s = { warn = 1, crit = 2, critical = 3 }", r"thresholds.*lag_s.*critical"),
+        ("lag_warn_parsecs = 3", r"thresholds.*lag_warn_parsecs"),
+    ],
+)
+def test_a_bad_band_is_one_line_naming_it(tmp_path: Path, body: str, message: str) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"[thresholds]\n{body}\n")
+    with pytest.raises(ConfigError, match=message) as err:
+        load_settings(cfg, environ={})
+    assert "\n" not in str(err.value)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import Level, age_s, ready_level
+from pgtop_ha.models.health import age_s, ready_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count, sparkline
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, blanks, cell, num, state
 

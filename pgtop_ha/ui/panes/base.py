@@ -12,9 +12,10 @@ from datetime import datetime
 from typing import Protocol
 
 from pgtop_ha.models.events import Event
-from pgtop_ha.models.health import Level, Pools, ThresholdsLike
+from pgtop_ha.models.health import Pools
 from pgtop_ha.models.needs import NONE, Needs
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.ui.format import finite
 
 SortValue = float | str
@@ -76,7 +77,7 @@ class Column:
 class Context:
     """What rows() may look at besides the snapshot: settings, time, recent history, events."""
 
-    thresholds: ThresholdsLike
+    thresholds: Thresholds
     pools: Pools
     now: datetime
     interval: float = 1.0

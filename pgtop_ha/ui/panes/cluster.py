@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pgtop_ha.models.health import (
-    Level,
     age_s,
     is_leader,
     is_up,
@@ -16,6 +15,7 @@ from pgtop_ha.models.health import (
 )
 from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import INVALID, age, count, human_bytes
 from pgtop_ha.ui.panes.base import Cell, Column, Context, PaneSpec, Place, Row, cell, num, state
 

@@ -4,8 +4,8 @@ newest first; a state that flipped back shows how long it lasted."""
 from __future__ import annotations
 
 from pgtop_ha.models.events import Event
-from pgtop_ha.models.health import Level
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import shown
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, dedupe
 

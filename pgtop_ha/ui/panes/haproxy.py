@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import Level, is_leader, is_up
+from pgtop_ha.models.health import is_leader, is_up
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, blanks, cell, num, state
 

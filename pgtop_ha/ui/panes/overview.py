@@ -9,16 +9,9 @@ from __future__ import annotations
 
 from pgtop_ha.models.derive import CopyRate, copy_rates, walsender_for
 from pgtop_ha.models.eligibility import find_leader
-from pgtop_ha.models.health import (
-    Level,
-    age_s,
-    cluster_problems,
-    is_leader,
-    lag_level,
-    ready_level,
-    worst_slot,
-)
+from pgtop_ha.models.health import age_s, cluster_problems, is_leader, lag_level, ready_level, worst_slot
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import INVALID, age, count, human_bytes, shown
 from pgtop_ha.ui.panes import cluster, events
 from pgtop_ha.ui.panes.base import (

@@ -6,9 +6,9 @@ the queue pgBackRest's archive-push works through, measured against archive-push
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import Level
 from pgtop_ha.models.pgbackrest import BackupInfo, QueueState, queue_state
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count, human_bytes, shown
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, blanks, cell, num, state
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import Level, cluster_problems
+from pgtop_ha.models.health import cluster_problems
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, dedupe, state
 
 COLUMNS = (

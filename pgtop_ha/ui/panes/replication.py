@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import Level, lag_level
+from pgtop_ha.models.health import lag_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import duration, human_bytes, sparkline
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num, state
 

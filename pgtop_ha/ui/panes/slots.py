@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pgtop_ha.models.derive import SlotRates, slot_presence, slot_rates
-from pgtop_ha.models.health import Level, is_leader, retained_level, slot_level
+from pgtop_ha.models.health import is_leader, retained_level, slot_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import human_bytes, rate
 from pgtop_ha.ui.panes.base import Cell, Column, Context, PaneSpec, Row, Table, cell, num, state
 

@@ -16,8 +16,9 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from pgtop_ha.models.health import Level, Pools
+from pgtop_ha.models.health import Pools
 from pgtop_ha.models.needs import Needs
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.panes import registry
 from pgtop_ha.ui.panes.base import Context, PaneSpec
 from pgtop_ha.ui.screens.filter import FilterScreen

@@ -9,13 +9,14 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from pgtop_ha.models.health import Level, ThresholdsLike, age_s, member_names, stale_level
+from pgtop_ha.models.health import age_s, member_names, stale_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.ui.format import age, shown
 
 
 def node_freshness(
-    snapshot: ClusterSnapshot, name: str, now: datetime, t: ThresholdsLike
+    snapshot: ClusterSnapshot, name: str, now: datetime, t: Thresholds
 ) -> tuple[Level, float | None]:
     """How stale a node's data is: the older of its Patroni and PostgreSQL last successes."""
     stamps = []
@@ -35,7 +36,7 @@ def heartbeat_text(
     *,
     snapshot: ClusterSnapshot | None,
     now: datetime,
-    thresholds: ThresholdsLike,
+    thresholds: Thresholds,
     read_only: bool,
     paused: bool,
     interval: float,
@@ -66,7 +67,7 @@ def heartbeat_text(
         when = snapshot.taken_at.astimezone()  # local time: what the DBA's watch says
         t.append(f"  last {when:%H:%M:%S}")
         late = age_s(now, snapshot.taken_at) or 0.0
-        if late > max(3 * interval, thresholds.stale_warn_s):
+        if late > max(3 * interval, thresholds.stale_s.warn):
             t.append(f" (no data for {age(late)})", styles.get("crit"))
         for name in member_names(snapshot):
             level, since = node_freshness(snapshot, name, now, thresholds)

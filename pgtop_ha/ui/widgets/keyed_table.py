@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist, RowKey
 
-from pgtop_ha.models.health import Level
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import shown
 from pgtop_ha.ui.panes.base import Cell, Column, Row, SortValue, ordered
 
