@@ -6,7 +6,11 @@ so a PostgreSQL 12 server or a pg_monitor-only role never sees a query it cannot
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from string import Template
 from typing import Any
 
 from pgtop_ha.models.needs import NONE, Needs
@@ -105,102 +109,57 @@ def unavailable(caps: Capabilities, *, local_memory: bool) -> dict[str, str]:
     return out
 
 
-def _slots(caps: Capabilities) -> str:
-    cols = [
-        "s.slot_name",
-        "s.slot_type",
-        "s.plugin",
-        "s.database",
-        "s.active",
-        "s.active_pid",
-        "s.temporary",
-        f"{_lsn('s.restart_lsn')} as restart_lsn",
-        f"{_lsn('s.confirmed_flush_lsn')} as confirmed_flush_lsn",
-    ]
-    if caps.version >= 130000:
-        cols += ["s.wal_status", "s.safe_wal_size"]
-    if caps.version >= 160000:
-        cols += ["s.conflicting"]
-    if caps.version >= 170000:
-        cols += ["s.invalidation_reason", "s.failover", "s.synced"]
-    join = ""
-    if caps.replication_slot_stats:
-        cols += [
-            f"st.{c}"
-            for c in (
-                "spill_txns",
-                "spill_count",
-                "spill_bytes",
-                "stream_txns",
-                "stream_count",
-                "stream_bytes",
-                "total_txns",
-                "total_bytes",
-                "stats_reset",
-            )
-        ]
-        join = " left join pg_stat_replication_slots st on st.slot_name = s.slot_name"
-    return f"select {', '.join(cols)} from pg_replication_slots s{join} order by s.slot_name"
+# Each view's query is a file in collect/sql/, as pg_activity keeps its queries: NAME.sql for the
+# oldest PostgreSQL supported (12), NAME.pgNN.sql from PostgreSQL NN on. The server's version
+# (from the capability probe) picks the newest file it can run; a view with no file for the
+# version (copy before 14) is not asked. Grant-dependent pieces are $placeholders.
+SQL_DIR = resources.files("pgtop_ha.collect") / "sql"
+_VARIANT = re.compile(r"^(?P<name>[a-z_]+)(?:\.pg(?P<major>\d+))?\.sql$")
+OLDEST_MAJOR = 12
 
 
-_REPLICATION = f"""
-select pid, application_name, host(client_addr) as client_addr, state, sync_state,
-       {_lsn("sent_lsn")} as sent_lsn, {_lsn("write_lsn")} as write_lsn,
-       {_lsn("flush_lsn")} as flush_lsn, {_lsn("replay_lsn")} as replay_lsn,
-       extract(epoch from write_lag)::float8 as write_lag_s,
-       extract(epoch from flush_lag)::float8 as flush_lag_s,
-       extract(epoch from replay_lag)::float8 as replay_lag_s
-from pg_stat_replication order by application_name, pid"""
-
-_WAL_RECEIVER = """
-select status, received_tli, sender_host, sender_port, slot_name, last_msg_receipt_time
-from pg_stat_wal_receiver"""
-
-# pg_class's relpages/reltuples need no lock (pg_relation_size would queue behind DDL locks).
-_COPY = """
-select c.pid, c.datname,
-       case when c.datname = current_database() and c.relid <> 0
-            then c.relid::regclass::text end as relation,
-       c.command, c.type, a.application_name, c.bytes_processed, c.bytes_total,
-       c.tuples_processed, c.tuples_excluded,
-       case when c.datname = current_database() and c.relid <> 0 then
-         (select k.relpages::bigint * current_setting('block_size')::bigint
-          from pg_class k where k.oid = c.relid) end as relation_size_bytes,
-       case when c.datname = current_database() and c.relid <> 0 then
-         (select k.reltuples::float8 from pg_class k where k.oid = c.relid) end as relation_tuples
-from pg_stat_progress_copy c left join pg_stat_activity a on a.pid = c.pid
-order by c.pid"""
+@cache
+def sql_variants() -> dict[str, dict[int, str]]:
+    """Every view's query text by the first PostgreSQL major version it is for (comments out)."""
+    out: dict[str, dict[int, str]] = {}
+    for entry in SQL_DIR.iterdir():
+        m = _VARIANT.match(entry.name)
+        if m is None:
+            continue
+        text = "\n".join(
+            line
+            for line in entry.read_text(encoding="utf-8").splitlines()
+            if not line.lstrip().startswith("--")
+        ).strip()
+        out.setdefault(m["name"], {})[int(m["major"] or OLDEST_MAJOR)] = text
+    return out
 
 
-def _subscriptions(caps: Capabilities) -> str:
-    stats_cols = ""
-    stats_join = ""
-    if caps.subscription_stats:
-        stats_cols = ", ss.apply_error_count, ss.sync_error_count"
-        stats_join = " left join pg_stat_subscription_stats ss on ss.subid = s.subid"
-    return f"""
-select s.subname, s.pid,
-       case when s.relid is not null then s.relid::regclass::text end as relation,
-       {_lsn("s.received_lsn")} as received_lsn, {_lsn("s.latest_end_lsn")} as latest_end_lsn,
-       s.last_msg_receipt_time,
-       coalesce((select json_object_agg(x.st, x.n) from
-                  (select r.srsubstate::text as st, count(*) as n from pg_subscription_rel r
-                   where r.srsubid = s.subid group by r.srsubstate) x), '{{}}'::json)
-         as table_states{stats_cols}
-from pg_stat_subscription s{stats_join} order by s.subname, s.pid"""
+def view_sql(name: str, version: int, **pieces: str) -> str | None:
+    """The query of view ``name`` for a server of ``version`` (server_version_num), or None."""
+    variants = sql_variants()[name]
+    fitting = [major for major in variants if major * 10000 <= version]
+    if not fitting:
+        return None
+    return Template(variants[max(fitting)]).substitute(pieces)
+
+
+def _view(name: str, version: int, **pieces: str) -> str:
+    sql = view_sql(name, version, **pieces)
+    if sql is None:
+        raise ValueError(f"no {name} query for PostgreSQL {version}")
+    return sql
+
+
+def _row(sql: str) -> str:
+    return f"(select row_to_json(t) from ({sql}) t)"
 
 
 def _archiver(caps: Capabilities) -> str:
     ready = "null::bigint"
     if caps.ls_archive_status:
         ready = "(select count(*) from pg_ls_archive_statusdir() where name like '%.ready')"
-    return f"""
-select archived_count, failed_count, last_archived_wal, last_archived_time, last_failed_wal,
-       last_failed_time, stats_reset, {ready} as ready_count,
-       current_setting('archive_mode') as archive_mode,
-       case when not pg_is_in_recovery() then pg_walfile_name(pg_current_wal_lsn()) end
-         as current_wal
-from pg_stat_archiver"""
+    return _view("archiver", caps.version, ready_count=ready)
 
 
 def _read(path_expr: str) -> str:
@@ -209,16 +168,13 @@ def _read(path_expr: str) -> str:
     return f"pg_read_file({path_expr}, 0, 16384, true)"
 
 
-def _processes(remote_memory: bool) -> str:
+def _processes(caps: Capabilities, remote_memory: bool) -> str:
     memory = ""
     if remote_memory:
         smaps = _read("'/proc/' || a.pid || '/smaps_rollup'")
         status = _read("'/proc/' || a.pid || '/status'")
         memory = f", {smaps} as smaps, {status} as status"
-    return f"""
-select a.pid, a.backend_type, a.state, a.datname, a.usename, a.application_name,
-       a.wait_event_type, a.wait_event, a.backend_start, left(a.query, 1024) as query{memory}
-from pg_stat_activity a order by a.pid"""
+    return _view("processes", caps.version, memory=memory)
 
 
 _REMOTE_POSTMASTER = f"""
@@ -245,6 +201,7 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
     (or a restart, which ends this connection), so the reader asks for ``slow`` again only when
     that time changes.
     """
+    v = caps.version
     if caps.version >= 140000:
         paused = "pg_get_wal_replay_pause_state() <> 'not paused'"
     else:
@@ -271,18 +228,21 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
         ("replay_lsn", _lsn("pg_last_wal_replay_lsn()")),
         ("replay_timestamp", "pg_last_xact_replay_timestamp()"),
         ("replay_paused", f"case when pg_is_in_recovery() then {paused} end"),
-        ("replication", _agg(_REPLICATION)),
-        ("wal_receiver", f"(select row_to_json(t) from ({_WAL_RECEIVER}) t)"),
-        ("slots", _agg(_slots(caps))),
-        ("subscriptions", _agg(_subscriptions(caps))),
-        ("archiver", f"(select row_to_json(t) from ({_archiver(caps)}) t)"),
-        ("processes", _agg(_processes(remote_memory))),
+        ("replication", _agg(_view("replication", v))),
+        (
+            "wal_receiver",
+            _row(_view("wal_receiver", v)),
+        ),
+        ("slots", _agg(_view("slots", v))),
+        ("subscriptions", _agg(_view("subscriptions", v))),
+        ("archiver", _row(_archiver(caps))),
+        ("processes", _agg(_processes(caps, remote_memory))),
     ]
     if slow:
-        pending = "select name, context from pg_settings where pending_restart order by name"
-        parts.append(("pending_restart", _agg(pending)))
-    if caps.progress_copy:
-        parts.append(("copy_progress", _agg(_COPY)))
+        parts.append(("pending_restart", _agg(_view("pending_restart", v))))
+    copy = view_sql("copy", v) if caps.progress_copy else None
+    if copy is not None:
+        parts.append(("copy_progress", _agg(copy)))
     if remote_memory:
         parts.append(("postmaster", f"({_REMOTE_POSTMASTER})"))
     body = ",\n  ".join(f"'{key}', {expr}" for key, expr in parts)

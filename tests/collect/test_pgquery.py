@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pgtop_ha.collect.errors import ParseError
-from pgtop_ha.collect.pgquery import Capabilities, build_query, unavailable
+from pgtop_ha.collect.pgquery import Capabilities, build_query, sql_variants, unavailable, view_sql
 from pgtop_ha.collect.postgres import parse_document, server_settings, tls_dsn
 from pgtop_ha.settings import PostgresSettings
 
@@ -161,3 +161,22 @@ def test_fuzz_documents(doc: dict[str, object]) -> None:
         return
     assert isinstance(parsed.fields, dict)
     assert all(isinstance(p.pid, int) for p in parsed.processes)
+
+
+def test_every_sql_file_is_some_versions_query() -> None:
+    # collect/sql/NAME[.pgNN].sql: each file is the newest variant for at least one major version,
+    # so none is dead, and each major version 12..17 gets the newest file it can run.
+    variants = sql_variants()
+    chosen = {
+        (name, max(m for m in majors if m <= major))
+        for name, majors in variants.items()
+        for major in range(12, 18)
+        if any(m <= major for m in majors)
+    }
+    every = {(name, major) for name, majors in variants.items() for major in majors}
+    assert chosen == every
+    assert view_sql("copy", 130000) is None  # no pg_stat_progress_copy before 14
+    assert "pg_stat_replication_slots" in (view_sql("slots", 140000) or "")
+    assert "s.synced" in (view_sql("slots", 170000) or "")
+    assert "s.synced" not in (view_sql("slots", 160000) or "")
+    assert not any(t.lstrip().startswith("--") for m in variants.values() for t in m.values())

@@ -32,11 +32,17 @@ def cluster_rows(app: PgtopApp) -> dict[str, list[str]]:
 
 
 def overview_rows(app: PgtopApp) -> dict[str, list[str]]:
-    """The 80x24 overview's member rows by member name (its first cell is "✔ name")."""
+    """The 80x24 overview's member rows (Member, Role, Patroni, PG, ...) by member name."""
     try:
         return {r[0].split(" ", 1)[-1]: r for r in texts(app, "overview-members")}
     except Exception:  # the screen may not be mounted yet
         return {}
+
+
+def leads_overview(rows: dict[str, list[str]], name: str) -> bool:
+    """The overview shows ``name`` as Patroni leader with PostgreSQL primary."""
+    row = rows.get(name)
+    return row is not None and row[1] == "leader" and row[3] == "primary"
 
 
 def leads(rows: dict[str, list[str]], name: str) -> bool:
@@ -95,7 +101,7 @@ async def test_kill_primary_contradiction_shown(lab: Lab, lab_settings: Settings
     app = PgtopApp(lab_settings, Poller.from_settings(lab_settings))
     async with app.run_test(size=(80, 24)) as pilot:
         # The 80x24 overview is what a tester reads in a tmux pane beside the failure test.
-        await until(pilot, lambda: leads(overview_rows(app), leader), 30, "leader shown")
+        await until(pilot, lambda: leads_overview(overview_rows(app), leader), 30, "leader shown")
         await asyncio.to_thread(faults.kill_primary, quiet(lab))
 
         def contradiction() -> bool:
