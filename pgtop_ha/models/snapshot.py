@@ -154,6 +154,7 @@ class Replication(Bounded):
     write_lag_s: float | None = None
     flush_lag_s: float | None = None
     replay_lag_s: float | None = None
+    reply_time: datetime | None = None  # the standby's last status message (a hung one stops)
 
 
 class WalReceiver(Bounded):

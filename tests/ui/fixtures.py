@@ -125,6 +125,7 @@ def _node(name: str, leader: str, at: datetime, **kw: object) -> NodeSnapshot:
                 write_lag_s=0.0004,
                 flush_lag_s=0.0009,
                 replay_lag_s=0.0012 if s == "node2" else 1.5,
+                reply_time=at - timedelta(seconds=1 + i),
             )
             for i, s in enumerate(standbys)
         )

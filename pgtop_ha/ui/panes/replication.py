@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import lag_level
+from pgtop_ha.models.health import age_s, lag_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.format import duration, human_bytes, sparkline
+from pgtop_ha.ui.format import age, duration, human_bytes, sparkline
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num, state
 
 COLUMNS = (
@@ -21,6 +21,7 @@ COLUMNS = (
     Column("write_s", "Write t", right=True),
     Column("flush_s", "Flush t", right=True),
     Column("replay_s", "Replay t", right=True),
+    Column("reply", "Reply", right=True),
     Column("trend", "Replay lag"),
 )
 
@@ -50,6 +51,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             if r.state not in (None, "streaming"):
                 level = max(level, Level.WARN)
             trend = [*_history(ctx, node.name, name), r.replay_lag_bytes]
+            reply_s = age_s(ctx.now, r.reply_time)  # since the standby last reported
             out.append(
                 Row(
                     key=f"{node.name}|{name}",
@@ -75,6 +77,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                             r.replay_lag_s,
                             lag_level(ctx.thresholds, None, r.replay_lag_s),
                         ),
+                        "reply": num(age(reply_s), reply_s),
                         "trend": cell(sparkline(trend), sort=r.replay_lag_bytes or 0),
                     },
                 )
@@ -117,6 +120,7 @@ def _standby_side(snapshot: ClusterSnapshot, covered: set[str | None]) -> list[R
                     "write_s": blank,
                     "flush_s": blank,
                     "replay_s": blank,
+                    "reply": blank,
                     "trend": cell("(own view)"),
                 },
             )
