@@ -101,6 +101,7 @@ def unavailable(caps: Capabilities, *, local_memory: bool) -> dict[str, str]:
         out["replication"] = reason
         out["wal_receiver"] = reason
         out["processes"] = reason
+        out["locks"] = reason
         out["copy_progress"] = out.get("copy_progress", reason)
     if not caps.ls_archive_status:
         out["archiver.ready_count"] = "needs pg_monitor"
@@ -240,6 +241,9 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
     ]
     if slow:
         parts.append(("pending_restart", _agg(_view("pending_restart", v))))
+    if "locks" in needs and caps.read_all_stats:
+        parts.append(("locks", _agg(_view("locks", v))))
+        parts.append(("lock_counts", _agg(_view("lock_counts", v))))
     copy = view_sql("copy", v) if caps.progress_copy else None
     if copy is not None:
         parts.append(("copy_progress", _agg(copy)))

@@ -28,6 +28,7 @@ from pgtop_ha.collect.source import PollTask
 from pgtop_ha.models import derive
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.snapshot import NodeReadings, NodeSnapshot, PendingSetting, Process
+from pgtop_ha.models.waits import wait_counts
 from pgtop_ha.settings import PostgresSettings
 
 BACKOFF_START_S = 1.0
@@ -130,6 +131,7 @@ def parse_document(text: str, caps: Capabilities) -> Parsed:
             remote[row.pid] = mem
         # Already validated as a ProcessRow: copy the Process fields without validating again.
         processes.append(Process.model_construct(**{k: getattr(row, k) for k in _PROCESS_FIELDS}))
+    fields["waits"] = wait_counts(processes)
     parsed = Parsed(fields=fields, processes=processes, remote_memory=remote)
     parsed.backend_pid = doc.backend_pid
     parsed.conf_load_time = doc.conf_load_time

@@ -274,6 +274,40 @@ class Process(Bounded):
     swap_bytes: int | None = None
 
 
+class LockProcess(Bounded):
+    """A process in a blocking tree: it waits on a heavyweight lock, or blocks one who does."""
+
+    pid: int
+    usename: str | None = None
+    datname: str | None = None
+    application_name: str | None = None
+    state: str | None = None
+    backend_type: str | None = None
+    blocked_by: tuple[int, ...] = ()  # pg_blocking_pids(): empty for a root blocker
+    waiting_mode: str | None = None  # the lock mode it waits for (None: it waits for nothing)
+    locktype: str | None = None
+    relation: str | None = None
+    xact_age_s: float | None = None
+    state_age_s: float | None = None
+    query: str | None = None
+
+
+class LockCount(Bounded):
+    """Heavyweight locks of one mode on a node, granted and waiting."""
+
+    mode: str
+    granted: int = 0
+    waiting: int = 0
+
+
+class WaitCount(Bounded):
+    """Processes waiting on one wait event in this snapshot (models/waits.py: who counts)."""
+
+    wait_class: str  # pg_stat_activity.wait_event_type, or "CPU" for an active process not waiting
+    event: str | None = None
+    count: int = 0
+
+
 class NodeReadings(Bounded):
     """What a node's one statement reads: the fields the wire document and the snapshot share.
 
@@ -296,6 +330,8 @@ class NodeReadings(Bounded):
     subscriptions: tuple[Subscription, ...] = ()
     archiver: Archiver | None = None
     pending_restart: tuple[PendingSetting, ...] = ()
+    locks: tuple[LockProcess, ...] = ()  # only while the Locks pane is on screen ("locks" need)
+    lock_counts: tuple[LockCount, ...] = ()
 
 
 class NodeSnapshot(NodeReadings):
@@ -310,6 +346,7 @@ class NodeSnapshot(NodeReadings):
     server_version: int | None = None
     wal_segment_size: int | None = None
     processes: tuple[Process, ...] = ()
+    waits: tuple[WaitCount, ...] = ()  # wait events of this snapshot's processes, most first
     memory_source: str | None = None
     hugepages_total: int | None = None
     hugepages_free: int | None = None

@@ -12,6 +12,8 @@ from pgtop_ha.models.snapshot import (
     CopyProgress,
     HAProxyServer,
     HAProxyState,
+    LockCount,
+    LockProcess,
     Member,
     NodeSnapshot,
     PatroniConfig,
@@ -19,6 +21,7 @@ from pgtop_ha.models.snapshot import (
     Replication,
     Slot,
     Subscription,
+    WaitCount,
 )
 from pgtop_ha.settings import Settings
 
@@ -364,3 +367,40 @@ def frozen(at: datetime = T0 + timedelta(seconds=20), node: str = "node3") -> Cl
     return snap.model_copy(
         update={"members": members, "nodes": nodes, "haproxy": hap.model_copy(update={"servers": servers})}
     )
+
+
+def locked(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
+    """The leader with an ALTER TABLE queued behind an open transaction, and readers behind it."""
+    snap = snap or healthy(T0 + timedelta(seconds=20))
+    leader = snap.cluster.leader or "node1"
+    locks = (
+        LockProcess(pid=5001, usename="app", application_name="batch", state="idle in transaction",
+                    backend_type="client backend", xact_age_s=754.0, state_age_s=750.0,
+                    query="update orders set status = 'done' where id = 42"),
+        LockProcess(pid=5002, usename="dba", application_name="psql", state="active",
+                    backend_type="client backend", blocked_by=(5001,), waiting_mode="AccessExclusiveLock",
+                    locktype="relation", relation="public.orders", xact_age_s=61.0,
+                    query="alter table orders add column note text"),
+        LockProcess(pid=5003, usename="app", application_name="web", state="active",
+                    backend_type="client backend", blocked_by=(5002,), waiting_mode="AccessShareLock",
+                    locktype="relation", relation="public.orders", xact_age_s=12.0,
+                    query="select * from orders where id = 7"),
+    )  # fmt: skip
+    counts = (
+        LockCount(mode="AccessExclusiveLock", granted=0, waiting=1),
+        LockCount(mode="AccessShareLock", granted=14, waiting=1),
+        LockCount(mode="RowExclusiveLock", granted=3, waiting=0),
+    )
+    waits = (
+        WaitCount(wait_class="Lock", event="relation", count=2),
+        WaitCount(wait_class="Client", event="ClientRead", count=1),
+        WaitCount(wait_class="Client", event="ClientWrite", count=1),
+        WaitCount(wait_class="CPU", event=None, count=1),
+    )
+    nodes = tuple(
+        n.model_copy(update={"locks": locks, "lock_counts": counts, "waits": waits})
+        if n.name == leader
+        else n
+        for n in snap.nodes
+    )
+    return snap.model_copy(update={"nodes": nodes})

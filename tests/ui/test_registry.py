@@ -79,6 +79,7 @@ def test_every_pane_fills_exactly_its_columns(pane: PaneSpec) -> None:
     scenes = [
         (fx.kill_primary(), [fx.healthy()]),
         (fx.subscriber_copy(fx.lagging(fx.healthy(later))), [fx.healthy()]),
+        (fx.locked(), [fx.healthy(), fx.locked(fx.healthy(later - timedelta(seconds=10)))]),
     ]
     filled = 0
     for snap, history in scenes:

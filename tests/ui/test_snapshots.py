@@ -74,6 +74,11 @@ def _healthy() -> list[ClusterSnapshot]:
     return [fx.healthy(), fx.healthy(fx.T0 + timedelta(seconds=20))]
 
 
+def _locked() -> list[ClusterSnapshot]:
+    """An ALTER TABLE behind an idle-in-transaction session, readers queued behind it."""
+    return [fx.healthy(), fx.locked(fx.healthy(fx.T0 + timedelta(seconds=10))), fx.locked()]
+
+
 def _frozen() -> list[ClusterSnapshot]:
     return [fx.healthy(), fx.frozen()]
 
@@ -86,6 +91,8 @@ SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "archiver": _busy,
     "memory": _busy,
     "probes": _probed,
+    "locks": _locked,
+    "waits": _locked,
 }
 
 # The overview at key 0, then every pane of the registry that has a key of its own: a pane added

@@ -13,6 +13,7 @@ from pgtop_ha.ui.panes import (
     copy,
     events,
     haproxy,
+    locks,
     memory,
     overview,
     pgbackrest,
@@ -20,6 +21,7 @@ from pgtop_ha.ui.panes import (
     problems,
     replication,
     slots,
+    waits,
 )
 from pgtop_ha.ui.panes.base import PaneSpec
 
@@ -36,4 +38,6 @@ PANES: tuple[PaneSpec, ...] = (
     events.PANE,
     probes.PANE,
     pgbackrest.PANE,
+    locks.PANE,
+    waits.PANE,
 )

@@ -1,0 +1,111 @@
+"""Locks pane: blocking trees per node (root blocker, then its waiters), and locks per mode.
+
+Read only while this pane is on screen (the "locks" need: one more part of the same statement).
+"""
+
+from __future__ import annotations
+
+from pgtop_ha.models.health import node_state
+from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level
+from pgtop_ha.ui.format import age, count, shown
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, Table, blanks, cell, num
+
+COLUMNS = (
+    Column("node", "Node"),
+    Column("pid", "PID"),
+    Column("role", "Role"),
+    Column("mode", "Waits for"),
+    Column("relation", "Relation", width=32),
+    Column("xact", "Xact age", right=True),
+    Column("state", "State"),
+    Column("who", "Who", width=16),
+    Column("query", "Query", width=60),
+)
+COUNT_COLUMNS = (
+    Column("node", "Node"),
+    Column("mode", "Lock mode"),
+    Column("granted", "Granted", right=True),
+    Column("waiting", "Waiting", right=True),
+)
+
+
+def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """Per node, each root blocker and its waiters indented below it; nodes not read say why."""
+    out = []
+    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        if node_state(node) == "unreachable":
+            continue
+        reason = node.unavailable.get("locks")
+        if reason:
+            why = {**blanks(*(c.key for c in COLUMNS)), "node": cell(node.name)}
+            why["query"] = cell(reason, Level.WARN)
+            out.append(Row(key=f"{node.name}|why", node=node.name, cells=why))
+            continue
+        for line in blocking_trees(node.locks):
+            p = line.process
+            waits = p.waiting_mode is not None
+            if not waits:
+                level = Level.CRIT if line.waiters and line.depth == 0 else None
+                role = f"blocks {line.waiters}"
+            else:
+                level = Level.CRIT if p.waiting_mode == STOPS_EVERYTHING else Level.WARN
+                role = "waits" + (f", blocks {line.waiters}" if line.waiters else "")
+            indent = "  " * line.depth + ("└ " if line.depth else "")
+            out.append(
+                Row(
+                    key=f"{node.name}|{line.root}|{p.pid}|{line.depth}",
+                    node=node.name,
+                    cells={
+                        "node": cell(node.name),
+                        "pid": cell(indent + count(p.pid), level, p.pid),
+                        "role": cell(role, level),
+                        "mode": cell(
+                            p.waiting_mode or "-", Level.CRIT if p.waiting_mode == STOPS_EVERYTHING else None
+                        ),
+                        "relation": cell(shown(p.relation) if p.relation else "-"),
+                        "xact": num(age(p.xact_age_s), p.xact_age_s),
+                        "state": cell(p.state or "?"),
+                        "who": cell(shown(p.application_name or p.usename or p.backend_type or "?")),
+                        "query": cell(shown(p.query or "")),
+                    },
+                )
+            )
+    return out
+
+
+def count_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """Heavyweight locks per mode and node; modes with waiters are marked."""
+    out = []
+    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        if node_state(node) == "unreachable":
+            continue
+        for c in node.lock_counts:
+            level = (Level.CRIT if c.mode == STOPS_EVERYTHING else Level.WARN) if c.waiting else None
+            out.append(
+                Row(
+                    key=f"{node.name}|{c.mode}",
+                    node=node.name,
+                    cells={
+                        "node": cell(node.name),
+                        "mode": cell(c.mode, level),
+                        "granted": num(count(c.granted), c.granted),
+                        "waiting": num(count(c.waiting), c.waiting, level),
+                    },
+                )
+            )
+    return out
+
+
+PANE = PaneSpec(
+    id="locks",
+    title="Locks",
+    key="l",
+    columns=COLUMNS,
+    rows=rows,
+    more=(Table("locks-modes", COUNT_COLUMNS, count_rows),),
+    help="who blocks whom: root blockers, waiters, modes",
+    place=Place(dashboard=False),
+    needs=frozenset({"locks"}),
+)
