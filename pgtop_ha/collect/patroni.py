@@ -13,7 +13,10 @@ from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.http import GetOnlyClient, RefusedAnswer
 from pgtop_ha.models.roles import is_leader_role
 from pgtop_ha.models.snapshot import ClusterInfo, HistoryEntry, Member, PatroniConfig
+from pgtop_ha.models.text import clean
 from pgtop_ha.models.urls import redact
+
+MAX_PARAMETERS = 1000  # postgresql.parameters kept from /config (a real one has tens)
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,16 @@ def parse_config(data: Any) -> PatroniConfig:
     for name, spec in slots_raw.items():
         # A slot given as null or a bare name still counts as permanent (Patroni defaults it).
         slots[name] = as_dict(spec) or {}
+    pg = as_dict(body.get("postgresql")) or {}
+    params = as_dict(pg.get("parameters")) or {}
+    # Values are untrusted: scalars only, shown as text, bounded in number and length.
+    parameters = {
+        clean(k)[:64]: clean(str(v).lower() if isinstance(v, bool) else str(v))[:256]
+        for k, v in list(params.items())[:MAX_PARAMETERS]
+        if isinstance(v, (str, int, float, bool))
+    }
     return PatroniConfig(
+        parameters=parameters,
         ttl=as_int(body.get("ttl")),
         loop_wait=as_int(body.get("loop_wait")),
         maximum_lag_on_failover=as_int(body.get("maximum_lag_on_failover")),

@@ -24,6 +24,7 @@ select current_setting('server_version_num')::int as version,
        has_function_privilege('pg_read_file(text,bigint,bigint,boolean)', 'EXECUTE') as read_file,
        has_function_privilege('pg_ls_archive_statusdir()', 'EXECUTE') as ls_archive_status,
        has_function_privilege('pg_control_checkpoint()', 'EXECUTE') as control_checkpoint,
+       has_function_privilege('pg_show_all_file_settings()', 'EXECUTE') as file_settings,
        to_regclass('pg_catalog.pg_stat_progress_copy') is not null as progress_copy,
        to_regclass('pg_catalog.pg_stat_replication_slots') is not null as replication_slot_stats,
        to_regclass('pg_catalog.pg_stat_subscription_stats') is not null as subscription_stats,
@@ -43,6 +44,7 @@ class Capabilities:
     read_file: bool = False
     ls_archive_status: bool = False
     control_checkpoint: bool = False
+    file_settings: bool = False
     progress_copy: bool = False
     replication_slot_stats: bool = False
     subscription_stats: bool = False
@@ -60,6 +62,7 @@ class Capabilities:
             read_file=bool(row["read_file"]),
             ls_archive_status=bool(row["ls_archive_status"]),
             control_checkpoint=bool(row["control_checkpoint"]),
+            file_settings=bool(row.get("file_settings", False)),
             progress_copy=bool(row["progress_copy"]),
             replication_slot_stats=bool(row["replication_slot_stats"]),
             subscription_stats=bool(row["subscription_stats"]),
@@ -103,6 +106,8 @@ def unavailable(caps: Capabilities, *, local_memory: bool) -> dict[str, str]:
         out["processes"] = reason
         out["locks"] = reason
         out["copy_progress"] = out.get("copy_progress", reason)
+    if not caps.file_settings:
+        out["settings.file_setting"] = "needs superuser (pg_file_settings)"
     if not caps.ls_archive_status:
         out["archiver.ready_count"] = "needs pg_monitor"
     if not local_memory and not caps.remote_memory:
@@ -150,6 +155,16 @@ def _view(name: str, version: int, **pieces: str) -> str:
     if sql is None:
         raise ValueError(f"no {name} query for PostgreSQL {version}")
     return sql
+
+
+def _file_setting(caps: Capabilities) -> str:
+    if not caps.file_settings:
+        return "null::text"
+    # The last applicable line of the configuration files for a setting pending a restart.
+    return (
+        "case when s.pending_restart then (select f.setting from pg_file_settings f"
+        " where f.name = s.name and f.error is null order by f.seqno desc limit 1) end"
+    )
 
 
 def _row(sql: str) -> str:
@@ -241,6 +256,8 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
     ]
     if slow:
         parts.append(("pending_restart", _agg(_view("pending_restart", v))))
+        if "parameters" in needs:
+            parts.append(("settings", _agg(_view("settings", v, file_setting=_file_setting(caps)))))
     if "locks" in needs and caps.read_all_stats:
         parts.append(("locks", _agg(_view("locks", v))))
         parts.append(("lock_counts", _agg(_view("lock_counts", v))))

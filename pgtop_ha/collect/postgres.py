@@ -27,7 +27,7 @@ from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query, unava
 from pgtop_ha.collect.source import PollTask
 from pgtop_ha.models import derive
 from pgtop_ha.models.needs import Needs
-from pgtop_ha.models.snapshot import NodeReadings, NodeSnapshot, PendingSetting, Process
+from pgtop_ha.models.snapshot import NodeReadings, NodeSnapshot, PendingSetting, Process, Setting
 from pgtop_ha.models.waits import wait_counts
 from pgtop_ha.settings import PostgresSettings
 
@@ -221,6 +221,7 @@ class NodeReader:
         self._memory: dict[int, tuple[datetime | None, procmem.Memory]] = {}
         self._full_at: float | None = None
         self._pending: tuple[PendingSetting, ...] = ()
+        self._settings_read: tuple[Setting, ...] = ()
         self._pending_at: float | None = None
         self._pending_conf: str | None = None  # pg_conf_load_time() when pending was read
         self._conf_load_time: str | None = None  # the latest pg_conf_load_time() seen
@@ -257,6 +258,8 @@ class NodeReader:
             # Switched back on: make the next cycle a full one so every process (the postmaster
             # and HugePages included) has its memory at once, not within REFRESH_S.
             self._full_at = None
+        if "parameters" in needs and "parameters" not in self._needs:
+            self._pending_at = None  # read the settings on the next cycle, not within a minute
         changed = needs != self._needs
         self._needs = needs
         if changed and self._caps is not None:
@@ -422,7 +425,10 @@ class NodeReader:
             self._pending_at = loop.time()
             self._pending_conf = parsed.conf_load_time
             self._pending = parsed.fields.get("pending_restart", ())
+            self._settings_read = parsed.fields.get("settings", ())
         parsed.fields["pending_restart"] = self._pending
+        # Settings change only with a reload or a restart: read on the same cycles, kept between.
+        parsed.fields["settings"] = self._settings_read if "parameters" in self._needs else ()
         await self._finish(parsed, caps, full)
 
     async def _refresh_memory(self, parsed: Parsed, full: bool) -> str | None:

@@ -133,6 +133,7 @@ class PatroniConfig(Bounded):
     maximum_lag_on_failover: int | None = None
     pause: bool | None = None
     permanent_slots: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    parameters: dict[str, str] = Field(default_factory=dict)  # postgresql.parameters, as text
 
 
 class Replication(Bounded):
@@ -274,6 +275,18 @@ class Process(Bounded):
     swap_bytes: int | None = None
 
 
+class Setting(Bounded):
+    """One non-default (or restart-pending) setting of a node, from pg_settings."""
+
+    name: str
+    setting: str | None = None
+    unit: str | None = None
+    context: str | None = None  # postmaster (restart), sighup (reload), superuser, user, ...
+    source: str | None = None
+    pending_restart: bool = False
+    file_setting: str | None = None  # the value it would take after a restart (superuser only)
+
+
 class LockProcess(Bounded):
     """A process in a blocking tree: it waits on a heavyweight lock, or blocks one who does."""
 
@@ -330,6 +343,7 @@ class NodeReadings(Bounded):
     subscriptions: tuple[Subscription, ...] = ()
     archiver: Archiver | None = None
     pending_restart: tuple[PendingSetting, ...] = ()
+    settings: tuple[Setting, ...] = ()  # only while the Parameters pane is on screen
     locks: tuple[LockProcess, ...] = ()  # only while the Locks pane is on screen ("locks" need)
     lock_counts: tuple[LockCount, ...] = ()
 

@@ -19,6 +19,7 @@ from pgtop_ha.models.snapshot import (
     PatroniConfig,
     Process,
     Replication,
+    Setting,
     Slot,
     Subscription,
     WaitCount,
@@ -404,3 +405,29 @@ def locked(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
         for n in snap.nodes
     )
     return snap.model_copy(update={"nodes": nodes})
+
+
+def tuned(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
+    """max_connections raised in /config (a restart pending everywhere) and work_mem set on node3 only."""
+    snap = snap or healthy(T0 + timedelta(seconds=20))
+
+    def settings(name: str) -> tuple[Setting, ...]:
+        out = [
+            Setting(name="max_connections", setting="100", context="postmaster", source="configuration file",
+                    pending_restart=True, file_setting="150"),
+            Setting(name="shared_buffers", setting="16384", unit="8kB", context="postmaster",
+                    source="configuration file"),
+        ]  # fmt: skip
+        if name == "node3":
+            out.append(
+                Setting(
+                    name="work_mem", setting="65536", unit="kB", context="user", source="configuration file"
+                )
+            )
+        return tuple(out)
+
+    nodes = tuple(n.model_copy(update={"settings": settings(n.name)}) for n in snap.nodes)
+    config = (snap.patroni_config or PatroniConfig()).model_copy(
+        update={"parameters": {"max_connections": "150"}}
+    )
+    return snap.model_copy(update={"nodes": nodes, "patroni_config": config})

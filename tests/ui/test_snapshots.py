@@ -93,6 +93,7 @@ SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "probes": _probed,
     "locks": _locked,
     "waits": _locked,
+    "parameters": lambda: [fx.healthy(), fx.tuned()],
 }
 
 # The overview at key 0, then every pane of the registry that has a key of its own: a pane added

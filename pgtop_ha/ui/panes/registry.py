@@ -16,6 +16,7 @@ from pgtop_ha.ui.panes import (
     locks,
     memory,
     overview,
+    parameters,
     pgbackrest,
     probes,
     problems,
@@ -40,4 +41,5 @@ PANES: tuple[PaneSpec, ...] = (
     pgbackrest.PANE,
     locks.PANE,
     waits.PANE,
+    parameters.PANE,
 )
