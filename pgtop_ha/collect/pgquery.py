@@ -25,6 +25,8 @@ select current_setting('server_version_num')::int as version,
        has_function_privilege('pg_ls_archive_statusdir()', 'EXECUTE') as ls_archive_status,
        has_function_privilege('pg_control_checkpoint()', 'EXECUTE') as control_checkpoint,
        has_function_privilege('pg_show_all_file_settings()', 'EXECUTE') as file_settings,
+       coalesce(has_function_privilege(to_regproc('pg_buffercache_pages')::oid, 'EXECUTE'), false)
+         as buffercache,
        to_regclass('pg_catalog.pg_stat_progress_copy') is not null as progress_copy,
        to_regclass('pg_catalog.pg_stat_replication_slots') is not null as replication_slot_stats,
        to_regclass('pg_catalog.pg_stat_subscription_stats') is not null as subscription_stats,
@@ -45,6 +47,7 @@ class Capabilities:
     ls_archive_status: bool = False
     control_checkpoint: bool = False
     file_settings: bool = False
+    buffercache: bool = False
     progress_copy: bool = False
     replication_slot_stats: bool = False
     subscription_stats: bool = False
@@ -63,6 +66,7 @@ class Capabilities:
             ls_archive_status=bool(row["ls_archive_status"]),
             control_checkpoint=bool(row["control_checkpoint"]),
             file_settings=bool(row.get("file_settings", False)),
+            buffercache=bool(row.get("buffercache", False)),
             progress_copy=bool(row["progress_copy"]),
             replication_slot_stats=bool(row["replication_slot_stats"]),
             subscription_stats=bool(row["subscription_stats"]),
@@ -106,6 +110,10 @@ def unavailable(caps: Capabilities, *, local_memory: bool) -> dict[str, str]:
         out["processes"] = reason
         out["locks"] = reason
         out["copy_progress"] = out.get("copy_progress", reason)
+    if not caps.buffercache:
+        out["cache"] = "needs the pg_buffercache extension in this database (and pg_monitor)"
+    if not caps.buffercache:
+        out["cache"] = "needs the pg_buffercache extension in this database (and pg_monitor)"
     if not caps.file_settings:
         out["settings.file_setting"] = "needs superuser (pg_file_settings)"
     if not caps.ls_archive_status:
@@ -155,6 +163,16 @@ def _view(name: str, version: int, **pieces: str) -> str:
     if sql is None:
         raise ValueError(f"no {name} query for PostgreSQL {version}")
     return sql
+
+
+def cache_query(caps: Capabilities) -> str | None:
+    """The Cache pane's own statement (pg_buffercache), or None when it cannot be read.
+
+    Not a part of the cycle's statement: pg_buffercache_pages() visits every buffer header
+    (~25 ms of server time for 128 MB of shared_buffers on the lab), so the reader sends it on its
+    own, only while the Cache pane is on screen and at most every CACHE_REFRESH_S.
+    """
+    return view_sql("cache", caps.version) if caps.buffercache else None
 
 
 def _file_setting(caps: Capabilities) -> str:

@@ -17,17 +17,19 @@ from typing import Any
 from urllib.parse import urlencode
 
 import asyncpg
+from pydantic import ValidationError
 
 from pgtop_ha import pgguard
 from pgtop_ha.clock import Clock
 from pgtop_ha.collect import procmem
 from pgtop_ha.collect.document import read_document
 from pgtop_ha.collect.errors import ParseError
-from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query, unavailable
+from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query, cache_query, unavailable
 from pgtop_ha.collect.source import PollTask
 from pgtop_ha.models import derive
 from pgtop_ha.models.needs import Needs
-from pgtop_ha.models.snapshot import NodeReadings, NodeSnapshot, PendingSetting, Process, Setting
+from pgtop_ha.models.snapshot import CacheState, NodeReadings, NodeSnapshot, PendingSetting, Process, Setting
+from pgtop_ha.models.text import one_line
 from pgtop_ha.models.waits import wait_counts
 from pgtop_ha.settings import PostgresSettings
 
@@ -36,6 +38,7 @@ BACKOFF_MAX_S = 10.0
 REFRESH_S = 5.0  # process memory is read this often
 # Pending restarts are re-read when pg_conf_load_time() changes, and at least this often anyway.
 PENDING_REFRESH_S = 60.0
+CACHE_REFRESH_S = 15.0  # pg_buffercache while the Cache pane is on screen (it visits every buffer)
 _PROCESS_FIELDS = tuple(Process.model_fields)
 _READINGS = tuple(NodeReadings.model_fields)  # what the document hands to NodeSnapshot as is
 
@@ -222,6 +225,9 @@ class NodeReader:
         self._full_at: float | None = None
         self._pending: tuple[PendingSetting, ...] = ()
         self._settings_read: tuple[Setting, ...] = ()
+        self._cache: CacheState | None = None
+        self._cache_at: float | None = None
+        self._cache_error: str | None = None
         self._pending_at: float | None = None
         self._pending_conf: str | None = None  # pg_conf_load_time() when pending was read
         self._conf_load_time: str | None = None  # the latest pg_conf_load_time() seen
@@ -396,6 +402,7 @@ class NodeReader:
                 text = await conn.fetchval(sql)
                 self.last_query_s = loop.time() - sent
                 self.round_trips += 1
+                await self._read_cache(conn, caps, loop.time())
             if not isinstance(text, str):
                 raise ParseError("postgres document: empty")
             parsed = parse_document(text, caps)
@@ -429,7 +436,32 @@ class NodeReader:
         parsed.fields["pending_restart"] = self._pending
         # Settings change only with a reload or a restart: read on the same cycles, kept between.
         parsed.fields["settings"] = self._settings_read if "parameters" in self._needs else ()
+        parsed.fields["cache"] = self._cache
         await self._finish(parsed, caps, full)
+
+    async def _read_cache(self, conn: asyncpg.Connection, caps: Capabilities, now: float) -> None:
+        """pg_buffercache on its own statement, every CACHE_REFRESH_S while the pane is on screen.
+
+        A failure here (a missing grant, a cancelled statement, a bad answer) is the Cache pane's
+        line, not the node's: the cycle's document was read.
+        """
+        if "cache" not in self._needs:
+            self._cache = self._cache_at = self._cache_error = None
+            return
+        sql = cache_query(caps)
+        if sql is None or (self._cache_at is not None and now - self._cache_at < CACHE_REFRESH_S):
+            return
+        self._cache_at = now
+        try:
+            text = await conn.fetchval(sql)
+            self.round_trips += 1
+            if not isinstance(text, str):
+                raise ParseError("postgres cache: empty answer")
+            self._cache, self._cache_error = CacheState.model_validate_json(text, strict=True), None
+        except ValidationError as exc:
+            self._cache, self._cache_error = None, f"unexpected value: {exc.errors()[0]['msg']}"
+        except (asyncpg.PostgresError, ParseError) as exc:
+            self._cache, self._cache_error = None, one_line(str(exc))
 
     async def _refresh_memory(self, parsed: Parsed, full: bool) -> str | None:
         """Update the per-pid memory cache; a reason when memory cannot be read here."""
@@ -495,6 +527,8 @@ class NodeReader:
             missing["processes.memory"] = local_reason
         if not self.memory_enabled:
             missing["processes.memory"] = "not read (switched off while nobody looks at it)"
+        if self._cache_error is not None:
+            missing["cache"] = self._cache_error
         self.last_ok_at = now
         self._failures = 0
         self._result = NodeSnapshot(

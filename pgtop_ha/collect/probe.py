@@ -26,7 +26,7 @@ from pgtop_ha.collect.postgres import Target, describe_error, server_settings, t
 from pgtop_ha.collect.source import PollTask
 from pgtop_ha.models.probe import ProbeRun, answered_label, step
 from pgtop_ha.models.snapshot import Probe
-from pgtop_ha.models.text import clean
+from pgtop_ha.models.text import clean, one_line
 from pgtop_ha.settings import PostgresSettings, ProbeEndpoint
 
 READ_SQL = "select host(inet_server_addr()), inet_server_port(), pg_is_in_recovery()"
@@ -42,12 +42,6 @@ class Answer:
     port: int | None
     in_recovery: bool | None
     latency_s: float
-
-
-def one_line(text: str) -> str:
-    """The first line of ``text``, control characters stripped, bounded."""
-    lines = clean(text).splitlines()
-    return (lines[0] if lines else "error")[:300]
 
 
 Locate = Callable[[str | None, int | None], str | None]

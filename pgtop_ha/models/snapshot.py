@@ -275,6 +275,24 @@ class Process(Bounded):
     swap_bytes: int | None = None
 
 
+class CachedRelation(Bounded):
+    """A relation holding shared buffers: how many, and its size in pages (pg_class.relpages)."""
+
+    relation: str
+    buffers: int = 0
+    relation_pages: int | None = None
+
+
+class CacheState(Bounded):
+    """Shared buffers of a node (pg_buffercache): in use, dirty, the hottest relations, autoprewarm."""
+
+    buffers: int | None = None
+    used: int | None = None
+    dirty: int | None = None
+    top: tuple[CachedRelation, ...] = ()
+    autoprewarm: bool | None = None
+
+
 class Setting(Bounded):
     """One non-default (or restart-pending) setting of a node, from pg_settings."""
 
@@ -344,6 +362,7 @@ class NodeReadings(Bounded):
     archiver: Archiver | None = None
     pending_restart: tuple[PendingSetting, ...] = ()
     settings: tuple[Setting, ...] = ()  # only while the Parameters pane is on screen
+    cache: CacheState | None = None  # only while the Cache pane is on screen
     locks: tuple[LockProcess, ...] = ()  # only while the Locks pane is on screen ("locks" need)
     lock_counts: tuple[LockCount, ...] = ()
 

@@ -25,3 +25,9 @@ def clean(text: str, *, keep_newlines: bool = False) -> str:
         text = text.replace("\n", " ").replace("\r", " ")
     text = text.replace("\t", " ")
     return _CONTROLS.sub("", text)
+
+
+def one_line(text: str) -> str:
+    """The first line of ``text``, control characters stripped, bounded (an error's message)."""
+    lines = clean(text, keep_newlines=True).splitlines()
+    return (lines[0] if lines else "error")[:300]

@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 from pgtop_ha.models.events import Event
 from pgtop_ha.models.snapshot import (
     Archiver,
+    CachedRelation,
+    CacheState,
     ClusterInfo,
     ClusterSnapshot,
     CopyProgress,
@@ -431,3 +433,19 @@ def tuned(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
         update={"parameters": {"max_connections": "150"}}
     )
     return snap.model_copy(update={"nodes": nodes, "patroni_config": config})
+
+
+def cached(snap: ClusterSnapshot) -> ClusterSnapshot:
+    """pg_buffercache read on every reachable node: the leader warm, the replicas cooler."""
+
+    def state(name: str) -> CacheState:
+        warm = name == snap.cluster.leader and name == "node1"
+        used = 15500 if warm else 3200
+        top = (
+            CachedRelation(relation="public.orders", buffers=used - 900, relation_pages=30304),
+            CachedRelation(relation="public.orders_pkey", buffers=800, relation_pages=2745),
+        )
+        return CacheState(buffers=16384, used=used, dirty=12, top=top, autoprewarm=True)
+
+    nodes = tuple(n.model_copy(update={"cache": state(n.name)}) if n.reachable else n for n in snap.nodes)
+    return snap.model_copy(update={"nodes": nodes})

@@ -81,6 +81,7 @@ def test_every_pane_fills_exactly_its_columns(pane: PaneSpec) -> None:
         (fx.subscriber_copy(fx.lagging(fx.healthy(later))), [fx.healthy()]),
         (fx.locked(), [fx.healthy(), fx.locked(fx.healthy(later - timedelta(seconds=10)))]),
         (fx.tuned(), [fx.healthy()]),
+        (fx.cached(fx.failed_over()), [fx.cached(fx.healthy())]),
     ]
     filled = 0
     for snap, history in scenes:

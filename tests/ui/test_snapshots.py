@@ -94,6 +94,7 @@ SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "locks": _locked,
     "waits": _locked,
     "parameters": lambda: [fx.healthy(), fx.tuned()],
+    "cache": lambda: [fx.cached(fx.healthy()), fx.cached(fx.failed_over())],
 }
 
 # The overview at key 0, then every pane of the registry that has a key of its own: a pane added

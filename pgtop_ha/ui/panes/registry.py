@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pgtop_ha.ui.panes import (
     archiver,
+    cache,
     cluster,
     copy,
     events,
@@ -42,4 +43,5 @@ PANES: tuple[PaneSpec, ...] = (
     locks.PANE,
     waits.PANE,
     parameters.PANE,
+    cache.PANE,
 )

@@ -1,0 +1,47 @@
+"""Cache warmth read from a real lab's pg_buffercache (installed by the lab on every node)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pgtop_ha.collect.poller import Poller
+from pgtop_ha.lab.cluster import Lab
+from pgtop_ha.lab.layout import COPY_TABLE
+from pgtop_ha.models.cache import used_share
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.settings import Settings
+
+pytestmark = pytest.mark.lab
+
+
+async def test_cache_shows_buffers_in_use_and_the_table_just_read(lab: Lab, lab_settings: Settings) -> None:
+    leader = await asyncio.to_thread(lab.leader)
+    assert leader is not None
+    # Read the lab's big table on the leader so that it is among the hottest relations there.
+    await asyncio.to_thread(lab.psql, f"SELECT count(*) FROM {COPY_TABLE}", leader)
+    poller = Poller.from_settings(lab_settings)
+    poller.set_needs(frozenset({"cache"}))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    try:
+        while True:
+            snap: ClusterSnapshot = await poller.cycle(budget=3.0)
+            node = snap.node(leader)
+            if node is not None and node.cache is not None and node.cache.top:
+                break
+            assert loop.time() < deadline, f"no cache read within 30 s: {node}"
+            await asyncio.sleep(0.3)  # pacing between polls, as the console does
+        cache = node.cache
+        share = used_share(cache)
+        assert share is not None and 0 < share <= 1
+        assert cache.buffers and cache.buffers >= 1024  # shared_buffers of the lab, in 8 kB pages
+        assert any(COPY_TABLE in r.relation and r.buffers > 0 for r in cache.top)
+        assert cache.autoprewarm is not None
+        # Off screen, pg_buffercache is not asked.
+        poller.set_needs(frozenset())
+        snap = await poller.cycle(budget=3.0)
+        assert all(n.cache is None for n in snap.nodes)
+    finally:
+        await poller.aclose()
