@@ -33,7 +33,7 @@ def blocking_trees(rows: Sequence[LockProcess]) -> list[TreeLine]:
     for r in rows:
         for blocker in r.blocked_by:
             children.setdefault(blocker, []).append(r.pid)
-    roots = sorted(pid for pid in children if not by_pid.get(pid, LockProcess(pid=pid)).blocked_by)
+    roots = sorted(pid for pid in children if pid not in by_pid or not by_pid[pid].blocked_by)
     out: list[TreeLine] = []
     placed: set[int] = set()
 
@@ -42,7 +42,8 @@ def blocking_trees(rows: Sequence[LockProcess]) -> list[TreeLine]:
 
     def walk(pid: int, depth: int, root: int, seen: frozenset[int]) -> None:
         placed.add(pid)
-        process = by_pid.get(pid, LockProcess(pid=pid))
+        # A blocker outside the rows (the statement's limit) is shown by its pid alone.
+        process = by_pid.get(pid) or LockProcess.model_construct(pid=pid)
         out.append(TreeLine(process, depth, root, under(pid, seen)))
         for child in sorted(children.get(pid, ())):
             if child not in seen:  # a cycle ends here

@@ -12,7 +12,7 @@ import types
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.pgbackrest import PgBackRestState
@@ -279,7 +279,7 @@ class CachedRelation(Bounded):
     """A relation holding shared buffers: how many, and its size in pages (pg_class.relpages)."""
 
     relation: str
-    buffers: int = 0
+    buffers: int | None = None
     relation_pages: int | None = None
 
 
@@ -315,6 +315,13 @@ class LockProcess(Bounded):
     state: str | None = None
     backend_type: str | None = None
     blocked_by: tuple[int, ...] = ()  # pg_blocking_pids(): empty for a root blocker
+
+    @field_validator("blocked_by")
+    @classmethod
+    def _real_pids(cls, pids: tuple[int, ...]) -> tuple[int, ...]:
+        """Only pids a server can have (a hostile array of huge numbers is dropped, not shown)."""
+        return tuple(p for p in pids if 0 < p < INT_LIMIT)
+
     waiting_mode: str | None = None  # the lock mode it waits for (None: it waits for nothing)
     locktype: str | None = None
     relation: str | None = None
@@ -327,8 +334,8 @@ class LockCount(Bounded):
     """Heavyweight locks of one mode on a node, granted and waiting."""
 
     mode: str
-    granted: int = 0
-    waiting: int = 0
+    granted: int | None = None
+    waiting: int | None = None
 
 
 class WaitCount(Bounded):
@@ -336,7 +343,7 @@ class WaitCount(Bounded):
 
     wait_class: str  # pg_stat_activity.wait_event_type, or "CPU" for an active process not waiting
     event: str | None = None
-    count: int = 0
+    count: int | None = None
 
 
 class NodeReadings(Bounded):

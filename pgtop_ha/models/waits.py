@@ -78,7 +78,9 @@ def window(history: Sequence[ClusterSnapshot], current: ClusterSnapshot) -> list
         per_snapshot: list[dict[tuple[str, str | None], int]] = []
         for s in snaps:
             node = s.node(name)
-            counts = {(w.wait_class, w.event): w.count for w in node.waits} if node and node.reachable else {}
+            counts = (
+                {(w.wait_class, w.event): w.count or 0 for w in node.waits} if node and node.reachable else {}
+            )
             per_snapshot.append(counts)
         keys = {k for counts in per_snapshot for k in counts}
         for key in keys:

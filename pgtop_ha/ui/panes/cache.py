@@ -81,7 +81,7 @@ def top_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if node.cache is None or node_state(node) == "unreachable":
             continue
         for r in node.cache.top:
-            share = relation_share(r.buffers, r.relation_pages)
+            share = relation_share(r.buffers or 0, r.relation_pages)
             out.append(
                 Row(
                     key=f"{node.name}|{r.relation}",
@@ -89,7 +89,7 @@ def top_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     cells={
                         "node": cell(node.name),
                         "relation": cell(shown(r.relation)),
-                        "cached": num(human_bytes(r.buffers * PAGE), r.buffers),
+                        "cached": num(human_bytes((r.buffers or 0) * PAGE), r.buffers),
                         "share": num(_pct(share), share),
                     },
                 )

@@ -27,7 +27,9 @@ TAIL = (
 
 def columns(snapshot: ClusterSnapshot) -> tuple[Column, ...]:
     """The fixed columns, one per member, then the pending value and Patroni's."""
-    members = tuple(Column(f"m:{name}", shown(name, 24), width=24) for name in member_names(snapshot))
+    # A hostile /cluster may list a name twice: one column each (a table refuses duplicate keys).
+    names = dict.fromkeys(member_names(snapshot))
+    members = tuple(Column(f"m:{name}", shown(name, 24), width=24) for name in names)
     return FIXED + members + TAIL
 
 
@@ -41,7 +43,7 @@ def _after(values: dict[str, str]) -> str:
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Pending restarts first, then drift; a node whose settings were not read shows '-'."""
-    names = member_names(snapshot)
+    names = list(dict.fromkeys(member_names(snapshot)))
     found = parameters(snapshot)
     found.sort(key=lambda p: (not p.pending, p.name))
     out = []
