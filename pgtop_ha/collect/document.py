@@ -34,6 +34,14 @@ class PostmasterTexts(Frozen):
     meminfo: str | None = None
 
 
+class HugePagesSetting(Frozen):
+    """PostgreSQL's HugePages settings (read with the pending restarts: they change on restart)."""
+
+    setting: str | None = None
+    status: str | None = None
+    shared_memory_pages: int | None = None
+
+
 class NodeDocument(NodeReadings):
     """The whole document: the readings, then what the reader itself needs."""
 
@@ -43,6 +51,7 @@ class NodeDocument(NodeReadings):
     conf_load_time: str | None = None
     processes: tuple[ProcessRow, ...] = ()
     postmaster: PostmasterTexts | None = None
+    huge_pages: HugePagesSetting | None = None
 
 
 def read_document(text: str) -> NodeDocument:

@@ -211,6 +211,11 @@ def _processes(caps: Capabilities, remote_memory: bool) -> str:
     return _view("processes", caps.version, memory=memory)
 
 
+# HugePages as PostgreSQL sees them; the last two are NULL where the server is too old (< 15, < 17).
+_HUGE_PAGES = """json_build_object('setting', current_setting('huge_pages'),
+  'status', current_setting('huge_pages_status', true),
+  'shared_memory_pages', nullif(current_setting('shared_memory_size_in_huge_pages', true), '')::bigint)"""
+
 _REMOTE_POSTMASTER = f"""
 select json_build_object('pid', p.pid,
          'smaps', {_read("'/proc/' || p.pid || '/smaps_rollup'")},
@@ -274,6 +279,7 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
     ]
     if slow:
         parts.append(("pending_restart", _agg(_view("pending_restart", v))))
+        parts.append(("huge_pages", _HUGE_PAGES))
         if "parameters" in needs:
             parts.append(("settings", _agg(_view("settings", v, file_setting=_file_setting(caps)))))
     if "locks" in needs and caps.read_all_stats:

@@ -22,13 +22,21 @@ from pydantic import ValidationError
 from pgtop_ha import pgguard
 from pgtop_ha.clock import Clock
 from pgtop_ha.collect import procmem
-from pgtop_ha.collect.document import read_document
+from pgtop_ha.collect.document import HugePagesSetting, read_document
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query, cache_query, unavailable
 from pgtop_ha.collect.source import PollTask
 from pgtop_ha.models import derive
 from pgtop_ha.models.needs import Needs
-from pgtop_ha.models.snapshot import CacheState, NodeReadings, NodeSnapshot, PendingSetting, Process, Setting
+from pgtop_ha.models.snapshot import (
+    CacheState,
+    HugePages,
+    NodeReadings,
+    NodeSnapshot,
+    PendingSetting,
+    Process,
+    Setting,
+)
 from pgtop_ha.models.text import one_line
 from pgtop_ha.models.waits import wait_counts
 from pgtop_ha.settings import PostgresSettings
@@ -94,7 +102,8 @@ class Parsed:
     postmaster_pid: int | None = None
     backend_pid: int | None = None
     conf_load_time: str | None = None
-    hugepages: tuple[int | None, int | None] = (None, None)
+    hugepages: HugePages | None = None
+    huge_pages_setting: HugePagesSetting | None = None
 
 
 def parse_document(text: str, caps: Capabilities) -> Parsed:
@@ -144,6 +153,7 @@ def parse_document(text: str, caps: Capabilities) -> Parsed:
         parsed.postmaster = _memory_from_texts(post.smaps, post.status)
         if post.meminfo is not None:
             parsed.hugepages = procmem.parse_hugepages(post.meminfo)
+    parsed.huge_pages_setting = doc.huge_pages
     return parsed
 
 
@@ -232,7 +242,8 @@ class NodeReader:
         self._pending_conf: str | None = None  # pg_conf_load_time() when pending was read
         self._conf_load_time: str | None = None  # the latest pg_conf_load_time() seen
         self._postmaster_pid: int | None = None
-        self._hugepages: tuple[int | None, int | None] = (None, None)
+        self._hugepages: HugePages | None = None
+        self._huge_setting: HugePagesSetting | None = None  # read with the pending restarts
         self._source: str | None = None
         # Local nodes' memory comes from this host's /proc; ``local`` overrides the guess.
         self._local = procmem.is_local_host(target.host) if local is None else local
@@ -433,11 +444,24 @@ class NodeReader:
             self._pending_conf = parsed.conf_load_time
             self._pending = parsed.fields.get("pending_restart", ())
             self._settings_read = parsed.fields.get("settings", ())
+            self._huge_setting = parsed.huge_pages_setting
         parsed.fields["pending_restart"] = self._pending
         # Settings change only with a reload or a restart: read on the same cycles, kept between.
         parsed.fields["settings"] = self._settings_read if "parameters" in self._needs else ()
         parsed.fields["cache"] = self._cache
         await self._finish(parsed, caps, full)
+
+    def _hugepages_view(self) -> HugePages | None:
+        """The host's HugePages (memory cycles) with PostgreSQL's settings for them (reload cycles)."""
+        host, pg = self._hugepages, self._huge_setting
+        if host is None and pg is None:
+            return None
+        base = host or HugePages()
+        if pg is None:
+            return base
+        return base.model_copy(
+            update={"setting": pg.setting, "status": pg.status, "shared_memory_pages": pg.shared_memory_pages}
+        )
 
     async def _read_cache(self, conn: asyncpg.Connection, caps: Capabilities, now: float) -> None:
         """pg_buffercache on its own statement, every CACHE_REFRESH_S while the pane is on screen.
@@ -541,8 +565,9 @@ class NodeReader:
             wal_segment_size=caps.wal_segment_size,
             processes=tuple(rows),
             memory_source=self._source if memory else None,
-            hugepages_total=self._hugepages[0],
-            hugepages_free=self._hugepages[1],
+            hugepages_total=self._hugepages.total if self._hugepages else None,
+            hugepages_free=self._hugepages.free if self._hugepages else None,
+            hugepages=self._hugepages_view(),
             unavailable=missing,
             postmaster_pid=postmaster_pid,
             is_superuser=caps.superuser,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgtop_ha.collect.errors import ParseError
+from pgtop_ha.models.snapshot import HugePages
 
 NOT_HERE = "this server's processes are not in this host's /proc (tunnel or container?)"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "localhost.localdomain"})
@@ -62,10 +63,16 @@ def parse_status(text: str) -> Memory:
     return Memory(pagetable=fields.get("VmPTE"), ppid=fields.get("PPid"))
 
 
-def parse_hugepages(text: str) -> tuple[int | None, int | None]:
-    """HugePages_Total and HugePages_Free from /proc/meminfo (None when absent)."""
+def parse_hugepages(text: str) -> HugePages:
+    """HugePages_Total/Free/Rsvd/Surp and Hugepagesize from /proc/meminfo (None when absent)."""
     fields = _fields(text, "meminfo")
-    return fields.get("HugePages_Total"), fields.get("HugePages_Free")
+    return HugePages(
+        total=fields.get("HugePages_Total"),
+        free=fields.get("HugePages_Free"),
+        reserved=fields.get("HugePages_Rsvd"),
+        surplus=fields.get("HugePages_Surp"),
+        size_bytes=fields.get("Hugepagesize"),
+    )
 
 
 def merge(rollup: Memory, status: Memory | None) -> Memory:
@@ -159,9 +166,9 @@ def read_local(
     return out, (denied if not out else None), postmaster
 
 
-def read_local_hugepages(proc: Path = Path("/proc")) -> tuple[int | None, int | None]:
-    """HugePages_Total/Free of this host."""
+def read_local_hugepages(proc: Path = Path("/proc")) -> HugePages | None:
+    """This host's HugePages (None when /proc/meminfo cannot be read)."""
     try:
         return parse_hugepages((proc / "meminfo").read_text())
     except OSError:
-        return None, None
+        return None

@@ -13,6 +13,7 @@ from pgtop_ha.models.health import member_names, permanent_slots
 from pgtop_ha.models.snapshot import (
     ClusterSnapshot,
     CopyProgress,
+    HugePages,
     NodeSnapshot,
     Replication,
 )
@@ -127,6 +128,26 @@ def wal_position(
 def reference_lsn(node: NodeSnapshot) -> int | None:
     """The node's own WAL position (wal_position of its snapshot)."""
     return wal_position(node.in_recovery, node.current_lsn, node.replay_lsn, node.receive_lsn)
+
+
+def shared_memory_on_hugepages(h: HugePages | None) -> bool | None:
+    """Whether PostgreSQL's shared memory sits in HugePages: its own word on 17, else inferred.
+
+    Before PostgreSQL 17 there is no status: with huge_pages on or try, pages in use or reserved
+    (shared memory reserves them at start) covering shared_memory_size_in_huge_pages say yes.
+    """
+    if h is None:
+        return None
+    if h.status in ("on", "off"):
+        return h.status == "on"
+    if h.setting == "off" or h.total == 0:
+        return False
+    if h.total is None or h.free is None or h.setting not in ("on", "try"):
+        return None
+    taken = h.total - h.free + (h.reserved or 0)
+    if h.shared_memory_pages is not None and h.shared_memory_pages > 0:
+        return taken >= h.shared_memory_pages
+    return taken > 0 if h.setting == "try" else True
 
 
 def walsender_for(snapshot: ClusterSnapshot, member: str) -> Replication | None:

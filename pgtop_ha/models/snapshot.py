@@ -275,6 +275,19 @@ class Process(Bounded):
     swap_bytes: int | None = None
 
 
+class HugePages(Bounded):
+    """The host's HugePages (/proc/meminfo) and PostgreSQL's use of them."""
+
+    total: int | None = None
+    free: int | None = None
+    reserved: int | None = None  # promised to a mapping (shared memory) but not touched yet
+    surplus: int | None = None
+    size_bytes: int | None = None
+    setting: str | None = None  # huge_pages: on, off, try
+    status: str | None = None  # huge_pages_status (PostgreSQL 17): on/off/unknown
+    shared_memory_pages: int | None = None  # shared_memory_size_in_huge_pages (PostgreSQL 15)
+
+
 class CachedRelation(Bounded):
     """A relation holding shared buffers: how many, and its size in pages (pg_class.relpages)."""
 
@@ -390,6 +403,7 @@ class NodeSnapshot(NodeReadings):
     memory_source: str | None = None
     hugepages_total: int | None = None
     hugepages_free: int | None = None
+    hugepages: HugePages | None = None
     unavailable: dict[str, str] = Field(default_factory=dict)
     postmaster_pid: int | None = None
     is_superuser: bool | None = None

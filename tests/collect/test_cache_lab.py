@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ from pgtop_ha.collect.poller import Poller
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import COPY_TABLE
 from pgtop_ha.models.cache import used_share
+from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
 
@@ -43,5 +45,32 @@ async def test_cache_shows_buffers_in_use_and_the_table_just_read(lab: Lab, lab_
         poller.set_needs(frozenset())
         snap = await poller.cycle(budget=3.0)
         assert all(n.cache is None for n in snap.nodes)
+    finally:
+        await poller.aclose()
+
+
+async def test_hugepages_match_proc_meminfo(lab: Lab, lab_settings: Settings) -> None:
+    poller = Poller.from_settings(lab_settings)
+    poller.set_needs(frozenset({"memory"}))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    try:
+        while True:
+            snap = await poller.cycle(budget=3.0)
+            huge = [n.hugepages for n in snap.nodes if n.hugepages is not None and n.hugepages.setting]
+            if len(huge) == len(snap.nodes) > 0:
+                break
+            assert loop.time() < deadline, f"HugePages not read within 30 s: {snap.nodes}"
+            await asyncio.sleep(0.3)  # pacing between polls, as the console does
+        # Read at the same moment as the snapshot: the lab's nodes share this host's meminfo.
+        text = await asyncio.to_thread(Path("/proc/meminfo").read_text)
+        meminfo = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        for h in huge:
+            assert h.total == int(meminfo["HugePages_Total"].split()[0])
+            assert h.size_bytes == int(meminfo["Hugepagesize"].split()[0]) * 1024
+            assert h.setting in ("on", "off", "try")
+            assert h.shared_memory_pages is None or h.shared_memory_pages >= -1  # PostgreSQL 15+
+            if h.total == 0:
+                assert shared_memory_on_hugepages(h) is False
     finally:
         await poller.aclose()

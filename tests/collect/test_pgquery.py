@@ -110,7 +110,7 @@ def test_parse_standby_document_with_remote_memory() -> None:
     assert all(m.pss and m.pss > 0 for m in parsed.remote_memory.values())
     assert parsed.postmaster_pid is not None
     assert parsed.postmaster is not None and parsed.postmaster.pss
-    assert parsed.hugepages[0] is not None
+    assert parsed.hugepages is not None and parsed.hugepages.total is not None
 
 
 @pytest.mark.parametrize(

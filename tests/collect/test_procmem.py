@@ -46,8 +46,12 @@ def test_status_fixture() -> None:
 
 
 def test_hugepages() -> None:
-    assert parse_hugepages("HugePages_Total:      4\nHugePages_Free:       1\n") == (4, 1)
-    assert parse_hugepages("MemTotal: 1 kB\n") == (None, None)
+    huge = parse_hugepages(
+        "HugePages_Total: 4\nHugePages_Free: 1\nHugePages_Rsvd: 2\nHugepagesize: 2048 kB\n"
+    )
+    assert (huge.total, huge.free, huge.reserved, huge.size_bytes) == (4, 1, 2, 2 * 1024 * 1024)
+    none = parse_hugepages("MemTotal: 1 kB\n")
+    assert (none.total, none.free, none.reserved) == (None, None, None)
 
 
 @pytest.mark.parametrize("text", ["", "Rss: 1 kB\n", "garbage", "Pss: x kB\n"])
@@ -117,6 +121,6 @@ def test_fuzz_proc_files(text: str) -> None:
             mem = parse(text)
             sizes = (mem.rss, mem.pss, mem.uss, mem.swap, mem.pagetable)
             assert all(v is None or isinstance(v, int) for v in sizes)
-    total, free = parse_hugepages(text)
-    assert total is None or isinstance(total, int)
-    assert free is None or isinstance(free, int)
+    huge = parse_hugepages(text)
+    assert huge.total is None or isinstance(huge.total, int)
+    assert huge.free is None or isinstance(huge.free, int)

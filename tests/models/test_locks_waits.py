@@ -10,8 +10,9 @@ import pytest
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.pgquery import Capabilities
 from pgtop_ha.collect.postgres import parse_document
+from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.locks import blocking_trees
-from pgtop_ha.models.snapshot import LockProcess, Process
+from pgtop_ha.models.snapshot import HugePages, LockProcess, Process
 from pgtop_ha.models.waits import kind, wait_counts, waiting
 
 FIXTURES = Path(__file__).parent.parent / "collect" / "fixtures"
@@ -94,3 +95,19 @@ def test_a_bad_locks_part_is_one_parse_error() -> None:
     parsed = parse_document(json.dumps(doc), Capabilities(version=150000))
     assert parsed.fields["locks"][0].blocked_by == (2,)
     assert parsed.fields["waits"] is not None
+
+
+@pytest.mark.parametrize(
+    ("huge", "expected"),
+    [
+        (HugePages(status="on"), True),
+        (HugePages(total=0, free=0, setting="try"), False),
+        (HugePages(total=512, free=62, reserved=40, setting="try", shared_memory_pages=450), True),
+        (HugePages(total=512, free=512, reserved=0, setting="try", shared_memory_pages=450), False),
+        (HugePages(total=512, free=500, setting="on"), True),
+        (HugePages(total=512, free=512, setting="off"), False),
+        (None, None),
+    ],
+)
+def test_shared_memory_on_hugepages(huge: HugePages | None, expected: bool | None) -> None:
+    assert shared_memory_on_hugepages(huge) is expected

@@ -14,6 +14,7 @@ from pgtop_ha.models.snapshot import (
     CopyProgress,
     HAProxyServer,
     HAProxyState,
+    HugePages,
     LockCount,
     LockProcess,
     Member,
@@ -188,6 +189,9 @@ def _node(name: str, leader: str, at: datetime, **kw: object) -> NodeSnapshot:
         ),
         "processes": _processes(name),
         "memory_source": "procfs",
+        "hugepages": HugePages(
+            total=512, free=62, reserved=40, size_bytes=2 * MiB, setting="try", shared_memory_pages=450
+        ),
     }
     data.update(kw)
     return NodeSnapshot.model_validate(data)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Process
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import count, human_bytes
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num
 
@@ -58,6 +60,32 @@ def _total(node: NodeSnapshot) -> Row:
     )
 
 
+def _hugepages(node: NodeSnapshot) -> Row | None:
+    """HugePages of the node's host: total, free, reserved, and whether shared memory uses them."""
+    h = node.hugepages
+    if h is None or (not h.total and h.setting in (None, "off")):
+        return None
+    used = shared_memory_on_hugepages(h)
+    size = human_bytes(h.size_bytes) if h.size_bytes else "?"
+    text = f"HugePages {count(h.total)} × {size}: {count(h.free)} free, {count(h.reserved)} reserved"
+    state = {True: "shm in them", False: "shm NOT in them", None: "shm ?"}[used]
+    if h.shared_memory_pages is not None and h.shared_memory_pages > 0:
+        text += f", {count(h.shared_memory_pages)} needed"
+    # huge_pages=try falling back to normal pages is silent in PostgreSQL: say it.
+    level = Level.WARN if used is False and h.setting in ("on", "try") and h.total else None
+    return Row(
+        key=f"{node.name}|hugepages",
+        node=node.name,
+        cells={
+            "node": cell(node.name),
+            "pid": num("", None),
+            "what": cell(text),
+            "state": cell(f"{h.setting or '?'}: {state}", level),
+            **{key: num("", None) for key, _ in _SIZES},
+        },
+    )
+
+
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Per node a total row, then its TOP processes by Pss (RSS counts shared_buffers each time)."""
     out = []
@@ -65,6 +93,9 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if not node.reachable:
             continue
         out.append(_total(node))
+        huge = _hugepages(node)
+        if huge is not None:
+            out.append(huge)
         ranked = sorted(node.processes, key=lambda p: p.pss_bytes or 0, reverse=True)[:TOP]
         for p in ranked:
             what = p.backend_type or "?"
