@@ -281,7 +281,7 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
         parts.append(("pending_restart", _agg(_view("pending_restart", v))))
         parts.append(("huge_pages", _HUGE_PAGES))
         if "parameters" in needs:
-            parts.append(("settings", _agg(_view("settings", v, file_setting=_file_setting(caps)))))
+            parts.append(("parameters", _agg(_view("settings", v, file_setting=_file_setting(caps)))))
     if "locks" in needs and caps.read_all_stats:
         parts.append(("locks", _agg(_view("locks", v))))
         parts.append(("lock_counts", _agg(_view("lock_counts", v))))

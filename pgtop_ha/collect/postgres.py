@@ -443,11 +443,11 @@ class NodeReader:
             self._pending_at = loop.time()
             self._pending_conf = parsed.conf_load_time
             self._pending = parsed.fields.get("pending_restart", ())
-            self._settings_read = parsed.fields.get("settings", ())
+            self._settings_read = parsed.fields.get("parameters", ())
             self._huge_setting = parsed.huge_pages_setting
         parsed.fields["pending_restart"] = self._pending
         # Settings change only with a reload or a restart: read on the same cycles, kept between.
-        parsed.fields["settings"] = self._settings_read if "parameters" in self._needs else ()
+        parsed.fields["parameters"] = self._settings_read if "parameters" in self._needs else ()
         parsed.fields["cache"] = self._cache
         await self._finish(parsed, caps, full)
 

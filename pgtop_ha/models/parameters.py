@@ -44,7 +44,7 @@ def parameters(snapshot: ClusterSnapshot, *, everything: bool = False) -> list[P
 
     Only nodes whose settings were read count (the pane asks for them while it is on screen).
     """
-    read = {n.name: {s.name: s for s in n.settings} for n in snapshot.nodes if n.reachable and n.settings}
+    read = {n.name: {s.name: s for s in n.parameters} for n in snapshot.nodes if n.reachable and n.parameters}
     config = snapshot.patroni_config.parameters if snapshot.patroni_config else {}
     names = sorted({name for settings in read.values() for name in settings})
     out = []

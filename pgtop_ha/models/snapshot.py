@@ -381,7 +381,7 @@ class NodeReadings(Bounded):
     subscriptions: tuple[Subscription, ...] = ()
     archiver: Archiver | None = None
     pending_restart: tuple[PendingSetting, ...] = ()
-    settings: tuple[Setting, ...] = ()  # only while the Parameters pane is on screen
+    parameters: tuple[Setting, ...] = ()  # non-default and pending settings, while the Parameters pane shows
     cache: CacheState | None = None  # only while the Cache pane is on screen
     locks: tuple[LockProcess, ...] = ()  # only while the Locks pane is on screen ("locks" need)
     lock_counts: tuple[LockCount, ...] = ()

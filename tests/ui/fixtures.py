@@ -432,7 +432,7 @@ def tuned(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
             )
         return tuple(out)
 
-    nodes = tuple(n.model_copy(update={"settings": settings(n.name)}) for n in snap.nodes)
+    nodes = tuple(n.model_copy(update={"parameters": settings(n.name)}) for n in snap.nodes)
     config = (snap.patroni_config or PatroniConfig()).model_copy(
         update={"parameters": {"max_connections": "150"}}
     )

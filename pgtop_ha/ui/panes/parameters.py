@@ -63,7 +63,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             cells[f"m:{name}"] = cell(shown(value) if value is not None else "-", Level.WARN if odd else None)
         out.append(Row(key=p.name, cells=cells))
     if not out:
-        read = [n.name for n in snapshot.nodes if n.settings]
+        read = [n.name for n in snapshot.nodes if n.parameters]
         text = "nothing pending, no drift" if read else "settings not read yet (they are read after a reload)"
         cells = {c.key: cell("") for c in columns(snapshot)}
         cells["name"] = cell(text, Level.OK if read else None)
