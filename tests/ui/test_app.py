@@ -142,7 +142,8 @@ async def test_pane_contents_in_detail() -> None:
         assert arch["node1"][2] == "0" and arch["node1"][5] == "1m"
         mem = texts(app, "memory")
         assert mem[0][2].startswith("TOTAL 3 procs") and mem[0][4] == "21 MiB"
-        assert mem[1][2] == "checkpointer"  # largest Pss first
+        assert mem[1][2].startswith("HugePages 512")  # the host's HugePages under the total
+        assert mem[2][2] == "checkpointer"  # largest Pss first
         hap = texts(app, "haproxy")
         assert hap[0][:5] == ["writer", "pg_writer", "(pool)", "✔ OK", "1/3 UP"]
 

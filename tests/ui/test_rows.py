@@ -208,7 +208,9 @@ def test_memory_rows_rank_by_pss() -> None:
     rows = memory.rows(fx.healthy(), ctx())
     node1 = [r for r in rows if r.node == "node1"]
     assert node1[0].cells["what"].text == "TOTAL 3 procs"
-    assert [r.cells["pid"].text for r in node1[1:]] == ["1001", "1002", "1003"]
+    assert node1[1].cells["what"].text.startswith("HugePages 512 × 2.0 MiB: 62 free, 40 reserved")
+    assert node1[1].cells["state"].text == "try: shm in them"  # 450 pages needed, 490 taken
+    assert [r.cells["pid"].text for r in node1[2:]] == ["1001", "1002", "1003"]
     assert node1[0].cells["pss"].text == "21 MiB"
 
 
