@@ -91,7 +91,8 @@ async def test_replay_reproduces_the_leader_change(tmp_path: Path) -> None:
         await until(
             pilot, lambda: source.index == 5 and not source.playing, within=10, what="played to the end"
         )
-        assert "end" in _header(app)
+        # The header follows the source on its next refresh: wait for it, do not read it at once.
+        await until(pilot, lambda: "end" in _header(app), within=5, what="the header says end")
 
 
 async def test_replay_has_no_actions_and_no_marker_prompt(tmp_path: Path) -> None:
