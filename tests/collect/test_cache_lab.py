@@ -14,6 +14,7 @@ from pgtop_ha.models.cache import used_share
 from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
+from tests.support.lab_polls import until_seen
 
 pytestmark = pytest.mark.lab
 
@@ -25,16 +26,15 @@ async def test_cache_shows_buffers_in_use_and_the_table_just_read(lab: Lab, lab_
     await asyncio.to_thread(lab.psql, f"SELECT count(*) FROM {COPY_TABLE}", leader)
     poller = Poller.from_settings(lab_settings)
     poller.set_needs(frozenset({"cache"}))
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30
     try:
-        while True:
-            snap: ClusterSnapshot = await poller.cycle(budget=3.0)
+
+        def cache_read(snap: ClusterSnapshot) -> bool:
             node = snap.node(leader)
-            if node is not None and node.cache is not None and node.cache.top:
-                break
-            assert loop.time() < deadline, f"no cache read within 30 s: {node}"
-            await asyncio.sleep(0.3)  # pacing between polls, as the console does
+            return node is not None and node.cache is not None and bool(node.cache.top)
+
+        snap = await until_seen(poller, cache_read, 30, "the leader's cache")
+        node = snap.node(leader)
+        assert node is not None and node.cache is not None
         cache = node.cache
         share = used_share(cache)
         assert share is not None and 0 < share <= 1
@@ -52,16 +52,13 @@ async def test_cache_shows_buffers_in_use_and_the_table_just_read(lab: Lab, lab_
 async def test_hugepages_match_proc_meminfo(lab: Lab, lab_settings: Settings) -> None:
     poller = Poller.from_settings(lab_settings)
     poller.set_needs(frozenset({"memory"}))
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30
     try:
-        while True:
-            snap = await poller.cycle(budget=3.0)
-            huge = [n.hugepages for n in snap.nodes if n.hugepages is not None and n.hugepages.setting]
-            if len(huge) == len(snap.nodes) > 0:
-                break
-            assert loop.time() < deadline, f"HugePages not read within 30 s: {snap.nodes}"
-            await asyncio.sleep(0.3)  # pacing between polls, as the console does
+
+        def all_read(snap: ClusterSnapshot) -> bool:
+            return all(n.hugepages is not None and n.hugepages.setting for n in snap.nodes)
+
+        snap = await until_seen(poller, all_read, 30, "HugePages on every node")
+        huge = [n.hugepages for n in snap.nodes if n.hugepages is not None]
         # Read at the same moment as the snapshot: the lab's nodes share this host's meminfo.
         text = await asyncio.to_thread(Path("/proc/meminfo").read_text)
         meminfo = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 import pytest
 
@@ -16,39 +12,9 @@ from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
 from pgtop_ha.settings import Settings
+from tests.support.lab_polls import running, until_seen
 
 pytestmark = pytest.mark.lab
-
-
-@contextmanager
-def _running(fault: Callable[[], str], limit: float) -> Iterator[None]:
-    """Run a fault that blocks for its duration in a thread; it must end on its own."""
-    failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            fault()
-        except BaseException as exc:  # reported below
-            failures.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    yield
-    thread.join(limit)
-    assert not thread.is_alive(), f"the fault did not end within {limit}s"
-    assert not failures, failures
-
-
-async def _until(poller: Poller, cond: Callable[[ClusterSnapshot], bool], within: float) -> ClusterSnapshot:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        snap = await poller.cycle(budget=2.0)
-        if cond(snap):
-            return snap
-        if loop.time() > deadline:
-            raise AssertionError(f"not seen within {within}s; last snapshot: {snap.nodes}")
-        await asyncio.sleep(0.3)  # pacing between polls, as the console does; not synchronisation
 
 
 def _leader_node(lab: Lab, snap: ClusterSnapshot) -> NodeSnapshot | None:
@@ -63,7 +29,7 @@ async def test_locks_show_the_root_blocker_and_the_access_exclusive_waiter(
     poller.set_needs(frozenset({"locks"}))
     quiet = Lab(lab.layout, out=io.StringIO())
     try:
-        with _running(lambda: faults.lock(quiet, seconds=20, waiters=2), 90):
+        with running(lambda: faults.lock(quiet, seconds=20, waiters=2), 90):
 
             def tree_seen(snap: ClusterSnapshot) -> bool:
                 node = _leader_node(lab, snap)
@@ -73,7 +39,7 @@ async def test_locks_show_the_root_blocker_and_the_access_exclusive_waiter(
                 roots = [x for x in lines if x.depth == 0 and x.waiters >= 2]
                 return bool(roots) and sum(1 for x in lines if x.depth > 0) >= 2
 
-            snap = await _until(poller, tree_seen, 30)
+            snap = await until_seen(poller, tree_seen, 30, "the lock's blocking tree")
             node = _leader_node(lab, snap)
             assert node is not None
             lines = blocking_trees(node.locks)
@@ -95,7 +61,7 @@ async def test_locks_are_not_read_while_nobody_looks(lab: Lab, lab_settings: Set
     poller = Poller.from_settings(lab_settings)
     poller.set_needs(frozenset())
     try:
-        snap = await _until(poller, lambda s: all(n.reachable for n in s.nodes), 30)
+        snap = await until_seen(poller, lambda s: all(n.reachable for n in s.nodes), 30, "every node")
         assert all(n.locks == () and n.lock_counts == () for n in snap.nodes)
     finally:
         await poller.aclose()
@@ -106,12 +72,12 @@ async def test_a_slow_reader_is_a_client_write_wait(lab: Lab, lab_settings: Sett
     poller.set_needs(frozenset())
     quiet = Lab(lab.layout, out=io.StringIO())
     try:
-        with _running(lambda: faults.slow_reader(quiet, seconds=15), 90):
+        with running(lambda: faults.slow_reader(quiet, seconds=15), 90):
 
             def client_write(snap: ClusterSnapshot) -> bool:
                 node = _leader_node(lab, snap)
                 return node is not None and any(w.event == "ClientWrite" for w in node.waits)
 
-            await _until(poller, client_write, 40)
+            await until_seen(poller, client_write, 40, "a ClientWrite wait")
     finally:
         await poller.aclose()

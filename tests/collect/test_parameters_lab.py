@@ -11,24 +11,10 @@ from pgtop_ha.collect.poller import Poller
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.models.parameters import parameters
-from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
+from tests.support.lab_polls import until_seen
 
 pytestmark = pytest.mark.lab
-
-
-async def _until_seen(poller: Poller, name: str, within: float) -> ClusterSnapshot:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        snap = await poller.cycle(budget=2.0)
-        if any(p.name == name and len(p.pending) == 3 for p in parameters(snap)):
-            return snap
-        if loop.time() > deadline:
-            raise AssertionError(
-                f"{name} not shown pending on every member within {within}s: {parameters(snap)}"
-            )
-        await asyncio.sleep(0.3)  # pacing between polls, as the console does
 
 
 async def test_a_pending_restart_shows_with_its_context_and_patroni_value(
@@ -40,7 +26,10 @@ async def test_a_pending_restart_shows_with_its_context_and_patroni_value(
     try:
         await asyncio.to_thread(faults.pending_restart, quiet)
         try:
-            snap = await _until_seen(poller, faults.PENDING_PARAMETER, 60)
+            name = faults.PENDING_PARAMETER
+            snap = await until_seen(
+                poller, lambda s: any(p.name == name and len(p.pending) == 3 for p in parameters(s)), 60, name
+            )
             found = next(p for p in parameters(snap) if p.name == faults.PENDING_PARAMETER)
             assert found.context == "postmaster"
             config = snap.patroni_config

@@ -7,9 +7,7 @@ import asyncio
 import io
 import json
 import subprocess
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import pytest
 
@@ -20,6 +18,7 @@ from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.configs import STANZA
 from pgtop_ha.lab.layout import NODE_NAMES
 from pgtop_ha.lab.tools import find_tools
+from tests.support.lab_polls import running
 
 pytestmark = pytest.mark.lab
 
@@ -28,29 +27,10 @@ def _quiet(lab: Lab) -> Lab:
     return Lab(lab.layout, out=io.StringIO())
 
 
-@contextmanager
-def _running(fault: Callable[[], str], limit: float) -> Iterator[None]:
-    """Run a fault that blocks for its duration beside the test; it must end on its own."""
-    failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            fault()
-        except BaseException as exc:  # reported to the test below
-            failures.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    yield
-    thread.join(limit)
-    assert not thread.is_alive(), f"the fault did not end within {limit}s"
-    assert not failures, failures
-
-
 def test_lock_holds_access_exclusive_with_waiters(lab: Lab) -> None:
     quiet = _quiet(lab)
     i = lab.leader_index()
-    with _running(lambda: faults.lock(quiet, seconds=15, waiters=2), 60):
+    with running(lambda: faults.lock(quiet, seconds=15, waiters=2), 60):
         holder = (
             "SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.granted "
             f"AND l.mode = 'AccessExclusiveLock' AND l.relation = to_regclass('{faults.LOCK_TABLE}')"
@@ -74,7 +54,7 @@ def test_slow_reader_makes_the_server_wait_on_client_write(lab: Lab) -> None:
         "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lab-fault-slow-reader' "
         "AND wait_event = 'ClientWrite'"
     )
-    with _running(lambda: faults.slow_reader(quiet, seconds=12), 60):
+    with running(lambda: faults.slow_reader(quiet, seconds=12), 60):
         assert procs.poll(lambda: lab.psql(query, i) == "1", 30, interval=0.3)
     gone = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lab-fault-slow-reader'"
     assert procs.poll(lambda: lab.psql(gone, i) == "0", 15, interval=0.3)

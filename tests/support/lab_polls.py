@@ -1,0 +1,48 @@
+"""Lab-test helpers: a fault that blocks for its duration run beside the test, and polling a real
+Poller until its snapshot shows something (a deadline, never a fixed number of cycles)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from pgtop_ha.collect.poller import Poller
+from pgtop_ha.models.snapshot import ClusterSnapshot
+
+PACE_S = 0.3  # between polls, as the console paces its cycles; not synchronisation
+
+
+@contextmanager
+def running(fault: Callable[[], str], limit: float) -> Iterator[None]:
+    """Run a fault that blocks for its duration in a thread beside the test; it must end on its own."""
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            fault()
+        except BaseException as exc:  # reported to the test below
+            failures.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    yield
+    thread.join(limit)
+    assert not thread.is_alive(), f"the fault did not end within {limit}s"
+    assert not failures, failures
+
+
+async def until_seen(
+    poller: Poller, cond: Callable[[ClusterSnapshot], bool], within: float, what: str = ""
+) -> ClusterSnapshot:
+    """Poll until ``cond(snapshot)`` holds; fail after ``within`` seconds with the last snapshot."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        snap = await poller.cycle(budget=3.0)
+        if cond(snap):
+            return snap
+        if loop.time() > deadline:
+            raise AssertionError(f"{what or cond} not seen within {within}s; last nodes: {snap.nodes}")
+        await asyncio.sleep(PACE_S)
