@@ -141,8 +141,11 @@ def parse_document(text: str, caps: Capabilities) -> Parsed:
         mem = _memory_from_texts(row.smaps, row.status)
         if mem is not None:
             remote[row.pid] = mem
-        # Already validated as a ProcessRow: copy the Process fields without validating again.
-        processes.append(Process.model_construct(**{k: getattr(row, k) for k in _PROCESS_FIELDS}))
+        if row.smaps is None and row.status is None:
+            processes.append(row)  # a ProcessRow is a Process; its JSON is the Process fields
+        else:
+            # Drop the /proc texts (16 KB each) before the row joins the kept history.
+            processes.append(Process.model_construct(**{k: getattr(row, k) for k in _PROCESS_FIELDS}))
     fields["waits"] = wait_counts(processes)
     parsed = Parsed(fields=fields, processes=processes, remote_memory=remote)
     parsed.backend_pid = doc.backend_pid
