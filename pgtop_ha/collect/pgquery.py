@@ -65,8 +65,8 @@ class Capabilities:
             read_file=bool(row["read_file"]),
             ls_archive_status=bool(row["ls_archive_status"]),
             control_checkpoint=bool(row["control_checkpoint"]),
-            file_settings=bool(row.get("file_settings", False)),
-            buffercache=bool(row.get("buffercache", False)),
+            file_settings=bool(row["file_settings"]),
+            buffercache=bool(row["buffercache"]),
             progress_copy=bool(row["progress_copy"]),
             replication_slot_stats=bool(row["replication_slot_stats"]),
             subscription_stats=bool(row["subscription_stats"]),
@@ -112,10 +112,8 @@ def unavailable(caps: Capabilities, *, local_memory: bool) -> dict[str, str]:
         out["copy_progress"] = out.get("copy_progress", reason)
     if not caps.buffercache:
         out["cache"] = "needs the pg_buffercache extension in this database (and pg_monitor)"
-    if not caps.buffercache:
-        out["cache"] = "needs the pg_buffercache extension in this database (and pg_monitor)"
     if not caps.file_settings:
-        out["settings.file_setting"] = "needs superuser (pg_file_settings)"
+        out["parameters.file_setting"] = "needs superuser (pg_file_settings)"
     if not caps.ls_archive_status:
         out["archiver.ready_count"] = "needs pg_monitor"
     if not local_memory and not caps.remote_memory:
@@ -241,10 +239,9 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
     that time changes.
     """
     v = caps.version
-    if caps.version >= 140000:
+    paused = "pg_is_wal_replay_paused()"
+    if v >= 140000:
         paused = "pg_get_wal_replay_pause_state() <> 'not paused'"
-    else:
-        paused = "pg_is_wal_replay_paused()"
     standby_tli = "(select received_tli from pg_stat_wal_receiver)"
     if caps.control_checkpoint:
         standby_tli = f"coalesce({standby_tli}, (select timeline_id from pg_control_checkpoint()))"
@@ -268,10 +265,7 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
         ("replay_timestamp", "pg_last_xact_replay_timestamp()"),
         ("replay_paused", f"case when pg_is_in_recovery() then {paused} end"),
         ("replication", _agg(_view("replication", v))),
-        (
-            "wal_receiver",
-            _row(_view("wal_receiver", v)),
-        ),
+        ("wal_receiver", _row(_view("wal_receiver", v))),
         ("slots", _agg(_view("slots", v))),
         ("subscriptions", _agg(_view("subscriptions", v))),
         ("archiver", _row(_archiver(caps))),

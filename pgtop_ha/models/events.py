@@ -16,6 +16,7 @@ from datetime import datetime
 
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.health import (
+    archive_failing,
     member_state,
     missing_permanent_slots,
     node_state,
@@ -137,9 +138,7 @@ def _node_facts(snap: ClusterSnapshot) -> Iterable[tuple[Key, Fact]]:
             yield ("permanent_slot", name, slot_name), fact
         a = n.archiver
         if a is not None:
-            failing = a.last_failed_time is not None and (
-                a.last_archived_time is None or a.last_failed_time > a.last_archived_time
-            )
+            failing = archive_failing(a)
             label = (a.last_failed_wal or "") if failing else ""
             yield (
                 ("archiver", name),

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Literal
 
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
-from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer, Member, NodeSnapshot, Slot
+from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HAProxyServer, Member, NodeSnapshot, Slot
 from pgtop_ha.models.thresholds import Level, Thresholds
 
 # A poll that has waited this long for its answer makes its source "slow": the last answer is kept
@@ -49,6 +49,19 @@ def retained_level(t: Thresholds, retained: int | None) -> Level:
 def ready_level(t: Thresholds, ready: int | None) -> Level:
     """The archiver's .ready queue graded."""
     return t.archive_ready.grade(ready)
+
+
+def archive_failing(a: Archiver) -> bool:
+    """The archiver's last attempt failed: a failure newer than the last success (or none yet)."""
+    return a.last_failed_time is not None and (
+        a.last_archived_time is None or a.last_failed_time > a.last_archived_time
+    )
+
+
+def archiver_level(t: Thresholds, a: Archiver) -> Level:
+    """The archiver graded: its .ready queue, and at least WARN while archiving fails."""
+    level = ready_level(t, a.ready_count)
+    return max(level, Level.WARN) if archive_failing(a) else level
 
 
 def stale_level(t: Thresholds, age_s: float | None) -> Level:

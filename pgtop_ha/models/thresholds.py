@@ -31,6 +31,11 @@ class Level(IntEnum):
         """The level as a word with a symbol, readable without colour."""
         return _WORDS[self]
 
+    @property
+    def symbol(self) -> str:
+        """The level's symbol alone (✔ ▲ ✖), for narrow cells."""
+        return _WORDS[self].split()[0]
+
 
 _WORDS = {Level.OK: "✔ OK", Level.WARN: "▲ WARN", Level.CRIT: "✖ CRIT"}
 

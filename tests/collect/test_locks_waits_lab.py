@@ -11,6 +11,7 @@ from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
+from pgtop_ha.models.waits import kind
 from pgtop_ha.settings import Settings
 from tests.support.lab_polls import running, until_seen
 
@@ -78,6 +79,14 @@ async def test_a_slow_reader_is_a_client_write_wait(lab: Lab, lab_settings: Sett
                 node = _leader_node(lab, snap)
                 return node is not None and any(w.event == "ClientWrite" for w in node.waits)
 
-            await until_seen(poller, client_write, 40, "a ClientWrite wait")
+            snap = await until_seen(poller, client_write, 40, "a ClientWrite wait")
+            node = _leader_node(lab, snap)
+            assert node is not None
+            client = [w for w in node.waits if w.event == "ClientWrite"]
+            assert (
+                client
+                and (client[0].count or 0) >= 1
+                and kind(client[0].wait_class, "ClientWrite") == "client"
+            )
     finally:
         await poller.aclose()

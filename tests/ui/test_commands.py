@@ -31,6 +31,7 @@ async def test_palette_opens_a_pane_by_name() -> None:
         await pilot.press("enter")
         await until(pilot, lambda: not isinstance(app.screen, CommandPalette), what="the palette closed")
         await until(pilot, lambda: screen(app).view == "replication", what="the Replication view")
+        assert screen(app).visible_panes() == ["replication"]
 
 
 async def test_read_only_palette_has_views_and_no_action() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import age_s, ready_level
+from pgtop_ha.models.health import age_s, archive_failing, archiver_level, ready_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count, sparkline
@@ -44,14 +44,10 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 )
             )
             continue
-        level = ready_level(ctx.thresholds, a.ready_count)
+        level = archiver_level(ctx.thresholds, a)
         fail_age = age_s(ctx.now, a.last_failed_time)
         ok_age = age_s(ctx.now, a.last_archived_time)
-        failing = a.last_failed_time is not None and (
-            a.last_archived_time is None or a.last_failed_time > a.last_archived_time
-        )
-        if failing:
-            level = max(level, Level.WARN)
+        failing = archive_failing(a)
         history: list[float | None] = []
         for snap in ctx.history[-9:]:
             old = snap.node(node.name)

@@ -40,10 +40,6 @@ def _sum(procs: tuple[Process, ...], attr: str) -> int | None:
 
 def _total(node: NodeSnapshot) -> Row:
     procs = node.processes
-    huge = "-"
-    if node.hugepages_total:
-        used = node.hugepages_total - (node.hugepages_free or 0)
-        huge = f"HugePages {count(used)}/{count(node.hugepages_total)}"
     note = node.unavailable.get("processes.memory")
     if note is None and node.memory_source:
         note = f"via {node.memory_source}"
@@ -53,7 +49,7 @@ def _total(node: NodeSnapshot) -> Row:
         cells={
             "node": cell(node.name),
             "pid": num("", None),
-            "what": cell(f"TOTAL {len(procs)} procs" + (f", {huge}" if huge != "-" else "")),
+            "what": cell(f"TOTAL {len(procs)} procs"),  # HugePages: the row below (_hugepages)
             "state": cell(note or ""),
             **{key: num(human_bytes(_sum(procs, attr)), _sum(procs, attr)) for key, attr in _SIZES},
         },

@@ -7,12 +7,22 @@ archiver, a running COPY) and the last events. The full views stay one key away.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pgtop_ha.models.derive import CopyRate, copy_rates, walsender_for
 from pgtop_ha.models.eligibility import find_leader
-from pgtop_ha.models.health import age_s, cluster_problems, is_leader, lag_level, ready_level, worst_slot
+from pgtop_ha.models.health import (
+    age_s,
+    archive_failing,
+    archiver_level,
+    cluster_problems,
+    is_leader,
+    lag_level,
+    worst_slot,
+)
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.format import INVALID, age, count, human_bytes, shown
+from pgtop_ha.ui.format import age, count, duration, human_bytes, shown
 from pgtop_ha.ui.panes import cluster, events
 from pgtop_ha.ui.panes.base import (
     Cell,
@@ -81,14 +91,6 @@ def _route(writer: Cell, reader: Cell) -> Cell:
     return cell("+".join(words) or "-", max(levels, default=None))
 
 
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value < 0:
-        return INVALID
-    return f"{value:.1f}s" if value < 10 else age(value)
-
-
 def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """One row per member, the Cluster pane's judgement in the columns that fit 80."""
     out = []
@@ -110,13 +112,13 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 key=full.key,
                 node=full.node,
                 cells={
-                    "member": cell(f"{health.word.split()[0]} {shown(name, 24)}", health, float(health)),
+                    "member": cell(f"{health.symbol} {shown(name, 24)}", health, float(health)),
                     "role": c["role"],
                     "state": patroni,
                     "pg": c["pg"],
                     "tl": c["tl"],
                     "lag": c["lag"],
-                    "lag_s": num(_seconds(lag_s), lag_s, lag_level(ctx.thresholds, None, lag_s)),
+                    "lag_s": num(duration(lag_s), lag_s, lag_level(ctx.thresholds, None, lag_s)),
                     "route": _route(c["writer"], c["reader"]),
                 },
             )
@@ -180,16 +182,11 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row | None:
     if node is None or not node.reachable or node.archiver is None:
         return None
     a = node.archiver
-    level = ready_level(ctx.thresholds, a.ready_count)
-    failing = a.last_failed_time is not None and (
-        a.last_archived_time is None or a.last_failed_time > a.last_archived_time
-    )
-    if failing:
-        level = Level.CRIT
+    level = archiver_level(ctx.thresholds, a)
     last = age(age_s(ctx.now, a.last_archived_time)) if a.last_archived_time else "never"
     done = f"last archived {last} ago" if a.last_archived_time else "nothing archived yet"
     text = f"{count(a.ready_count)} ready, {done}"
-    if failing:
+    if archive_failing(a):
         text += f", FAILING ({count(a.failed_count)} failures)"
     return Row(key="archiver", node=node.name, cells={"what": cell("Archiver"), "now": cell(text, level)})
 
@@ -197,7 +194,8 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row | None:
 def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The newest few events of the timeline, newest first."""
     out = []
-    for full in events.rows(snapshot, ctx)[:RECENT_EVENTS]:
+    newest = replace(ctx, events=tuple(ctx.events[-RECENT_EVENTS:]))  # not all 500 kept
+    for full in events.rows(snapshot, newest):
         c = full.cells
         out.append(
             Row(key=full.key, node=full.node, cells={"time": c["time"], "node": c["node"], "text": c["text"]})

@@ -179,10 +179,8 @@ class MonitorScreen(Screen[None]):
             self.refresh_view()
             # The overview and the dashboard show different panes: keep the focus on screen.
             focused = self.focused
-            if focused is None or not focused.display or not focused.parent or not focused.parent.display:
-                table = self._browsable(self._main_pane())
-                if table is not None:
-                    table.focus()
+            if focused is None or not focused.parent or not focused.parent.display:
+                self._focus_main()
 
     def _apply(self, plan: GridPlan) -> None:
         # Inline styles, not classes: a class change restyles every widget under its node
@@ -200,6 +198,7 @@ class MonitorScreen(Screen[None]):
             pane.styles.column_span = spans.get(pane_id, 1)
             pane.styles.height = "auto" if pane_id in capped else None  # None: the CSS's 1fr
             pane.styles.max_height = capped.get(pane_id)
+        self._follow_needs(plan.shown)
 
     def visible_panes(self) -> list[str]:
         """The panes on screen now: only these do any work."""
@@ -209,6 +208,9 @@ class MonitorScreen(Screen[None]):
         """Show the chosen pane (or the overview) and focus its first table."""
         self._layout(self.size.width, self.size.height)
         self.refresh_view()
+        self._focus_main()
+
+    def _focus_main(self) -> None:
         table = self._browsable(self._main_pane())
         if table is not None:
             table.focus()
@@ -243,7 +245,6 @@ class MonitorScreen(Screen[None]):
     def refresh_view(self) -> int:
         """Update the visible panes from the app's snapshot; hidden panes are left alone."""
         self.refresh_header()
-        self._follow_needs()
         snap = self.papp.snapshot
         if snap is None or not self.is_attached:
             return 0
@@ -254,12 +255,12 @@ class MonitorScreen(Screen[None]):
             written += self.panes[pane_id].show(snap, ctx, self.papp.node_filter, version)
         return written
 
-    def _follow_needs(self) -> None:
+    def _follow_needs(self, shown: Sequence[str]) -> None:
         # Optional reads (process memory: ~1 ms CPU per smaps_rollup, about half the poller's
-        # CPU) serve one pane each: ask for them only while such a pane is on screen.
+        # CPU) serve one pane each: ask for them only while such a pane is on screen. Called when
+        # the panes on screen change (a new grid plan), not on every snapshot.
         source = self.papp.source
-        by_id = {p.id: p for p in self.registry}
-        wanted: Needs = frozenset().union(*(by_id[i].needs for i in self.visible_panes() if i in by_id))
+        wanted: Needs = frozenset().union(*(p.needs for p in self.registry if p.id in shown))
         if wanted != self._needs and isinstance(source, NeedsToggle):
             self._needs = wanted
             source.set_needs(wanted)
