@@ -237,6 +237,34 @@ class ProbeSettings(_Section):
         return self
 
 
+class PoolerSettings(_Section):
+    """A pooler's admin source (host subject to postgres.allowed_hosts; password via the passfile)."""
+
+    name: str = Field(min_length=1, max_length=64, description="Name shown in the pane.")
+    host: str = Field(min_length=1, description="Host of the pooler's client port.")
+    port: int = Field(ge=1, le=65535, description="The pooler's client port.")
+    user: str | None = Field(None, description="Role to log in as (default: postgres.user).")
+    timeout: float = Field(2.0, gt=0, le=60, description="Seconds per read (connect + commands).")
+
+
+class PgBouncerSettings(PoolerSettings):
+    """One pgBouncer's admin console, read as a stats_users role: SHOW POOLS, DATABASES, STATS."""
+
+    dbname: str = Field("pgbouncer", description="The admin console's database name.")
+
+
+class PgpoolSettings(PoolerSettings):
+    """One pgpool-II: SHOW pool_nodes and pool_processes through its client port."""
+
+    dbname: str | None = Field(None, description="Database to log in to (default: postgres.dbname).")
+
+
+def _unique_names(items: tuple[PoolerSettings, ...], what: str) -> None:
+    names = [i.name for i in items]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{what} names must be unique")
+
+
 class Settings(_Section):
     """All of pgtop-ha's settings."""
 
@@ -250,6 +278,8 @@ class Settings(_Section):
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
     haproxy: HAProxySettings = Field(default_factory=HAProxySettings)
     probes: ProbeSettings = Field(default_factory=ProbeSettings)
+    pgbouncer: tuple[PgBouncerSettings, ...] = Field((), description="pgBouncers to read ([[pgbouncer]]).")
+    pgpool: tuple[PgpoolSettings, ...] = Field((), description="pgpool-IIs to read ([[pgpool]]).")
     nodes: tuple[NodeSettings, ...] = ()
     thresholds: Thresholds = Field(default_factory=Thresholds)
     pgbackrest: PgBackRestSettings = Field(default_factory=PgBackRestSettings)
@@ -260,6 +290,12 @@ class Settings(_Section):
     )
     # Where read_only was set ("command line", "environment", "config file PATH"): the mode's reason.
     _read_only_from: str | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _unique_poolers(self) -> Settings:
+        _unique_names(self.pgbouncer, "[[pgbouncer]]")
+        _unique_names(self.pgpool, "[[pgpool]]")
+        return self
 
     @property
     def read_only_from(self) -> str | None:

@@ -35,6 +35,7 @@ from pgtop_ha.collect.patroni import (
     describe_http_error,
 )
 from pgtop_ha.collect.pgbackrest import PgBackRestSource, source_for
+from pgtop_ha.collect.poolers import bouncer_reader, bouncer_state, pgpool_reader, pgpool_state
 from pgtop_ha.collect.probe import ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.collect.tls import context_for
@@ -129,6 +130,15 @@ class Poller:
                     endpoint, settings.postgres, settings.probes.timeout, clock, why, calm_interval=calm
                 )
                 self.add_probe(runner)
+        # Poolers' own views (collect/poolers.py): pgBouncer's admin console, pgpool-II's SHOW.
+        self._bouncers = [
+            bouncer_reader(b, settings.postgres, clock, refusal(self._pg_hosts, b.host, "postgres"))
+            for b in settings.pgbouncer
+        ]
+        self._pgpools = [
+            pgpool_reader(p, settings.postgres, clock, refusal(self._pg_hosts, p.host, "postgres"))
+            for p in settings.pgpool
+        ]
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock = system_clock) -> Poller:
@@ -192,6 +202,9 @@ class Poller:
             task = runner.start()
             if task is not None:
                 pending.add(task)
+        for reader in (*self._bouncers, *self._pgpools):
+            if (read := reader.start()) is not None:
+                pending.add(read)
         started: set[str] = set()
         for name, slot in self.membership.members.items():
             pending |= slot.start()
@@ -279,6 +292,8 @@ class Poller:
             errors=tuple(errors),
             probes=tuple(runner.probe() for runner in self._probes),
             pgbackrest=self._pgbackrest.state() if self._pgbackrest is not None else None,
+            pgbouncer=tuple(bouncer_state(r, self.membership.locate) for r in self._bouncers),
+            pgpool=tuple(pgpool_state(r, self.membership.locate) for r in self._pgpools),
         )
 
     def _own_values(self) -> Iterable[OwnView]:
@@ -397,6 +412,7 @@ class Poller:
         if self._haproxy is not None:
             closers.append(self._haproxy.aclose())
         closers.extend(runner.aclose() for runner in self._probes)
+        closers.extend(reader.aclose() for reader in (*self._bouncers, *self._pgpools))
         if self._pgbackrest is not None:
             closers.append(self._pgbackrest.aclose())
         await asyncio.gather(*closers, *self._closing, return_exceptions=True)

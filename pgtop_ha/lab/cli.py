@@ -55,6 +55,13 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="rows in the published table (default 1,000,000)",
     )
+    up.add_argument(
+        "--with",
+        dest="with_",
+        default=None,
+        metavar="LIST",
+        help="also start poolers: pgbouncer, pgpool or pgbouncer,pgpool (kept by later `up`s)",
+    )
     status = _lab_parser(sub, "status", "members with role, state, ports and PIDs")
     status.add_argument("--json", action="store_true", help="as JSON")
     _lab_parser(sub, "down", "stop everything the lab started and remove its state")
@@ -153,7 +160,9 @@ def run_lab(args: argparse.Namespace) -> int:
     lab = Lab(layout_from(args))
     cmd = args.lab_command
     if cmd == "up":
-        lab.up(rows=args.rows or DEFAULT_ROWS)
+        from pgtop_ha.lab.poolers import parse_with
+
+        lab.up(rows=args.rows or DEFAULT_ROWS, with_=parse_with(args.with_))
         return 0
     if cmd == "down":
         lab.down()

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from pgtop_ha.errors import UserError
-from pgtop_ha.lab import configs, procs, secrets
+from pgtop_ha.lab import configs, poolers, procs, secrets
 from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, NODE_NAMES, SUPERUSER, Layout, saved_layout
 from pgtop_ha.lab.progress import Progress
 from pgtop_ha.lab.tools import Tools, find_tools
@@ -266,11 +266,16 @@ class Lab:
         return result.stdout.strip()
 
     # ----- up -------------------------------------------------------------------------------
-    def up(self, rows: int = DEFAULT_ROWS) -> None:
-        """Start whatever is not running yet and wait for one leader and two streaming replicas."""
-        progress = Progress(total=7, out=self.out)
+    def up(self, rows: int = DEFAULT_ROWS, with_: tuple[str, ...] = ()) -> None:
+        """Start whatever is not running yet and wait for one leader and two streaming replicas.
+
+        ``with_`` adds poolers (pgbouncer, pgpool); those a previous `up` started are kept.
+        """
+        with_ = tuple(dict.fromkeys((*self.poolers(), *with_)))
+        progress = Progress(total=8 if with_ else 7, out=self.out)
         progress.step("checking binaries, ports and the lab user")
         tools = find_tools()
+        poolers.check_installed(with_)
         state = self.layout.state_dir
         if state.exists() and any(state.iterdir()) and not self.exists():
             raise UserError(
@@ -282,7 +287,7 @@ class Lab:
                 f"the lab in {state} uses base port {saved.base_port}, not {self.layout.base_port}; "
                 f"omit --base-port or give --base-port {saved.base_port}"
             )
-        self._check_ports()
+        self._check_ports(with_)
         python = self.patroni_python() if self._patroni_missing() else sys.executable
 
         progress.step(f"preparing {state} (PostgreSQL {tools.pg_version})")
@@ -304,8 +309,11 @@ class Lab:
         progress.step(f"loading {COPY_TABLE} ({rows:,} rows) and pgbench tables")
         self._load(tools, rows, progress)
 
+        if with_:
+            progress.step(f"starting {' and '.join(with_)}")
+            self.start_poolers(with_, progress)
         progress.step("writing the console config")
-        self.layout.console_config.write_text(configs.console_config(self.layout))
+        self.layout.console_config.write_text(configs.console_config(self.layout, with_))
         # Patroni restarts each replica once to create the permanent slot there: wait it out.
         self._wait_members(progress, timeout=240)
         progress.done(
@@ -316,12 +324,16 @@ class Lab:
     def _patroni_missing(self) -> bool:
         return any(not self.book.running(f"patroni-{n}") for n in NODE_NAMES)
 
-    def _check_ports(self) -> None:
+    def _check_ports(self, with_: tuple[str, ...] = ()) -> None:
         ours = {
             self.layout.etcd_client_port: "etcd", self.layout.etcd_peer_port: "etcd",
             self.layout.writer_port: "haproxy", self.layout.reader_port: "haproxy",
             self.layout.stats_port: "haproxy",
         }  # fmt: skip
+        if "pgbouncer" in with_:
+            ours[self.layout.pgbouncer_port] = "pgbouncer"
+        if "pgpool" in with_:
+            ours[self.layout.pgpool_port] = ours[self.layout.pcp_port] = "pgpool"
         for i, n in enumerate(NODE_NAMES):
             ours[self.layout.pg_port(i)] = f"patroni-{n}"
             ours[self.layout.rest_port(i)] = f"patroni-{n}"
@@ -361,6 +373,7 @@ class Lab:
         self.lab_file(layout.state_dir / "pgbackrest.conf", configs.pgbackrest_conf(layout), 0o644)
         self.lab_file(layout.state_dir / "haproxy.cfg", configs.haproxy_cfg(layout), 0o644)
         self.lab_file(layout.state_dir / "bootstrap.sql", configs.bootstrap_sql(passwords))
+        self.lab_file(layout.state_dir / "role-change.sh", poolers.role_change_script(layout), 0o755)
         self.lab_file(layout.state_dir / "bootstrap.sh", configs.bootstrap_script(layout, tools.psql), 0o700)
         for i, name in enumerate(NODE_NAMES):
             self.lab_file(
@@ -526,6 +539,47 @@ class Lab:
         self.psql("CHECKPOINT", i)
         marker.touch()
 
+    # ----- poolers (`up --with`) -------------------------------------------------------------
+    @property
+    def _poolers_file(self) -> Path:
+        return self.layout.state_dir / "poolers.txt"
+
+    def poolers(self) -> tuple[str, ...]:
+        """The poolers this lab runs (what `up --with` asked for, kept across `up`s)."""
+        try:
+            text = self._poolers_file.read_text()[:200]
+        except OSError:
+            return ()
+        return tuple(n for n in text.split() if n in poolers.POOLERS)
+
+    def start_poolers(self, names: tuple[str, ...], progress: Progress) -> None:
+        """Write the poolers' configs and start those not running; wait until they listen."""
+        layout = self.layout
+        passwords = secrets.ensure(layout)
+        d = self.lab_dir(layout.pooler_dir)
+        self.lab_file(d / "pgbouncer.ini", poolers.pgbouncer_ini(layout))
+        self.lab_file(d / "pgbouncer-users.txt", poolers.pgbouncer_users(passwords))
+        self.lab_file(d / "pgpool.conf", poolers.pgpool_conf(layout))
+        self.lab_file(d / "pool_hba.conf", poolers.pool_hba())
+        self.lab_file(d / "pool_passwd", poolers.pool_passwd(passwords))
+        self.lab_file(d / "pcp.conf", poolers.pcp_conf(passwords[secrets.PCP]))
+        if "pgpool" in names:
+            # Its presence is what makes the role-change callback act: only with a pgpool.
+            self.lab_file(d / "pcppass", poolers.pcppass(layout, passwords[secrets.PCP]))
+        self._poolers_file.write_text(" ".join(names) + "\n")
+        for name in names:
+            if not self.book.running(name):
+                self.book.record(name, poolers.spawn(name, layout, self.run_as))
+
+        def listening() -> bool:
+            waiting = [n for n in names if not poolers.started(n, layout)]
+            progress.note(f"waiting for {', '.join(waiting)} to listen" if waiting else "listening")
+            return not waiting
+
+        if not procs.poll(listening, 60):
+            logs = ", ".join(str(layout.log_dir / f"{n}.log") for n in names)
+            raise UserError(f"{' / '.join(names)} did not start listening in 60s; see {logs}")
+
     # ----- status ---------------------------------------------------------------------------
     def status(self) -> list[MemberStatus]:
         """Every member with role, state, ports and PIDs."""
@@ -564,8 +618,8 @@ class Lab:
             return
         if not self.exists():
             raise UserError(f"{self.layout.state_dir} was not made by pgtop-ha lab; refusing to touch it")
-        progress.step("stopping HAProxy, the subscriber and Patroni (which stops PostgreSQL)")
-        first = [n for n in ("haproxy", "subscriber") if self.book.running(n)]
+        progress.step("stopping the poolers, HAProxy, the subscriber and Patroni (which stops PostgreSQL)")
+        first = [n for n in ("pgbouncer", "pgpool", "haproxy", "subscriber") if self.book.running(n)]
         procs.terminate([p for n in first if (p := self.book.running(n))], grace=10)
         patronis = [p for n in NODE_NAMES if (p := self.book.running(f"patroni-{n}"))]
         procs.terminate(patronis, grace=30)

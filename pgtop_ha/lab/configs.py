@@ -116,6 +116,8 @@ def patroni_config(layout: Layout, index: int, passwords: dict[str, str], bin_di
                 "host all all 127.0.0.1/32 scram-sha-256",
             ],
             "basebackup": [{"checkpoint": "fast"}],
+            # pgpool-II (when the lab runs one) follows Patroni's leader through this callback.
+            "callbacks": {"on_role_change": f"{layout.state_dir / 'role-change.sh'} {name}"},
         },
         "tags": {"nofailover": False, "noloadbalance": False, "clonefrom": False},
     }
@@ -244,8 +246,8 @@ def bootstrap_script(layout: Layout, psql: Path) -> str:
     return f'#!/bin/sh\nexec {psql} "$1" -q -X -f {layout.state_dir / "bootstrap.sql"}\n'
 
 
-def console_config(layout: Layout) -> str:
-    """The console's own config for this lab (no passwords: files only)."""
+def console_config(layout: Layout, poolers: tuple[str, ...] = ()) -> str:
+    """The console's own config for this lab (no passwords: files only); ``poolers`` it runs."""
     urls = ", ".join(f'"{layout.patroni_url(i)}"' for i in range(len(NODE_NAMES)))
     pgbackrest_config = layout.state_dir / "pgbackrest.conf"
     return f"""# Written by `pgtop-ha lab up`: `pgtop-ha --config {layout.console_config}`
@@ -280,7 +282,7 @@ name = "reader"
 host = "127.0.0.1"
 port = {layout.reader_port}
 kind = "reader"
-
+{_pooler_sections(layout, poolers)}
 # The lab's own repository (its nodes share this host, so the spool is read directly).
 [pgbackrest]
 enabled = true
@@ -290,3 +292,37 @@ config = "{pgbackrest_config}"
 base_port = {layout.base_port}
 state_dir = "{layout.state_dir}"
 """
+
+
+def _pooler_sections(layout: Layout, poolers: tuple[str, ...]) -> str:
+    """Probe endpoints and admin sources for the poolers the lab runs."""
+    out = ""
+    if "pgbouncer" in poolers:
+        out += f"""
+[[probes.endpoints]]
+name = "pgbouncer"
+host = "127.0.0.1"
+port = {layout.pgbouncer_port}
+kind = "pooler"
+
+# pgBouncer's admin console, read as a stats_users role (SHOW POOLS / DATABASES / STATS).
+[[pgbouncer]]
+name = "pgbouncer"
+host = "127.0.0.1"
+port = {layout.pgbouncer_port}
+"""
+    if "pgpool" in poolers:
+        out += f"""
+[[probes.endpoints]]
+name = "pgpool"
+host = "127.0.0.1"
+port = {layout.pgpool_port}
+kind = "pooler"
+
+# pgpool-II's own SHOW pool_nodes / pool_processes, through its client port.
+[[pgpool]]
+name = "pgpool"
+host = "127.0.0.1"
+port = {layout.pgpool_port}
+"""
+    return out

@@ -22,6 +22,7 @@ PERMANENT_SLOT = "lab_sub"
 SUBSCRIPTION = "lab_sub"
 COPY_TABLE = "sync_big"
 LAYOUT_FILE = "layout.json"
+_ADDED_LATER = frozenset({"pgbouncer", "pgpool", "pgpool_pcp"})  # ports a lab's record may predate
 
 
 def default_state_dir() -> Path:
@@ -82,6 +83,21 @@ class Layout:
         return f"http://127.0.0.1:{self.stats_port}/stats"
 
     @property
+    def pgbouncer_port(self) -> int:
+        """pgBouncer (`lab up --with pgbouncer`), in front of HAProxy's writer port."""
+        return self.base_port + 33
+
+    @property
+    def pgpool_port(self) -> int:
+        """pgpool-II (`lab up --with pgpool`), in front of the three nodes."""
+        return self.base_port + 34
+
+    @property
+    def pcp_port(self) -> int:
+        """pgpool-II's PCP (control) port."""
+        return self.base_port + 35
+
+    @property
     def subscriber_port(self) -> int:
         """The plain PostgreSQL subscriber's port."""
         return self.base_port + 40
@@ -95,6 +111,9 @@ class Layout:
             haproxy_writer=self.writer_port,
             haproxy_reader=self.reader_port,
             haproxy_stats=self.stats_port,
+            pgbouncer=self.pgbouncer_port,
+            pgpool=self.pgpool_port,
+            pgpool_pcp=self.pcp_port,
             subscriber=self.subscriber_port,
         )
         return ports
@@ -162,6 +181,11 @@ class Layout:
         return self.state_dir / "data" / "subscriber"
 
     @property
+    def pooler_dir(self) -> Path:
+        """pgBouncer's and pgpool-II's configs (they hold the lab's passwords: mode 0700)."""
+        return self.state_dir / "poolers"
+
+    @property
     def pids_file(self) -> Path:
         """JSON record of every process the lab started."""
         return self.state_dir / "pids.json"
@@ -185,7 +209,11 @@ def saved_layout(state_dir: Path) -> Layout | None:
     if not isinstance(base, int) or isinstance(base, bool) or not 1024 <= base <= 65000:
         raise UserError(f"lab layout {path} is damaged (no valid base_port); fix or remove it")
     layout = Layout(base_port=base, state_dir=state_dir)
-    if ports != layout.port_map():
+    expected = layout.port_map()
+    if isinstance(ports, dict) and not (_ADDED_LATER & ports.keys()):
+        # A lab recorded before the poolers' ports existed: the rest must still agree.
+        expected = {k: v for k, v in expected.items() if k not in _ADDED_LATER}
+    if ports != expected:
         # Ports are derived from the base port; a record that disagrees was not written by this code.
         raise UserError(
             f"lab layout {path} lists ports this pgtop-ha would not use for base port {base}; "

@@ -19,7 +19,8 @@ from pgtop_ha.lab.layout import (
     Layout,
 )
 
-ROLES = (SUPERUSER, REPLICATION_USER, MONITOR_USER, OPERATOR_USER, REST_USER)
+PCP = "pcp"  # pgpool-II's PCP user (`lab up --with pgpool`)
+ROLES = (SUPERUSER, REPLICATION_USER, MONITOR_USER, OPERATOR_USER, REST_USER, PCP)
 
 
 def scram_verifier(password: str, iterations: int = 4096) -> str:
@@ -49,7 +50,11 @@ def ensure(layout: Layout) -> dict[str, str]:
     try:
         passwords: dict[str, str] = json.loads(store.read_text())
     except (OSError, ValueError):
-        passwords = {role: secrets.token_urlsafe(18) for role in ROLES}
+        passwords = {}
+    if not isinstance(passwords, dict) or any(role not in passwords for role in ROLES):
+        # First use, or a store from before a role was added: keep what exists, add the rest.
+        known = passwords if isinstance(passwords, dict) else {}
+        passwords = {role: known.get(role) or secrets.token_urlsafe(18) for role in ROLES}
         _write_private(store, json.dumps(passwords))
     _write_private(layout.rest_password_file, passwords[REST_USER] + "\n")
     _write_private(layout.pgpass, pgpass_text(passwords))

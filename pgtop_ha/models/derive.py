@@ -10,6 +10,7 @@ from datetime import datetime
 
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.health import member_names, permanent_slots
+from pgtop_ha.models.poolers import PgBouncerState, PgpoolState
 from pgtop_ha.models.snapshot import (
     ClusterSnapshot,
     CopyProgress,
@@ -387,3 +388,54 @@ def slot_presence(snapshot: ClusterSnapshot, slots: tuple[str, ...] | None = Non
                 row[member] = any(s.slot_name == slot for s in node.slots)
         present[slot] = row
     return SlotPresence(members=members, slots=names, present=present)
+
+
+# --- poolers: rates between two reads of one pooler ----------------------------------------------
+
+
+class BouncerRates(Frozen):
+    """A database's SHOW STATS as per-second rates between two reads."""
+
+    xacts_s: float | None = None
+    queries_s: float | None = None
+    received_s: float | None = None
+    sent_s: float | None = None
+    wait_ms_per_xact: float | None = None  # average client wait for a server per transaction
+
+
+def bouncer_rates(prev: PgBouncerState | None, cur: PgBouncerState) -> dict[str, BouncerRates]:
+    """Per-database rates of one pgBouncer between two reads (empty without two good reads)."""
+    if prev is None or not (prev.ok and cur.ok):
+        return {}
+    t0, t1 = prev.last_ok_at, cur.last_ok_at
+    before = {s.database: s for s in prev.stats}
+    out: dict[str, BouncerRates] = {}
+    for s in cur.stats:
+        old = before.get(s.database)
+        if old is None:
+            continue
+        xacts = None if old.xacts is None or s.xacts is None else s.xacts - old.xacts
+        waited = None if old.wait_us is None or s.wait_us is None else s.wait_us - old.wait_us
+        per_xact = None
+        if xacts is not None and xacts > 0 and waited is not None and waited >= 0:
+            per_xact = waited / xacts / 1000
+        out[s.database] = BouncerRates(
+            xacts_s=rate(old.xacts, s.xacts, t0, t1),
+            queries_s=rate(old.queries, s.queries, t0, t1),
+            received_s=rate(old.received_bytes, s.received_bytes, t0, t1),
+            sent_s=rate(old.sent_bytes, s.sent_bytes, t0, t1),
+            wait_ms_per_xact=per_xact,
+        )
+    return out
+
+
+def select_rates(prev: PgpoolState | None, cur: PgpoolState) -> dict[int, float | None]:
+    """SELECTs per second pgpool-II sent to each node between two reads."""
+    if prev is None or not (prev.ok and cur.ok):
+        return {}
+    before = {n.node_id: n for n in prev.nodes}
+    return {
+        n.node_id: rate(before[n.node_id].select_cnt, n.select_cnt, prev.last_ok_at, cur.last_ok_at)
+        for n in cur.nodes
+        if n.node_id in before
+    }

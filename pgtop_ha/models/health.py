@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from pgtop_ha.models.poolers import Finding, bouncer_findings, pgpool_findings
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HAProxyServer, Member, NodeSnapshot, Slot
 from pgtop_ha.models.thresholds import Level, Thresholds
@@ -238,8 +239,25 @@ def cluster_problems(snapshot: ClusterSnapshot, t: Thresholds, pools: Pools, now
         missing = missing_permanent_slots(snapshot, name)
         if missing:
             out.append(Problem(Level.WARN, name, "permanent slot missing: " + ", ".join(missing)))
+    out.extend(Problem(f.level, None, f.text) for f in pooler_findings(snapshot))
     out.extend(Problem(Level.WARN, None, e) for e in snapshot.errors)
     return sorted(out, key=lambda p: -p.level)
+
+
+def pooler_findings(snapshot: ClusterSnapshot) -> list[Finding]:
+    """pgBouncer's and pgpool-II's contradictions with Patroni (models/poolers.py's rules)."""
+    if not (snapshot.pgbouncer or snapshot.pgpool):
+        return []
+    leaders = [m.name for m in snapshot.members if is_leader(m)]
+    leader = leaders[0] if len(leaders) == 1 else None
+    members = frozenset(m.name for m in snapshot.members)
+    streaming = frozenset(m.name for m in snapshot.members if (m.state or "") in ("streaming", "running"))
+    out: list[Finding] = []
+    for bouncer in snapshot.pgbouncer:
+        out.extend(bouncer_findings(bouncer, leader, members))
+    for pool in snapshot.pgpool:
+        out.extend(pgpool_findings(pool, leader, streaming - {leader or ""}, members))
+    return out
 
 
 def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:

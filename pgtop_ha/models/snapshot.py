@@ -16,6 +16,7 @@ from pydantic import Field, field_validator
 
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.pgbackrest import PgBackRestState
+from pgtop_ha.models.poolers import PgBouncerState, PgpoolState
 from pgtop_ha.models.probe import WriteOutage
 
 # PostgreSQL's bigint, LSNs, lags and Patroni's timelines all fit a signed 64-bit int: a wider
@@ -467,6 +468,8 @@ class ClusterSnapshot(Bounded):
     errors: tuple[str, ...] = ()
     probes: tuple[Probe, ...] = ()
     pgbackrest: PgBackRestState | None = None
+    pgbouncer: tuple[PgBouncerState, ...] = ()
+    pgpool: tuple[PgpoolState, ...] = ()
 
     def member(self, name: str) -> Member | None:
         """The Patroni member called ``name``, if any."""

@@ -1,0 +1,182 @@
+"""The connection poolers in front of PostgreSQL, pure: pgBouncer and pgpool-II as read, and the rules.
+
+What each pooler says comes from its own admin commands (collect/poolers.py reads and range-checks
+them); what it should say comes from Patroni. The contradictions between the two are the point:
+a pgBouncer database still pointing at a member that is no longer the leader, pgpool-II's
+primary not Patroni's leader, a node pgpool-II keeps down while Patroni says it streams.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pgtop_ha.models.base import Frozen
+from pgtop_ha.models.thresholds import Level
+
+
+class BouncerPool(Frozen):
+    """One row of pgBouncer's SHOW POOLS: clients and server connections of a database/user pair."""
+
+    database: str
+    user: str
+    cl_active: int | None = None
+    cl_waiting: int | None = None
+    sv_active: int | None = None
+    sv_idle: int | None = None
+    sv_used: int | None = None
+    maxwait_s: float | None = None  # how long the oldest waiting client has waited
+    pool_mode: str | None = None
+
+
+class BouncerDatabase(Frozen):
+    """One row of SHOW DATABASES: where pgBouncer sends a database's connections."""
+
+    name: str
+    host: str | None = None  # None: a unix socket (or the admin console itself)
+    port: int | None = None
+    database: str | None = None
+    pool_size: int | None = None
+    current_connections: int | None = None
+    paused: bool = False
+    disabled: bool = False
+    member: str | None = None  # the Patroni member listening at host:port, when it is one
+
+
+class BouncerStats(Frozen):
+    """One row of SHOW STATS: a database's counters since pgBouncer started (rates come from two)."""
+
+    database: str
+    xacts: int | None = None
+    queries: int | None = None
+    received_bytes: int | None = None
+    sent_bytes: int | None = None
+    wait_us: int | None = None  # total time clients waited for a server connection
+
+
+class PgBouncerState(Frozen):
+    """One pgBouncer's admin console read in one cycle, or why it could not be."""
+
+    name: str
+    target: str  # host:port of the admin console
+    ok: bool = False
+    error: str | None = None
+    last_ok_at: datetime | None = None
+    slow_s: float | None = None  # a read still running within its time limit, for so long
+    pools: tuple[BouncerPool, ...] = ()
+    databases: tuple[BouncerDatabase, ...] = ()
+    stats: tuple[BouncerStats, ...] = ()
+    truncated: bool = False  # more rows than kept
+
+
+class PgpoolNode(Frozen):
+    """One row of pgpool-II's SHOW pool_nodes, with the Patroni member at its address."""
+
+    node_id: int
+    host: str | None = None
+    port: int | None = None
+    status: str | None = None  # pgpool's own: up, waiting, down, unused
+    pg_status: str | None = None  # what pgpool's health check last found
+    lb_weight: float | None = None
+    role: str | None = None  # pgpool's idea: primary / standby
+    pg_role: str | None = None  # what the backend says of itself (pg_is_in_recovery)
+    select_cnt: int | None = None
+    load_balance_node: bool | None = None
+    replication_delay: int | None = None  # bytes (or seconds with delay_threshold_by_time)
+    replication_state: str | None = None
+    sync_state: str | None = None
+    last_status_change: str | None = None
+    member: str | None = None
+
+
+class PgpoolProcesses(Frozen):
+    """SHOW pool_processes in counts: children, those serving a client, clients handled."""
+
+    children: int = 0
+    busy: int = 0  # not "Wait for connection"
+
+
+class PgpoolState(Frozen):
+    """One pgpool-II read in one cycle, or why it could not be."""
+
+    name: str
+    target: str
+    ok: bool = False
+    error: str | None = None
+    last_ok_at: datetime | None = None
+    slow_s: float | None = None
+    nodes: tuple[PgpoolNode, ...] = ()
+    processes: PgpoolProcesses | None = None
+    processes_error: str | None = None  # SHOW pool_processes refused (the role may not read it)
+
+
+class Finding(Frozen):
+    """A contradiction between a pooler and Patroni (or within the pooler), with its level."""
+
+    level: Level
+    text: str
+
+
+def bouncer_findings(state: PgBouncerState, leader: str | None, members: frozenset[str]) -> list[Finding]:
+    """What is wrong in one pgBouncer: a database pointing at a member that does not lead, waits."""
+    if not state.ok:
+        return [Finding(level=Level.WARN, text=f"{state.name}: {state.error or 'no answer yet'}")]
+    out: list[Finding] = []
+    for db in state.databases:
+        if db.member is not None and leader is not None and db.member != leader and db.member in members:
+            out.append(
+                Finding(
+                    level=Level.CRIT,
+                    text=f"{state.name}: database {db.name} points at {db.member}, "
+                    f"which is not the leader ({leader}); writes through it fail",
+                )
+            )
+        if db.paused or db.disabled:
+            what = "paused" if db.paused else "disabled"
+            out.append(Finding(level=Level.WARN, text=f"{state.name}: database {db.name} is {what}"))
+    waiting = sum(p.cl_waiting or 0 for p in state.pools)
+    if waiting:
+        worst = max((p.maxwait_s or 0.0 for p in state.pools), default=0.0)
+        level = Level.CRIT if worst >= 5 else Level.WARN
+        out.append(
+            Finding(
+                level=level, text=f"{state.name}: {waiting} clients wait for a server (longest {worst:.1f}s)"
+            )
+        )
+    return out
+
+
+def pgpool_primary(state: PgpoolState) -> PgpoolNode | None:
+    """The node pgpool-II calls primary (None when it names none)."""
+    return next((n for n in state.nodes if n.role == "primary"), None)
+
+
+def pgpool_findings(
+    state: PgpoolState, leader: str | None, streaming: frozenset[str], members: frozenset[str]
+) -> list[Finding]:
+    """pgpool-II against Patroni: its primary vs the leader; a node down while Patroni streams it."""
+    if not state.ok:
+        return [Finding(level=Level.WARN, text=f"{state.name}: {state.error or 'no answer yet'}")]
+    out: list[Finding] = []
+    primary = pgpool_primary(state)
+    if leader is not None and leader in members:
+        if primary is None:
+            out.append(
+                Finding(level=Level.CRIT, text=f"{state.name}: no primary, Patroni's leader is {leader}")
+            )
+        elif primary.member is not None and primary.member != leader:
+            out.append(
+                Finding(
+                    level=Level.CRIT,
+                    text=f"{state.name}: primary is {primary.member}, Patroni's leader is {leader}",
+                )
+            )
+    for node in state.nodes:
+        if node.status in ("down", "unused") and node.member is not None and node.member in streaming:
+            out.append(
+                Finding(
+                    level=Level.WARN,
+                    text=f"{state.name}: node {node.node_id} ({node.member}) is {node.status} "
+                    "in pgpool while Patroni says it streams; no reads go there",
+                )
+            )
+    return out
