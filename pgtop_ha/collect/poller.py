@@ -21,6 +21,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -35,7 +36,7 @@ from pgtop_ha.collect.patroni import (
     describe_http_error,
 )
 from pgtop_ha.collect.pgbackrest import PgBackRestSource, source_for
-from pgtop_ha.collect.poolers import bouncer_reader, bouncer_state, pgpool_reader, pgpool_state
+from pgtop_ha.collect.poolers import PoolerReader, bouncer_reader, bouncer_state, pgpool_reader, pgpool_state
 from pgtop_ha.collect.probe import ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.collect.tls import context_for
@@ -202,7 +203,7 @@ class Poller:
             task = runner.start()
             if task is not None:
                 pending.add(task)
-        for reader in (*self._bouncers, *self._pgpools):
+        for reader in self._pooler_readers():
             if (read := reader.start()) is not None:
                 pending.add(read)
         started: set[str] = set()
@@ -295,6 +296,9 @@ class Poller:
             pgbouncer=tuple(bouncer_state(r, self.membership.locate) for r in self._bouncers),
             pgpool=tuple(pgpool_state(r, self.membership.locate) for r in self._pgpools),
         )
+
+    def _pooler_readers(self) -> list[PoolerReader[Any]]:
+        return [*self._bouncers, *self._pgpools]
 
     def _own_values(self) -> Iterable[OwnView]:
         for slot in self.membership.members.values():
@@ -412,7 +416,7 @@ class Poller:
         if self._haproxy is not None:
             closers.append(self._haproxy.aclose())
         closers.extend(runner.aclose() for runner in self._probes)
-        closers.extend(reader.aclose() for reader in (*self._bouncers, *self._pgpools))
+        closers.extend(reader.aclose() for reader in self._pooler_readers())
         if self._pgbackrest is not None:
             closers.append(self._pgbackrest.aclose())
         await asyncio.gather(*closers, *self._closing, return_exceptions=True)

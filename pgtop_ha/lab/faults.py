@@ -170,7 +170,7 @@ def switchover(lab: Lab, to: str | None = None, timeout: float = 90) -> str:
 
 
 def load(lab: Lab, seconds: int) -> str:
-    """Run pgbench through HAProxy's writer port for ``seconds``."""
+    """Run pgbench through HAProxy's writer port (through pgBouncer in front of it, if the lab has one)."""
     if not 1 <= seconds <= 3600:
         raise UserError("--seconds must be between 1 and 3600")
     tools = find_tools()
@@ -183,15 +183,19 @@ def load(lab: Lab, seconds: int) -> str:
         f"UPDATE {COPY_TABLE} SET created_at = now() WHERE id BETWEEN :id AND :id + 2000;\n"
     )
     big.chmod(0o644)
+    port, via = lab.layout.writer_port, "HAProxy's writer port"
+    if lab.book.running("pgbouncer"):
+        # As applications there would: through the pooler, which sends them on to the writer port.
+        port, via = lab.layout.pgbouncer_port, "pgBouncer (then HAProxy's writer port)"
     result = subprocess.run(
-        [str(tools.pgbench), "-h", "127.0.0.1", "-p", str(lab.layout.writer_port), "-U", SUPERUSER,
+        [str(tools.pgbench), "-h", "127.0.0.1", "-p", str(port), "-U", SUPERUSER,
          "-c", "4", "-j", "2", "-T", str(seconds), "-P", "5", "-n",
          "-b", "tpcb-like@20", "-f", f"{big}@1", DBNAME],
         env=env, text=True, stderr=subprocess.STDOUT, stdout=None, timeout=seconds + 60,
     )  # fmt: skip
     if result.returncode != 0:
         raise UserError(f"pgbench failed (exit {result.returncode}); is the writer port up?")
-    return f"load finished: pgbench ran {seconds}s through 127.0.0.1:{lab.layout.writer_port}"
+    return f"load finished: pgbench ran {seconds}s through {via}, 127.0.0.1:{port}"
 
 
 # ----- faults that feed the panes inside a node -------------------------------------------------

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from pgtop_ha.models.poolers import Finding, bouncer_findings, pgpool_findings
+from pgtop_ha.models.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HAProxyServer, Member, NodeSnapshot, Slot
 from pgtop_ha.models.thresholds import Level, Thresholds
@@ -244,19 +244,31 @@ def cluster_problems(snapshot: ClusterSnapshot, t: Thresholds, pools: Pools, now
     return sorted(out, key=lambda p: -p.level)
 
 
+def patroni_view(snapshot: ClusterSnapshot) -> PatroniView:
+    """The leader, members and streaming replicas the poolers are checked against."""
+    leaders = [m.name for m in snapshot.members if is_leader(m)]
+    leader = leaders[0] if len(leaders) == 1 else None
+    return PatroniView(
+        leader=leader,
+        members=frozenset(m.name for m in snapshot.members),
+        streaming=frozenset(
+            m.name
+            for m in snapshot.members
+            if m.name != leader and (m.state or "") in ("streaming", "running")
+        ),
+    )
+
+
 def pooler_findings(snapshot: ClusterSnapshot) -> list[Finding]:
     """pgBouncer's and pgpool-II's contradictions with Patroni (models/poolers.py's rules)."""
     if not (snapshot.pgbouncer or snapshot.pgpool):
         return []
-    leaders = [m.name for m in snapshot.members if is_leader(m)]
-    leader = leaders[0] if len(leaders) == 1 else None
-    members = frozenset(m.name for m in snapshot.members)
-    streaming = frozenset(m.name for m in snapshot.members if (m.state or "") in ("streaming", "running"))
+    patroni = patroni_view(snapshot)
     out: list[Finding] = []
     for bouncer in snapshot.pgbouncer:
-        out.extend(bouncer_findings(bouncer, leader, members))
+        out.extend(bouncer_findings(bouncer, patroni))
     for pool in snapshot.pgpool:
-        out.extend(pgpool_findings(pool, leader, streaming - {leader or ""}, members))
+        out.extend(pgpool_findings(pool, patroni))
     return out
 
 

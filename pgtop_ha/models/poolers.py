@@ -116,33 +116,56 @@ class Finding(Frozen):
     text: str
 
 
-def bouncer_findings(state: PgBouncerState, leader: str | None, members: frozenset[str]) -> list[Finding]:
-    """What is wrong in one pgBouncer: a database pointing at a member that does not lead, waits."""
-    if not state.ok:
-        return [Finding(level=Level.WARN, text=f"{state.name}: {state.error or 'no answer yet'}")]
-    out: list[Finding] = []
-    for db in state.databases:
-        if db.member is not None and leader is not None and db.member != leader and db.member in members:
-            out.append(
-                Finding(
-                    level=Level.CRIT,
-                    text=f"{state.name}: database {db.name} points at {db.member}, "
-                    f"which is not the leader ({leader}); writes through it fail",
-                )
-            )
-        if db.paused or db.disabled:
-            what = "paused" if db.paused else "disabled"
-            out.append(Finding(level=Level.WARN, text=f"{state.name}: database {db.name} is {what}"))
-    waiting = sum(p.cl_waiting or 0 for p in state.pools)
-    if waiting:
-        worst = max((p.maxwait_s or 0.0 for p in state.pools), default=0.0)
-        level = Level.CRIT if worst >= 5 else Level.WARN
-        out.append(
-            Finding(
-                level=level, text=f"{state.name}: {waiting} clients wait for a server (longest {worst:.1f}s)"
-            )
+class PatroniView(Frozen):
+    """What Patroni says, as the poolers are checked against it."""
+
+    leader: str | None = None  # None: no single leader known this cycle (nothing is checked)
+    members: frozenset[str] = frozenset()
+    streaming: frozenset[str] = frozenset()  # replicas Patroni reports streaming/running
+
+
+def _unread(name: str, error: str | None) -> Finding:
+    return Finding(level=Level.WARN, text=f"{name}: {error or 'no answer yet'}")
+
+
+def database_finding(pooler: str, db: BouncerDatabase, patroni: PatroniView) -> Finding | None:
+    """A pgBouncer database pointing at a member that is not the leader (or paused, disabled)."""
+    leader = patroni.leader
+    if db.member is not None and leader is not None and db.member != leader and db.member in patroni.members:
+        return Finding(
+            level=Level.CRIT,
+            text=f"{pooler}: database {db.name} points at {db.member}, which is not the leader "
+            f"({leader}); writes through it fail",
         )
-    return out
+    if db.paused or db.disabled:
+        return Finding(
+            level=Level.WARN, text=f"{pooler}: database {db.name} is {'paused' if db.paused else 'disabled'}"
+        )
+    return None
+
+
+WAIT_CRIT_S = 5.0  # a client waiting this long for a server connection is an outage to it
+
+
+def pool_finding(pooler: str, pool: BouncerPool) -> Finding | None:
+    """Clients of a pool waiting for a server connection (CRIT once the oldest waits 5 s)."""
+    if not pool.cl_waiting:
+        return None
+    wait = pool.maxwait_s or 0.0
+    return Finding(
+        level=Level.CRIT if wait >= WAIT_CRIT_S else Level.WARN,
+        text=f"{pooler}: {pool.cl_waiting} clients of {pool.database}/{pool.user} wait for a server "
+        f"(longest {wait:.1f}s)",
+    )
+
+
+def bouncer_findings(state: PgBouncerState, patroni: PatroniView) -> list[Finding]:
+    """What is wrong in one pgBouncer: unread, a database pointing at a non-leader, waiting clients."""
+    if not state.ok:
+        return [_unread(state.name, state.error)]
+    found = [database_finding(state.name, db, patroni) for db in state.databases]
+    found += [pool_finding(state.name, pool) for pool in state.pools]
+    return [f for f in found if f is not None]
 
 
 def pgpool_primary(state: PgpoolState) -> PgpoolNode | None:
@@ -150,33 +173,33 @@ def pgpool_primary(state: PgpoolState) -> PgpoolNode | None:
     return next((n for n in state.nodes if n.role == "primary"), None)
 
 
-def pgpool_findings(
-    state: PgpoolState, leader: str | None, streaming: frozenset[str], members: frozenset[str]
-) -> list[Finding]:
-    """pgpool-II against Patroni: its primary vs the leader; a node down while Patroni streams it."""
+def node_finding(pooler: str, node: PgpoolNode, patroni: PatroniView) -> Finding | None:
+    """A pgpool-II node against Patroni: a primary that is not the leader; down while it streams."""
+    leader = patroni.leader
+    if node.role == "primary" and leader is not None and node.member is not None and node.member != leader:
+        return Finding(
+            level=Level.CRIT,
+            text=f"{pooler}: primary is {node.member}, Patroni's leader is {leader}; writes go to a replica",
+        )
+    if node.status in ("down", "unused") and node.member is not None and node.member in patroni.streaming:
+        return Finding(
+            level=Level.WARN,
+            text=f"{pooler}: node {node.node_id} ({node.member}) is {node.status} in pgpool while "
+            "Patroni says it streams; no reads go there",
+        )
+    return None
+
+
+def missing_primary(state: PgpoolState, patroni: PatroniView) -> Finding | None:
+    """pgpool-II names no primary while Patroni has a leader: writes through it fail."""
+    if not state.ok or patroni.leader is None or not state.nodes or pgpool_primary(state) is not None:
+        return None
+    return Finding(level=Level.CRIT, text=f"{state.name}: no primary, Patroni's leader is {patroni.leader}")
+
+
+def pgpool_findings(state: PgpoolState, patroni: PatroniView) -> list[Finding]:
+    """pgpool-II against Patroni: unread, no primary while Patroni has a leader, each node's finding."""
     if not state.ok:
-        return [Finding(level=Level.WARN, text=f"{state.name}: {state.error or 'no answer yet'}")]
-    out: list[Finding] = []
-    primary = pgpool_primary(state)
-    if leader is not None and leader in members:
-        if primary is None:
-            out.append(
-                Finding(level=Level.CRIT, text=f"{state.name}: no primary, Patroni's leader is {leader}")
-            )
-        elif primary.member is not None and primary.member != leader:
-            out.append(
-                Finding(
-                    level=Level.CRIT,
-                    text=f"{state.name}: primary is {primary.member}, Patroni's leader is {leader}",
-                )
-            )
-    for node in state.nodes:
-        if node.status in ("down", "unused") and node.member is not None and node.member in streaming:
-            out.append(
-                Finding(
-                    level=Level.WARN,
-                    text=f"{state.name}: node {node.node_id} ({node.member}) is {node.status} "
-                    "in pgpool while Patroni says it streams; no reads go there",
-                )
-            )
-    return out
+        return [_unread(state.name, state.error)]
+    found = [missing_primary(state, patroni), *(node_finding(state.name, n, patroni) for n in state.nodes)]
+    return [f for f in found if f is not None]

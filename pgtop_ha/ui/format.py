@@ -122,6 +122,22 @@ def rate(bytes_per_s: float | None) -> str:
     return human_bytes(int(known)) + "/s"
 
 
+def per_second(value: float | None) -> str:
+    """A count per second: '-', '0', '7.5/s', '120/s', '12k/s'."""
+    if value is None:
+        return "-"
+    known = finite(value)
+    if known is None or known < 0 or known >= _INT_LIMIT:
+        return INVALID
+    if known < 0.05:
+        return "0"
+    if known < 10:
+        return f"{known:.1f}/s"
+    if known < 10_000:
+        return f"{known:.0f}/s"
+    return f"{known / 1000:.0f}k/s"
+
+
 def lsn(value: int | None) -> str:
     """An LSN the way PostgreSQL prints it (X/X)."""
     if value is None:

@@ -1,0 +1,138 @@
+"""pgpool-II pane: SHOW pool_nodes beside Patroni, and pool_processes in counts.
+
+One row per backend node of every pgpool-II: its status and role as pgpool sees them, what the
+backend says of itself (pg_role), and the Patroni member at that address with its role, so the
+contradictions read off one line: pgpool's primary is not Patroni's leader (CRIT: writes go to a
+replica), or pgpool keeps a node down while Patroni says it streams (WARN: no reads go there).
+"""
+
+from __future__ import annotations
+
+from pgtop_ha.models.derive import select_rates
+from pgtop_ha.models.health import is_leader, patroni_view
+from pgtop_ha.models.poolers import PgpoolState, missing_primary, node_finding
+from pgtop_ha.models.roles import short_name
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level
+from pgtop_ha.ui.format import duration, human_bytes, per_second, shown
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, blanks, cell, num, state
+
+NO_PGPOOL = "no pgpool-II configured; add [[pgpool]] (host, port)"
+
+COLUMNS = (
+    Column("pooler", "pgpool"),
+    Column("node", "Node", right=True),
+    Column("member", "Member"),
+    Column("health", "Health"),
+    Column("status", "Status"),
+    Column("role", "pgpool role"),
+    Column("pg_role", "PG role"),
+    Column("patroni", "Patroni"),
+    Column("weight", "LB wt", right=True),
+    Column("selects", "Select/s", right=True),
+    Column("delay", "Repl delay", right=True),
+    Column("repl", "Repl state"),
+    Column("detail", "Detail"),
+)
+_FILLED = ("pooler", "health", "detail")
+
+
+def _previous(ctx: Context, name: str) -> PgpoolState | None:
+    prev = ctx.previous
+    return None if prev is None else next((p for p in prev.pgpool if p.name == name), None)
+
+
+def _summary(p: PgpoolState, snapshot: ClusterSnapshot) -> Row:
+    """The pgpool-II's own row: unread (why), or its children in use and the state-wide finding."""
+    if not p.ok:
+        text = p.error or "not read yet"
+        if p.slow_s is not None and p.slow_s >= 1:
+            text = f"waiting {duration(p.slow_s)}"
+        level = Level.WARN
+    else:
+        missing = missing_primary(p, patroni_view(snapshot))
+        level = missing.level if missing else Level.OK
+        if missing:
+            text = missing.text
+        elif p.processes is not None:
+            text = f"children busy {p.processes.busy}/{p.processes.children}"
+        else:
+            text = f"pool_processes: {p.processes_error}" if p.processes_error else ""
+    return Row(
+        key=f"{p.name}|summary",
+        cells={
+            "pooler": cell(shown(p.name, 32)),
+            "health": state(level),
+            **blanks(*(c.key for c in COLUMNS if c.key not in _FILLED)),
+            "detail": cell(shown(text), level if level > Level.OK else None),
+        },
+    )
+
+
+def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """A summary row per pgpool-II, then a row per backend node."""
+    out: list[Row] = []
+    patroni = patroni_view(snapshot)
+    for p in snapshot.pgpool:
+        out.append(_summary(p, snapshot))
+        selects = select_rates(_previous(ctx, p.name), p)
+        for n in p.nodes:
+            finding = node_finding(p.name, n, patroni) if p.ok else None
+            level = finding.level if finding else Level.OK
+            member = snapshot.member(n.member) if n.member else None
+            patroni_role = "-" if member is None else short_name(member.role)
+            if member is not None and member.state:
+                patroni_role += f" ({member.state})"
+            role_level = None
+            if n.role == "primary" and member is not None and not is_leader(member):
+                role_level = Level.CRIT
+            status_level = Level.WARN if n.status in ("down", "unused") else None
+            delay = n.replication_delay
+            sel = selects.get(n.node_id)
+            out.append(
+                Row(
+                    key=f"{p.name}|{n.node_id}",
+                    node=n.member,
+                    cells={
+                        "pooler": cell(""),
+                        "node": num(str(n.node_id), n.node_id),
+                        "member": cell(shown(n.member or f"{n.host}:{n.port}", 32)),
+                        "health": state(level),
+                        "status": cell(shown(n.status or "-", 16), status_level),
+                        "role": cell(shown(n.role or "-", 16), role_level),
+                        "pg_role": cell(shown(n.pg_role or "-", 16)),
+                        "patroni": cell(shown(patroni_role, 32)),
+                        "weight": num("-" if n.lb_weight is None else f"{n.lb_weight:.2f}", n.lb_weight),
+                        "selects": num(per_second(sel), sel),
+                        "delay": num(human_bytes(delay), delay),
+                        "repl": cell(
+                            shown(" ".join(x for x in (n.replication_state, n.sync_state) if x) or "-", 24)
+                        ),
+                        "detail": cell(shown(finding.text) if finding else "", level if finding else None),
+                    },
+                )
+            )
+    if not snapshot.pgpool:
+        out.append(
+            Row(
+                key="|none",
+                cells={
+                    "pooler": cell("-"),
+                    "health": state(Level.OK),
+                    **blanks(*(c.key for c in COLUMNS if c.key not in _FILLED)),
+                    "detail": cell(NO_PGPOOL),
+                },
+            )
+        )
+    return out
+
+
+PANE = PaneSpec(
+    id="pgpool",
+    title="pgpool-II",
+    key="i",
+    columns=COLUMNS,
+    rows=rows,
+    help="pgpool-II nodes beside Patroni: primary, status, load balancing (key only)",
+    place=Place(dashboard=False),
+)
