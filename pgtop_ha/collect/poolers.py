@@ -39,7 +39,7 @@ IDLE_STATUS = "Wait for connection"  # pgpool-II's word for a child with no clie
 
 
 def _text(value: str | None, limit: int = 64) -> str | None:
-    return None if value is None else clean(value)[:limit]
+    return None if value is None else clean(value).strip()[:limit]
 
 
 def _int(value: str | None) -> int | None:
@@ -195,24 +195,31 @@ async def read_pgpool(conn: wire.Connection) -> PgpoolReading:
 # -- the reader both share ------------------------------------------------------------------------
 
 
-def describe(exc: BaseException, where: str, user: str) -> str:
-    """One line naming the pooler and what went wrong (never a password)."""
+BOUNCER_ROLE = "a role in pgBouncer's auth_file and stats_users"
+PGPOOL_ROLE = "a role in pgpool-II's pool_passwd and pool_hba.conf"
+
+
+def describe(exc: BaseException, where: str, user: str, role: str) -> str:
+    """One line naming the pooler and what went wrong (never a password); ``role``: what it needs."""
     if isinstance(exc, TimeoutError):
         return f"{where}: no answer (timeout)"
-    if isinstance(exc, wire.AuthError) or (isinstance(exc, wire.ServerError) and "auth" in str(exc).lower()):
+    text = one_line(str(exc))
+    if isinstance(exc, wire.AuthError) or (isinstance(exc, wire.ServerError) and "auth" in text.lower()):
         return (
-            f"{where}: authentication failed for {user} ({one_line(str(exc))}); check the role "
-            "(a pgBouncer stats_users entry) and its password in ~/.pgpass or PGPASSFILE"
+            f"{where}: authentication failed for {user} ({text}); the user must be {role}, "
+            "its password in ~/.pgpass or PGPASSFILE"
         )
+    if isinstance(exc, wire.ServerError) and "not allowed" in text.lower():
+        return f"{where}: {user} is not allowed ({text}); the user must be {role}"
     if isinstance(exc, wire.WireError):
-        return f"{where}: {one_line(str(exc))}"
+        return f"{where}: {text}"
     if isinstance(exc, ConnectionRefusedError):
         return f"{where}: connection refused (is the pooler running?)"
     if isinstance(exc, asyncio.IncompleteReadError):
         return f"{where}: the pooler closed the connection"
     if isinstance(exc, OSError):
         return f"{where}: {exc.strerror or exc}"
-    return f"{where}: {exc.__class__.__name__}: {one_line(str(exc))}"
+    return f"{where}: {exc.__class__.__name__}: {text}"
 
 
 class PoolerReader(Generic[T]):
@@ -228,6 +235,7 @@ class PoolerReader(Generic[T]):
         clock: Clock,
         read: Callable[[wire.Connection], Awaitable[T]],
         refusal: str | None = None,
+        role: str = BOUNCER_ROLE,
     ) -> None:
         self.name = name
         self.host = host
@@ -239,7 +247,7 @@ class PoolerReader(Generic[T]):
         self.connects = 0
         where = f"{name} {self.target}"
         self.source: Source[T] = Source(
-            name, self._fetch, timeout, clock, lambda exc: describe(exc, where, login.user)
+            name, self._fetch, timeout, clock, lambda exc: describe(exc, where, login.user, role)
         )
         self.refused = None if refusal is None else f"{where}: {refusal}"
 
@@ -311,7 +319,7 @@ def pgpool_reader(
 ) -> PoolerReader[PgpoolReading]:
     """The reader of one [[pgpool]] entry."""
     login = _login(s, pg, s.dbname or pg.dbname)
-    return PoolerReader(s.name, s.host, s.port, login, s.timeout, clock, read_pgpool, refusal)
+    return PoolerReader(s.name, s.host, s.port, login, s.timeout, clock, read_pgpool, refusal, PGPOOL_ROLE)
 
 
 def bouncer_state(reader: PoolerReader[BouncerReading], locate: Locate) -> PgBouncerState:

@@ -113,7 +113,13 @@ class Finding(Frozen):
     """A contradiction between a pooler and Patroni (or within the pooler), with its level."""
 
     level: Level
-    text: str
+    pooler: str
+    what: str  # the finding without the pooler's name (a pane's row already names it)
+
+    @property
+    def text(self) -> str:
+        """The finding as Problems lists it: the pooler's name first."""
+        return f"{self.pooler}: {self.what}"
 
 
 class PatroniView(Frozen):
@@ -125,7 +131,7 @@ class PatroniView(Frozen):
 
 
 def _unread(name: str, error: str | None) -> Finding:
-    return Finding(level=Level.WARN, text=f"{name}: {error or 'no answer yet'}")
+    return Finding(level=Level.WARN, pooler=name, what=error or "no answer yet")
 
 
 def database_finding(pooler: str, db: BouncerDatabase, patroni: PatroniView) -> Finding | None:
@@ -134,12 +140,15 @@ def database_finding(pooler: str, db: BouncerDatabase, patroni: PatroniView) -> 
     if db.member is not None and leader is not None and db.member != leader and db.member in patroni.members:
         return Finding(
             level=Level.CRIT,
-            text=f"{pooler}: database {db.name} points at {db.member}, which is not the leader "
+            pooler=pooler,
+            what=f"database {db.name} points at {db.member}, which is not the leader "
             f"({leader}); writes through it fail",
         )
     if db.paused or db.disabled:
         return Finding(
-            level=Level.WARN, text=f"{pooler}: database {db.name} is {'paused' if db.paused else 'disabled'}"
+            level=Level.WARN,
+            pooler=pooler,
+            what=f"database {db.name} is {'paused' if db.paused else 'disabled'}",
         )
     return None
 
@@ -154,7 +163,8 @@ def pool_finding(pooler: str, pool: BouncerPool) -> Finding | None:
     wait = pool.maxwait_s or 0.0
     return Finding(
         level=Level.CRIT if wait >= WAIT_CRIT_S else Level.WARN,
-        text=f"{pooler}: {pool.cl_waiting} clients of {pool.database}/{pool.user} wait for a server "
+        pooler=pooler,
+        what=f"{pool.cl_waiting} clients of {pool.database}/{pool.user} wait for a server "
         f"(longest {wait:.1f}s)",
     )
 
@@ -179,12 +189,14 @@ def node_finding(pooler: str, node: PgpoolNode, patroni: PatroniView) -> Finding
     if node.role == "primary" and leader is not None and node.member is not None and node.member != leader:
         return Finding(
             level=Level.CRIT,
-            text=f"{pooler}: primary is {node.member}, Patroni's leader is {leader}; writes go to a replica",
+            pooler=pooler,
+            what=f"primary is {node.member}, Patroni's leader is {leader}; writes go to a replica",
         )
     if node.status in ("down", "unused") and node.member is not None and node.member in patroni.streaming:
         return Finding(
             level=Level.WARN,
-            text=f"{pooler}: node {node.node_id} ({node.member}) is {node.status} in pgpool while "
+            pooler=pooler,
+            what=f"node {node.node_id} ({node.member}) is {node.status} in pgpool while "
             "Patroni says it streams; no reads go there",
         )
     return None
@@ -194,7 +206,9 @@ def missing_primary(state: PgpoolState, patroni: PatroniView) -> Finding | None:
     """pgpool-II names no primary while Patroni has a leader: writes through it fail."""
     if not state.ok or patroni.leader is None or not state.nodes or pgpool_primary(state) is not None:
         return None
-    return Finding(level=Level.CRIT, text=f"{state.name}: no primary, Patroni's leader is {patroni.leader}")
+    return Finding(
+        level=Level.CRIT, pooler=state.name, what=f"no primary, Patroni's leader is {patroni.leader}"
+    )
 
 
 def pgpool_findings(state: PgpoolState, patroni: PatroniView) -> list[Finding]:

@@ -5,6 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from pgtop_ha.models.events import Event
+from pgtop_ha.models.poolers import (
+    BouncerDatabase,
+    BouncerPool,
+    BouncerStats,
+    PgBouncerState,
+    PgpoolNode,
+    PgpoolProcesses,
+    PgpoolState,
+)
 from pgtop_ha.models.snapshot import (
     Archiver,
     CachedRelation,
@@ -453,3 +462,65 @@ def cached(snap: ClusterSnapshot) -> ClusterSnapshot:
 
     nodes = tuple(n.model_copy(update={"cache": state(n.name)}) if n.reachable else n for n in snap.nodes)
     return snap.model_copy(update={"nodes": nodes})
+
+
+def pooled(snap: ClusterSnapshot, *, following: bool = True) -> ClusterSnapshot:
+    """``snap`` with a pgBouncer and a pgpool-II in front; ``following=False``: both still on node1.
+
+    Not following, pgBouncer's ``direct`` database points at node1 itself, pgpool-II still calls
+    node1 primary and keeps node3 down while Patroni streams it.
+    """
+    at = snap.taken_at
+    leader = snap.cluster.leader or "node1"
+    target = leader if following else "node1"
+    n = 7 if following else 40  # counters: the later snapshot has more
+    bouncer = PgBouncerState(
+        name="pgbouncer",
+        target="127.0.0.1:6432",
+        ok=True,
+        last_ok_at=at,
+        pools=(
+            BouncerPool(database="app", user="app", cl_active=4, cl_waiting=0 if following else 6,
+                        sv_active=4, sv_idle=1, sv_used=0, maxwait_s=0.0 if following else 7.5,
+                        pool_mode="transaction"),
+            BouncerPool(database="pgbouncer", user="pgbouncer", cl_active=1, cl_waiting=0, sv_active=0,
+                        sv_idle=0, sv_used=0, maxwait_s=0.0, pool_mode="statement"),
+        ),
+        databases=(
+            BouncerDatabase(name="app", host="127.0.0.1", port=5000, database="app", pool_size=10,
+                            current_connections=5),
+            BouncerDatabase(name="direct", host="127.0.0.1", port=5432, database="app", pool_size=10,
+                            current_connections=2, member=target),
+        ),
+        stats=(BouncerStats(database="app", xacts=n * 1000, queries=n * 7000, received_bytes=n * 400_000,
+                            sent_bytes=n * 200_000, wait_us=n * 1000),),
+    )  # fmt: skip
+    nodes = tuple(
+        PgpoolNode(
+            node_id=i,
+            host="127.0.0.1",
+            port=5432 + i,
+            status="down" if name == "node3" and not following else "up",
+            pg_status="up",
+            lb_weight=0.333333,
+            role="primary" if name == target else "standby",
+            pg_role="primary" if name == leader else "standby",
+            select_cnt=n * 100 * (i + 1),
+            load_balance_node=i == 1,
+            replication_delay=0 if name == leader else 4096,
+            replication_state=None if name == leader else "streaming",
+            sync_state=None if name == leader else "async",
+            last_status_change="2025-01-02 03:04:05",
+            member=name,
+        )
+        for i, name in enumerate(NAMES)
+    )
+    pgpool = PgpoolState(
+        name="pgpool",
+        target="127.0.0.1:9999",
+        ok=True,
+        last_ok_at=at,
+        nodes=nodes,
+        processes=PgpoolProcesses(children=32, busy=5),
+    )
+    return snap.model_copy(update={"pgbouncer": (bouncer,), "pgpool": (pgpool,)})

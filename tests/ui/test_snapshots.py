@@ -83,6 +83,14 @@ def _frozen() -> list[ClusterSnapshot]:
     return [fx.healthy(), fx.frozen()]
 
 
+def _pooled() -> list[ClusterSnapshot]:
+    """After a failover to node2, a pgBouncer and a pgpool-II still on node1 (the contradictions)."""
+    return [
+        fx.pooled(fx.healthy(fx.T0 + timedelta(seconds=30))),
+        fx.pooled(fx.failed_over(), following=False),
+    ]
+
+
 # Which scripted data shows a pane best; a pane not named here gets the failover (_kill).
 SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "replication": _busy,
@@ -94,6 +102,8 @@ SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "locks": _locked,
     "waits": _locked,
     "parameters": lambda: [fx.healthy(), fx.tuned()],
+    "pgbouncer": _pooled,
+    "pgpool": _pooled,
     "cache": lambda: [fx.cached(fx.healthy()), fx.cached(fx.failed_over())],
 }
 

@@ -97,7 +97,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         "sv_idle": num(count(pool.sv_idle), pool.sv_idle),
                         "maxwait": num(duration(pool.maxwait_s), pool.maxwait_s),
                         "mode": cell(pool.pool_mode or "-"),
-                        "detail": cell("" if b.ok else shown(b.error or ""), None if b.ok else Level.WARN),
+                        "detail": cell(shown(finding.what) if finding else "", level if finding else None),
                     },
                 )
             )
@@ -161,7 +161,7 @@ def database_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                             r.wait_ms_per_xact,
                         ),
                         "traffic": cell(traffic),
-                        "detail": cell(shown(finding.text) if finding else "", level if finding else None),
+                        "detail": cell(shown(finding.what) if finding else "", level if finding else None),
                     },
                 )
             )

@@ -50,12 +50,16 @@ def _summary(p: PgpoolState, snapshot: ClusterSnapshot) -> Row:
             text = f"waiting {duration(p.slow_s)}"
         level = Level.WARN
     else:
-        missing = missing_primary(p, patroni_view(snapshot))
-        level = missing.level if missing else Level.OK
+        patroni = patroni_view(snapshot)
+        missing = missing_primary(p, patroni)
+        found = [f for n in p.nodes if (f := node_finding(p.name, n, patroni)) is not None]
+        level = max((f.level for f in (missing, *found) if f is not None), default=Level.OK)
         if missing:
-            text = missing.text
+            text = missing.what
         elif p.processes is not None:
             text = f"children busy {p.processes.busy}/{p.processes.children}"
+            if found:
+                text = f"{len(found)} node(s) disagree with Patroni · " + text
         else:
             text = f"pool_processes: {p.processes_error}" if p.processes_error else ""
     return Row(
@@ -108,7 +112,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         "repl": cell(
                             shown(" ".join(x for x in (n.replication_state, n.sync_state) if x) or "-", 24)
                         ),
-                        "detail": cell(shown(finding.text) if finding else "", level if finding else None),
+                        "detail": cell(shown(finding.what) if finding else "", level if finding else None),
                     },
                 )
             )
