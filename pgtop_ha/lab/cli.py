@@ -222,6 +222,10 @@ def _print_status(lab: Any, as_json: bool) -> int:
                 "reader_port": lab.layout.reader_port,
                 "stats_url": lab.layout.stats_url,
             },
+            "poolers": {
+                name: {"pgbouncer": lab.layout.pgbouncer_port, "pgpool": lab.layout.pgpool_port}[name]
+                for name in lab.poolers()
+            },
             "console_config": str(lab.layout.console_config),
         }
         print(json.dumps(doc, indent=2))
@@ -241,6 +245,9 @@ def _print_status(lab: Any, as_json: bool) -> int:
         f"writer 127.0.0.1:{lab.layout.writer_port}  reader 127.0.0.1:{lab.layout.reader_port}  "
         f"stats {lab.layout.stats_url}"
     )
+    ports = {"pgbouncer": lab.layout.pgbouncer_port, "pgpool": lab.layout.pgpool_port}
+    if lab.poolers():
+        print("  ".join(f"{name} 127.0.0.1:{ports[name]}" for name in lab.poolers()))
     return 0
 
 

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 from pgtop_ha.errors import ConfigError, UserError
-from pgtop_ha.lab import procs
+from pgtop_ha.lab import poolers, procs, secrets
 from pgtop_ha.lab.cli import demo_environ, drop_libpq_environ, lab_environ
 from pgtop_ha.lab.cluster import MARKER, Lab, claim_layout
 from pgtop_ha.lab.configs import console_config
 from pgtop_ha.lab.layout import MONITOR_USER, NODE_NAMES, Layout, saved_layout
+from pgtop_ha.lab.poolers import parse_with
 from pgtop_ha.settings import load_settings
 
 # What a DBA's shell often holds, and worse: each one alone broke, or could break, a lab child.
@@ -289,3 +290,60 @@ def test_down_reads_the_state_dir(hostile_lab: Started) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     assert [p for p in pids if procs.alive(p)] == []
     assert not lab.layout.state_dir.exists()
+
+
+def test_a_layout_recorded_before_the_poolers_ports_still_reads(tmp_path: Path) -> None:
+    layout = Layout(17400, tmp_path)
+    old = {k: v for k, v in layout.port_map().items() if k not in ("pgbouncer", "pgpool", "pgpool_pcp")}
+    (tmp_path / "layout.json").write_text(json.dumps({"base_port": 17400, "ports": old}))
+    assert saved_layout(tmp_path) == layout
+    # A record that names the poolers' ports must name them right.
+    wrong = {**layout.port_map(), "pgbouncer": 6432}
+    (tmp_path / "layout.json").write_text(json.dumps({"base_port": 17400, "ports": wrong}))
+    with pytest.raises(UserError, match="lists ports"):
+        saved_layout(tmp_path)
+
+
+@pytest.mark.parametrize("text", ["pgbouncer,pgpool", "pgpool, pgbouncer,pgpool", ""])
+def test_with_names_the_poolers(text: str) -> None:
+    assert set(parse_with(text)) <= {"pgbouncer", "pgpool"}
+    assert len(parse_with(text)) == len(set(parse_with(text)))
+
+
+def test_with_an_unknown_pooler_is_one_line_naming_the_known_ones() -> None:
+    with pytest.raises(UserError, match=r"--with odyssey: unknown; choose from pgbouncer,pgpool"):
+        parse_with("pgbouncer,odyssey")
+
+
+def test_a_password_store_from_before_pcp_keeps_its_passwords(tmp_path: Path) -> None:
+    layout = Layout(17400, tmp_path)
+    layout.secrets_dir.mkdir(mode=0o700)
+    old = {role: f"pw-{role}" for role in secrets.ROLES if role != secrets.PCP}
+    (layout.secrets_dir / "passwords.json").write_text(json.dumps(old))
+    passwords = secrets.ensure(layout)
+    assert {r: passwords[r] for r in old} == old and passwords[secrets.PCP]
+    assert secrets.ensure(layout) == passwords  # written back: stable from now on
+
+
+def test_console_config_with_poolers_reads_them_and_probes_them(tmp_path: Path) -> None:
+    layout = Layout(17400, tmp_path)
+    path = tmp_path / "pgtop-ha.toml"
+    path.write_text(console_config(layout, ("pgbouncer", "pgpool")))
+    settings = load_settings(path, environ={})
+    assert [(b.name, b.port) for b in settings.pgbouncer] == [("pgbouncer", 17433)]
+    assert [(p.name, p.port) for p in settings.pgpool] == [("pgpool", 17434)]
+    assert {(e.name, e.kind) for e in settings.probes.endpoints} >= {
+        ("pgbouncer", "pooler"),
+        ("pgpool", "pooler"),
+    }
+
+
+def test_pooler_configs_carry_the_ports_and_no_failover() -> None:
+    layout = Layout(17400, Path("/tmp/x"))
+    ini = poolers.pgbouncer_ini(layout)
+    assert "listen_port = 17433" in ini and "port=17430" in ini and f"stats_users = {MONITOR_USER}" in ini
+    conf = poolers.pgpool_conf(layout)
+    assert "port = 17434" in conf and "pcp_port = 17435" in conf
+    assert "failover_command = ''" in conf and "failover_on_backend_error = off" in conf
+    script = poolers.role_change_script(layout)
+    assert "pcp_promote_node" in script and "-p 17435" in script

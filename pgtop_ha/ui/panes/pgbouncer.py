@@ -175,7 +175,7 @@ PANE = PaneSpec(
     key="u",
     columns=COLUMNS,
     rows=rows,
-    help="pgBouncer pools, waits, where each database points (key only)",
+    help="pools, waiting clients, where databases point (key only)",
     more=(DATABASES,),
     place=Place(dashboard=False),
 )

@@ -137,6 +137,6 @@ PANE = PaneSpec(
     key="i",
     columns=COLUMNS,
     rows=rows,
-    help="pgpool-II nodes beside Patroni: primary, status, load balancing (key only)",
+    help="pool_nodes beside Patroni: primary, status (key only)",
     place=Place(dashboard=False),
 )
