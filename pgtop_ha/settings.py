@@ -297,6 +297,24 @@ class Settings(_Section):
         _unique_names(self.pgpool, "[[pgpool]]")
         return self
 
+    def probe_endpoints(self) -> tuple[ProbeEndpoint, ...]:
+        """The endpoints to probe: those listed, then each pooler's client port not listed already.
+
+        A configured pgBouncer or pgpool-II is an endpoint applications use: it is probed by
+        default (as a pooler, in postgres.dbname), so its client view sits beside its admin view.
+        """
+        listed = list(self.probes.endpoints)
+        seen = {(e.host, e.port) for e in listed}
+        names = {e.name for e in listed}
+        for pooler in (*self.pgbouncer, *self.pgpool):
+            if (pooler.host, pooler.port) in seen:
+                continue
+            name = pooler.name if pooler.name not in names else f"{pooler.name} (client)"
+            listed.append(ProbeEndpoint(name=name, host=pooler.host, port=pooler.port, kind="pooler"))
+            seen.add((pooler.host, pooler.port))
+            names.add(name)
+        return tuple(listed)
+
     @property
     def read_only_from(self) -> str | None:
         """Which source set read_only, or None when nobody did."""

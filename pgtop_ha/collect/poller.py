@@ -124,7 +124,7 @@ class Poller:
         # Client probes: a new connection per cycle through each endpoint (collect/probe.py).
         self._probes: list[ProbeRunner] = []
         if settings.probes.enabled:
-            for endpoint in settings.probes.endpoints:
+            for endpoint in settings.probe_endpoints():
                 why = refusal(self._pg_hosts, endpoint.host, "postgres")
                 calm = settings.probes.calm_interval
                 runner = read_runner(

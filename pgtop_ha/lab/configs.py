@@ -297,14 +297,9 @@ state_dir = "{layout.state_dir}"
 def _pooler_sections(layout: Layout, poolers: tuple[str, ...]) -> str:
     """Probe endpoints and admin sources for the poolers the lab runs."""
     out = ""
+    # Each pooler's client port is probed by default (Settings.probe_endpoints): no endpoint here.
     if "pgbouncer" in poolers:
         out += f"""
-[[probes.endpoints]]
-name = "pgbouncer"
-host = "127.0.0.1"
-port = {layout.pgbouncer_port}
-kind = "pooler"
-
 # pgBouncer's admin console, read as a stats_users role (SHOW POOLS / DATABASES / STATS).
 [[pgbouncer]]
 name = "pgbouncer"
@@ -313,12 +308,6 @@ port = {layout.pgbouncer_port}
 """
     if "pgpool" in poolers:
         out += f"""
-[[probes.endpoints]]
-name = "pgpool"
-host = "127.0.0.1"
-port = {layout.pgpool_port}
-kind = "pooler"
-
 # pgpool-II's own SHOW pool_nodes / pool_processes, through its client port.
 [[pgpool]]
 name = "pgpool"

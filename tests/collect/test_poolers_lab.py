@@ -69,7 +69,17 @@ def test_lab_up_with_poolers_tracks_them_by_pid(pooled: Lab) -> None:
 async def test_pgbouncer_pool_counters_move_under_load(pooled: Lab, pooled_settings: Settings) -> None:
     poller = Poller.from_settings(pooled_settings)
     try:
-        before = await until_seen(poller, lambda s: bouncer(s).ok, 20, "pgBouncer read")
+        before = await until_seen(
+            poller,
+            lambda s: bouncer(s).ok and any(p.endpoint == "pgbouncer" and p.ok for p in s.probes),
+            20,
+            "pgBouncer read, and probed through its client port",
+        )
+        # Probed by default as a pooler: a client through it lands on the leader (via the writer port).
+        client = next(p for p in before.probes if p.endpoint == "pgbouncer")
+        assert (
+            client.kind == "pooler" and client.answered_by == pooled.leader() and client.in_recovery is False
+        )
         # Where the lab's database points: HAProxy's writer port, not a member.
         labdb = next(d for d in bouncer(before).databases if d.name == "labdb")
         assert (labdb.port, labdb.member) == (pooled.layout.writer_port, None)

@@ -22,7 +22,7 @@ from pgtop_ha.lab.cluster import MARKER, Lab, claim_layout
 from pgtop_ha.lab.configs import console_config
 from pgtop_ha.lab.layout import MONITOR_USER, NODE_NAMES, Layout, saved_layout
 from pgtop_ha.lab.poolers import parse_with
-from pgtop_ha.settings import load_settings
+from pgtop_ha.settings import Settings, load_settings
 
 # What a DBA's shell often holds, and worse: each one alone broke, or could break, a lab child.
 HOSTILE = {
@@ -332,10 +332,26 @@ def test_console_config_with_poolers_reads_them_and_probes_them(tmp_path: Path) 
     settings = load_settings(path, environ={})
     assert [(b.name, b.port) for b in settings.pgbouncer] == [("pgbouncer", 17433)]
     assert [(p.name, p.port) for p in settings.pgpool] == [("pgpool", 17434)]
-    assert {(e.name, e.kind) for e in settings.probes.endpoints} >= {
-        ("pgbouncer", "pooler"),
-        ("pgpool", "pooler"),
+    # Their client ports are probed by default, beside HAProxy's listed writer and reader ports.
+    found = {(e.name, e.kind, e.port) for e in settings.probe_endpoints()}
+    assert found == {
+        ("writer", "writer", 17430),
+        ("reader", "reader", 17431),
+        ("pgbouncer", "pooler", 17433),
+        ("pgpool", "pooler", 17434),
     }
+
+
+def test_a_listed_pooler_endpoint_is_not_probed_twice() -> None:
+    settings = Settings.model_validate(
+        {
+            "probes": {"endpoints": [{"name": "pgbouncer", "host": "db", "port": 6432, "kind": "pooler"}]},
+            "pgbouncer": [{"name": "pgbouncer", "host": "db", "port": 6432}],
+            "pgpool": [{"name": "pgbouncer", "host": "db", "port": 9999}],
+        }
+    )
+    found = [(e.name, e.port) for e in settings.probe_endpoints()]
+    assert found == [("pgbouncer", 6432), ("pgbouncer (client)", 9999)]
 
 
 def test_pooler_configs_carry_the_ports_and_no_failover() -> None:
