@@ -94,6 +94,13 @@ class PatroniSettings(TLSSettings):
     user: str | None = Field(None, description="REST user, used only by the write path.")
     password_file: Path | None = Field(None, description="File holding the REST password.")
     timeout: float = Field(2.0, gt=0, le=60, description="Seconds per REST request.")
+    calm_interval: float = Field(
+        5.0,
+        ge=0,
+        le=60,
+        description="Seconds between each member's own /patroni GET while calm (0: every cycle; every"
+        " cycle anyway while a node or REST API is not answering and 30 s after /cluster changed).",
+    )
     allowed_hosts: Hosts = Field((), description="CIDRs/host names REST requests may go to (empty: any).")
 
     @field_validator("urls")

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from pgtop_ha.clock import Clock
@@ -31,6 +32,7 @@ from pgtop_ha.settings import Settings
 HEDGE_S = 0.25  # ask the other members for /cluster when the preferred one is this slow
 REFRESH_EVERY = 10  # cycles between /history and /config fetches (sooner on a leader change)
 FORGET_AFTER_S = 600.0  # a member gone from /cluster is still shown this long
+UNSETTLED_S = 30.0  # after /cluster changed (a role, a state, a timeline), every cycle asks everyone
 
 
 @dataclass
@@ -67,12 +69,16 @@ class MemberSources:
     # What /cluster said about where it is: a change makes a new slot (and drops the old root).
     key: tuple[str | None, str | None, int | None] = (None, None, None)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    own_started: float | None = None  # loop time of the last own /patroni GET started
 
-    def start(self) -> set[asyncio.Task[None]]:
-        """Start (or rejoin) this member's polls."""
+    def start(self, own: bool = True) -> set[asyncio.Task[None]]:
+        """Start (or rejoin) this member's polls; ``own``: its /patroni GET too (else only a running one)."""
         out: set[asyncio.Task[None]] = set()
         if self.own is not None:
-            out.add(self.own.start())
+            if own and self.own.running_for() is None:
+                self.own_started = asyncio.get_running_loop().time()
+            if own or self.own.running_for() is not None:
+                out.add(self.own.start())
         if self.node is not None:
             out.add(self.node.start())
         return out
@@ -134,6 +140,8 @@ class Membership:
         self._since_refresh = REFRESH_EVERY
         self._applied: object | None = None
         self._needs: Needs = frozenset({"memory"})  # until the screen says what it shows
+        self._signature: object | None = None  # /cluster's roles, states and timelines last seen
+        self._unsettled_until: datetime | None = None
         for node in settings.nodes:
             api = api_refusal = None
             if node.patroni_url:
@@ -162,11 +170,42 @@ class Membership:
                 sources.node.needs = needs
 
     def restless(self) -> bool:
-        """True while a node's PostgreSQL is not answering: read probes then run every cycle."""
-        # A killed primary that Patroni restarts in place is down for a few seconds only: a
-        # probe every calm_interval would miss the outage the probes exist to show.
-        nodes = [slot.node for slot in self.members.values() if slot.node is not None]
-        return any(not node.view().reachable for node in nodes)
+        """True while anything looks unsettled: every source is then asked every cycle.
+
+        Unsettled: a node's PostgreSQL not answering (or waiting a second or more), a member's
+        REST API failing, /cluster failing, or /cluster's roles, states or timelines changed in
+        the last UNSETTLED_S. A killed primary that Patroni restarts in place is down for a few
+        seconds only: a probe or a /patroni GET every calm interval would miss what they exist
+        to show.
+        """
+        if self._unsettled_until is not None and self._clock() < self._unsettled_until:
+            return True
+        if self.cluster is not None and self.cluster.reading().error is not None:
+            return True
+        for slot in self.members.values():
+            if slot.node is not None and slot.node.unsettled():
+                return True
+            if slot.own is not None and slot.own.reading().error is not None:
+                return True
+        return False
+
+    def own_due(self, slot: MemberSources, restless: bool) -> bool:
+        """Whether this member's own /patroni is asked this cycle (see PatroniSettings.calm_interval)."""
+        calm = self._settings.patroni.calm_interval
+        if calm <= 0 or restless or slot.own_started is None:
+            return True
+        # A little slack so a 5 s calm interval at a 1 s cadence asks every 5th cycle, not 6th.
+        return asyncio.get_running_loop().time() - slot.own_started >= calm - 0.2
+
+    def _note_changes(self, view: ClusterView) -> None:
+        """A change in /cluster's roles, states or timelines makes the next UNSETTLED_S restless."""
+        signature = (
+            view.info.leader,
+            tuple(sorted((m.name, m.role, m.state, m.timeline) for m in view.members)),
+        )
+        if self._signature is not None and signature != self._signature:
+            self._unsettled_until = self._clock() + timedelta(seconds=UNSETTLED_S)
+        self._signature = signature
 
     def locate(self, addr: str | None, port: int | None) -> str | None:
         """The member whose PostgreSQL listens at ``addr``:``port`` (a probe's answering server)."""
@@ -381,4 +420,5 @@ class Membership:
             self.config = found.config
         if found.history is not None or found.config is not None:
             self._since_refresh = 0
+        self._note_changes(found.view)
         return self._apply(found.view)

@@ -207,8 +207,9 @@ class Poller:
             if (read := reader.start()) is not None:
                 pending.add(read)
         started: set[str] = set()
+        restless = self.membership.restless()
         for name, slot in self.membership.members.items():
-            pending |= slot.start()
+            pending |= slot.start(own=self.membership.own_due(slot, restless))
             started.add(name)
         while pending:
             remaining = None if deadline is None else max(0.0, deadline - loop.time())
@@ -217,12 +218,17 @@ class Poller:
             )
             if not done:
                 break
+            if not restless and self._probes and self.membership.restless():
+                # Something just went wrong (a node stopped answering): probe now, in this cycle,
+                # not next cycle. A primary Patroni restarts in place is down for a second or two.
+                restless = True
+                pending |= {t for r in self._probes if (t := r.start()) is not None and not t.done()}
             if cluster_task is not None and cluster_task in done and self.membership.cluster is not None:
                 reading = self.membership.cluster.reading()
                 retired += self.membership.take_cluster(reading)
                 for name, slot in self.membership.members.items():
                     if name not in started:
-                        pending |= slot.start()
+                        pending |= slot.start(own=self.membership.own_due(slot, restless))
                         started.add(name)
                 if reading.value is not None:
                     leader = reading.value.view.info.leader

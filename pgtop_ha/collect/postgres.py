@@ -43,7 +43,8 @@ from pgtop_ha.settings import PostgresSettings
 
 BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 10.0
-REFRESH_S = 5.0  # process memory is read this often
+REFRESH_S = 5.0  # process memory is read this often while the Memory pane is shown alone
+DASHBOARD_REFRESH_S = 15.0  # ... and this often while it is one pane of several (issue 10)
 # Pending restarts are re-read when pg_conf_load_time() changes, and at least this often anyway.
 PENDING_REFRESH_S = 60.0
 CACHE_REFRESH_S = 15.0  # pg_buffercache while the Cache pane is on screen (it visits every buffer)
@@ -263,6 +264,16 @@ class NodeReader:
         self.last_query_s: float | None = None
 
     @property
+    def memory_refresh_s(self) -> float:
+        """Seconds between process-memory reads: REFRESH_S with the Memory pane alone, else slower.
+
+        Reading smaps_rollup is ~0.5-1 ms of kernel time per process: on the dashboard, where
+        memory is one pane among several, every 15 s; shown alone (key 7), every 5 s. New
+        processes have theirs read at once either way.
+        """
+        return REFRESH_S if "memory_focus" in self._needs else DASHBOARD_REFRESH_S
+
+    @property
     def memory_enabled(self) -> bool:
         """Whether process memory is read (only while the Memory pane is on screen)."""
         return "memory" in self._needs
@@ -308,6 +319,11 @@ class NodeReader:
                 slow_s=waited,
             )
         return self._result  # the last poll failed: unreachable until one answers
+
+    def unsettled(self) -> bool:
+        """Not answering, or a poll waiting a second or more: the cluster is restless then."""
+        waited = self._runner.running_for()
+        return not self._result.reachable or (waited is not None and waited >= 1.0)
 
     async def aclose(self) -> None:
         """Stop the poll and drop the connection."""
@@ -381,7 +397,7 @@ class NodeReader:
         self._sql_full = build_query(caps, remote_memory=True, slow=True, needs=needs) if remote else None
 
     def _full_due(self, now: float) -> bool:
-        return self._full_at is None or now - self._full_at >= REFRESH_S
+        return self._full_at is None or now - self._full_at >= self.memory_refresh_s
 
     def _pending_due(self, now: float) -> bool:
         return (
@@ -521,7 +537,7 @@ class NodeReader:
                 parsed.backend_pid,
                 self._proc,
                 full or self._postmaster_pid is None,
-                REFRESH_S - 0.5,
+                self.memory_refresh_s - 0.5,
             )
             if reason == procmem.NOT_HERE and self._caps is not None:
                 # Loopback but not this host (an SSH tunnel): read memory like a remote node.

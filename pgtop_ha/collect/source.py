@@ -99,6 +99,10 @@ class Source(Generic[T]):
         self._finished = True
         self._reading = Reading(value, None, self._clock())
 
+    def running_for(self) -> float | None:
+        """Seconds the poll in flight has waited; None when none runs."""
+        return self._runner.running_for()
+
     def reading(self) -> Reading[T]:
         """The latest reading; while a poll runs, the last answer kept with how long it waits."""
         waited = self._runner.running_for()

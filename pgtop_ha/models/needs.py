@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-Need = Literal["memory", "locks", "cache", "parameters"]
-"""One optional read: ``memory`` per-process Pss/USS (local /proc or pg_read_file); ``locks`` the
+Need = Literal["memory", "memory_focus", "locks", "cache", "parameters"]
+"""One optional read: ``memory`` per-process Pss/USS (local /proc or pg_read_file), every 15 s, or
+every 5 s with ``memory_focus`` (the Memory pane shown alone); ``locks`` the
 blocking trees (pg_locks, pg_blocking_pids); ``cache`` pg_buffercache and autoprewarm;
 ``parameters`` every node's non-default settings, for drift between members."""
 

@@ -150,6 +150,7 @@ class PaneSpec(Table):
     more: tuple[Table, ...] = ()  # further tables below the first (the slot presence matrix)
     place: Place = field(default_factory=Place)
     needs: Needs = NONE  # optional reads (models/needs.py) done only while this pane is on screen
+    focus_needs: Needs = NONE  # further reads while it is the only pane on screen (fresher memory)
 
     @property
     def tables(self) -> tuple[Table, ...]:

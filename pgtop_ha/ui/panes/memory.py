@@ -121,4 +121,5 @@ PANE = PaneSpec(
     rows=rows,
     help="per node totals, HugePages, top backends by Pss",
     needs=frozenset({"memory"}),
+    focus_needs=frozenset({"memory_focus"}),
 )

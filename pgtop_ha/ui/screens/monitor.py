@@ -261,6 +261,8 @@ class MonitorScreen(Screen[None]):
         # the panes on screen change (a new grid plan), not on every snapshot.
         source = self.papp.source
         wanted: Needs = frozenset().union(*(p.needs for p in self.registry if p.id in shown))
+        if len(shown) == 1:
+            wanted |= next((p.focus_needs for p in self.registry if p.id == shown[0]), frozenset())
         if wanted != self._needs and isinstance(source, NeedsToggle):
             self._needs = wanted
             source.set_needs(wanted)

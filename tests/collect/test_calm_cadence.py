@@ -1,0 +1,69 @@
+"""Each member's own /patroni every patroni.calm_interval while calm, every cycle when restless."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pgtop_ha.collect.http import GetOnlyClient
+from pgtop_ha.collect.membership import UNSETTLED_S, Membership, MemberSources
+from pgtop_ha.collect.patroni import ClusterView, PatroniClient
+from pgtop_ha.models.snapshot import ClusterInfo, Member
+from pgtop_ha.settings import Settings
+
+
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def membership(calm: float, clock: Clock) -> Membership:
+    settings = Settings.model_validate({"patroni": {"calm_interval": calm}})
+    return Membership(settings, clock, PatroniClient(GetOnlyClient(timeout=1), 1.0), proc=Path("/proc"))
+
+
+def view(state: str, leader: str = "n1") -> ClusterView:
+    members = (
+        Member(name="n1", role="leader", state="running", timeline=3),
+        Member(name="n2", role="replica", state=state, timeline=3),
+    )
+    return ClusterView(info=ClusterInfo(leader=leader), members=members)
+
+
+async def test_own_patroni_is_asked_every_calm_interval_and_every_cycle_when_restless() -> None:
+    m = membership(5.0, Clock())
+    slot = MemberSources(name="n2", api_url=None, node=None, own=None)
+    assert m.own_due(slot, restless=False)  # never asked yet
+    now = asyncio.get_running_loop().time()
+    slot.own_started = now
+    assert not m.own_due(slot, restless=False)
+    assert m.own_due(slot, restless=True)
+    slot.own_started = now - 4.9  # a 1 s cadence: the 5th cycle asks, not the 6th
+    assert m.own_due(slot, restless=False)
+
+
+async def test_zero_calm_interval_asks_every_cycle() -> None:
+    m = membership(0.0, Clock())
+    slot = MemberSources(name="n2", api_url=None, node=None, own=None)
+    slot.own_started = asyncio.get_running_loop().time()
+    assert m.own_due(slot, restless=False)
+
+
+def test_a_change_in_cluster_states_is_restless_for_a_while() -> None:
+    clock = Clock()
+    m = membership(5.0, clock)
+    m._note_changes(view("streaming"))
+    m._note_changes(view("streaming"))
+    assert not m.restless()
+    m._note_changes(view("stopped"))
+    assert m.restless()
+    clock.now += timedelta(seconds=UNSETTLED_S + 1)
+    assert not m.restless()
+    m._note_changes(view("stopped", leader="n2"))  # a new leader is a change too
+    assert m.restless()
