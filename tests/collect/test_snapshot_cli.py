@@ -30,6 +30,9 @@ DOCUMENTED: dict[str, list[str]] = {
         "processes",
     ],
     "haproxy": ["servers"],
+    "probes": [],
+    "pgbouncer": [],
+    "pgpool": [],
 }
 
 
@@ -69,6 +72,25 @@ def test_schema_names_every_documented_field(capsys: pytest.CaptureFixture[str])
         ),
         ("Process", ["pid", "backend_type", "pss_bytes", "uss_bytes", "rss_bytes", "pagetable_bytes"]),
         ("HAProxyServer", ["proxy", "server", "status", "check_status", "sessions", "last_change_s"]),
+        ("Probe", ["endpoint", "kind", "answered_by", "latency_ms", "ok", "error", "last_ok_at"]),
+        ("PgBouncerState", ["name", "target", "ok", "error", "pools", "databases", "stats"]),
+        ("BouncerPool", ["database", "user", "cl_active", "cl_waiting", "sv_active", "sv_idle", "maxwait_s"]),
+        ("BouncerDatabase", ["name", "host", "port", "member", "paused"]),
+        ("PgpoolState", ["name", "target", "ok", "error", "nodes", "processes"]),
+        (
+            "PgpoolNode",
+            [
+                "node_id",
+                "host",
+                "port",
+                "status",
+                "lb_weight",
+                "role",
+                "pg_role",
+                "select_cnt",
+                "replication_delay",
+            ],
+        ),
     ]:
         assert set(fields) <= set(defs[model]["properties"]), model
 
