@@ -13,7 +13,7 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pgtop_ha.clock import Clock
 from pgtop_ha.collect import wire
@@ -322,52 +322,41 @@ def pgpool_reader(
     return PoolerReader(s.name, s.host, s.port, login, s.timeout, clock, read_pgpool, refusal, PGPOOL_ROLE)
 
 
+def _common(reader: PoolerReader[Any]) -> tuple[dict[str, Any], Any]:
+    """What every pooler state carries (name, target, ok, error, times), and the parsed value."""
+    if reader.refused is not None:
+        return {"name": reader.name, "target": reader.target, "error": reader.refused}, None
+    r = reader.source.reading()
+    fields = {
+        "name": reader.name,
+        "target": reader.target,
+        "ok": r.error is None and r.value is not None,
+        "error": r.error,
+        "last_ok_at": r.last_ok_at,
+        "slow_s": r.slow_s,
+    }
+    return fields, r.value
+
+
 def bouncer_state(reader: PoolerReader[BouncerReading], locate: Locate) -> PgBouncerState:
     """This cycle's PgBouncerState (databases matched to members by address and port)."""
-    if reader.refused is not None:
-        return PgBouncerState(name=reader.name, target=reader.target, error=reader.refused)
-    r = reader.source.reading()
-    value = r.value
-    if value is None:
-        return PgBouncerState(
-            name=reader.name, target=reader.target, error=r.error, last_ok_at=r.last_ok_at, slow_s=r.slow_s
-        )
+    fields, value = _common(reader)
+    if not isinstance(value, BouncerReading):
+        return PgBouncerState(**fields)
     databases = tuple(
         d.model_copy(update={"member": locate(d.host, d.port)}) if d.host else d for d in value.databases
     )
     return PgBouncerState(
-        name=reader.name,
-        target=reader.target,
-        ok=r.error is None,
-        error=r.error,
-        last_ok_at=r.last_ok_at,
-        slow_s=r.slow_s,
-        pools=value.pools,
-        databases=databases,
-        stats=value.stats,
-        truncated=value.truncated,
+        **fields, pools=value.pools, databases=databases, stats=value.stats, truncated=value.truncated
     )
 
 
 def pgpool_state(reader: PoolerReader[PgpoolReading], locate: Locate) -> PgpoolState:
     """This cycle's PgpoolState (nodes matched to members by address and port)."""
-    if reader.refused is not None:
-        return PgpoolState(name=reader.name, target=reader.target, error=reader.refused)
-    r = reader.source.reading()
-    value = r.value
-    if value is None:
-        return PgpoolState(
-            name=reader.name, target=reader.target, error=r.error, last_ok_at=r.last_ok_at, slow_s=r.slow_s
-        )
+    fields, value = _common(reader)
+    if not isinstance(value, PgpoolReading):
+        return PgpoolState(**fields)
     nodes = tuple(n.model_copy(update={"member": locate(n.host, n.port)}) for n in value.nodes)
     return PgpoolState(
-        name=reader.name,
-        target=reader.target,
-        ok=r.error is None,
-        error=r.error,
-        last_ok_at=r.last_ok_at,
-        slow_s=r.slow_s,
-        nodes=nodes,
-        processes=value.processes,
-        processes_error=value.processes_error,
+        **fields, nodes=nodes, processes=value.processes, processes_error=value.processes_error
     )

@@ -116,8 +116,13 @@ def patroni_config(layout: Layout, index: int, passwords: dict[str, str], bin_di
                 "host all all 127.0.0.1/32 scram-sha-256",
             ],
             "basebackup": [{"checkpoint": "fast"}],
-            # pgpool-II (when the lab runs one) follows Patroni's leader through this callback.
-            "callbacks": {"on_role_change": f"{layout.state_dir / 'role-change.sh'} {name}"},
+            # pgpool-II (when the lab runs one) follows Patroni's leader through this callback: on a
+            # promotion, and when Patroni (re)starts a primary in place, which pgpool may have
+            # detached meanwhile.
+            "callbacks": {
+                action: f"{layout.state_dir / 'role-change.sh'} {name}"
+                for action in ("on_role_change", "on_start", "on_restart")
+            },
         },
         "tags": {"nofailover": False, "noloadbalance": False, "clonefrom": False},
     }

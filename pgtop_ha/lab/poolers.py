@@ -147,9 +147,10 @@ def pcppass(layout: Layout, password: str) -> str:
 
 
 def role_change_script(layout: Layout) -> str:
-    """Patroni's on_role_change callback: tell pgpool (if the lab runs one) the new primary.
+    """Patroni's callback: tell pgpool (if the lab runs one) which node is primary.
 
-    Patroni calls it as ``script NODE action role scope`` (NODE is in the configured command).
+    Patroni calls it as ``script NODE action role scope`` (NODE is in the configured command),
+    on a role change and when it (re)starts PostgreSQL; only a primary role acts.
     Without a pgpool in the lab it does nothing, so every lab carries it.
     """
     d = layout.pooler_dir
@@ -159,7 +160,12 @@ def role_change_script(layout: Layout) -> str:
 [ "$3" = primary ] || [ "$3" = master ] || exit 0
 [ -f {d / "pcppass"} ] || exit 0
 case "$1" in {cases} *) exit 0;; esac
-PCPPASSFILE={d / "pcppass"} exec timeout 20 /usr/sbin/pcp_promote_node -h 127.0.0.1 -p {layout.pcp_port} \\
+PCPPASSFILE={d / "pcppass"}; export PCPPASSFILE
+# pgpool may have detached this node while it was down (a crash, a kill): attach it first, as
+# pgpool promotes only a node it holds up. An attached node makes this a no-op.
+timeout 10 /usr/sbin/pcp_attach_node -h 127.0.0.1 -p {layout.pcp_port} -U {PCP_USER} -w -n "$id" \\
+    >>{layout.log_dir / "pgpool-follow.log"} 2>&1
+exec timeout 20 /usr/sbin/pcp_promote_node -h 127.0.0.1 -p {layout.pcp_port} \\
     -U {PCP_USER} -w -n "$id" >>{layout.log_dir / "pgpool-follow.log"} 2>&1
 """
 

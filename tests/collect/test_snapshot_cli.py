@@ -145,3 +145,19 @@ def test_read_path_imports_no_ui_and_no_actions() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_reader_that_goes_away_is_not_a_crash() -> None:
+    # `pgtop-ha snapshot --schema | head -1`: the schema (~90 KB) outgrows the pipe once the
+    # reader has closed it; that ends the command quietly (141, as a shell reports SIGPIPE).
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgtop_ha", "snapshot", "--schema"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().strip() == b"{"
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=30) == 141, err
+    assert "unexpected error" not in err and "Traceback" not in err

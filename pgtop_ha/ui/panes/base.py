@@ -106,6 +106,14 @@ def _sortable(value: float | int | None) -> float:
     return float("-inf") if known is None else known
 
 
+def placeholder(columns: Sequence[Column], text: str, key: str = "|none") -> Row:
+    """The one row of a pane with nothing to show: '-' first, OK, ``text`` in the last column."""
+    first, last = columns[0].key, columns[-1].key
+    rest = [c.key for c in columns[1:-1] if c.key != "health"]
+    cells = {first: cell("-"), "health": state(Level.OK), **blanks(*rest), last: cell(text)}
+    return Row(key=key, cells=cells)
+
+
 def num(text: str, value: float | int | None, level: Level | None = None) -> Cell:
     """A number cell: shown as ``text``, sorted by ``value`` (unknown or absurd sorts first)."""
     return Cell(text, level, _sortable(value))

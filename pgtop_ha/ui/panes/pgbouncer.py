@@ -14,7 +14,19 @@ from pgtop_ha.models.poolers import PgBouncerState, database_finding, pool_findi
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import count, duration, per_second, rate, shown
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, Table, blanks, cell, num, state
+from pgtop_ha.ui.panes.base import (
+    Column,
+    Context,
+    PaneSpec,
+    Place,
+    Row,
+    Table,
+    blanks,
+    cell,
+    num,
+    placeholder,
+    state,
+)
 
 ADMIN_DB = "pgbouncer"  # the admin console's own pseudo-database: not an application pool
 NO_BOUNCERS = "no pgBouncer configured; add [[pgbouncer]] (host, port, a stats_users role)"
@@ -102,17 +114,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 )
             )
     if not snapshot.pgbouncer:
-        out.append(
-            Row(
-                key="|none",
-                cells={
-                    "pooler": cell("-"),
-                    "health": state(Level.OK),
-                    **blanks(*(c.key for c in COLUMNS if c.key not in ("pooler", "health", "detail"))),
-                    "detail": cell(NO_BOUNCERS),
-                },
-            )
-        )
+        out.append(placeholder(COLUMNS, NO_BOUNCERS))
     return out
 
 

@@ -15,7 +15,18 @@ from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import duration, human_bytes, per_second, shown
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, blanks, cell, num, state
+from pgtop_ha.ui.panes.base import (
+    Column,
+    Context,
+    PaneSpec,
+    Place,
+    Row,
+    blanks,
+    cell,
+    num,
+    placeholder,
+    state,
+)
 
 NO_PGPOOL = "no pgpool-II configured; add [[pgpool]] (host, port)"
 
@@ -117,17 +128,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 )
             )
     if not snapshot.pgpool:
-        out.append(
-            Row(
-                key="|none",
-                cells={
-                    "pooler": cell("-"),
-                    "health": state(Level.OK),
-                    **blanks(*(c.key for c in COLUMNS if c.key not in _FILLED)),
-                    "detail": cell(NO_PGPOOL),
-                },
-            )
-        )
+        out.append(placeholder(COLUMNS, NO_PGPOOL))
     return out
 
 

@@ -12,7 +12,17 @@ from pgtop_ha.models.health import is_leader
 from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count, duration, shown
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, blanks, cell, num, state
+from pgtop_ha.ui.panes.base import (
+    Column,
+    Context,
+    PaneSpec,
+    Place,
+    Row,
+    cell,
+    num,
+    placeholder,
+    state,
+)
 
 COLUMNS = (
     Column("endpoint", "Endpoint"),
@@ -98,18 +108,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 )
             )
     if not snapshot.probes:
-        out.append(
-            Row(
-                key="|none",
-                cells={
-                    "endpoint": cell("-"),
-                    "kind": cell(""),
-                    "health": state(Level.OK),
-                    **blanks("answered", "latency", "errors", "since_ok"),
-                    "detail": cell(NO_PROBES),
-                },
-            )
-        )
+        out.append(placeholder(COLUMNS, NO_PROBES))
     return out
 
 
