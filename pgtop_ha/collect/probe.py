@@ -104,6 +104,11 @@ def read_attempt(
     target = Target(endpoint.name, endpoint.host, endpoint.port, endpoint.dbname or pg.dbname)
     session = server_settings(pg)
     session["statement_timeout"] = str(min(pg.statement_timeout_ms, int(timeout * 1000)))
+    if endpoint.kind == "pooler":
+        # A stock pgBouncer refuses startup parameters it does not know ("unsupported startup
+        # parameter"), and a SET would outlive the transaction on a pooled server connection.
+        # The statement is a fixed SELECT and the probe has its own time limit: the name is enough.
+        session = {"application_name": session["application_name"]}
 
     async def attempt() -> Answer:
         kwargs = connect_kwargs(pg, target, timeout, user=pg.user, session=session)

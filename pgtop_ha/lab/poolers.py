@@ -48,10 +48,6 @@ def binary(name: str) -> Path:
 def pgbouncer_ini(layout: Layout) -> str:
     """pgbouncer.ini: the lab database through HAProxy's writer port, the monitor as stats user."""
     d = layout.pooler_dir
-    # The console's probes send session settings as startup parameters; pgBouncer refuses those
-    # it does not know unless told to ignore them (they then do not reach the server).
-    ignored = "extra_float_digits,default_transaction_read_only,statement_timeout,lock_timeout,"
-    ignored += "idle_in_transaction_session_timeout,jit"
     return f"""[databases]
 {DBNAME} = host=127.0.0.1 port={layout.writer_port} dbname={DBNAME}
 
@@ -67,7 +63,6 @@ pool_mode = transaction
 max_client_conn = 200
 default_pool_size = 10
 server_check_delay = 5
-ignore_startup_parameters = {ignored}
 log_connections = 0
 log_disconnections = 0
 """

@@ -20,6 +20,7 @@ from pgtop_ha.lab.layout import Layout
 from pgtop_ha.models.probe import ProbeRun, answered_label, member_at, step
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import ProbeEndpoint, Settings
+from tests.hostile.pg_server import fake_postgres
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -239,3 +240,18 @@ async def test_a_node_not_answering_makes_calm_probes_run_every_cycle() -> None:
         assert runner.restless()  # pg1 refuses connections: every cycle, whatever calm_interval says
     finally:
         await poller.aclose()
+
+
+async def test_a_pooler_probe_sends_no_session_settings_a_stock_pgbouncer_would_refuse() -> None:
+    # pgBouncer refuses startup parameters it does not know; a writer port (HAProxy in TCP mode,
+    # PostgreSQL behind it) gets the read-only session the node readers use.
+    async with fake_postgres() as server:
+        for kind in ("pooler", "writer"):
+            endpoint = ProbeEndpoint(name=kind, host="127.0.0.1", port=server.port, kind=kind)
+            runner = read_runner(endpoint, Settings().postgres, 2.0, lambda: T0, None)
+            task = runner.start()
+            assert task is not None
+            await task
+    pooler, writer = server.startups
+    assert {k for k in pooler if k not in ("user", "database", "client_encoding")} == {"application_name"}
+    assert writer["default_transaction_read_only"] == "on" and "statement_timeout" in writer
