@@ -73,14 +73,16 @@ def human_bytes(value: int | None, *, signed: bool = False) -> str:
     return _human_bytes(value)
 
 
-def age(seconds: float | None) -> str:
-    """An age, coarser as it grows: 7s, 30s, 4m, 2h05m, 3d."""
+def age(seconds: float | None, floor: int = 0) -> str:
+    """An age, coarser as it grows: 7s, 30s, 4m, 2h05m, 3d; '<10s' under a ``floor`` of 10."""
     if seconds is None:
         return "-"
     known = finite(seconds)
     if known is None or not 0 <= known < _INT_LIMIT:
         return INVALID
     s = int(known)
+    if s < floor:
+        return f"<{floor}s"
     if s < 10:
         return f"{s}s"
     if s < 60:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import App, ComposeResult
 from textual.strip import Strip
 
@@ -68,3 +70,33 @@ async def test_a_wider_value_still_widens_its_column() -> None:
         after = table.columns[next(k for k in table.columns if k.value == "total")].content_width
         assert (before, after) == (5, 9)
         assert table.visible_texts()[3] == ["row 3", "123456789"]
+
+
+async def test_a_changed_cell_renders_alone_and_its_row_shows_the_new_value() -> None:
+    # DataTable's caches are keyed by a table-wide counter: bumping it would render all of the
+    # row's cells again. Only the new cell is rendered; the painted line has its new text.
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(KeyedTable)
+        table.apply(rows("10"))
+        await pilot.pause()
+        assert "10" in table.render_line(4).text  # header, then rows 0..3
+        console = app.console
+        render_lines = console.render_lines
+        cells: list[str] = []
+
+        def counting(renderable: Any, *args: Any, **kwargs: Any) -> Any:
+            lines = render_lines(renderable, *args, **kwargs)
+            cells.append("".join(s.text for s in lines[0]).strip())
+            return lines
+
+        console.render_lines = counting  # type: ignore[method-assign]
+        try:
+            assert table.apply(rows("11")) == 1
+            await pilot.pause()
+        finally:
+            console.render_lines = render_lines  # type: ignore[method-assign]
+        line = table.render_line(4).text
+        assert "row 3" in line and "11" in line and "10" not in line
+        # The new cell only (a frame may paint it more than once), never "row 3" again.
+        assert cells and set(cells) == {"11"}

@@ -47,6 +47,7 @@ def test_formats_hide_noise_below_their_precision() -> None:
     assert human_bytes(None) == "-"
     assert age(7.9) == "7s" and age(34) == age(39) == "30s" and age(125) == "2m"
     assert age(3 * 3600 + 300) == "3h05m" and age(None) == "-"
+    assert age(9.9, floor=10) == "<10s" and age(10.2, floor=10) == "10s" and age(-1, floor=10) == "?"
     assert duration(0.0004) == "0" and duration(0.012) == "12ms" and duration(1.46) == "1.5s"
     assert rate(None) == "-" and rate(0.2) == "0" and rate(2 * fx.MiB) == "2.0 MiB/s"
     assert lsn(0x3000060) == "0/3000060" and lsn((5 << 32) + 16) == "5/10"
@@ -125,7 +126,13 @@ def test_replication_rows_with_trend() -> None:
     rows = texts(replication.rows(cur, ctx(history=history)))
     node3 = rows["node1|node3"]
     assert node3[8] == "8.0 MiB" and node3[13] == "▁▂▃▄█"
-    assert node3[12] not in ("", "-")  # the standby's last reply, as an age
+    # The standby's last reply (2 s before the snapshot), as an age: within the status
+    # interval it is just on time, and the text does not tick every second.
+    reply = {
+        n: texts(replication.rows(cur, ctx(now=cur.taken_at + timedelta(seconds=n))))["node1|node3"][12]
+        for n in (0, 7, 35)
+    }
+    assert reply == {0: "<10s", 7: "<10s", 35: "30s"}
     assert rows["node1|node2"][4] == "sync"
 
 

@@ -39,6 +39,9 @@ def _history(ctx: Context, upstream: str, name: str) -> list[float | None]:
     return out
 
 
+REPLY_ON_TIME_S = 10  # PostgreSQL's default wal_receiver_status_interval
+
+
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """One row per walsender on every reachable node (the primary, and cascading standbys)."""
     out = []
@@ -77,7 +80,10 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                             r.replay_lag_s,
                             lag_level(ctx.thresholds, None, r.replay_lag_s),
                         ),
-                        "reply": num(age(reply_s), reply_s),
+                        # A standby replies at least every wal_receiver_status_interval (10 s
+                        # by default): a younger reply is on time, and its age ticking each
+                        # second repainted the row every second for nothing (issue 10).
+                        "reply": num(age(reply_s, floor=REPLY_ON_TIME_S), reply_s),
                         "trend": cell(sparkline(trend), sort=r.replay_lag_bytes or 0),
                     },
                 )

@@ -88,6 +88,7 @@ class KeyedTable(DataTable[CellText]):
         wanted = {r.key for r in rows}
         written = 0
         moved = False
+        rewritten: dict[str, set[str]] = {}  # row -> columns written in place
         for key in [k for k in self._shown if k not in wanted]:
             with contextlib.suppress(RowDoesNotExist):
                 self.remove_row(key)
@@ -113,10 +114,14 @@ class KeyedTable(DataTable[CellText]):
                         self._write_cell(row.key, col.key, value, grows)
                     except CellDoesNotExist:
                         continue
+                    if not grows:
+                        rewritten.setdefault(row.key, set()).add(col.key)
                     written += 1
                     if self._sort is not None and self._sort[0] == col.key:
                         moved = True
             self._shown[row.key] = sig
+        if rewritten:
+            self._forget_renders(rewritten)
         order = [r.key for r in rows]
         if order != self._order:
             self._order = order
@@ -130,18 +135,33 @@ class KeyedTable(DataTable[CellText]):
 
     def _write_cell(self, row: str, column: str, value: CellText, grows: bool) -> None:
         # DataTable.update_cell repaints the whole table for one cell; when the column keeps
-        # its width, repaint only the cell's row (issue 10: a counter ticking each second
-        # re-rendered every line of the table).
+        # its width, the value is stored here and _forget_renders repaints only the cell's row
+        # (issue 10: a counter ticking each second re-rendered every line of the table).
         if grows:
             self.update_cell(row, column, value, update_width=True)
             return
         row_key, column_key = RowKey(row), ColumnKey(column)
-        index = self._row_locations.get(row_key)
-        if index is None or column_key not in self._column_locations:
+        if row_key not in self._row_locations or column_key not in self._column_locations:
             raise CellDoesNotExist(f"no cell {row!r}/{column!r}")
         self._data[row_key][column_key] = value
-        self._update_count += 1  # the row caches are keyed by it
-        self.refresh_row(index)
+
+    def _forget_renders(self, rewritten: Mapping[str, set[str]]) -> None:
+        # DataTable keys every render cache by _update_count: bumping it (as update_cell does)
+        # makes the next paint of a row render all of its cells again through rich, the
+        # costliest part of a frame. Forget only the rewritten cells and their rows' lines, so
+        # a row with one new value renders one cell and reuses the others.
+        cells = {(RowKey(r), ColumnKey(c)) for r, cols in rewritten.items() for c in cols}
+        rows = {RowKey(r) for r in rewritten}
+        for key in [k for k in self._cell_render_cache.keys() if (k[0], k[1]) in cells]:
+            self._cell_render_cache.discard(key)
+        for key in [k for k in self._row_render_cache.keys() if k[0] in rows]:
+            self._row_render_cache.discard(key)
+        self._line_cache.clear()  # keyed by screen line: cheap to rebuild from the row caches
+        for row_key in rows:
+            index = self._row_locations.get(row_key)
+            if index is not None:
+                self._row_renderable_cache.discard((self._update_count, index))
+                self.refresh_row(index)
 
     def _content_width(self, key: str) -> int:
         column = self.columns.get(ColumnKey(key))
