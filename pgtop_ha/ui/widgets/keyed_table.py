@@ -152,10 +152,12 @@ class KeyedTable(DataTable[CellText]):
         # a row with one new value renders one cell and reuses the others.
         cells = {(RowKey(r), ColumnKey(c)) for r, cols in rewritten.items() for c in cols}
         rows = {RowKey(r) for r in rewritten}
-        for key in [k for k in self._cell_render_cache.keys() if (k[0], k[1]) in cells]:
-            self._cell_render_cache.discard(key)
-        for key in [k for k in self._row_render_cache.keys() if k[0] in rows]:
-            self._row_render_cache.discard(key)
+        cell_keys = self._cell_render_cache.keys()  # an LRUCache is not iterable itself
+        for cell_key in [k for k in cell_keys if (k[0], k[1]) in cells]:
+            self._cell_render_cache.discard(cell_key)
+        row_keys = self._row_render_cache.keys()
+        for row_cache_key in [k for k in row_keys if k[0] in rows]:
+            self._row_render_cache.discard(row_cache_key)
         self._line_cache.clear()  # keyed by screen line: cheap to rebuild from the row caches
         for row_key in rows:
             index = self._row_locations.get(row_key)
