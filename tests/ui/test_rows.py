@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from pgtop_ha.models.events import diff
 from pgtop_ha.models.health import Pools, cluster_problems, lag_level, member_problems, stale_level
-from pgtop_ha.models.snapshot import Archiver, HAProxyState
+from pgtop_ha.models.snapshot import Archiver, HAProxyState, Process
 from pgtop_ha.models.thresholds import Level, grade
 from pgtop_ha.ui.format import age, bar, duration, human_bytes, lsn, rate, sparkline
 from pgtop_ha.ui.panes import (
@@ -257,6 +257,24 @@ def test_memory_total_row_says_why_memory_is_missing() -> None:
     snap = base.model_copy(update={"nodes": (node1, *base.nodes[1:])})
     total = next(r for r in memory.rows(snap, ctx()) if r.key == f"{node1.name}|total")
     assert total.cells["state"].text == "needs superuser or pg_read_server_files"
+
+
+def test_memory_rows_keep_their_places_when_two_backends_trade_the_last_one() -> None:
+    # Keyed by rank (TOP = 8 shown): the eighth and ninth backends trading places change one row's cells
+    # instead of removing a row and adding another (each a whole-screen layout, issue 10).
+    def with_pss(eighth: int, ninth: int) -> list[Row]:
+        procs = [
+            Process(pid=100 + i, backend_type="client backend", pss_bytes=(20 - i) * fx.MiB) for i in range(7)
+        ]
+        procs += [Process(pid=200, pss_bytes=eighth), Process(pid=201, pss_bytes=ninth)]
+        base = fx.healthy()
+        node1 = base.nodes[0].model_copy(update={"processes": tuple(procs)})
+        snap = base.model_copy(update={"nodes": (node1, *base.nodes[1:])})
+        return [r for r in memory.rows(snap, ctx()) if r.node == "node1"]
+
+    before, after = with_pss(5 * fx.MiB, 4 * fx.MiB), with_pss(4 * fx.MiB, 5 * fx.MiB)
+    assert [r.key for r in before] == [r.key for r in after]
+    assert before[-1].cells["pid"].text == "200" and after[-1].cells["pid"].text == "201"
 
 
 def test_reach_says_slow_not_unreachable() -> None:

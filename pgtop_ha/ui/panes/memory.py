@@ -93,13 +93,16 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if huge is not None:
             out.append(huge)
         ranked = sorted(node.processes, key=lambda p: p.pss_bytes or 0, reverse=True)[:TOP]
-        for p in ranked:
+        for rank, p in enumerate(ranked, 1):
             what = p.backend_type or "?"
             if p.application_name:
                 what += f" ({p.application_name})"
             out.append(
                 Row(
-                    key=f"{node.name}|{p.pid}",
+                    # Keyed by rank, not pid: two backends of near-equal Pss trade the last place
+                    # every few seconds, and a row removed and another added re-laid out the whole
+                    # screen each time (issue 10); now the place's cells change, one row repaints.
+                    key=f"{node.name}|#{rank}",
                     node=node.name,
                     cells={
                         "node": cell(node.name),
