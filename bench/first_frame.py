@@ -1,0 +1,126 @@
+"""Time from launch to the first full frame of the console in tmux, and its RSS after a long run.
+
+First frame: the read-only console starts in a detached tmux session of the given size; the
+screen is read with `capture-pane` every 20 ms until the header says `last HH:MM:SS` (a first
+snapshot is shown) and every member's name is on screen. The figure is the wall time from the
+`tmux new-session` call, so it includes the interpreter's start and imports, as a user sees it.
+Median and maximum of --runs launches. Example:
+
+    .venv/bin/python bench/first_frame.py --config /tmp/lab/pgtop-ha.toml --runs 5 --size 80x24
+
+`--soak SECONDS` then leaves one console running that long and prints its process tree's RSS
+every --every seconds (issue 10: RSS ≤ 120 MB after 1 h).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+# A tmux server of our own, kept alive by a keeper session: a server exits with its last
+# session, and a new session started while it shuts down fails.
+TMUX = ["tmux", "-L", f"pgtop-first-{os.getpid()}"]
+LAST = re.compile(r"last \d\d:\d\d:\d\d")
+
+
+def console(config: Path) -> str:
+    """The console's command line (read-only, so no write path is built)."""
+    exe = Path(sys.executable).with_name("pgtop-ha")
+    return f"{exe} --read-only --config {config}"
+
+
+def launch(size: str, command: str) -> float:
+    """Start the console; returns the monotonic time tmux was asked to start it."""
+    cols, rows = size.split("x")
+    started = time.monotonic()
+    subprocess.run([*TMUX, "new-session", "-d", "-s", "c", "-x", cols, "-y", rows, command], check=True)
+    return started
+
+
+def screen() -> str:
+    """The pane's text now ('' while the session is starting)."""
+    out = subprocess.run([*TMUX, "capture-pane", "-p", "-t", "c"], capture_output=True, text=True)
+    return out.stdout if out.returncode == 0 else ""
+
+
+def first_frame(size: str, command: str, members: list[str], deadline_s: float = 30.0) -> float:
+    """Seconds from launch until the header shows a snapshot and every member is on screen."""
+    started = launch(size, command)
+    try:
+        while time.monotonic() - started < deadline_s:
+            text = screen()
+            if LAST.search(text) and all(m in text for m in members):
+                return time.monotonic() - started
+            time.sleep(0.02)
+        raise SystemExit(f"no full frame within {deadline_s:.0f} s; screen was:\n{screen()}")
+    finally:
+        subprocess.run([*TMUX, "kill-session", "-t", "c"], capture_output=True)
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of ``pid`` and its descendants, in MB."""
+    root = psutil.Process(pid)
+    rss: int = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+    return rss / 1e6
+
+
+def soak(size: str, command: str, seconds: float, every: float) -> None:
+    """Run one console for ``seconds``, printing its RSS every ``every`` seconds."""
+    launch(size, command)
+    try:
+        time.sleep(2)
+        out = subprocess.run([*TMUX, "list-panes", "-F", "#{pane_pid}"], capture_output=True, text=True)
+        pid = int(out.stdout.split()[0])
+        start = time.monotonic()
+        while True:
+            elapsed = time.monotonic() - start
+            print(f"{elapsed / 60:6.1f} min  RSS {tree_rss_mb(pid):6.1f} MB", flush=True)
+            if elapsed >= seconds:
+                break
+            time.sleep(min(every, seconds - elapsed))
+    finally:
+        subprocess.run([*TMUX, "kill-session", "-t", "c"], capture_output=True)
+
+
+def main() -> None:
+    """Measure the first frame (and optionally soak)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, required=True, help="the lab's pgtop-ha.toml")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--size", default="80x24", help="terminal COLSxROWS")
+    parser.add_argument("--members", default="node1,node2,node3", help="names that must be on screen")
+    parser.add_argument("--soak", type=float, default=0.0, help="then run one console this many seconds")
+    parser.add_argument("--every", type=float, default=300.0, help="soak: seconds between RSS lines")
+    args = parser.parse_args()
+    command = console(args.config.resolve())
+    members = [m for m in args.members.split(",") if m]
+    subprocess.run([*TMUX, "new-session", "-d", "-s", "keeper", "sleep 86400"], check=True)
+    try:
+        measure(args, command, members)
+    finally:
+        subprocess.run([*TMUX, "kill-server"], capture_output=True)
+
+
+def measure(args: argparse.Namespace, command: str, members: list[str]) -> None:
+    """The first-frame runs, then the soak when asked."""
+    times = []
+    for run in range(1, args.runs + 1):
+        took = first_frame(args.size, command, members)
+        times.append(took)
+        print(f"run {run} {args.size}: first full frame after {took:.3f} s", flush=True)
+    if times:
+        print(f"median {statistics.median(times):.3f} s, max {max(times):.3f} s over {len(times)} launches")
+    if args.soak > 0:
+        soak(args.size, command, args.soak, args.every)
+
+
+if __name__ == "__main__":
+    main()
