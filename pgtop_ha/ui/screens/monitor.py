@@ -14,7 +14,6 @@ from textual.binding import Binding, BindingsMap
 from textual.containers import Grid
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from pgtop_ha.models.health import Pools
 from pgtop_ha.models.needs import Needs
@@ -27,6 +26,7 @@ from pgtop_ha.ui.screens.marker import MarkerScreen
 from pgtop_ha.ui.source import NeedsToggle
 from pgtop_ha.ui.themes import level_styles, resolve
 from pgtop_ha.ui.widgets.banner import Banner, banner_text
+from pgtop_ha.ui.widgets.footer import Footer
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat, heartbeat_text
 from pgtop_ha.ui.widgets.keyed_table import KeyedTable
 from pgtop_ha.ui.widgets.pane import Pane
