@@ -1,4 +1,7 @@
-"""Probes pane: what applications see through each endpoint (a new connection each cycle).
+"""Probes pane: what applications see through each endpoint (a new connection per probe).
+
+Read probes run every cycle while anything is unsettled and every probes.calm_interval seconds
+while calm (collect/probe.py); each is a new connection, as an application after a failover.
 
 One row per endpoint: which member answered and whether it is the one it should be (the leader
 for writer endpoints and the write probe, a replica for readers), latency, the current run of
@@ -32,7 +35,7 @@ COLUMNS = (
     Column("latency", "Latency", right=True),
     Column("errors", "Errors", right=True),
     Column("since_ok", "Last ok", right=True),
-    Column("detail", "New connection each cycle · first error of the run"),
+    Column("detail", "New connection per probe · first error of the run"),
 )
 
 
