@@ -223,7 +223,8 @@ class ProbeSettings(_Section):
         ge=0,
         le=60,
         description="Seconds between read probes while all is calm (0: every cycle; every cycle anyway"
-        " for 30 s after a probe error or a routing change).",
+        " for 30 s after a probe error or a routing change, and while a node, HAProxy's stats or a"
+        " pooler's admin console is not answering).",
     )
     write_table: str | None = Field(
         None, description="Operator only: INSERT a row per cycle into this existing table (--probe-writes)."

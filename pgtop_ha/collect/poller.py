@@ -155,8 +155,19 @@ class Poller:
     def add_probe(self, runner: ProbeRunner) -> None:
         """Run ``runner`` every cycle beside the others (the operator's write probe comes this way)."""
         runner.locate = self.membership.locate
-        runner.restless = self.membership.restless
+        runner.restless = self.restless
         self._probes.append(runner)
+
+    def restless(self) -> bool:
+        """Probe every cycle: the membership is restless, or HAProxy's or a pooler's own view fails."""
+        # HAProxy or a pooler that stops answering while Patroni is calm is what the probes are
+        # there to confirm from the application's side: at once, not at the next calm probe.
+        if self.membership.restless():
+            return True
+        if self._haproxy is not None and self._haproxy.reading().error is not None:
+            return True
+        readers = self._pooler_readers()
+        return any(r.refused is None and r.source.reading().error is not None for r in readers)
 
     # -- sources --------------------------------------------------------------------------------
 
@@ -208,6 +219,7 @@ class Poller:
                 pending.add(read)
         started: set[str] = set()
         restless = self.membership.restless()
+        probing = restless or self.restless()
         for name, slot in self.membership.members.items():
             pending |= slot.start(own=self.membership.own_due(slot, restless))
             started.add(name)
@@ -218,10 +230,12 @@ class Poller:
             )
             if not done:
                 break
-            if not restless and self._probes and self.membership.restless():
-                # Something just went wrong (a node stopped answering): probe now, in this cycle,
-                # not next cycle. A primary Patroni restarts in place is down for a second or two.
-                restless = True
+            if not probing and self._probes and self.restless():
+                # Something just went wrong (a node, HAProxy or a pooler stopped answering): probe
+                # now, in this cycle, not next cycle. A primary Patroni restarts in place is down
+                # for a second or two.
+                probing = True
+                restless = restless or self.membership.restless()
                 pending |= {t for r in self._probes if (t := r.start()) is not None and not t.done()}
             if cluster_task is not None and cluster_task in done and self.membership.cluster is not None:
                 reading = self.membership.cluster.reading()

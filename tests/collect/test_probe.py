@@ -255,3 +255,25 @@ async def test_a_pooler_probe_sends_no_session_settings_a_stock_pgbouncer_would_
     pooler, writer = server.startups
     assert {k for k in pooler if k not in ("user", "database", "client_encoding")} == {"application_name"}
     assert writer["default_transaction_read_only"] == "on" and "statement_timeout" in writer
+
+
+async def test_haproxy_or_a_pooler_not_answering_makes_calm_probes_run_every_cycle(tmp_path: Path) -> None:
+    # Patroni calm, no node down: HAProxy's stats socket gone, or a pooler's admin console
+    # refusing, is what the probes must confirm from the application's side at once.
+    endpoint = {"name": "p", "host": "127.0.0.1", "port": _free_port()}
+    cases: dict[str, dict[str, object]] = {
+        "haproxy": {"haproxy": {"socket": str(tmp_path / "no-haproxy.sock")}},
+        "pgbouncer": {"pgbouncer": [{"name": "b", "host": "127.0.0.1", "port": _free_port()}]},
+        "calm": {},
+    }
+    seen = {}
+    for name, extra in cases.items():
+        settings = Settings.model_validate({"probes": {"endpoints": [endpoint], "timeout": 1}, **extra})
+        poller = Poller.from_settings(settings)
+        try:
+            await poller.cycle(budget=3)
+            runner = poller._probes[0]  # a configured pgBouncer is probed too: they share the hook
+            seen[name] = runner.restless()
+        finally:
+            await poller.aclose()
+    assert seen == {"haproxy": True, "pgbouncer": True, "calm": False}
