@@ -16,12 +16,11 @@ def keys_shown(screen: Screen[object]) -> tuple[object, ...]:
 
 
 class Footer(TextualFooter):
-    """Textual's Footer, recomposed only when the shown keys differ from the last ones.
+    """Textual's Footer, recomposed only when the shown keys differ from the last ones."""
 
-    Textual rebuilds every key widget (and restyles them) on each focus change; a pane switch
-    moves the focus to another table with the same keys, and that rebuild was most of a switch's
-    time (issue 10: every key press handled within 200 ms).
-    """
+    # Textual rebuilds every key widget (and restyles them) on each focus change; a pane switch
+    # moves the focus to another table with the same keys, and that rebuild was most of a
+    # switch's time (issue 10: every key press handled within 200 ms).
 
     def __init__(self, *, show_command_palette: bool = True) -> None:
         super().__init__(show_command_palette=show_command_palette)
