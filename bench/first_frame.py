@@ -23,7 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, as fleet_scale.py
+
+from bench.console_cpu import tree_rss_mb  # the one home of a process tree's RSS
 
 # A tmux server of our own, kept alive by a keeper session: a server exits with its last
 # session, and a new session started while it shuts down fails.
@@ -63,13 +65,6 @@ def first_frame(size: str, command: str, members: list[str], deadline_s: float =
         raise SystemExit(f"no full frame within {deadline_s:.0f} s; screen was:\n{screen()}")
     finally:
         subprocess.run([*TMUX, "kill-session", "-t", "c"], capture_output=True)
-
-
-def tree_rss_mb(pid: int) -> float:
-    """RSS of ``pid`` and its descendants, in MB."""
-    root = psutil.Process(pid)
-    rss: int = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
-    return rss / 1e6
 
 
 def soak(size: str, command: str, seconds: float, every: float) -> None:

@@ -160,10 +160,12 @@ class Poller:
 
     def restless(self) -> bool:
         """Probe every cycle: the membership is restless, or HAProxy's or a pooler's own view fails."""
+        return self.membership.restless() or self._front_failing()
+
+    def _front_failing(self) -> bool:
         # HAProxy or a pooler that stops answering while Patroni is calm is what the probes are
         # there to confirm from the application's side: at once, not at the next calm probe.
-        if self.membership.restless():
-            return True
+        # A refused pooler is never polled (its reading stays "not polled yet"): not unrest.
         if self._haproxy is not None and self._haproxy.reading().error is not None:
             return True
         readers = self._pooler_readers()
@@ -219,7 +221,7 @@ class Poller:
                 pending.add(read)
         started: set[str] = set()
         restless = self.membership.restless()
-        probing = restless or self.restless()
+        probing = restless or self._front_failing()
         for name, slot in self.membership.members.items():
             pending |= slot.start(own=self.membership.own_due(slot, restless))
             started.add(name)
@@ -235,7 +237,7 @@ class Poller:
                 # now, in this cycle, not next cycle. A primary Patroni restarts in place is down
                 # for a second or two.
                 probing = True
-                restless = restless or self.membership.restless()
+                restless = self.membership.restless()  # /patroni cadence: the members' own unrest only
                 pending |= {t for r in self._probes if (t := r.start()) is not None and not t.done()}
             if cluster_task is not None and cluster_task in done and self.membership.cluster is not None:
                 reading = self.membership.cluster.reading()

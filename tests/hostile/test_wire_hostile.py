@@ -119,7 +119,7 @@ def answering(*reply: bytes) -> Script:
         for part in reply:
             writer.write(part)
         await writer.drain()
-        await asyncio.sleep(5)
+        await reader.read()  # hold the connection until the client closes it
 
     return script
 
@@ -136,7 +136,7 @@ async def test_a_normal_reply_is_read_with_nulls_and_the_sql_is_a_simple_query()
         seen.append(kind + body)
         writer.write(row_description("a", "b") + data_row("1", None) + msg(b"C", b"SHOW\0") + READY)
         await writer.drain()
-        await asyncio.sleep(5)
+        await reader.read()  # hold the connection until the client closes it
 
     async with scripted(script) as port:
         conn = await wire.connect("127.0.0.1", port, login())
@@ -221,7 +221,7 @@ async def test_md5_sends_the_hash_never_the_password(tmp_path: Path) -> None:
     assert server.passwords == [b"md5" + hashlib.md5(inner.encode() + b"salt").hexdigest().encode()]
 
 
-def scram_server(*, iterations: int = 4096, forge: bool = False) -> Script:
+def scram_server(*, iterations: int = 4096, forge: bool = False, proofs: list[bool] | None = None) -> Script:
     """A SCRAM-SHA-256 server that knows "s3cret"; ``forge``: it signs with the wrong key."""
 
     async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -239,20 +239,28 @@ def scram_server(*, iterations: int = 4096, forge: bool = False) -> Script:
         _, final = await read_message(reader)
         without_proof = final.decode().rsplit(",p=", 1)[0]
         auth = f"{first[3:]},{server_first},{without_proof}".encode()
+        if proofs is not None:  # RFC 5802: the client's proof must come from the password
+            known = hashlib.pbkdf2_hmac("sha256", b"s3cret", salt, iterations)
+            stored = hashlib.sha256(hmac.digest(known, b"Client Key", "sha256")).digest()
+            proof = base64.b64decode(final.decode().rsplit(",p=", 1)[1])
+            client_key = bytes(a ^ b for a, b in zip(proof, hmac.digest(stored, auth, "sha256"), strict=True))
+            proofs.append(hashlib.sha256(client_key).digest() == stored)
         salted = hashlib.pbkdf2_hmac("sha256", b"wrong" if forge else b"s3cret", salt, iterations)
         signature = hmac.digest(hmac.digest(salted, b"Server Key", "sha256"), auth, "sha256")
         writer.write(msg(b"R", struct.pack("!i", 12) + b"v=" + base64.b64encode(signature)))
         writer.write(AUTH_OK + READY)
         await writer.drain()
-        await asyncio.sleep(5)
+        await reader.read()  # hold the connection until the client closes it
 
     return script
 
 
 async def test_scram_logs_in_when_the_server_proves_it_knows_the_password(tmp_path: Path) -> None:
-    async with scripted(scram_server()) as port:
+    proofs: list[bool] = []
+    async with scripted(scram_server(proofs=proofs)) as port:
         conn = await wire.connect("127.0.0.1", port, login(tmp_path))
         conn.abort()
+    assert proofs == [True]  # the client proved the password without sending it
 
 
 async def test_a_forged_scram_signature_is_refused(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 from textual.strip import Strip
 
 from pgtop_ha.ui.panes.base import Cell, Column, Row
@@ -40,6 +41,14 @@ class CountingApp(App[None]):
         yield CountingTable(COLUMNS, id="t")
 
 
+async def showing_tens(app: App[None], pilot: Pilot[None]) -> KeyedTable:
+    """The app's table with every total at "10", painted."""
+    table = app.query_one(KeyedTable)
+    table.apply(rows("10"))
+    await pilot.pause()
+    return table
+
+
 async def test_one_changed_cell_repaints_its_row_not_the_table() -> None:
     app = CountingApp()
     async with app.run_test(size=(60, 20)) as pilot:
@@ -61,9 +70,7 @@ async def test_one_changed_cell_repaints_its_row_not_the_table() -> None:
 async def test_a_wider_value_still_widens_its_column() -> None:
     app = TableApp()
     async with app.run_test(size=(60, 20)) as pilot:
-        table = app.query_one(KeyedTable)
-        table.apply(rows("10"))
-        await pilot.pause()
+        table = await showing_tens(app, pilot)
         before = table.columns[next(k for k in table.columns if k.value == "total")].content_width
         table.apply(rows("123456789"))
         await pilot.pause()
@@ -77,9 +84,7 @@ async def test_a_changed_cell_renders_alone_and_its_row_shows_the_new_value() ->
     # row's cells again. Only the new cell is rendered; the painted line has its new text.
     app = TableApp()
     async with app.run_test(size=(60, 20)) as pilot:
-        table = app.query_one(KeyedTable)
-        table.apply(rows("10"))
-        await pilot.pause()
+        table = await showing_tens(app, pilot)
         assert "10" in table.render_line(4).text  # header, then rows 0..3
         console = app.console
         render_lines = console.render_lines
