@@ -101,22 +101,51 @@ def _read_memory(base: Path) -> tuple[Memory, Memory]:
 
 
 # Shared by every reader on this host: several entries (or clusters) on one host read the same
-# processes, and smaps_rollup costs ~0.5 ms CPU each. Keyed by (proc root, pid).
-_CACHE: dict[tuple[str, int], tuple[float, Memory]] = {}
+# processes, and smaps_rollup costs ~0.5 ms CPU each. Keyed by (proc root, pid); each entry is
+# (when read, the process's activity counters then, its memory).
+_CACHE: dict[tuple[str, int], tuple[float, tuple[int, ...] | None, Memory]] = {}
 _CACHE_MAX = 20000
+# An idle process (no CPU time, no page fault, the same RSS since it was read) keeps its reading
+# this long: smaps_rollup walks every mapped page, /proc/PID/stat is a few counters (issue 10).
+# Its Pss can still drift as other processes map or drop the pages it shares; hence a bound.
+IDLE_KEEP_S = 60.0
 
 
-def _cached(proc: Path, pid: int, max_age_s: float, now: float) -> Memory | None:
-    hit = _CACHE.get((str(proc), pid))
-    if hit is None or now - hit[0] > max_age_s:
+def activity(text: str) -> tuple[int, ...] | None:
+    """minflt, majflt, utime, stime and rss from /proc/PID/stat: equal means the process did nothing."""
+    # The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
+    fields = text[text.rfind(")") + 2 :].split()
+    try:
+        return tuple(int(fields[i]) for i in (7, 9, 11, 12, 21))
+    except (IndexError, ValueError):
         return None
-    return hit[1]
 
 
-def _remember(proc: Path, pid: int, mem: Memory, now: float) -> None:
+def _stat(base: Path) -> tuple[int, ...] | None:
+    try:
+        return activity((base / "stat").read_text())
+    except OSError:
+        return None
+
+
+def _cached(
+    proc: Path, pid: int, max_age_s: float, now: float, active: tuple[int, ...] | None
+) -> Memory | None:
+    hit = _CACHE.get((str(proc), pid))
+    if hit is None:
+        return None
+    at, seen, mem = hit
+    if now - at <= max_age_s:
+        return mem
+    if active is not None and active == seen and now - at <= IDLE_KEEP_S:
+        return mem
+    return None
+
+
+def _remember(proc: Path, pid: int, mem: Memory, now: float, active: tuple[int, ...] | None) -> None:
     if len(_CACHE) > _CACHE_MAX:
         _CACHE.clear()
-    _CACHE[(str(proc), pid)] = (now, mem)
+    _CACHE[(str(proc), pid)] = (now, active, mem)
 
 
 def read_local(
@@ -146,7 +175,8 @@ def read_local(
     denied: str | None = None
     now = time.monotonic()
     for pid in [postmaster, *pids] if postmaster and with_postmaster else pids:
-        hit = _cached(proc, pid, max_age_s, now) if max_age_s > 0 else None
+        active = _stat(proc / str(pid)) if max_age_s > 0 else None
+        hit = _cached(proc, pid, max_age_s, now, active) if max_age_s > 0 else None
         if hit is not None and (pid == postmaster or hit.ppid == postmaster):
             out[pid] = hit
             continue
@@ -162,7 +192,7 @@ def read_local(
         if pid != postmaster and status.ppid != postmaster:
             continue
         out[pid] = merge(rollup, status)
-        _remember(proc, pid, out[pid], now)
+        _remember(proc, pid, out[pid], now, active)
     return out, (denied if not out else None), postmaster
 
 

@@ -22,7 +22,7 @@ from pgtop_ha.models.timeline import Timeline, cadence
 from pgtop_ha.settings import Mode, Settings
 from pgtop_ha.ui.commands import ScreenCommands
 from pgtop_ha.ui.messages import SnapshotReady
-from pgtop_ha.ui.source import SnapshotSource
+from pgtop_ha.ui.source import Hurried, SnapshotSource
 from pgtop_ha.ui.themes import ConsoleTheme, load_theme
 
 if TYPE_CHECKING:
@@ -93,6 +93,7 @@ class PgtopApp(App[None]):
         self.register_theme(self.console_theme.theme)
         self.theme = self.console_theme.theme.name
         self.set_reactive(PgtopApp.interval, settings.interval)
+        self._cadence_told = settings.interval  # the cadence the source last heard of (hurry)
 
     def _handle_exception(self, error: Exception) -> None:
         # Textual prints a full traceback and, from App.run(), the caller saw exit 0: keep the
@@ -138,6 +139,14 @@ class PgtopApp(App[None]):
         """The poll interval now: the chosen one when calm, faster while something is wrong."""
         return cadence(self.timeline, self.interval, self.clock())
 
+    def _follow_cadence(self) -> None:
+        # The cadence changes only here (a snapshot folded in) and with the interval key: the
+        # poller sleeps its whole pause unless told, instead of asking cadence() ten times a second.
+        now = self.cadence()
+        if now < self._cadence_told - 1e-9 and isinstance(self.source, Hurried):
+            self.source.hurry()
+        self._cadence_told = now
+
     async def _poll_loop(self) -> None:
         await self.source.run(self._deliver, self.cadence)
 
@@ -155,6 +164,7 @@ class PgtopApp(App[None]):
         """Record events and history; show the snapshot unless paused."""
         snap = message.snapshot
         new = self.timeline.observe(snap)  # added or updated (a flip back gets its duration)
+        self._follow_cadence()
         self.history.append(snap)
         self.received += 1
         # Counted quietly: the snapshot below announces both, so the screen redraws once.
@@ -196,6 +206,10 @@ class PgtopApp(App[None]):
         self._record(lambda r: r.sync_events(self.events))
         self.event_count += 1
         return event
+
+    def watch_interval(self, _: float) -> None:
+        """A shorter interval chosen by key starts the next cycle now, not after the old pause."""
+        self._follow_cadence()
 
     def watch_paused(self, paused: bool) -> None:
         """When resumed, jump to the newest snapshot."""

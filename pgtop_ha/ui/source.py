@@ -32,3 +32,12 @@ class NeedsToggle(Protocol):
     def set_needs(self, needs: Needs) -> None:
         """Read these optional views from now on, and no others."""
         ...
+
+
+@runtime_checkable
+class Hurried(Protocol):
+    """A source told when its cadence may have become faster (the Poller), so it need not keep asking."""
+
+    def hurry(self) -> None:
+        """Look at ``interval()`` again now rather than at the end of the current pause."""
+        ...

@@ -56,6 +56,40 @@ async def test_run_hands_snapshots_and_stops_on_cancel() -> None:
     assert poller.cycles >= 3
 
 
+async def test_hurry_ends_a_calm_pause_when_the_cadence_got_faster() -> None:
+    port = _closed_port()
+    settings = Settings(
+        nodes=(NodeSettings(name="a", host="127.0.0.1", port=port),),
+        patroni={"urls": (f"http://127.0.0.1:{port}",), "timeout": 0.5},
+    )
+    poller = Poller.from_settings(settings, StepClock())
+    pace = [600.0]  # calm: a pause far longer than the test's deadline
+    seen: list[ClusterSnapshot] = []
+    got = asyncio.Event()
+
+    def on_snapshot(snap: ClusterSnapshot) -> None:
+        seen.append(snap)
+        got.set()
+
+    task = asyncio.create_task(poller.run(on_snapshot, lambda: pace[0]))
+    try:
+        async with asyncio.timeout(10):
+            await got.wait()
+            got.clear()
+            poller.hurry()  # told, but the cadence is unchanged: the pause goes on
+            for _ in range(5):  # let the run task wake, look at interval() and pause again
+                await asyncio.sleep(0)
+            assert poller.cycles == 1 and len(seen) == 1
+            pace[0] = 0.05
+            poller.hurry()
+            await got.wait()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await poller.aclose()
+    assert len(seen) >= 2
+
+
 STATS_CSV = (Path(__file__).parent / "fixtures" / "haproxy_stats.csv").read_bytes()
 
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.procmem import (
     NOT_HERE,
+    activity,
     is_local_host,
     parse_hugepages,
     parse_smaps_rollup,
@@ -89,6 +90,34 @@ def test_read_local_refuses_another_hosts_pids(tmp_path: Path) -> None:
     none, why, _ = read_local([1], 999_999_999, proc=tmp_path)
     assert none == {}
     assert why == NOT_HERE
+
+
+def _stat_line(pid: int, utime: int) -> str:
+    # Fields after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt
+    # cmajflt utime stime ... rss is the 24th field overall.
+    rest = ["S", "100", "0", "0", "0", "0", "0", "50", "0", "2", "0", str(utime), "3", *["0"] * 8, "77"]
+    return f"{pid} (postgres: a) b) " + " ".join(rest) + "\n"
+
+
+def test_activity_counts_fields_after_the_last_parenthesis() -> None:
+    assert activity(_stat_line(5, 9)) == (50, 2, 9, 3, 77)
+    assert activity("5 (x) S 1") is None
+    own = activity(Path("/proc/self/stat").read_text())
+    assert own is not None and own[4] > 0  # a real process has resident pages
+
+
+def test_an_idle_process_keeps_its_reading_a_busy_one_is_read_again(tmp_path: Path) -> None:
+    _proc_entry(tmp_path, 300, 1, b"/usr/lib/postgresql/15/bin/postgres")
+    for pid in (301, 302):
+        _proc_entry(tmp_path, pid, 300, b"postgres: lab: backend")
+        (tmp_path / str(pid) / "stat").write_text(_stat_line(pid, 10))
+    first, _, _ = read_local([301, 302], 301, proc=tmp_path, max_age_s=1e-9)
+    for pid in (301, 302):
+        (tmp_path / str(pid) / "smaps_rollup").write_text("Rss: 8 kB\nPss: 4 kB\n")
+    (tmp_path / "302" / "stat").write_text(_stat_line(302, 11))  # it ran since: read again
+    again, _, _ = read_local([301, 302], 301, proc=tmp_path, max_age_s=1e-9)
+    assert again[301].pss == first[301].pss and first[301].pss != 4096
+    assert again[302].pss == 4096
 
 
 def test_is_local_host() -> None:

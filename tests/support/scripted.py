@@ -18,6 +18,7 @@ class ScriptedSource:
         self.closed = False
         self.sent = 0
         self.intervals: list[float] = []
+        self.hurried = 0  # times the app said the cadence got faster
 
     def push(self, snapshot: ClusterSnapshot) -> None:
         """Deliver one more snapshot as soon as the app's loop runs."""
@@ -40,6 +41,10 @@ class ScriptedSource:
             on_snapshot(snap)
             self.sent += 1
             self.intervals.append(interval())
+
+    def hurry(self) -> None:
+        """Count the app's word that the cadence got faster (the Poller ends its pause)."""
+        self.hurried += 1
 
     async def aclose(self) -> None:
         """Mark the source closed (tests check the app closes it)."""

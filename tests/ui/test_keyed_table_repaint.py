@@ -105,3 +105,13 @@ async def test_a_changed_cell_renders_alone_and_its_row_shows_the_new_value() ->
         assert "row 3" in line and "11" in line and "10" not in line
         # The new cell only (a frame may paint it more than once), never "row 3" again.
         assert cells and set(cells) == {"11"}
+
+
+async def test_the_same_row_objects_are_skipped_and_a_restyle_still_rewrites_them() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = await showing_tens(app, pilot)
+        same = rows("10")
+        assert table.apply(same) == 0 and table.apply(same) == 0
+        table.use_level_styles({})  # a theme change must rewrite even rows that are the same objects
+        assert table.apply(same) == 24

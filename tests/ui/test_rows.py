@@ -277,6 +277,21 @@ def test_memory_rows_keep_their_places_when_two_backends_trade_the_last_one() ->
     assert before[-1].cells["pid"].text == "200" and after[-1].cells["pid"].text == "201"
 
 
+def test_memory_rows_are_the_same_objects_until_a_process_changes() -> None:
+    # Between memory reads (every 15 s on the dashboard) the same rows come back as the same
+    # objects, which the table skips without comparing cells (issue 10).
+    snap = fx.healthy()
+    first, again = memory.rows(snap, ctx()), memory.rows(snap, ctx())
+    procs = [r for r in first if "|#" in r.key]
+    assert procs and all(a is b for a, b in zip(procs, [r for r in again if "|#" in r.key], strict=True))
+    node1 = snap.nodes[0]
+    busier = node1.processes[0].model_copy(update={"state": "active"})
+    node1 = node1.model_copy(update={"processes": (busier, *node1.processes[1:])})
+    changed = snap.model_copy(update={"nodes": (node1, *snap.nodes[1:])})
+    moved = {r.key: r for r in memory.rows(changed, ctx())}
+    assert any(moved[r.key] is not r and moved[r.key].cells["state"].text == "active" for r in procs)
+
+
 def test_reach_says_slow_not_unreachable() -> None:
     snap = fx.healthy()
     members = tuple(m.model_copy(update={"slow_s": 1.6}) if m.name == "node1" else m for m in snap.members)

@@ -32,9 +32,10 @@ async def test_banner_hidden_when_calm_shown_with_a_disagreement() -> None:
         await settled(pilot, app, source)
         banner = app.screen.query_one(Banner)
         assert not banner.display and banner.region.height == 0
-        assert app.cadence() == 1.0
+        assert app.cadence() == 1.0 and source.hurried == 0
         source.push(fx.kill_primary())
         await until(pilot, lambda: bool(banner.display), what="banner shown")
+        assert source.hurried == 1  # the source's calm pause ends now, not a second later
         line = banner.render().plain
         assert "⚠ node1: PostgreSQL down on the leader, HAProxy still routes writes to it (1s)" in line
         header = app.screen.query_one(Heartbeat).render().plain

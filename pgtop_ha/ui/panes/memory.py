@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Process
 from pgtop_ha.models.thresholds import Level
@@ -34,7 +36,7 @@ _SIZES = (
 
 
 def _sum(procs: tuple[Process, ...], attr: str) -> int | None:
-    values = [getattr(p, attr) for p in procs if getattr(p, attr) is not None]
+    values = [v for p in procs if (v := getattr(p, attr)) is not None]
     return sum(values) if values else None
 
 
@@ -82,6 +84,28 @@ def _hugepages(node: NodeSnapshot) -> Row | None:
     )
 
 
+@functools.lru_cache(maxsize=512)
+def _process_row(
+    node: str, rank: int, pid: int | None, what: str, state: str | None, sizes: tuple[int | None, ...]
+) -> Row:
+    # Memory is read every 15 s on the dashboard: between reads the same rows come back, and
+    # the same Row object lets the table skip them (KeyedTable.apply), not rebuild 9 cells each.
+    # Keyed by rank, not pid: two backends of near-equal Pss trade the last place every few
+    # seconds, and a row removed and another added re-laid out the whole screen each time
+    # (issue 10); now the place's cells change, one row repaints.
+    return Row(
+        key=f"{node}|#{rank}",
+        node=node,
+        cells={
+            "node": cell(node),
+            "pid": num(count(pid), pid),
+            "what": cell(what),
+            "state": cell(state or "-"),
+            **{key: num(human_bytes(v), v) for (key, _), v in zip(_SIZES, sizes, strict=True)},
+        },
+    )
+
+
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Per node a total row, then its TOP processes by Pss (RSS counts shared_buffers each time)."""
     out = []
@@ -97,22 +121,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             what = p.backend_type or "?"
             if p.application_name:
                 what += f" ({p.application_name})"
-            out.append(
-                Row(
-                    # Keyed by rank, not pid: two backends of near-equal Pss trade the last place
-                    # every few seconds, and a row removed and another added re-laid out the whole
-                    # screen each time (issue 10); now the place's cells change, one row repaints.
-                    key=f"{node.name}|#{rank}",
-                    node=node.name,
-                    cells={
-                        "node": cell(node.name),
-                        "pid": num(count(p.pid), p.pid),
-                        "what": cell(what),
-                        "state": cell(p.state or "-"),
-                        **{key: num(human_bytes(getattr(p, attr)), getattr(p, attr)) for key, attr in _SIZES},
-                    },
-                )
-            )
+            sizes = tuple(getattr(p, attr) for _, attr in _SIZES)
+            out.append(_process_row(node.name, rank, p.pid, what, p.state, sizes))
     return out
 
 

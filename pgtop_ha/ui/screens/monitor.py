@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 WIDE = (160, 48)  # at least this many columns and rows: the dashboard
 DASHBOARD_COLUMNS = 2
+HEADER_TICK_S = 1.0  # the header redraws at least this often, snapshots or not
 
 _VIEW = Binding.Group("Panes", compact=True)
 _OVERVIEW = Binding("0", "view('overview')", "Overview", group=_VIEW)
@@ -129,6 +131,7 @@ class MonitorScreen(Screen[None]):
         self._styles_gen = 0
         self._header_styles: dict[str, Style] = {}
         self._needs: Needs | None = None
+        self._header_at = 0.0  # time.monotonic() of the last header refresh
 
     @property
     def papp(self) -> PgtopApp:
@@ -156,7 +159,7 @@ class MonitorScreen(Screen[None]):
         self.watch(app, "interval", lambda _: self.refresh_header(), init=False)
         self.watch(app, "source_error", lambda _: self.refresh_header(), init=False)
         self.watch(app, "theme", lambda _: self.restyle(), init=True)
-        self.set_interval(1.0, self.refresh_header)
+        self.set_interval(HEADER_TICK_S, self._tick_header)
         self._layout(self.size.width, self.size.height)
         self.refresh_view()
 
@@ -267,10 +270,17 @@ class MonitorScreen(Screen[None]):
             self._needs = wanted
             source.set_needs(wanted)
 
+    def _tick_header(self) -> None:
+        # Each snapshot redraws the header already; the tick is for when they stop coming (or
+        # come slower than it), so staleness still shows. Not both each second (issue 10).
+        if time.monotonic() - self._header_at >= HEADER_TICK_S:
+            self.refresh_header()
+
     def refresh_header(self) -> None:
         """Recompute the header line; it repaints only when its text changed."""
         if not self.is_attached:
             return
+        self._header_at = time.monotonic()
         app = self.papp
         note = self.header_note()
         now = app.clock()

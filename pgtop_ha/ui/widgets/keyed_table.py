@@ -36,6 +36,7 @@ class KeyedTable(DataTable[CellText]):
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=cursor)
         self._cols: tuple[Column, ...] = tuple(columns)
         self._shown: dict[str, tuple[tuple[str, Level | None], ...]] = {}
+        self._rows: dict[str, Row] = {}  # the Row object last shown per key (panes may reuse them)
         self._order: list[str] = []
         self._sort: tuple[str, bool] | None = None
         self._styles: LevelStyles = {}
@@ -64,6 +65,7 @@ class KeyedTable(DataTable[CellText]):
         """Use these styles for OK/WARN/CRIT and redraw every cell with them."""
         self._styles = styles
         self._shown = {key: () for key in self._shown}  # force a rewrite of every cell
+        self._rows.clear()
 
     def _make(self, c: Cell, col: Column, order: int) -> CellText:
         # The one place a cell becomes text: server strings are cleaned here, and a Text is
@@ -82,6 +84,7 @@ class KeyedTable(DataTable[CellText]):
             self._cols = tuple(columns)
             self.clear(columns=True)
             self._shown.clear()
+            self._rows.clear()
             self._order = []
             self._add_columns()
         cursor_key = self._cursor_key()
@@ -93,8 +96,11 @@ class KeyedTable(DataTable[CellText]):
             with contextlib.suppress(RowDoesNotExist):
                 self.remove_row(key)
             del self._shown[key]
+            self._rows.pop(key, None)
             moved = True
         for index, row in enumerate(rows):
+            if self._rows.get(row.key) is row:
+                continue  # the very Row shown last time (rows are frozen): nothing to compare
             cells = ordered(row, self._cols)  # a missing or extra column fails here, loudly
             sig = tuple((c.text, c.level) for c in cells)
             old = self._shown.get(row.key)
@@ -120,6 +126,7 @@ class KeyedTable(DataTable[CellText]):
                     if self._sort is not None and self._sort[0] == col.key:
                         moved = True
             self._shown[row.key] = sig
+            self._rows[row.key] = row
         if rewritten:
             self._forget_renders(rewritten)
         order = [r.key for r in rows]
