@@ -187,14 +187,14 @@ def load(lab: Lab, seconds: int) -> str:
     if lab.book.running("pgbouncer"):
         # As applications there would: through the pooler, which sends them on to the writer port.
         port, via = lab.layout.pgbouncer_port, "pgBouncer (then HAProxy's writer port)"
-    result = subprocess.run(
+    code = procs.run_child(
         [str(tools.pgbench), "-h", "127.0.0.1", "-p", str(port), "-U", SUPERUSER,
          "-c", "4", "-j", "2", "-T", str(seconds), "-P", "5", "-n",
          "-b", "tpcb-like@20", "-f", f"{big}@1", DBNAME],
         env=env, text=True, stderr=subprocess.STDOUT, stdout=None, timeout=seconds + 60,
     )  # fmt: skip
-    if result.returncode != 0:
-        raise UserError(f"pgbench failed (exit {result.returncode}); is the writer port up?")
+    if code != 0:
+        raise UserError(f"pgbench failed (exit {code}); is the writer port up?")
     return f"load finished: pgbench ran {seconds}s through {via}, 127.0.0.1:{port}"
 
 

@@ -138,6 +138,29 @@ def terminate(pids: Iterable[int], grace: float = 20.0) -> None:
     wait_gone(pids, time.monotonic() + 5)
 
 
+def _stop_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def run_child(argv: Sequence[str], *, timeout: float, **popen: Any) -> int:
+    """Run ``argv`` to its end and return its exit code; if we are stopped first, so is it.
+
+    ``subprocess.run`` leaves its child running when this process gets SIGTERM (Python's default
+    action ends us at once): a load generator would go on for minutes. Here SIGTERM and SIGHUP
+    unwind this process, and the child is ended by PID on the way out.
+    """
+    previous = {sig: signal.signal(sig, _stop_on_signal) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    child = subprocess.Popen(list(argv), **popen)
+    try:
+        return child.wait(timeout=timeout)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if child.poll() is None:
+            terminate([child.pid], grace=5.0)
+            child.wait()
+
+
 def _ancestors() -> set[int]:
     me = psutil.Process()
     try:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pgtop_ha.lab import procs
@@ -66,3 +68,22 @@ def test_the_pid_book_checks_the_very_process_it_recorded(
     assert book.load()["sleeper"] == (pid, None) and book.running("sleeper") == pid
     book.forget("sleeper")
     assert book.running("sleeper") is None
+
+
+def test_a_child_run_to_its_end_is_ended_with_us_on_sigterm(tmp_path: Path) -> None:
+    # `lab fault load` runs pgbench this way: stopping the command must not leave pgbench running.
+    script = "from pgtop_ha.lab import procs\nprocs.run_child(['sleep', '60'], timeout=120)\n"
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path)
+    try:
+        assert procs.poll(lambda: bool(_children(parent.pid)), 20, interval=0.05), "sleep never started"
+        (child,) = _children(parent.pid)
+        parent.terminate()
+        assert parent.wait(20) == 128 + 15
+        assert procs.poll(lambda: not procs.alive(child), 20, interval=0.05), "the child outlived us"
+    finally:
+        parent.kill()
+        parent.wait(10)
+
+
+def _children(pid: int) -> list[int]:
+    return [p.pid for p in psutil.Process(pid).children()] if psutil.pid_exists(pid) else []
