@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -149,7 +150,11 @@ def run_child(argv: Sequence[str], *, timeout: float, **popen: Any) -> int:
     action ends us at once): a load generator would go on for minutes. Here SIGTERM and SIGHUP
     unwind this process, and the child is ended by PID on the way out.
     """
-    previous = {sig: signal.signal(sig, _stop_on_signal) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    # Only the main thread may set handlers (and only it receives signals); from another thread
+    # (tests run a load beside their checks) the child is still ended if the wait is cut short.
+    main = threading.current_thread() is threading.main_thread()
+    stops = (signal.SIGTERM, signal.SIGHUP) if main else ()
+    previous = {sig: signal.signal(sig, _stop_on_signal) for sig in stops}
     child = subprocess.Popen(list(argv), **popen)
     try:
         return child.wait(timeout=timeout)
