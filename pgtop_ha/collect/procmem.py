@@ -128,18 +128,17 @@ def _stat(base: Path) -> tuple[int, ...] | None:
         return None
 
 
-def _cached(
-    proc: Path, pid: int, max_age_s: float, now: float, active: tuple[int, ...] | None
-) -> Memory | None:
+def _lookup(
+    proc: Path, pid: int, max_age_s: float, now: float
+) -> tuple[Memory | None, tuple[int, ...] | None]:
+    """(the cached reading if still good, the activity counters read for the check, if any)."""
     hit = _CACHE.get((str(proc), pid))
-    if hit is None:
-        return None
-    at, seen, mem = hit
-    if now - at <= max_age_s:
-        return mem
-    if active is not None and active == seen and now - at <= IDLE_KEEP_S:
-        return mem
-    return None
+    if hit is not None and now - hit[0] <= max_age_s:
+        return hit[2], None  # fresh: no need to look at the process at all
+    active = _stat(proc / str(pid))
+    if hit is not None and active is not None and active == hit[1] and now - hit[0] <= IDLE_KEEP_S:
+        return hit[2], active
+    return None, active
 
 
 def _remember(proc: Path, pid: int, mem: Memory, now: float, active: tuple[int, ...] | None) -> None:
@@ -175,8 +174,7 @@ def read_local(
     denied: str | None = None
     now = time.monotonic()
     for pid in [postmaster, *pids] if postmaster and with_postmaster else pids:
-        active = _stat(proc / str(pid)) if max_age_s > 0 else None
-        hit = _cached(proc, pid, max_age_s, now, active) if max_age_s > 0 else None
+        hit, active = _lookup(proc, pid, max_age_s, now) if max_age_s > 0 else (None, None)
         if hit is not None and (pid == postmaster or hit.ppid == postmaster):
             out[pid] = hit
             continue

@@ -66,19 +66,26 @@ async def test_hurry_ends_a_calm_pause_when_the_cadence_got_faster() -> None:
     pace = [600.0]  # calm: a pause far longer than the test's deadline
     seen: list[ClusterSnapshot] = []
     got = asyncio.Event()
+    asked = asyncio.Event()  # the run loop looked at interval()
 
     def on_snapshot(snap: ClusterSnapshot) -> None:
         seen.append(snap)
         got.set()
 
-    task = asyncio.create_task(poller.run(on_snapshot, lambda: pace[0]))
+    def interval() -> float:
+        asked.set()
+        return pace[0]
+
+    task = asyncio.create_task(poller.run(on_snapshot, interval))
     try:
         async with asyncio.timeout(10):
             await got.wait()
             got.clear()
+            asked.clear()
             poller.hurry()  # told, but the cadence is unchanged: the pause goes on
-            for _ in range(5):  # let the run task wake, look at interval() and pause again
-                await asyncio.sleep(0)
+            # The loop looks again and, between that look and its next await, either pauses
+            # again or starts a cycle (which counts itself at once): no other cycle means paused.
+            await asked.wait()
             assert poller.cycles == 1 and len(seen) == 1
             pace[0] = 0.05
             poller.hurry()

@@ -35,8 +35,9 @@ class KeyedTable(DataTable[CellText]):
     def __init__(self, columns: Sequence[Column], *, id: str | None = None, cursor: bool = True) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=cursor)
         self._cols: tuple[Column, ...] = tuple(columns)
-        self._shown: dict[str, tuple[tuple[str, Level | None], ...]] = {}
-        self._rows: dict[str, Row] = {}  # the Row object last shown per key (panes may reuse them)
+        # Per row key: the Row object last shown (panes may reuse them; None forces a compare)
+        # and what its cells said (text and level, in column order).
+        self._shown: dict[str, tuple[Row | None, tuple[tuple[str, Level | None], ...]]] = {}
         self._order: list[str] = []
         self._sort: tuple[str, bool] | None = None
         self._styles: LevelStyles = {}
@@ -64,8 +65,7 @@ class KeyedTable(DataTable[CellText]):
     def use_level_styles(self, styles: LevelStyles) -> None:
         """Use these styles for OK/WARN/CRIT and redraw every cell with them."""
         self._styles = styles
-        self._shown = {key: () for key in self._shown}  # force a rewrite of every cell
-        self._rows.clear()
+        self._shown = {key: (None, ()) for key in self._shown}  # force a rewrite of every cell
 
     def _make(self, c: Cell, col: Column, order: int) -> CellText:
         # The one place a cell becomes text: server strings are cleaned here, and a Text is
@@ -84,7 +84,6 @@ class KeyedTable(DataTable[CellText]):
             self._cols = tuple(columns)
             self.clear(columns=True)
             self._shown.clear()
-            self._rows.clear()
             self._order = []
             self._add_columns()
         cursor_key = self._cursor_key()
@@ -96,14 +95,13 @@ class KeyedTable(DataTable[CellText]):
             with contextlib.suppress(RowDoesNotExist):
                 self.remove_row(key)
             del self._shown[key]
-            self._rows.pop(key, None)
             moved = True
         for index, row in enumerate(rows):
-            if self._rows.get(row.key) is row:
+            last_row, old = self._shown.get(row.key, (None, None))
+            if last_row is row:
                 continue  # the very Row shown last time (rows are frozen): nothing to compare
             cells = ordered(row, self._cols)  # a missing or extra column fails here, loudly
             sig = tuple((c.text, c.level) for c in cells)
-            old = self._shown.get(row.key)
             if old is None:
                 values = [self._make(c, col, index) for c, col in zip(cells, self._cols, strict=True)]
                 self.add_row(*values, key=row.key)
@@ -125,8 +123,7 @@ class KeyedTable(DataTable[CellText]):
                     written += 1
                     if self._sort is not None and self._sort[0] == col.key:
                         moved = True
-            self._shown[row.key] = sig
-            self._rows[row.key] = row
+            self._shown[row.key] = (row, sig)
         if rewritten:
             self._forget_renders(rewritten)
         order = [r.key for r in rows]
