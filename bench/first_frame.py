@@ -4,7 +4,10 @@ First frame: the read-only console starts in a detached tmux session of the give
 screen is read with `capture-pane` every 20 ms until the header says `last HH:MM:SS` (a first
 snapshot is shown) and every member's name is on screen. The figure is the wall time from the
 `tmux new-session` call, so it includes the interpreter's start and imports, as a user sees it.
-Median and maximum of --runs launches. Example:
+Median and maximum of --runs launches. `--baseline-tree DIR` alternates each launch with one of an
+older copy of the tree (PYTHONPATH), so both medians come from the same minutes of a noisy machine.
+The consoles run without PYTHONDONTWRITEBYTECODE, as on a user's machine (bytecode caches written
+once and reused; a sandbox that sets it would time the compiler). Example:
 
     .venv/bin/python bench/first_frame.py --config /tmp/lab/pgtop-ha.toml --runs 5 --size 80x24
 
@@ -33,10 +36,11 @@ TMUX = ["tmux", "-L", f"pgtop-first-{os.getpid()}"]
 LAST = re.compile(r"last \d\d:\d\d:\d\d")
 
 
-def console(config: Path) -> str:
-    """The console's command line (read-only, so no write path is built)."""
+def console(config: Path, tree: Path | None = None) -> str:
+    """The console's command line (read-only, so no write path is built), from ``tree`` when given."""
     exe = Path(sys.executable).with_name("pgtop-ha")
-    return f"{exe} --read-only --config {config}"
+    prefix = "env -u PYTHONDONTWRITEBYTECODE" + (f" PYTHONPATH={tree}" if tree is not None else "")
+    return f"{prefix} {exe} --read-only --config {config}"
 
 
 def launch(size: str, command: str) -> float:
@@ -92,29 +96,35 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--size", default="80x24", help="terminal COLSxROWS")
     parser.add_argument("--members", default="node1,node2,node3", help="names that must be on screen")
+    parser.add_argument("--baseline-tree", type=Path, help="alternate launches with this older tree")
     parser.add_argument("--soak", type=float, default=0.0, help="then run one console this many seconds")
     parser.add_argument("--every", type=float, default=300.0, help="soak: seconds between RSS lines")
     args = parser.parse_args()
-    command = console(args.config.resolve())
+    commands = {"pgtop-ha": console(args.config.resolve())}
+    if args.baseline_tree is not None:
+        commands["baseline"] = console(args.config.resolve(), args.baseline_tree.resolve())
     members = [m for m in args.members.split(",") if m]
     subprocess.run([*TMUX, "new-session", "-d", "-s", "keeper", "sleep 86400"], check=True)
     try:
-        measure(args, command, members)
+        measure(args, commands, members)
     finally:
         subprocess.run([*TMUX, "kill-server"], capture_output=True)
 
 
-def measure(args: argparse.Namespace, command: str, members: list[str]) -> None:
-    """The first-frame runs, then the soak when asked."""
-    times = []
+def measure(args: argparse.Namespace, commands: dict[str, str], members: list[str]) -> None:
+    """The first-frame runs (alternating consoles), then the soak when asked."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
     for run in range(1, args.runs + 1):
-        took = first_frame(args.size, command, members)
-        times.append(took)
-        print(f"run {run} {args.size}: first full frame after {took:.3f} s", flush=True)
-    if times:
-        print(f"median {statistics.median(times):.3f} s, max {max(times):.3f} s over {len(times)} launches")
+        for name, command in commands.items():
+            took = first_frame(args.size, command, members)
+            times[name].append(took)
+            print(f"run {run} {args.size} {name}: first full frame after {took:.3f} s", flush=True)
+    for name, got in times.items():
+        if got:
+            median, worst = statistics.median(got), max(got)
+            print(f"{name}: median {median:.3f} s, max {worst:.3f} s over {len(got)} launches")
     if args.soak > 0:
-        soak(args.size, command, args.soak, args.every)
+        soak(args.size, commands["pgtop-ha"], args.soak, args.every)
 
 
 if __name__ == "__main__":

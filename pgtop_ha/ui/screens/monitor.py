@@ -142,9 +142,11 @@ class MonitorScreen(Screen[None]):
         """Header, the grid of panes, footer."""
         yield Heartbeat()
         yield Banner()  # disagreements and the failover stopwatch; hidden when there are none
+        size = self.app.size
+        first = grid_plan(self.registry, self.view, size.width >= WIDE[0] and size.height >= WIDE[1])
         with Grid(id="body"):
             for spec in self.registry:
-                pane = Pane(spec)
+                pane = Pane(spec, built=spec.id in first.shown)  # the rest when first shown
                 self.panes[spec.id] = pane
                 yield pane
         yield Footer(show_command_palette=False)  # the footer is full at 80 columns; Ctrl+P is in ?
@@ -165,6 +167,13 @@ class MonitorScreen(Screen[None]):
 
     def _data_changed(self, _: object) -> None:
         self.refresh_view()
+
+    def on_pane_built(self, message: Pane.Built) -> None:
+        """A pane shown for the first time has its tables: fill them, and focus if it is the view's."""
+        message.stop()
+        self.refresh_view()
+        if message.pane_id == self._main_pane():
+            self._focus_main()  # the focus asked for at the switch found no mounted table
 
     # -- layout -----------------------------------------------------------------------------
 
@@ -198,6 +207,8 @@ class MonitorScreen(Screen[None]):
         spans, capped = dict(plan.spans), dict(plan.capped)
         for pane_id, pane in self.panes.items():
             pane.display = pane_id in plan.shown
+            if pane.display:
+                pane.build()
             pane.styles.column_span = spans.get(pane_id, 1)
             pane.styles.height = "auto" if pane_id in capped else None  # None: the CSS's 1fr
             pane.styles.max_height = capped.get(pane_id)

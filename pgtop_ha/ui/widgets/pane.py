@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.message import Message
 
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.panes.base import Context, PaneSpec, Row, Table
@@ -25,7 +26,14 @@ class Pane(Vertical):
     Pane { height: 1fr; }
     """
 
-    def __init__(self, spec: PaneSpec) -> None:
+    class Built(Message):
+        """A pane's tables were mounted after the start (its first time on screen): show it now."""
+
+        def __init__(self, pane_id: str) -> None:
+            super().__init__()
+            self.pane_id = pane_id
+
+    def __init__(self, spec: PaneSpec, *, built: bool = True) -> None:
         super().__init__(id=f"pane-{spec.id}", classes="pane")
         self.pane_id = spec.id
         self.spec = spec
@@ -34,21 +42,49 @@ class Pane(Vertical):
         self.tables: dict[str, KeyedTable] = {}
         self._shown_snapshot: ClusterSnapshot | None = None
         self._version: object = None
+        self._level_styles: LevelStyles | None = None
+        # A pane not on the first screen gets its tables when first shown (build()): styling
+        # ~20 hidden tables was a third of the time to the first frame (issue 10).
+        self._built = built
 
     def compose(self) -> ComposeResult:
-        """One keyed table per spec."""
+        """One keyed table per spec, unless the pane waits for its first showing."""
+        if self._built:
+            yield from self._make_tables()
+
+    def _make_tables(self) -> list[KeyedTable]:
         for spec in self.specs:
             table = KeyedTable(spec.columns, id=f"t-{spec.id}", cursor=spec.cursor)
             if spec.sort:
                 table.sort_by(spec.sort, spec.reverse)
+            if self._level_styles is not None:
+                table.use_level_styles(self._level_styles)
             self.tables[spec.id] = table
-            yield table
+        return list(self.tables.values())
+
+    @property
+    def ready(self) -> bool:
+        """Its tables exist and are mounted (show() does nothing before)."""
+        return bool(self.tables) and all(t.is_mounted for t in self.tables.values())
+
+    def build(self) -> None:
+        """Mount the tables of a pane shown for the first time; posts Built when they are."""
+        if self._built:
+            return
+        self._built = True
+        self.call_later(self._mount_tables, self._make_tables())
+
+    async def _mount_tables(self, tables: list[KeyedTable]) -> None:
+        await self.mount_all(tables)
+        self.post_message(self.Built(self.pane_id))
 
     def show(self, snapshot: ClusterSnapshot, ctx: Context, node_filter: str, version: object) -> int:
         """Bring the tables up to date; the same snapshot and ``version`` as last time: no work."""
         # Identity, not ==: a snapshot object is kept while it is the one shown, so no id reuse.
         if snapshot is self._shown_snapshot and version == self._version:
             return 0
+        if not self.ready:
+            return 0  # built but not mounted yet: Built brings it here again
         self._shown_snapshot = snapshot
         self._version = version
         written = 0
@@ -68,6 +104,7 @@ class Pane(Vertical):
 
     def use_level_styles(self, styles: LevelStyles) -> None:
         """Give every table the level styles of the current theme."""
+        self._level_styles = styles
         for table in self.tables.values():
             table.use_level_styles(styles)
         self.forget()
