@@ -109,6 +109,12 @@ _CACHE_MAX = 20000
 # this long: smaps_rollup walks every mapped page, /proc/PID/stat is a few counters (issue 10).
 # Its Pss can still drift as other processes map or drop the pages it shares; hence a bound.
 IDLE_KEEP_S = 60.0
+# At most this many processes whose reading is past its age are read again per call, the oldest
+# readings first; the rest keep their last reading until their turn. Under load every backend is
+# busy and smaps_rollup of a backend with many shared buffers mapped costs ~2 ms: without a cap,
+# a refresh costs in proportion to max_connections (issue 10: 12 % of the dashboard's CPU under
+# pgbench with ~35 processes). Processes never read are always read.
+MAX_REREADS = 12
 
 
 def activity(text: str) -> tuple[int, ...] | None:
@@ -173,10 +179,19 @@ def read_local(
         return out, NOT_HERE, None
     denied: str | None = None
     now = time.monotonic()
+    due: list[tuple[float, int, tuple[int, ...] | None]] = []  # (last read at, pid, counters)
     for pid in [postmaster, *pids] if postmaster and with_postmaster else pids:
         hit, active = _lookup(proc, pid, max_age_s, now) if max_age_s > 0 else (None, None)
         if hit is not None and (pid == postmaster or hit.ppid == postmaster):
             out[pid] = hit
+            continue
+        last = _CACHE.get((str(proc), pid)) if max_age_s > 0 else None
+        due.append((last[0] if last is not None else -1.0, pid, active))
+    due.sort()  # never read first (-1), then the oldest reading
+    for rank, (read_at, pid, active) in enumerate(due):
+        kept = _CACHE.get((str(proc), pid)) if rank >= MAX_REREADS and read_at >= 0 else None
+        if kept is not None and (pid == postmaster or kept[2].ppid == postmaster):
+            out[pid] = kept[2]  # its turn comes at a later call
             continue
         try:
             status, rollup = _read_memory(proc / str(pid))

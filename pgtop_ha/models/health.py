@@ -87,6 +87,12 @@ class Problem:
     node: str | None
     text: str
     short: str = ""  # a few words for narrow cells; text when empty
+    key: str = ""  # what it is without its figure ("replica lag"); text when empty
+
+    @property
+    def ident(self) -> str:
+        """The same while the problem lasts, whatever its figure says (a table row's key)."""
+        return f"{self.node}|{self.key or self.text}"
 
 
 @dataclass(frozen=True)
@@ -184,16 +190,24 @@ def member_problems(
         out.append(Problem(Level.CRIT, name, "Patroni leader but PG in recovery", "leader in recovery"))
     if m is not None and not leader and pg_primary is True:
         said = m.role or "?"
-        out.append(Problem(Level.CRIT, name, f"PG primary but Patroni says {said}", "PG primary, not leader"))
+        out.append(
+            Problem(
+                Level.CRIT,
+                name,
+                f"PG primary but Patroni says {said}",
+                "PG primary, not leader",
+                "pg primary",
+            )
+        )
     if routed and m is not None and not leader:
         out.append(Problem(Level.CRIT, name, "HAProxy routes writes to a non-leader", "writes to non-leader"))
     if m is not None and m.state and m.state not in ("running", "streaming"):
         level = Level.CRIT if m.state in ("crashed", "stopped", "start failed") else Level.WARN
-        out.append(Problem(level, name, f"Patroni state {m.state}"))
+        out.append(Problem(level, name, f"Patroni state {m.state}", key="patroni state"))
     if m is not None and not leader:
         lv = lag_level(t, m.lag_bytes)
         if lv > Level.OK:
-            out.append(Problem(lv, name, f"replica lag {human_bytes(m.lag_bytes)}"))
+            out.append(Problem(lv, name, f"replica lag {human_bytes(m.lag_bytes)}", key="replica lag"))
     if m is not None and m.pending_restart:
         out.append(Problem(Level.WARN, name, "pending restart"))
     return out
@@ -223,14 +237,14 @@ def cluster_problems(snapshot: ClusterSnapshot, t: Thresholds, pools: Pools, now
     if snapshot.members and not leaders:
         out.append(Problem(Level.CRIT, None, "no leader: Patroni has no primary"))
     if len(leaders) > 1:
-        out.append(Problem(Level.CRIT, None, "several leaders: " + ", ".join(leaders)))
+        out.append(Problem(Level.CRIT, None, "several leaders: " + ", ".join(leaders), key="several leaders"))
     up_writers = [s for s, srv in routes(snapshot, pools, "writer").items() if is_up(srv)]
     if snapshot.haproxy.servers and not up_writers:
         out.append(Problem(Level.CRIT, None, "HAProxy has no writer UP"))
     if len(up_writers) > 1:
-        out.append(Problem(Level.CRIT, None, "HAProxy writer UP on " + ", ".join(up_writers)))
+        out.append(Problem(Level.CRIT, None, "HAProxy writer UP on " + ", ".join(up_writers), key="writers"))
     if snapshot.haproxy.error:
-        out.append(Problem(Level.WARN, None, f"HAProxy stats: {snapshot.haproxy.error}"))
+        out.append(Problem(Level.WARN, None, f"HAProxy stats: {snapshot.haproxy.error}", key="haproxy stats"))
     if snapshot.cluster.pause:
         out.append(Problem(Level.WARN, None, "cluster in maintenance mode (paused)"))
     for name in names:
@@ -238,7 +252,11 @@ def cluster_problems(snapshot: ClusterSnapshot, t: Thresholds, pools: Pools, now
         out.extend(_node_problems(snapshot.node(name), t))
         missing = missing_permanent_slots(snapshot, name)
         if missing:
-            out.append(Problem(Level.WARN, name, "permanent slot missing: " + ", ".join(missing)))
+            out.append(
+                Problem(
+                    Level.WARN, name, "permanent slot missing: " + ", ".join(missing), key="slots missing"
+                )
+            )
     out.extend(Problem(f.level, None, f.text) for f in pooler_findings(snapshot))
     out.extend(Problem(Level.WARN, None, e) for e in snapshot.errors)
     return sorted(out, key=lambda p: -p.level)
@@ -280,12 +298,13 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
         if slot.wal_status == "lost":
             lv = Level.CRIT
         if lv > Level.OK:
-            yield Problem(lv, n.name, f"slot {slot.slot_name} retains {human_bytes(slot.retained_bytes)}")
+            text = f"slot {slot.slot_name} retains {human_bytes(slot.retained_bytes)}"
+            yield Problem(lv, n.name, text, key=f"slot {slot.slot_name}")
     a = n.archiver
     if a is not None:
         lv = ready_level(t, a.ready_count)
         if lv > Level.OK:
-            yield Problem(lv, n.name, f"archiver: {a.ready_count} segments waiting")
+            yield Problem(lv, n.name, f"archiver: {a.ready_count} segments waiting", key="archiver")
     for r in n.replication:
         lv = lag_level(t, r.replay_lag_bytes, r.replay_lag_s)
         if lv > Level.OK:

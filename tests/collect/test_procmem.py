@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.procmem import (
+    MAX_REREADS,
     NOT_HERE,
     activity,
     is_local_host,
@@ -118,6 +119,25 @@ def test_an_idle_process_keeps_its_reading_a_busy_one_is_read_again(tmp_path: Pa
     again, _, _ = read_local([301, 302], 301, proc=tmp_path, max_age_s=1e-9)
     assert again[301].pss == first[301].pss and first[301].pss != 4096
     assert again[302].pss == 4096
+
+
+def test_busy_processes_are_read_again_a_few_per_call_oldest_reading_first(tmp_path: Path) -> None:
+    # Under load every backend is busy: a call reads at most MAX_REREADS of those it read
+    # before (the oldest readings first); the others keep their last reading for a later call.
+    _proc_entry(tmp_path, 400, 1, b"/usr/lib/postgresql/15/bin/postgres")
+    busy = list(range(401, 401 + MAX_REREADS + 5))
+    for pid in busy:
+        _proc_entry(tmp_path, pid, 400, b"postgres: lab: backend")
+    first, _, _ = read_local(busy, busy[0], proc=tmp_path, with_postmaster=False, max_age_s=1e-9)
+    assert set(first) == set(busy)  # never read before: every one is read, whatever the cap
+    for pid in busy:
+        (tmp_path / str(pid) / "smaps_rollup").write_text("Rss: 8 kB\nPss: 4 kB\n")
+        (tmp_path / str(pid) / "stat").write_text(_stat_line(pid, 20))  # all ran since
+    second, _, _ = read_local(busy, busy[0], proc=tmp_path, with_postmaster=False, max_age_s=1e-9)
+    fresh = {pid for pid, m in second.items() if m.pss == 4096}
+    assert set(second) == set(busy) and len(fresh) == MAX_REREADS  # the rest keep the last reading
+    third, _, _ = read_local(busy, busy[0], proc=tmp_path, with_postmaster=False, max_age_s=1e-9)
+    assert {pid for pid, m in third.items() if m.pss == 4096} == set(busy)  # the waiting ones first
 
 
 def test_is_local_host() -> None:

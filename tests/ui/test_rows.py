@@ -16,6 +16,7 @@ from pgtop_ha.ui.panes import (
     events,
     haproxy,
     memory,
+    overview,
     problems,
     replication,
     slots,
@@ -72,6 +73,18 @@ def test_kill_primary_is_the_worst_problem() -> None:
     assert probs[0].level is Level.CRIT and probs[0].node == "node1"
     assert probs[0].short == "PG DOWN, still routed"
     assert member_problems(fx.healthy(), "node1", S.thresholds, POOLS, NOW) == []
+
+
+def test_a_problem_keeps_its_row_while_its_figure_changes() -> None:
+    # A lag or a slot's retained WAL that grows each second is one lasting problem: its row is
+    # rewritten in place, never removed and added again (each removal re-lays out the screen).
+    before, after = fx.lagging(fx.healthy(), 300 * fx.MiB), fx.lagging(fx.healthy(), 400 * fx.MiB)
+    rows_before, rows_after = problems.rows(before, ctx()), problems.rows(after, ctx())
+    assert [r.key for r in rows_before] == [r.key for r in rows_after]
+    assert [r.cells["text"].text for r in rows_before] != [r.cells["text"].text for r in rows_after]
+    assert "node3|replica lag" in [r.key for r in rows_after]
+    alerts = [overview.alert_rows(s, ctx()) for s in (before, after)]
+    assert [r.key for r in alerts[0]] == [r.key for r in alerts[1]]
 
 
 def test_writer_on_a_replica_and_two_writers_are_crit() -> None:

@@ -66,7 +66,7 @@ def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     problems = cluster_problems(snapshot, ctx.thresholds, ctx.pools, ctx.now)
     out = [
         Row(
-            key=f"{p.node}|{p.text}",
+            key=p.ident,
             node=p.node,
             cells={
                 "level": state(p.level),

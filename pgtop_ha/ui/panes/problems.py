@@ -15,10 +15,10 @@ COLUMNS = (
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
-    """Every current problem; keyed by node and text so a lasting problem keeps its row."""
+    """Every current problem; keyed by what it is (not its figure) so a lasting problem keeps its row."""
     out = [
         Row(
-            key=f"{p.node}|{p.text}",
+            key=p.ident,
             node=p.node,
             cells={"level": state(p.level), "node": cell(p.node or "cluster"), "text": cell(p.text, p.level)},
         )
