@@ -2,7 +2,8 @@
 
 The real Poller drives the console (headless, at the given size). Each press is a Key event sent
 the way the terminal driver sends one; its latency runs from then until the pane switch it asks
-for has been made (the MonitorScreen's ``view`` watchers have run, the new pane's rows included).
+for has been made (the MonitorScreen's ``view`` watchers have run, the new pane's rows included;
+a pane shown for the first time gets its tables then, so its press lasts until they are filled).
 Issue 4 asks for a key press handled within 200 ms with a node frozen. Example:
 
     .venv/bin/python bench/key_latency.py --base-port 27400 --state-dir /tmp/perf-lab --presses 50
@@ -80,7 +81,17 @@ async def scenario(
                 sent = time.perf_counter()
                 driver.send_message(event)
                 await wait_for(lambda before=before: len(handled) > before, 10, f"key {key} handled")
-                latencies.append((handled[before] - sent) * 1000)
+                done = handled[before]
+                pane = screen.panes.get(screen.view)
+                if pane is not None and not pane.ready:
+                    # Its first showing: the tables are mounted after the switch (Pane.build);
+                    # the press is handled when they are there and filled, looked at every ms.
+                    while not (pane.ready and any(t.row_count for t in pane.tables.values())):
+                        if time.perf_counter() - sent > 10:
+                            raise SystemExit(f"pane {screen.view} never filled")
+                        await asyncio.sleep(0.001)
+                    done = time.perf_counter()
+                latencies.append((done - sent) * 1000)
                 keys.append(key)
                 # Land the next press at another point of the 1 s poll cycle.
                 await asyncio.sleep(rng.uniform(*gap))
