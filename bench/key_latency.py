@@ -83,10 +83,10 @@ async def scenario(
                 await wait_for(lambda before=before: len(handled) > before, 10, f"key {key} handled")
                 done = handled[before]
                 pane = screen.panes.get(screen.view)
-                if pane is not None and not pane.ready:
+                if pane is not None and not pane.filled:
                     # Its first showing: the tables are mounted after the switch (Pane.build);
                     # the press is handled when they are there and filled, looked at every ms.
-                    while not (pane.ready and any(t.row_count for t in pane.tables.values())):
+                    while not pane.filled:
                         if time.perf_counter() - sent > 10:
                             raise SystemExit(f"pane {screen.view} never filled")
                         await asyncio.sleep(0.001)

@@ -67,6 +67,11 @@ class Pane(Vertical):
         """Its tables exist and are mounted (show() does nothing before)."""
         return bool(self.tables) and all(t.is_mounted for t in self.tables.values())
 
+    @property
+    def filled(self) -> bool:
+        """Its tables are mounted and show a snapshot."""
+        return self.ready and self._shown_snapshot is not None
+
     def build(self) -> None:
         """Mount the tables of a pane shown for the first time; posts Built when they are."""
         if self._built:
