@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import httpx
 
@@ -169,10 +171,31 @@ def switchover(lab: Lab, to: str | None = None, timeout: float = 90) -> str:
     return f"switchover done: {lab.leader()} leads (was {leader}) in {progress.elapsed():.1f}s"
 
 
-def load(lab: Lab, seconds: int) -> str:
+# pgbench with its large transactions writes WAL at tens of MB/s here; the lab's permanent slot
+# (kept on every node) and pgBackRest's archive keep all of it, so an hour of load can fill a
+# disk (80 GB in ~20 min of benchmarks, 2026-11-25). The load stops before the disk is full.
+LOAD_DISK_FLOOR = 5 * 2**30
+
+
+def disk_left(path: Path, floor: int = LOAD_DISK_FLOOR) -> str | None:
+    """Why the load must stop (``path``'s filesystem has less than ``floor`` bytes free), or None."""
+    free = shutil.disk_usage(path).free
+    if free >= floor:
+        return None
+    return (
+        f"load stopped: the filesystem of {path} has {free / 2**30:.1f} GiB free (floor "
+        f"{floor / 2**30:.0f} GiB); the lab keeps the load's WAL for its slot and pgBackRest's "
+        "archive: `pgtop-ha lab down` frees it"
+    )
+
+
+def load(lab: Lab, seconds: int, floor: int = LOAD_DISK_FLOOR) -> str:
     """Run pgbench through HAProxy's writer port (through pgBouncer in front of it, if the lab has one)."""
     if not 1 <= seconds <= 3600:
         raise UserError("--seconds must be between 1 and 3600")
+    state = lab.layout.state_dir
+    if (why := disk_left(state, floor)) is not None:
+        raise UserError(why.replace("load stopped", "no load started"))
     tools = find_tools()
     env = procs.lab_env({"PGPASSFILE": str(lab.layout.pgpass)})
     # Besides pgbench's own transactions, a few large ones on the published table: they exceed
@@ -187,12 +210,16 @@ def load(lab: Lab, seconds: int) -> str:
     if lab.book.running("pgbouncer"):
         # As applications there would: through the pooler, which sends them on to the writer port.
         port, via = lab.layout.pgbouncer_port, "pgBouncer (then HAProxy's writer port)"
-    code = procs.run_child(
-        [str(tools.pgbench), "-h", "127.0.0.1", "-p", str(port), "-U", SUPERUSER,
-         "-c", "4", "-j", "2", "-T", str(seconds), "-P", "5", "-n",
-         "-b", "tpcb-like@20", "-f", f"{big}@1", DBNAME],
-        env=env, text=True, stderr=subprocess.STDOUT, stdout=None, timeout=seconds + 60,
-    )  # fmt: skip
+    try:
+        code = procs.run_child(
+            [str(tools.pgbench), "-h", "127.0.0.1", "-p", str(port), "-U", SUPERUSER,
+             "-c", "4", "-j", "2", "-T", str(seconds), "-P", "5", "-n",
+             "-b", "tpcb-like@20", "-f", f"{big}@1", DBNAME],
+            env=env, text=True, stderr=subprocess.STDOUT, stdout=None, timeout=seconds + 60,
+            stop_when=lambda: disk_left(state, floor),
+        )  # fmt: skip
+    except procs.ChildStopped as exc:
+        raise UserError(str(exc)) from None
     if code != 0:
         raise UserError(f"pgbench failed (exit {code}); is the writer port up?")
     return f"load finished: pgbench ran {seconds}s through {via}, 127.0.0.1:{port}"

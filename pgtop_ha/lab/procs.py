@@ -143,12 +143,23 @@ def _stop_on_signal(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def run_child(argv: Sequence[str], *, timeout: float, **popen: Any) -> int:
+class ChildStopped(Exception):
+    """run_child ended its child early because ``stop_when`` gave a reason (the message)."""
+
+
+def run_child(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    stop_when: Callable[[], str | None] | None = None,
+    **popen: Any,
+) -> int:
     """Run ``argv`` to its end and return its exit code; if we are stopped first, so is it.
 
     ``subprocess.run`` leaves its child running when this process gets SIGTERM (Python's default
     action ends us at once): a load generator would go on for minutes. Here SIGTERM and SIGHUP
-    unwind this process, and the child is ended by PID on the way out.
+    unwind this process, and the child is ended by PID on the way out. ``stop_when`` is asked
+    every second while the child runs: a reason ends the child and raises ChildStopped.
     """
     # Only the main thread may set handlers (and only it receives signals); from another thread
     # (tests run a load beside their checks) the child is still ended if the wait is cut short.
@@ -156,8 +167,18 @@ def run_child(argv: Sequence[str], *, timeout: float, **popen: Any) -> int:
     stops = (signal.SIGTERM, signal.SIGHUP) if main else ()
     previous = {sig: signal.signal(sig, _stop_on_signal) for sig in stops}
     child = subprocess.Popen(list(argv), **popen)
+    deadline = time.monotonic() + timeout
     try:
-        return child.wait(timeout=timeout)
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return child.wait(timeout=max(0.0, min(left, 1.0)) if stop_when else timeout)
+            except subprocess.TimeoutExpired:
+                if stop_when is None or left <= 1.0:
+                    raise
+            why = stop_when()
+            if why is not None:
+                raise ChildStopped(why)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from pgtop_ha.errors import ConfigError, UserError
-from pgtop_ha.lab import poolers, procs, secrets
+from pgtop_ha.lab import faults, poolers, procs, secrets
 from pgtop_ha.lab.cli import demo_environ, drop_libpq_environ, lab_environ
 from pgtop_ha.lab.cluster import MARKER, Lab, claim_layout
 from pgtop_ha.lab.configs import console_config
@@ -363,3 +364,14 @@ def test_pooler_configs_carry_the_ports_and_no_failover() -> None:
     assert "failover_command = ''" in conf and "failover_on_backend_error = off" in conf
     script = poolers.role_change_script(layout)
     assert "pcp_promote_node" in script and "-p 17435" in script
+
+
+def test_the_load_does_not_start_on_a_disk_below_its_floor(tmp_path: Path) -> None:
+    # The lab keeps the load's WAL (its permanent slot on every node, pgBackRest's archive):
+    # `fault load` stops before the disk is full, and does not start below the floor.
+    lab = Lab(Layout(17400, tmp_path), out=io.StringIO())
+    free = shutil.disk_usage(tmp_path).free
+    with pytest.raises(UserError, match=r"no load started: the filesystem of .* GiB free .*lab down"):
+        faults.load(lab, 5, floor=free + 2**40)
+    assert faults.disk_left(tmp_path, floor=1) is None
+    assert not (lab.layout.run_dir / "bigtxn.sql").exists()  # nothing was set up

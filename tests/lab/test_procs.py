@@ -85,5 +85,23 @@ def test_a_child_run_to_its_end_is_ended_with_us_on_sigterm(tmp_path: Path) -> N
         parent.wait(10)
 
 
+def test_a_child_is_ended_when_stop_when_gives_a_reason() -> None:
+    # `lab fault load` stops pgbench this way when the disk runs low.
+    started: list[int] = []
+    asked = 0
+
+    def stop_when() -> str | None:
+        nonlocal asked
+        asked += 1
+        started.extend(_children(os.getpid()))
+        return "disk low" if asked >= 2 else None
+
+    with pytest.raises(procs.ChildStopped, match="disk low"):
+        procs.run_child(["sleep", "60"], timeout=120, stop_when=stop_when)
+    assert asked == 2 and started
+    assert all(not procs.alive(pid) or psutil.Process(pid).status() == "zombie" for pid in started)
+    assert procs.run_child(["true"], timeout=10, stop_when=lambda: "never asked") == 0
+
+
 def _children(pid: int) -> list[int]:
     return [p.pid for p in psutil.Process(pid).children()] if psutil.pid_exists(pid) else []
