@@ -82,13 +82,13 @@ async def scenario(
                 driver.send_message(event)
                 await wait_for(lambda before=before: len(handled) > before, 10, f"key {key} handled")
                 done = handled[before]
-                pane = screen.panes.get(screen.view)
-                if pane is not None and not pane.filled:
-                    # Its first showing: the tables are mounted after the switch (Pane.build);
+                shown = [screen.panes[p] for p in screen.visible_panes()]
+                if not all(p.filled for p in shown):
+                    # A first showing: the tables are mounted after the switch (Pane.build);
                     # the press is handled when they are there and filled, looked at every ms.
-                    while not pane.filled:
+                    while not all(p.filled for p in shown):
                         if time.perf_counter() - sent > 10:
-                            raise SystemExit(f"pane {screen.view} never filled")
+                            raise SystemExit(f"view {screen.view} never filled")
                         await asyncio.sleep(0.001)
                     done = time.perf_counter()
                 latencies.append((done - sent) * 1000)
