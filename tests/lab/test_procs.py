@@ -106,7 +106,7 @@ def test_a_child_is_ended_when_stop_when_gives_a_reason() -> None:
 
 def _cmdline(pid: int) -> list[str]:
     try:
-        return psutil.Process(pid).cmdline()
+        return [str(part) for part in psutil.Process(pid).cmdline()]
     except psutil.Error:  # ended meanwhile
         return []
 
