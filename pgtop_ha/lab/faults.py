@@ -179,7 +179,8 @@ LOAD_DISK_FLOOR = 5 * 2**30
 
 def disk_left(path: Path, floor: int = LOAD_DISK_FLOOR) -> str | None:
     """Why the load must stop (``path``'s filesystem has less than ``floor`` bytes free), or None."""
-    free = shutil.disk_usage(path).free
+    where = next((p for p in (path, *path.parents) if p.exists()), Path("/"))  # a lab not made yet
+    free = shutil.disk_usage(where).free
     if free >= floor:
         return None
     return (

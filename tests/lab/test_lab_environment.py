@@ -374,4 +374,5 @@ def test_the_load_does_not_start_on_a_disk_below_its_floor(tmp_path: Path) -> No
     with pytest.raises(UserError, match=r"no load started: the filesystem of .* GiB free .*lab down"):
         faults.load(lab, 5, floor=free + 2**40)
     assert faults.disk_left(tmp_path, floor=1) is None
+    assert faults.disk_left(tmp_path / "not" / "made", floor=1) is None  # its filesystem, not an error
     assert not (lab.layout.run_dir / "bigtxn.sql").exists()  # nothing was set up
