@@ -103,7 +103,8 @@ def _read_memory(base: Path) -> tuple[Memory, Memory]:
 # Shared by every reader on this host: several entries (or clusters) on one host read the same
 # processes, and smaps_rollup costs ~0.5 ms CPU each. Keyed by (proc root, pid); each entry is
 # (when read, the process's activity counters then, its memory).
-_CACHE: dict[tuple[str, int], tuple[float, tuple[int, ...] | None, Memory]] = {}
+_Entry = tuple[float, tuple[int, ...] | None, Memory]  # when read, activity counters then, memory
+_CACHE: dict[tuple[str, int], _Entry] = {}
 _CACHE_MAX = 20000
 # An idle process (no CPU time, no page fault, the same RSS since it was read) keeps its reading
 # this long: smaps_rollup walks every mapped page, /proc/PID/stat is a few counters (issue 10).
@@ -135,15 +136,14 @@ def _stat(base: Path) -> tuple[int, ...] | None:
 
 
 def _lookup(
-    proc: Path, pid: int, max_age_s: float, now: float
+    entry: _Entry | None, base: Path, max_age_s: float, now: float
 ) -> tuple[Memory | None, tuple[int, ...] | None]:
     """(the cached reading if still good, the activity counters read for the check, if any)."""
-    hit = _CACHE.get((str(proc), pid))
-    if hit is not None and now - hit[0] <= max_age_s:
-        return hit[2], None  # fresh: no need to look at the process at all
-    active = _stat(proc / str(pid))
-    if hit is not None and active is not None and active == hit[1] and now - hit[0] <= IDLE_KEEP_S:
-        return hit[2], active
+    if entry is not None and now - entry[0] <= max_age_s:
+        return entry[2], None  # fresh: no need to look at the process at all
+    active = _stat(base)
+    if entry is not None and active is not None and active == entry[1] and now - entry[0] <= IDLE_KEEP_S:
+        return entry[2], active
     return None, active
 
 
@@ -179,19 +179,22 @@ def read_local(
         return out, NOT_HERE, None
     denied: str | None = None
     now = time.monotonic()
-    due: list[tuple[float, int, tuple[int, ...] | None]] = []  # (last read at, pid, counters)
+
+    def ours(pid: int, mem: Memory) -> bool:
+        return pid == postmaster or mem.ppid == postmaster
+
+    due: list[tuple[float, int, tuple[int, ...] | None, _Entry | None]] = []
     for pid in [postmaster, *pids] if postmaster and with_postmaster else pids:
-        hit, active = _lookup(proc, pid, max_age_s, now) if max_age_s > 0 else (None, None)
-        if hit is not None and (pid == postmaster or hit.ppid == postmaster):
+        entry = _CACHE.get((str(proc), pid)) if max_age_s > 0 else None
+        hit, active = _lookup(entry, proc / str(pid), max_age_s, now) if max_age_s > 0 else (None, None)
+        if hit is not None and ours(pid, hit):
             out[pid] = hit
             continue
-        last = _CACHE.get((str(proc), pid)) if max_age_s > 0 else None
-        due.append((last[0] if last is not None else -1.0, pid, active))
-    due.sort()  # never read first (-1), then the oldest reading
-    for rank, (read_at, pid, active) in enumerate(due):
-        kept = _CACHE.get((str(proc), pid)) if rank >= MAX_REREADS and read_at >= 0 else None
-        if kept is not None and (pid == postmaster or kept[2].ppid == postmaster):
-            out[pid] = kept[2]  # its turn comes at a later call
+        due.append((entry[0] if entry is not None else -1.0, pid, active, entry))
+    due.sort(key=lambda d: d[:2])  # never read first (-1), then the oldest reading
+    for rank, (_, pid, active, entry) in enumerate(due):
+        if rank >= MAX_REREADS and entry is not None and ours(pid, entry[2]):
+            out[pid] = entry[2]  # its turn comes at a later call
             continue
         try:
             status, rollup = _read_memory(proc / str(pid))

@@ -178,13 +178,13 @@ LOAD_DISK_FLOOR = 5 * 2**30
 
 
 def disk_left(path: Path, floor: int = LOAD_DISK_FLOOR) -> str | None:
-    """Why the load must stop (``path``'s filesystem has less than ``floor`` bytes free), or None."""
+    """Why the load cannot go on (``path``'s filesystem has less than ``floor`` bytes free), or None."""
     where = next((p for p in (path, *path.parents) if p.exists()), Path("/"))  # a lab not made yet
     free = shutil.disk_usage(where).free
     if free >= floor:
         return None
     return (
-        f"load stopped: the filesystem of {path} has {free / 2**30:.1f} GiB free (floor "
+        f"the filesystem of {path} has {free / 2**30:.1f} GiB free (floor "
         f"{floor / 2**30:.0f} GiB); the lab keeps the load's WAL for its slot and pgBackRest's "
         "archive: `pgtop-ha lab down` frees it"
     )
@@ -196,7 +196,7 @@ def load(lab: Lab, seconds: int, floor: int = LOAD_DISK_FLOOR) -> str:
         raise UserError("--seconds must be between 1 and 3600")
     state = lab.layout.state_dir
     if (why := disk_left(state, floor)) is not None:
-        raise UserError(why.replace("load stopped", "no load started"))
+        raise UserError(f"no load started: {why}")
     tools = find_tools()
     env = procs.lab_env({"PGPASSFILE": str(lab.layout.pgpass)})
     # Besides pgbench's own transactions, a few large ones on the published table: they exceed
@@ -220,7 +220,7 @@ def load(lab: Lab, seconds: int, floor: int = LOAD_DISK_FLOOR) -> str:
             stop_when=lambda: disk_left(state, floor),
         )  # fmt: skip
     except procs.ChildStopped as exc:
-        raise UserError(str(exc)) from None
+        raise UserError(f"load stopped: {exc}") from None
     if code != 0:
         raise UserError(f"pgbench failed (exit {code}); is the writer port up?")
     return f"load finished: pgbench ran {seconds}s through {via}, 127.0.0.1:{port}"

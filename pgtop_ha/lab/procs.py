@@ -169,15 +169,15 @@ def run_child(
     child = subprocess.Popen(list(argv), **popen)
     deadline = time.monotonic() + timeout
     try:
+        if stop_when is None:
+            return child.wait(timeout=timeout)
         while True:
-            left = deadline - time.monotonic()
             try:
-                return child.wait(timeout=max(0.0, min(left, 1.0)) if stop_when else timeout)
+                return child.wait(timeout=max(0.0, min(deadline - time.monotonic(), 1.0)))
             except subprocess.TimeoutExpired:
-                if stop_when is None or left <= 1.0:
+                if time.monotonic() >= deadline:
                     raise
-            why = stop_when()
-            if why is not None:
+            if (why := stop_when()) is not None:
                 raise ChildStopped(why)
     finally:
         for sig, handler in previous.items():

@@ -196,7 +196,7 @@ def member_problems(
                 name,
                 f"PG primary but Patroni says {said}",
                 "PG primary, not leader",
-                "pg primary",
+                key="pg primary",
             )
         )
     if routed and m is not None and not leader:

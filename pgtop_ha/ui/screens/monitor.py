@@ -39,6 +39,12 @@ WIDE = (160, 48)  # at least this many columns and rows: the dashboard
 DASHBOARD_COLUMNS = 2
 HEADER_TICK_S = 1.0  # the header redraws at least this often, snapshots or not
 
+
+def is_wide(width: int, height: int) -> bool:
+    """Whether a terminal this size shows the dashboard (at least WIDE)."""
+    return width >= WIDE[0] and height >= WIDE[1]
+
+
 _VIEW = Binding.Group("Panes", compact=True)
 _OVERVIEW = Binding("0", "view('overview')", "Overview", group=_VIEW)
 
@@ -142,8 +148,7 @@ class MonitorScreen(Screen[None]):
         """Header, the grid of panes, footer."""
         yield Heartbeat()
         yield Banner()  # disagreements and the failover stopwatch; hidden when there are none
-        size = self.app.size
-        first = grid_plan(self.registry, self.view, size.width >= WIDE[0] and size.height >= WIDE[1])
+        first = grid_plan(self.registry, self.view, is_wide(*self.app.size))
         with Grid(id="body"):
             for spec in self.registry:
                 pane = Pane(spec, built=spec.id in first.shown)  # the rest when first shown
@@ -182,7 +187,7 @@ class MonitorScreen(Screen[None]):
         self._layout(event.size.width, event.size.height)
 
     def _layout(self, width: int, height: int) -> None:
-        wide = width >= WIDE[0] and height >= WIDE[1]
+        wide = is_wide(width, height)
         changed = wide != self.wide
         self.wide = wide
         self.dashboard = wide and self.view == "overview"
