@@ -219,12 +219,13 @@ class ProbeSettings(_Section):
     enabled: Flag = Field(True, description="Probe the endpoints (on when any is listed).")
     timeout: float = Field(2.0, gt=0, le=60, description="Seconds per probe (connect + query).")
     calm_interval: float = Field(
-        5.0,
+        15.0,
         ge=0,
         le=60,
         description="Seconds between read probes while all is calm (0: every cycle; every cycle anyway"
-        " for 30 s after a probe error or a routing change, and while a node, HAProxy's stats or a"
-        " pooler's admin console is not answering).",
+        " for 30 s after a probe error, a probe answered by another server or a server's status"
+        " change in HAProxy, and while a node, HAProxy's stats or a pooler's admin console is not"
+        " answering).",
     )
     write_table: str | None = Field(
         None, description="Operator only: INSERT a row per cycle into this existing table (--probe-writes)."

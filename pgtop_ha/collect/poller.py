@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from pgtop_ha.collect.poolers import PoolerReader, bouncer_reader, bouncer_state
 from pgtop_ha.collect.probe import ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.collect.tls import context_for
+from pgtop_ha.models.health import routing
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.snapshot import (
     ClusterInfo,
@@ -54,6 +55,7 @@ from pgtop_ha.models.urls import host_of, redact
 from pgtop_ha.settings import Settings
 
 BUDGET_SHARE = 0.9  # share of the interval a run() cycle waits for slow sources
+ROUTING_UNSETTLED_S = 30.0  # probes run every cycle this long after HAProxy's routing changed
 
 
 def _haproxy_describer(url: str | None) -> Callable[[BaseException], str]:
@@ -109,6 +111,11 @@ class Poller:
         self.haproxy_requests = 0
         self._closing: set[asyncio.Task[None]] = set()
         self._hurried = asyncio.Event()  # hurry(): look at interval() again before the pause ends
+        # HAProxy's routing as last seen (models.health.routing) and until when a change keeps
+        # the probes running every cycle; the reading it came from, so each is compared once.
+        self._routing: frozenset[tuple[str, str, str | None]] | None = None
+        self._routing_from: tuple[HAProxyServer, ...] | None = None
+        self._routing_until: datetime | None = None
         self._haproxy: Source[tuple[HAProxyServer, ...]] | None = None
         if settings.haproxy.url or settings.haproxy.socket:
             self._haproxy = Source(
@@ -159,8 +166,22 @@ class Poller:
         self._probes.append(runner)
 
     def restless(self) -> bool:
-        """Probe every cycle: the membership is restless, or HAProxy's or a pooler's own view fails."""
-        return self.membership.restless() or self._front_failing()
+        """Probe every cycle: the membership is restless, HAProxy's routing moved, or a view fails."""
+        return self.membership.restless() or self._routing_moved() or self._front_failing()
+
+    def _routing_moved(self) -> bool:
+        # A server of a pool going DOWN or UP (a check failing, a failover, a drain) is where an
+        # application's next connection may fail: the probes confirm it at once, then every
+        # cycle for ROUTING_UNSETTLED_S, not at their next calm probe.
+        if self._haproxy is not None:
+            servers = self._haproxy.reading().value
+            if servers is not None and servers is not self._routing_from:
+                self._routing_from = servers
+                now = routing(servers)
+                if self._routing is not None and now != self._routing:
+                    self._routing_until = self._clock() + timedelta(seconds=ROUTING_UNSETTLED_S)
+                self._routing = now
+        return self._routing_until is not None and self._clock() < self._routing_until
 
     def _front_failing(self) -> bool:
         # HAProxy or a pooler that stops answering while Patroni is calm is what the probes are
@@ -423,6 +444,8 @@ class Poller:
     def set_needs(self, needs: Needs) -> None:
         """Do these optional reads (models/needs.py) from now on, e.g. memory only while shown."""
         self.membership.set_needs(needs)
+        if self._pgbackrest is not None:
+            self._pgbackrest.watched = "pgbackrest" in needs
 
     def round_trips(self) -> dict[str, int]:
         """PostgreSQL round trips so far, per node (for the benchmark)."""

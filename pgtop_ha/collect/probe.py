@@ -4,8 +4,9 @@ Each probe is a NEW connection and one short statement asking which server answe
 port, in recovery), as applications do after a failover. A read probe runs every cycle while
 anything is unsettled (its last probe failed, its answering server changed or failed less than
 UNSETTLED_S ago, or the poller says the cluster is restless: a node, HAProxy's stats or a
-pooler's admin console not answering) and every probes.calm_interval seconds otherwise: each
-probe is a SCRAM handshake, and a calm cluster's answer does not change.
+pooler's admin console not answering, a server's status changed in HAProxy's stats) and every
+probes.calm_interval seconds otherwise: each probe is a SCRAM handshake, and a calm cluster's
+answer does not change.
 Each probe has its own time limit (probes.timeout) and at most one is in flight per endpoint.
 The same trust rules as the node readers apply: postgres.allowed_hosts (checked by the poller),
 the cleartext-password guard (pgtop_ha.pgguard) and read-only, named, bounded sessions.

@@ -121,6 +121,11 @@ def is_up(server: HAProxyServer) -> bool:
     return (server.status or "").upper().startswith("UP")
 
 
+def routing(servers: Iterable[HAProxyServer]) -> frozenset[tuple[str, str, str | None]]:
+    """Each server's status in each backend: what a routing change changes (counters left out)."""
+    return frozenset((s.proxy, s.server, s.status) for s in servers)
+
+
 def routes(snapshot: ClusterSnapshot, pools: Pools, kind: str) -> dict[str, HAProxyServer]:
     """The servers of the ``kind`` pool by server name (the member name in a standard setup)."""
     out: dict[str, HAProxyServer] = {}

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-Need = Literal["memory", "memory_focus", "locks", "cache", "parameters"]
+Need = Literal["memory", "memory_focus", "locks", "cache", "parameters", "pgbackrest"]
 """One optional read: ``memory`` per-process Pss/USS (local /proc or pg_read_file), every 15 s, or
 every 5 s with ``memory_focus`` (the Memory pane shown alone); ``locks`` the
 blocking trees (pg_locks, pg_blocking_pids); ``cache`` pg_buffercache and autoprewarm;
-``parameters`` every node's non-default settings, for drift between members."""
+``parameters`` every node's non-default settings, for drift between members; ``pgbackrest``
+`pgbackrest info` every [pgbackrest] interval (every HIDDEN_INTERVAL_S otherwise)."""
 
 Needs = frozenset[Need]
 

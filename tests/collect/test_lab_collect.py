@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from pgtop_ha.clock import system_clock
+from pgtop_ha.collect import haproxy
+from pgtop_ha.collect.http import GetOnlyClient
 from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.collect.postgres import NodeReader, Target
@@ -384,6 +386,26 @@ async def test_haproxy_routes_like_patroni(lab: Lab, poller: Poller) -> None:
     assert all(x.last_change_s is not None for x in snap.haproxy.servers)
     down = [x for x in snap.haproxy.servers if x.proxy == "pg_writer" and x.status != "UP"]
     assert all(x.check_status for x in down)
+
+
+async def test_haproxy_socket_answers_server_rows_only_the_same_as_the_stats_page(
+    lab_settings: Settings,
+) -> None:
+    """The socket is asked for servers only: no FRONTEND/BACKEND rows, the servers the page lists."""
+    hap = lab_settings.haproxy
+    assert hap.socket is not None and hap.url is not None
+    text = await haproxy.fetch_socket(hap.socket)
+    names = {line.split(",")[1] for line in text.splitlines()[1:] if line}
+    assert names and not names & haproxy.AGGREGATES
+    http = GetOnlyClient(timeout=hap.timeout)
+    try:
+        page = await haproxy.fetch_http(http, hap.url, hap.timeout)
+    finally:
+        await http.aclose()
+    assert "FRONTEND" in page  # the page has them: the filter is the socket's request
+    # Counters move between the two reads; the servers listed do not.
+    listed = {(s.proxy, s.server) for s in haproxy.parse_stat_csv(text)}
+    assert listed == {(s.proxy, s.server) for s in haproxy.parse_stat_csv(page)}
 
 
 async def test_snapshot_cli_json(lab: Lab) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.pgbackrest import (
+    HIDDEN_INTERVAL_S,
     MAX_OUTPUT,
     PgBackRestReader,
     auto_enabled,
@@ -26,9 +27,11 @@ from pgtop_ha.collect.pgbackrest import (
     scan_spool,
     source_for,
 )
+from pgtop_ha.collect.poller import Poller
 from pgtop_ha.models.pgbackrest import WAL_SEGMENT_BYTES, parse_size, queue_state
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.settings import PgBackRestSettings
+from pgtop_ha.settings import PgBackRestSettings, Settings
+from pgtop_ha.ui.panes.registry import PANES
 
 FIXTURES = Path(__file__).parent / "fixtures"
 INFO = (FIXTURES / "pgbackrest_info_lab.json").read_text()
@@ -242,3 +245,41 @@ def test_off_by_default_unless_local(tmp_path: Path) -> None:
     assert source_for(PgBackRestSettings(enabled=False), ["127.0.0.1"], _clock) is None
     remote = PgBackRestSettings(enabled=True, command=("ssh", "db1", "pgbackrest"))
     assert source_for(remote, ["db1"], _clock) is not None
+
+
+async def test_info_runs_every_interval_while_shown_and_every_minute_while_hidden(tmp_path: Path) -> None:
+    conf = tmp_path / "pgbackrest.conf"
+    conf.write_text(f"[global]\nspool-path={tmp_path}\n")
+    argv = _script(tmp_path, f"print(open({str(FIXTURES / 'pgbackrest_info_lab.json')!r}).read())")
+    settings = PgBackRestSettings(enabled=True, command=argv, config=conf, interval=15)
+    source = source_for(settings, ["127.0.0.1"], _clock)
+    assert source is not None and source.watched  # no screen yet (record, snapshot): every interval
+    first = source.start()
+    assert first is not None
+    await first
+    assert source.state().stanzas[0].name == "lab"
+    now = asyncio.get_running_loop().time()
+    assert 14 < source.due_in(now) <= 15 and source.start() is None
+    source.watched = False  # the pgBackRest pane is not on screen
+    assert 59 < source.due_in(now) <= HIDDEN_INTERVAL_S
+    assert source.due_in(now + 30) > 0  # 30 s later: the pane would have read again, hidden not
+    source.watched = True  # shown again after 30 s: its last read is older than the interval
+    assert source.due_in(now + 30) <= 0
+
+
+async def test_the_poller_reads_pgbackrest_often_only_while_its_pane_is_shown(tmp_path: Path) -> None:
+    settings = Settings.model_validate(
+        {"pgbackrest": {"enabled": True, "command": _script(tmp_path, "print('[]')")}}
+    )
+    poller = Poller.from_settings(settings)
+    try:
+        source = poller._pgbackrest
+        assert source is not None and source.watched
+        poller.set_needs(frozenset({"memory"}))  # the dashboard: no pgBackRest pane
+        assert not source.watched
+        poller.set_needs(frozenset({"pgbackrest"}))
+        assert source.watched
+        shown = {p.id for p in PANES if "pgbackrest" in p.needs}
+        assert shown == {"pgbackrest"}
+    finally:
+        await poller.aclose()

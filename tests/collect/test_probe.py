@@ -197,7 +197,7 @@ async def test_a_calm_probe_runs_every_calm_interval_and_every_cycle_while_unset
 
 
 def test_calm_interval_is_a_setting_and_zero_means_every_cycle() -> None:
-    assert Settings().probes.calm_interval == 5.0
+    assert Settings().probes.calm_interval == 15.0
     assert Settings.model_validate({"probes": {"calm_interval": 0}}).probes.calm_interval == 0
     with pytest.raises(ValueError, match="calm_interval"):
         Settings.model_validate({"probes": {"calm_interval": -1}})
@@ -277,3 +277,41 @@ async def test_haproxy_or_a_pooler_not_answering_makes_calm_probes_run_every_cyc
         finally:
             await poller.aclose()
     assert seen == {"haproxy": True, "pgbouncer": True, "calm": False}
+
+
+async def test_a_routing_change_in_haproxy_makes_calm_probes_run_every_cycle(tmp_path: Path) -> None:
+    # A real HAProxy changes a server's status only when a node or a check fails (which makes the
+    # cycle restless anyway) or through an admin socket the lab does not open: the stats socket
+    # here is a stand-in that answers what the test says, to see the routing change alone.
+    header = "# pxname,svname,scur,stot,status,lastchg,\n"
+    status = {"node1": "UP", "node2": "DOWN"}
+    asked = [0]
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readline()
+        asked[0] += 1  # sessions counted anew each time: counters are not routing
+        rows = "".join(f"pg_writer,{name},0,{asked[0]},{st},5,\n" for name, st in status.items())
+        writer.write((header + rows).encode())
+        await writer.drain()
+        writer.close()
+
+    sock = tmp_path / "stats.sock"
+    server = await asyncio.start_unix_server(serve, str(sock))
+    endpoint = {"name": "p", "host": "127.0.0.1", "port": _free_port()}
+    settings = Settings.model_validate(
+        {"probes": {"endpoints": [endpoint], "timeout": 1}, "haproxy": {"socket": str(sock)}}
+    )
+    poller = Poller.from_settings(settings)
+    runner = poller._probes[0]
+    try:
+        for _ in range(2):  # the same routing twice: calm
+            snap = await poller.cycle(budget=3)
+            assert snap.haproxy.error is None
+        assert not runner.restless()
+        status.update(node1="DOWN", node2="UP")  # the writer moved
+        snap = await poller.cycle(budget=3)
+        assert {s.server: s.status for s in snap.haproxy.servers} == status
+        assert runner.restless()
+    finally:
+        await poller.aclose()
+        server.close()

@@ -134,4 +134,5 @@ PANE = PaneSpec(
     rows=rows,
     help="backups, archive range, spool, queue (key only)",
     place=Place(dashboard=False),
+    needs=frozenset({"pgbackrest"}),
 )
