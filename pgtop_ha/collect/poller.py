@@ -37,10 +37,10 @@ from pgtop_ha.collect.patroni import (
 )
 from pgtop_ha.collect.pgbackrest import PgBackRestSource, source_for
 from pgtop_ha.collect.poolers import PoolerReader, bouncer_reader, bouncer_state, pgpool_reader, pgpool_state
-from pgtop_ha.collect.probe import ProbeRunner, read_runner
+from pgtop_ha.collect.probe import UNSETTLED_S, ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.collect.tls import context_for
-from pgtop_ha.models.health import routing
+from pgtop_ha.models.health import Routing, routing
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.snapshot import (
     ClusterInfo,
@@ -55,7 +55,6 @@ from pgtop_ha.models.urls import host_of, redact
 from pgtop_ha.settings import Settings
 
 BUDGET_SHARE = 0.9  # share of the interval a run() cycle waits for slow sources
-ROUTING_UNSETTLED_S = 30.0  # probes run every cycle this long after HAProxy's routing changed
 
 
 def _haproxy_describer(url: str | None) -> Callable[[BaseException], str]:
@@ -113,7 +112,7 @@ class Poller:
         self._hurried = asyncio.Event()  # hurry(): look at interval() again before the pause ends
         # HAProxy's routing as last seen (models.health.routing) and until when a change keeps
         # the probes running every cycle; the reading it came from, so each is compared once.
-        self._routing: frozenset[tuple[str, str, str | None]] | None = None
+        self._routing: Routing | None = None
         self._routing_from: tuple[HAProxyServer, ...] | None = None
         self._routing_until: datetime | None = None
         self._haproxy: Source[tuple[HAProxyServer, ...]] | None = None
@@ -172,14 +171,14 @@ class Poller:
     def _routing_moved(self) -> bool:
         # A server of a pool going DOWN or UP (a check failing, a failover, a drain) is where an
         # application's next connection may fail: the probes confirm it at once, then every
-        # cycle for ROUTING_UNSETTLED_S, not at their next calm probe.
+        # cycle for UNSETTLED_S (as after their own error), not at their next calm probe.
         if self._haproxy is not None:
             servers = self._haproxy.reading().value
             if servers is not None and servers is not self._routing_from:
                 self._routing_from = servers
                 now = routing(servers)
                 if self._routing is not None and now != self._routing:
-                    self._routing_until = self._clock() + timedelta(seconds=ROUTING_UNSETTLED_S)
+                    self._routing_until = self._clock() + timedelta(seconds=UNSETTLED_S)
                 self._routing = now
         return self._routing_until is not None and self._clock() < self._routing_until
 

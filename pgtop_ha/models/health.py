@@ -121,7 +121,11 @@ def is_up(server: HAProxyServer) -> bool:
     return (server.status or "").upper().startswith("UP")
 
 
-def routing(servers: Iterable[HAProxyServer]) -> frozenset[tuple[str, str, str | None]]:
+Routing = frozenset[tuple[str, str, str | None]]
+"""Each (backend, server, status) HAProxy lists: see routing()."""
+
+
+def routing(servers: Iterable[HAProxyServer]) -> Routing:
     """Each server's status in each backend: what a routing change changes (counters left out)."""
     return frozenset((s.proxy, s.server, s.status) for s in servers)
 

@@ -14,7 +14,7 @@ Need = Literal["memory", "memory_focus", "locks", "cache", "parameters", "pgback
 every 5 s with ``memory_focus`` (the Memory pane shown alone); ``locks`` the
 blocking trees (pg_locks, pg_blocking_pids); ``cache`` pg_buffercache and autoprewarm;
 ``parameters`` every node's non-default settings, for drift between members; ``pgbackrest``
-`pgbackrest info` every [pgbackrest] interval (every HIDDEN_INTERVAL_S otherwise)."""
+`pgbackrest info` every [pgbackrest] interval (every 60 s otherwise, collect/pgbackrest.py)."""
 
 Needs = frozenset[Need]
 
