@@ -110,10 +110,9 @@ class Poller:
         self.haproxy_requests = 0
         self._closing: set[asyncio.Task[None]] = set()
         self._hurried = asyncio.Event()  # hurry(): look at interval() again before the pause ends
-        # HAProxy's routing as last seen (models.health.routing) and until when a change keeps
-        # the probes running every cycle; the reading it came from, so each is compared once.
+        # HAProxy's routing as last read (models.health.routing) and until when a change keeps
+        # the probes running every cycle (_note_routing, at each stats read).
         self._routing: Routing | None = None
-        self._routing_from: tuple[HAProxyServer, ...] | None = None
         self._routing_until: datetime | None = None
         self._haproxy: Source[tuple[HAProxyServer, ...]] | None = None
         if settings.haproxy.url or settings.haproxy.socket:
@@ -169,18 +168,17 @@ class Poller:
         return self.membership.restless() or self._routing_moved() or self._front_failing()
 
     def _routing_moved(self) -> bool:
+        return self._routing_until is not None and self._clock() < self._routing_until
+
+    def _note_routing(self, servers: tuple[HAProxyServer, ...]) -> tuple[HAProxyServer, ...]:
         # A server of a pool going DOWN or UP (a check failing, a failover, a drain) is where an
         # application's next connection may fail: the probes confirm it at once, then every
         # cycle for UNSETTLED_S (as after their own error), not at their next calm probe.
-        if self._haproxy is not None:
-            servers = self._haproxy.reading().value
-            if servers is not None and servers is not self._routing_from:
-                self._routing_from = servers
-                now = routing(servers)
-                if self._routing is not None and now != self._routing:
-                    self._routing_until = self._clock() + timedelta(seconds=UNSETTLED_S)
-                self._routing = now
-        return self._routing_until is not None and self._clock() < self._routing_until
+        now = routing(servers)
+        if self._routing is not None and now != self._routing:
+            self._routing_until = self._clock() + timedelta(seconds=UNSETTLED_S)
+        self._routing = now
+        return servers
 
     def _front_failing(self) -> bool:
         # HAProxy or a pooler that stops answering while Patroni is calm is what the probes are
@@ -199,7 +197,7 @@ class Poller:
         if s.socket is not None:
             try:
                 self.haproxy_requests += 1
-                return haproxy.parse_stat_csv(await haproxy.fetch_socket(s.socket))
+                return self._note_routing(haproxy.parse_stat_csv(await haproxy.fetch_socket(s.socket)))
             except ParseError:
                 raise
             except OSError as exc:
@@ -209,7 +207,7 @@ class Poller:
         if s.url and self._haproxy_http is not None:
             self.haproxy_requests += 1
             text = await haproxy.fetch_http(self._haproxy_http, s.url, s.timeout)
-            return haproxy.parse_stat_csv(text)
+            return self._note_routing(haproxy.parse_stat_csv(text))
         raise ParseError("haproxy stats: " + ("; ".join(errors) or "not configured"))
 
     # -- the cycle ------------------------------------------------------------------------------
