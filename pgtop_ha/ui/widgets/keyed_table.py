@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 
+from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.widgets import DataTable
@@ -23,6 +25,39 @@ class CellText(Text):
 
 
 LevelStyles = Mapping[Level, Style]
+
+
+def cell_line(text: CellText, inner: int, padding: int, pre: Style, post: Style) -> list[Segment] | None:
+    """One table cell's line as DataTable draws it, or None when only DataTable's own path can."""
+    # DataTable renders every new cell value through rich (Styled, Padding, two render_lines):
+    # half of a dashboard refresh under load (issue 10). A CellText is one line of plain text
+    # with one style, left or right justified: a padded string, built here the way rich would.
+    # tests/ui/test_keyed_table_cells.py holds it to DataTable's own output, cell by cell.
+    plain = text.plain
+    justify = text.justify
+    if justify not in ("left", "right") or text.end or text.spans or "\n" in plain or "\t" in plain:
+        return None
+    if justify == "right":
+        plain = plain.rstrip()
+    width = cell_len(plain)
+    if width > inner:
+        return None  # cropped: rich's overflow rules decide
+    fill = " " * (inner - width)
+    body = plain + fill if justify == "left" else fill + plain
+    style = text.style
+    if isinstance(style, str):
+        if style:
+            return None  # a style by name: parsed by the console
+        inside = pre + post
+    else:
+        inside = pre + style + post
+    edge = pre + post
+    # An empty text has no line for rich to justify: an empty segment, then the padding.
+    middle = [Segment("", edge), Segment(fill, edge)] if not text.plain else [Segment(body, inside)]
+    side = " " * padding
+    if not padding:
+        return middle
+    return [Segment(side, edge), *middle, Segment(side, edge)]
 
 
 class KeyedTable(DataTable[CellText]):
@@ -46,6 +81,62 @@ class KeyedTable(DataTable[CellText]):
     def on_mount(self) -> None:
         """Create the columns."""
         self._add_columns()
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> list[list[Segment]]:
+        # A body cell holding a CellText is drawn by cell_line(); the header, labels, fixed
+        # cells, taller rows and anything cell_line declines go through DataTable's own path.
+        # Same cache and key as DataTable, so _forget_renders and update counts work alike.
+        if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cache_key = (
+            row_key,
+            column_key,
+            base_style,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        cached = self._cell_render_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        row = self.rows.get(row_key)
+        value = self._data.get(row_key, {}).get(column_key)
+        padding = self.cell_padding
+        inner = width - 2 * padding
+        if row is None or row.height != 1 or not isinstance(value, CellText) or inner < 1:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        component, post = self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        line = cell_line(value, inner, padding, pre, post)
+        if line is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        lines = [line]
+        self._cell_render_cache[cache_key] = lines
+        return lines
 
     def _add_columns(self) -> None:
         for col in self._cols:
