@@ -124,10 +124,9 @@ def parse_stats(result: wire.Result) -> tuple[BouncerStats, ...]:
 
 
 async def read_bouncer(conn: wire.Connection) -> BouncerReading:
-    """The three SHOW commands on one admin-console connection."""
-    pools = await conn.query("SHOW POOLS")
-    databases = await conn.query("SHOW DATABASES")
-    stats = await conn.query("SHOW STATS")
+    """The three SHOW commands on one admin-console connection, sent in one write."""
+    answers = await conn.queries(("SHOW POOLS", "SHOW DATABASES", "SHOW STATS"))
+    pools, databases, stats = (wire.unwrap(answer) for answer in answers)
     truncated = pools.truncated or databases.truncated or stats.truncated
     return BouncerReading(parse_pools(pools), parse_databases(databases), parse_stats(stats), truncated)
 
@@ -182,14 +181,12 @@ def count_processes(result: wire.Result) -> PgpoolProcesses:
 
 
 async def read_pgpool(conn: wire.Connection) -> PgpoolReading:
-    """SHOW pool_nodes, then SHOW pool_processes (its refusal is kept, not fatal)."""
-    nodes = parse_pool_nodes(await conn.query("SHOW pool_nodes"))
-    try:
-        processes: PgpoolProcesses | None = count_processes(await conn.query("SHOW pool_processes"))
-        refused = None
-    except wire.ServerError as exc:
-        processes, refused = None, one_line(str(exc))
-    return PgpoolReading(nodes, processes, refused)
+    """SHOW pool_nodes and SHOW pool_processes in one write (the second's refusal is kept, not fatal)."""
+    listed, counted = await conn.queries(("SHOW pool_nodes", "SHOW pool_processes"))
+    nodes = parse_pool_nodes(wire.unwrap(listed))
+    if isinstance(counted, wire.ServerError):
+        return PgpoolReading(nodes, None, one_line(str(counted)))
+    return PgpoolReading(nodes, count_processes(counted), None)
 
 
 # -- the reader both share ------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import os
 import secrets
 import ssl
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,12 +171,23 @@ class Connection:
         return kind, await self._reader.readexactly(length - 4)
 
     def _send(self, kind: bytes, body: bytes) -> None:
-        self._writer.write(kind + struct.pack("!i", len(body) + 4) + body)
+        self._writer.write(_message(kind, body))
 
     async def query(self, sql: str, max_rows: int = MAX_ROWS) -> Result:
         """Run ``sql`` (one statement) and return its rows as text."""
-        self._send(b"Q", sql.encode() + b"\0")
+        return unwrap((await self.queries((sql,), max_rows))[0])
+
+    async def queries(self, sqls: Sequence[str], max_rows: int = MAX_ROWS) -> list[Result | ServerError]:
+        """Run each statement of ``sqls`` in one write; each one's rows, or the error it got."""
+        # Pipelined simple queries: the server answers them in order, each ending with
+        # ReadyForQuery, and an error ends only its own statement. One write (and one wakeup
+        # of the pooler) per read instead of one per command (issue 10: a pooler's three SHOW
+        # commands each second were half of the console's socket writes).
+        self._writer.write(b"".join(_message(b"Q", sql.encode() + b"\0") for sql in sqls))
         await self._writer.drain()
+        return [await self._answer(max_rows) for _ in sqls]
+
+    async def _answer(self, max_rows: int) -> Result | ServerError:
         budget = [MAX_REPLY]
         columns: tuple[str, ...] = ()
         rows: list[tuple[str | None, ...]] = []
@@ -194,9 +205,7 @@ class Connection:
             elif kind == ord("E"):
                 error = ServerError(*_error_fields(body))
             elif kind == ord("Z"):
-                if error is not None:
-                    raise error
-                return Result(columns, tuple(rows), truncated)
+                return error if error is not None else Result(columns, tuple(rows), truncated)
             elif kind == ord("S"):
                 self._parameter(body)
             # C (complete), I (empty), N (notice), A (notification): nothing to keep
@@ -222,6 +231,17 @@ class Connection:
         """Close the socket now (after a timeout or a protocol violation)."""
         self._closed = True
         self._writer.transport.abort()
+
+
+def unwrap(answer: Result | ServerError) -> Result:
+    """The statement's rows; its error raised."""
+    if isinstance(answer, ServerError):
+        raise answer
+    return answer
+
+
+def _message(kind: bytes, body: bytes) -> bytes:
+    return kind + struct.pack("!i", len(body) + 4) + body
 
 
 def _columns(body: bytes) -> tuple[str, ...]:

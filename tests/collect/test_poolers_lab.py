@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from pgtop_ha.clock import system_clock
 from pgtop_ha.collect.poller import Poller
+from pgtop_ha.collect.poolers import BouncerReading, PgpoolReading, bouncer_reader, pgpool_reader
 from pgtop_ha.lab import configs, faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.progress import Progress
@@ -64,6 +66,31 @@ def test_lab_up_with_poolers_tracks_them_by_pid(pooled: Lab) -> None:
     assert (ports["pgbouncer"], ports["pgpool"], ports["pgpool_pcp"]) == tuple(
         pooled.layout.base_port + n for n in (33, 34, 35)
     )
+
+
+async def test_each_pooler_answers_its_commands_sent_in_one_write(pooled_settings: Settings) -> None:
+    # Pipelined simple queries (wire.Connection.queries; one write, test_wire_hostile.py): the
+    # real pgBouncer admin console and pgpool-II answer each command, in order, in one read.
+    s = pooled_settings
+    bouncer_r = bouncer_reader(s.pgbouncer[0], s.postgres, system_clock, None)
+    pgpool_r = pgpool_reader(s.pgpool[0], s.postgres, system_clock, None)
+    try:
+        for reader in (bouncer_r, pgpool_r):
+            task = reader.start()
+            assert task is not None
+            await task
+        bouncer_read, pgpool_read = bouncer_r.source.reading(), pgpool_r.source.reading()
+    finally:
+        await bouncer_r.aclose()
+        await pgpool_r.aclose()
+    assert bouncer_read.error is None and isinstance(bouncer_read.value, BouncerReading)
+    # Pools and stats exist once a client came: the admin console's own (this read) at least.
+    assert any(p.database == pgbouncer.ADMIN_DB for p in bouncer_read.value.pools)
+    assert {"labdb", pgbouncer.ADMIN_DB} <= {d.name for d in bouncer_read.value.databases}
+    assert any(st.database == pgbouncer.ADMIN_DB for st in bouncer_read.value.stats)
+    assert pgpool_read.error is None and isinstance(pgpool_read.value, PgpoolReading)
+    assert len(pgpool_read.value.nodes) == 3 and pgpool_read.value.processes_error is None
+    assert pgpool_read.value.processes is not None and pgpool_read.value.processes.children > 0
 
 
 async def test_pgbouncer_pool_counters_move_under_load(pooled: Lab, pooled_settings: Settings) -> None:

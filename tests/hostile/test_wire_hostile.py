@@ -206,6 +206,34 @@ async def test_an_error_response_is_the_servers_message_on_one_line() -> None:
     assert "\x1b" not in str(caught.value) and "\n" not in str(caught.value)
 
 
+async def test_pipelined_statements_go_in_one_write_and_an_error_ends_only_its_own() -> None:
+    received: list[bytes] = []
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await startup(reader, writer)
+        writer.write(AUTH_OK + READY)
+        await writer.drain()
+        received.append(await reader.read(4096))  # everything the client sent before any answer
+        error = msg(b"E", b"SERROR\0C42501\0Mpermission denied\0\0")
+        writer.write(row_description("n") + data_row("1") + READY + error + READY)
+        writer.write(row_description("m") + data_row("2") + READY)
+        await writer.drain()
+        await reader.read()  # hold the connection until the client closes it
+
+    async with scripted(script) as port:
+        conn = await wire.connect("127.0.0.1", port, login())
+        answers = await conn.queries(("SHOW A", "SHOW B", "SHOW C"))
+        conn.abort()
+    # All three before any answer: one write, not a round trip per statement.
+    assert received == [msg(b"Q", b"SHOW A\0") + msg(b"Q", b"SHOW B\0") + msg(b"Q", b"SHOW C\0")]
+    first, second, third = answers
+    assert isinstance(first, wire.Result) and first.rows == (("1",),)
+    assert isinstance(second, wire.ServerError) and second.code == "42501"
+    assert isinstance(third, wire.Result) and third.rows == (("2",),)
+    with pytest.raises(wire.ServerError):
+        wire.unwrap(second)
+
+
 async def test_cleartext_password_without_tls_is_never_sent(tmp_path: Path) -> None:
     async with fake_postgres() as server:
         with pytest.raises(wire.WireError, match="clear text"):
