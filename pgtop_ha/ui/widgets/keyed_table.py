@@ -93,13 +93,21 @@ class KeyedTable(DataTable[CellText]):
     ) -> list[list[Segment]]:
         # A body cell holding a CellText is drawn by cell_line(); the header, labels, fixed
         # cells, taller rows and anything cell_line declines go through DataTable's own path.
+        lines = self._drawn_cell(row_index, column_index, base_style, width, cursor, hover)
+        if lines is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        return lines
+
+    def _drawn_cell(
+        self, row_index: int, column_index: int, base_style: Style, width: int, cursor: bool, hover: bool
+    ) -> list[list[Segment]] | None:
         # Same cache and key as DataTable, so _forget_renders and update counts work alike.
         if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            return None
         row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
         if row_key is None or column_key is None:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            return None
         cache_key = (
             row_key,
             column_key,
@@ -115,10 +123,9 @@ class KeyedTable(DataTable[CellText]):
             return cached
         row = self.rows.get(row_key)
         value = self._data.get(row_key, {}).get(column_key)
-        padding = self.cell_padding
-        inner = width - 2 * padding
+        inner = width - 2 * self.cell_padding
         if row is None or row.height != 1 or not isinstance(value, CellText) or inner < 1:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            return None
         component, post = self._get_styles_to_render_cell(
             False,
             False,
@@ -131,9 +138,9 @@ class KeyedTable(DataTable[CellText]):
             self.cursor_background_priority == "css",
         )
         pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
-        line = cell_line(value, inner, padding, pre, post)
+        line = cell_line(value, inner, self.cell_padding, pre, post)
         if line is None:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            return None
         lines = [line]
         self._cell_render_cache[cache_key] = lines
         return lines
