@@ -1,0 +1,81 @@
+"""The header's one-line widget draws its text's own segments: same cells as Textual, cut with '…'."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.strip import Strip
+from textual.widget import Widget
+
+from pgtop_ha.ui.widgets.heartbeat import OneLine
+
+Cell = tuple[str, Style | None]
+
+
+class OneLineApp(App[None]):
+    """One header line on a screen of its own."""
+
+    CSS = "#line { height: 1; background: $panel; color: $foreground; }"
+
+    def compose(self) -> ComposeResult:
+        yield OneLine(id="line")
+
+
+def cells(line: OneLine, draw: Callable[[OneLine, int], Strip] = OneLine.render_line) -> list[Cell]:
+    """The line as (character, style) pairs, whatever the segments' boundaries."""
+    # Textual adds mouse offsets (meta) to its styles; what the terminal shows is the rest.
+    return [
+        (ch, seg.style.clear_meta_and_links() if seg.style else None)
+        for seg in draw(line, 0)
+        for ch in seg.text
+    ]
+
+
+def header_text() -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(" pgtop-ha ", Style(bold=True))
+    text.append(" READ-ONLY ", Style(reverse=True))
+    text.append("  last 07:15:17  node1 ✔", Style(color="#5faf5f"))
+    return text
+
+
+async def test_a_line_that_fits_is_drawn_as_textual_draws_it() -> None:
+    app = OneLineApp()
+    async with app.run_test(size=(60, 3)) as pilot:
+        line = app.query_one(OneLine)
+        assert line.show(header_text())
+        await pilot.pause()
+        assert cells(line) == cells(line, Widget.render_line)
+        assert "".join(ch for ch, _ in cells(line)) == header_text().plain
+
+
+async def test_a_line_wider_than_the_screen_ends_in_an_ellipsis() -> None:
+    app = OneLineApp()
+    async with app.run_test(size=(20, 3)) as pilot:
+        line = app.query_one(OneLine)
+        line.show(header_text())
+        await pilot.pause()
+        drawn = "".join(ch for ch, _ in cells(line))
+        assert drawn == header_text().plain[:19] + "…"
+
+
+async def test_new_text_and_a_new_theme_are_drawn_again() -> None:
+    app = OneLineApp()
+    async with app.run_test(size=(60, 3)) as pilot:
+        line = app.query_one(OneLine)
+        line.show(header_text())
+        await pilot.pause()
+        before = cells(line)
+        assert not line.show(header_text())  # the same text: no repaint
+        line.show(Text("  last 07:15:18"))
+        await pilot.pause()
+        assert "".join(ch for ch, _ in cells(line)) == "  last 07:15:18"
+        shown = cells(line)
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        assert cells(line) != shown  # the widget's colours came with the theme
+        assert [ch for ch, _ in cells(line)] == [ch for ch, _ in shown]
+        assert before != shown
