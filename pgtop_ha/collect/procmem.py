@@ -106,8 +106,10 @@ def _read_memory(base: Path) -> tuple[Memory, Memory]:
 _Entry = tuple[float, tuple[int, ...] | None, Memory]  # when read, activity counters then, memory
 _CACHE: dict[tuple[str, int], _Entry] = {}
 _CACHE_MAX = 20000
-# An idle process (no CPU time, no page fault, the same RSS since it was read) keeps its reading
-# this long: smaps_rollup walks every mapped page, /proc/PID/stat is a few counters (issue 10).
+# A process whose memory did not move (no page fault, the same RSS since it was read) keeps its
+# reading this long: smaps_rollup walks every mapped page, /proc/PID/stat is a few counters
+# (issue 10). CPU time is not looked at: a walsender or the checkpointer wakes every second
+# without touching a new page, and every page it maps or makes private costs a fault first.
 # Its Pss can still drift as other processes map or drop the pages it shares; hence a bound.
 IDLE_KEEP_S = 60.0
 # At most this many processes whose reading is past its age are read again per call, the oldest
@@ -119,11 +121,11 @@ MAX_REREADS = 12
 
 
 def activity(text: str) -> tuple[int, ...] | None:
-    """minflt, majflt, utime, stime and rss from /proc/PID/stat: equal means the process did nothing."""
+    """minflt, majflt and rss from /proc/PID/stat: equal means the process's memory did not move."""
     # The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
     fields = text[text.rfind(")") + 2 :].split()
     try:
-        return tuple(int(fields[i]) for i in (7, 9, 11, 12, 21))
+        return tuple(int(fields[i]) for i in (7, 9, 21))
     except (IndexError, ValueError):
         return None
 

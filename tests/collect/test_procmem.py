@@ -93,18 +93,25 @@ def test_read_local_refuses_another_hosts_pids(tmp_path: Path) -> None:
     assert why == NOT_HERE
 
 
-def _stat_line(pid: int, utime: int) -> str:
+def _stat_line(pid: int, minflt: int, utime: int = 7) -> str:
     # Fields after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt
     # cmajflt utime stime ... rss is the 24th field overall.
-    rest = ["S", "100", "0", "0", "0", "0", "0", "50", "0", "2", "0", str(utime), "3", *["0"] * 8, "77"]
+    rest = ["S", "100", "0", "0", "0", "0", "0", str(minflt), "0", "2", "0", str(utime), "3"]
+    rest += [*["0"] * 8, "77"]
     return f"{pid} (postgres: a) b) " + " ".join(rest) + "\n"
 
 
 def test_activity_counts_fields_after_the_last_parenthesis() -> None:
-    assert activity(_stat_line(5, 9)) == (50, 2, 9, 3, 77)
+    assert activity(_stat_line(5, 9)) == (9, 2, 77)
     assert activity("5 (x) S 1") is None
     own = activity(Path("/proc/self/stat").read_text())
-    assert own is not None and own[4] > 0  # a real process has resident pages
+    assert own is not None and own[2] > 0  # a real process has resident pages
+
+
+def test_cpu_time_alone_is_not_a_change_of_memory() -> None:
+    # A walsender or the checkpointer wakes every second without touching a new page.
+    assert activity(_stat_line(5, 9, utime=1)) == activity(_stat_line(5, 9, utime=500))
+    assert activity(_stat_line(5, 9)) != activity(_stat_line(5, 10))  # a page fault: it may have grown
 
 
 def test_an_idle_process_keeps_its_reading_a_busy_one_is_read_again(tmp_path: Path) -> None:
@@ -115,7 +122,7 @@ def test_an_idle_process_keeps_its_reading_a_busy_one_is_read_again(tmp_path: Pa
     first, _, _ = read_local([301, 302], 301, proc=tmp_path, max_age_s=1e-9)
     for pid in (301, 302):
         (tmp_path / str(pid) / "smaps_rollup").write_text("Rss: 8 kB\nPss: 4 kB\n")
-    (tmp_path / "302" / "stat").write_text(_stat_line(302, 11))  # it ran since: read again
+    (tmp_path / "302" / "stat").write_text(_stat_line(302, 11))  # it faulted since: read again
     again, _, _ = read_local([301, 302], 301, proc=tmp_path, max_age_s=1e-9)
     assert again[301].pss == first[301].pss and first[301].pss != 4096
     assert again[302].pss == 4096
@@ -132,7 +139,7 @@ def test_busy_processes_are_read_again_a_few_per_call_oldest_reading_first(tmp_p
     assert set(first) == set(busy)  # never read before: every one is read, whatever the cap
     for pid in busy:
         (tmp_path / str(pid) / "smaps_rollup").write_text("Rss: 8 kB\nPss: 4 kB\n")
-        (tmp_path / str(pid) / "stat").write_text(_stat_line(pid, 20))  # all ran since
+        (tmp_path / str(pid) / "stat").write_text(_stat_line(pid, 20))  # all faulted since
     second, _, _ = read_local(busy, busy[0], proc=tmp_path, with_postmaster=False, max_age_s=1e-9)
     fresh = {pid for pid, m in second.items() if m.pss == 4096}
     assert set(second) == set(busy) and len(fresh) == MAX_REREADS  # the rest keep the last reading
