@@ -111,7 +111,7 @@ class OneLine(Widget):
         """The line drawn straight from the text's own segments, kept until the text changes."""
         # Through render(), Textual turns the Text into its Content and lays it out again on
         # every repaint: 0.6 ms of the 1.5 ms frame the header's clock costs each second at
-        # 160 columns (issue 10). One line of styled spans needs only cropping and padding.
+        # 160 columns (issue 10). One line of styled spans needs only cutting to the width.
         width = self.size.width
         if "\n" in self._text.plain:
             return super().render_line(y)  # not one line (never from shown() text): Textual's way
