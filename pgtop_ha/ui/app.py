@@ -8,9 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from textual.app import App
 from textual.binding import Binding
-from textual.driver import Driver
 from textual.reactive import reactive
 from textual.worker import Worker, WorkerState
 
@@ -22,7 +20,7 @@ from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.timeline import Timeline, cadence
 from pgtop_ha.settings import Mode, Settings
 from pgtop_ha.ui.commands import ScreenCommands
-from pgtop_ha.ui.driver import calm
+from pgtop_ha.ui.driver import CalmApp
 from pgtop_ha.ui.messages import SnapshotReady
 from pgtop_ha.ui.source import Hurried, SnapshotSource
 from pgtop_ha.ui.themes import ConsoleTheme, load_theme
@@ -39,7 +37,7 @@ EVENTS = 500  # events kept for the Events pane
 INTERVALS = (0.2, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 15.0, 30.0, 60.0)
 
 
-class PgtopApp(App[None]):
+class PgtopApp(CalmApp[None]):
     """pgtop-ha's console: Monitor screen when read-only, Operator screen when actions exist."""
 
     TITLE = "pgtop-ha"
@@ -96,10 +94,6 @@ class PgtopApp(App[None]):
         self.theme = self.console_theme.theme.name
         self.set_reactive(PgtopApp.interval, settings.interval)
         self._cadence_told = settings.interval  # the cadence the source last heard of (hurry)
-
-    def get_driver_class(self) -> type[Driver]:
-        """Textual's driver for this terminal; on Linux one whose input thread sleeps (ui/driver.py)."""
-        return calm(super().get_driver_class())
 
     def _handle_exception(self, error: Exception) -> None:
         # Textual prints a full traceback and, from App.run(), the caller saw exit 0: keep the

@@ -4,7 +4,8 @@ Textual's input thread wakes every 0.1 s to look for its exit flag and for a lon
 timeout: ten wakeups a second, ~0.05 CPU s/min on the 2-core benchmark machine (issue 10, a
 tenth of the console's budget at 80x24). Here it waits for input, for its exit (the exit flag
 also writes to a pipe the thread watches) or, for a second after input, in Textual's 0.1 s
-steps so that an Escape with nothing after it is still delivered after ESCDELAY.
+steps so that an Escape with nothing after it is still delivered after ESCDELAY. The console and
+the fleet view are CalmApps, which pick this driver wherever Textual would pick its own.
 """
 
 from __future__ import annotations
@@ -15,16 +16,16 @@ import selectors
 import threading
 import time
 from codecs import getincrementaldecoder
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from textual import constants
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
+from textual.app import App
 from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 
-if TYPE_CHECKING:
-    from textual.app import App
+ReturnType = TypeVar("ReturnType")
 
 TICK_S = 0.1  # Textual's own step: a lone Escape waits ESCDELAY (0.1 s by default) for more
 AFTER_INPUT_S = max(1.0, 4 * constants.ESCAPE_DELAY)  # ticking this long after the last input
@@ -130,3 +131,11 @@ def _drain(fd: int) -> None:
 def calm(driver: type[Driver]) -> type[Driver]:
     """CalmLinuxDriver where Textual would use its LinuxDriver; any other driver as it is."""
     return CalmLinuxDriver if driver is LinuxDriver else driver
+
+
+class CalmApp(App[ReturnType]):
+    """A Textual app whose terminal driver, on Linux, is CalmLinuxDriver (the console, the fleet)."""
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this terminal; on Linux one whose input thread sleeps."""
+        return calm(super().get_driver_class())

@@ -22,9 +22,8 @@ from pgtop_ha.ui.driver import AFTER_INPUT_S, TICK_S, next_wait
 KEYS_APP = r"""
 import sys
 from pathlib import Path
-from textual.app import App
 from textual.binding import Binding
-from pgtop_ha.ui.driver import calm
+from pgtop_ha.ui.driver import CalmApp
 
 out = Path(sys.argv[1])
 
@@ -34,11 +33,8 @@ def say(line):
         f.write(line + "\n")
 
 
-class KeysApp(App[None]):
+class KeysApp(CalmApp[None]):
     BINDINGS = [Binding("a", "seen('a')"), Binding("escape", "seen('escape')"), Binding("q", "quit")]
-
-    def get_driver_class(self):
-        return calm(super().get_driver_class())
 
     def on_mount(self):
         self.driver = self._driver

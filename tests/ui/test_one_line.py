@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -42,37 +44,40 @@ def header_text() -> Text:
     return text
 
 
-async def test_a_line_that_fits_is_drawn_as_textual_draws_it() -> None:
+def drawn(line: OneLine) -> str:
+    """The line's characters."""
+    return "".join(ch for ch, _ in cells(line))
+
+
+@asynccontextmanager
+async def showing(width: int) -> AsyncIterator[tuple[OneLineApp, Pilot[None], OneLine]]:
+    """An app ``width`` columns wide whose line shows header_text()."""
     app = OneLineApp()
-    async with app.run_test(size=(60, 3)) as pilot:
+    async with app.run_test(size=(width, 3)) as pilot:
         line = app.query_one(OneLine)
-        assert line.show(header_text())
+        assert line.show(header_text())  # new text: repainted
         await pilot.pause()
+        yield app, pilot, line
+
+
+async def test_a_line_that_fits_is_drawn_as_textual_draws_it() -> None:
+    async with showing(60) as (_, _, line):
         assert cells(line) == cells(line, Widget.render_line)
-        assert "".join(ch for ch, _ in cells(line)) == header_text().plain
+        assert drawn(line) == header_text().plain
 
 
 async def test_a_line_wider_than_the_screen_ends_in_an_ellipsis() -> None:
-    app = OneLineApp()
-    async with app.run_test(size=(20, 3)) as pilot:
-        line = app.query_one(OneLine)
-        line.show(header_text())
-        await pilot.pause()
-        drawn = "".join(ch for ch, _ in cells(line))
-        assert drawn == header_text().plain[:19] + "…"
+    async with showing(20) as (_, _, line):
+        assert drawn(line) == header_text().plain[:19] + "…"
 
 
 async def test_new_text_and_a_new_theme_are_drawn_again() -> None:
-    app = OneLineApp()
-    async with app.run_test(size=(60, 3)) as pilot:
-        line = app.query_one(OneLine)
-        line.show(header_text())
-        await pilot.pause()
+    async with showing(60) as (app, pilot, line):
         before = cells(line)
         assert not line.show(header_text())  # the same text: no repaint
         line.show(Text("  last 07:15:18"))
         await pilot.pause()
-        assert "".join(ch for ch, _ in cells(line)) == "  last 07:15:18"
+        assert drawn(line) == "  last 07:15:18"
         shown = cells(line)
         app.theme = "textual-light" if app.theme != "textual-light" else "nord"
         await pilot.pause()

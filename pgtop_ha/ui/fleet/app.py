@@ -7,18 +7,17 @@ import contextlib
 
 from rich.text import Text
 from textual import on
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.driver import Driver
 from textual.widgets import DataTable, Footer, Input, Static
 
 from pgtop_ha.models.fleet import COLUMNS, FleetRow, matches
 from pgtop_ha.models.text import clean
-from pgtop_ha.ui.driver import calm
+from pgtop_ha.ui.driver import CalmApp
 from pgtop_ha.ui.fleet.source import FleetSource
 
 
-class FleetApp(App[str | None]):
+class FleetApp(CalmApp[str | None]):
     """The fleet at a glance; exits with the chosen cluster's scope (Enter) or None (q)."""
 
     TITLE = "pgtop-ha fleet"
@@ -34,10 +33,6 @@ class FleetApp(App[str | None]):
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
-
-    def get_driver_class(self) -> type[Driver]:
-        """Textual's driver for this terminal; on Linux one whose input thread sleeps (ui/driver.py)."""
-        return calm(super().get_driver_class())
 
     def __init__(self, source: FleetSource, *, filter_text: str = "") -> None:
         super().__init__()

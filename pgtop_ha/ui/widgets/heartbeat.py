@@ -113,12 +113,12 @@ class OneLine(Widget):
         # every repaint: 0.6 ms of the 1.5 ms frame the header's clock costs each second at
         # 160 columns (issue 10). One line of styled spans needs only cutting to the width.
         width = self.size.width
-        if "\n" in self._text.plain:
-            return super().render_line(y)  # not one line (never from shown() text): Textual's way
         if y != 0:
             return Strip.blank(width, self.rich_style)
         if self._strip is None or self._strip[0] != width:
             text = self._text
+            if "\n" in text.plain:
+                return super().render_line(y)  # not one line (never from shown() text): Textual's way
             if text.cell_len > width:
                 # Cut with an ellipsis, as the text asks: the reader sees the line goes on.
                 text = text.copy()
