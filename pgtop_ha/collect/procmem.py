@@ -120,30 +120,39 @@ IDLE_KEEP_S = 60.0
 MAX_REREADS = 12
 
 
-def activity(text: str) -> tuple[int, ...] | None:
-    """minflt, majflt and rss from /proc/PID/stat: equal means the process's memory did not move."""
+# Fields of /proc/PID/stat after the command name: minflt, majflt, rss.
+_FAULTS_AND_RSS = (7, 9, 21)
+# The postmaster takes a copy-on-write fault for pages it writes after each fork, that is after
+# every new connection (each probe's too): its minor faults count connections, and it was read
+# again at every refresh for them (issue 10: 12 of ~35 reads a minute on a quiet cluster, ~1 ms
+# each). A page it maps anew still moves its RSS, and the IDLE_KEEP_S bound holds for it too.
+_MAJFLT_AND_RSS = (9, 21)
+
+
+def activity(text: str, *, forks: bool = False) -> tuple[int, ...] | None:
+    """Fault counters and rss from /proc/PID/stat (``forks``: no minflt); equal: memory did not move."""
     # The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
     fields = text[text.rfind(")") + 2 :].split()
     try:
-        return tuple(int(fields[i]) for i in (7, 9, 21))
+        return tuple(int(fields[i]) for i in (_MAJFLT_AND_RSS if forks else _FAULTS_AND_RSS))
     except (IndexError, ValueError):
         return None
 
 
-def _stat(base: Path) -> tuple[int, ...] | None:
+def _stat(base: Path, forks: bool) -> tuple[int, ...] | None:
     try:
-        return activity((base / "stat").read_text())
+        return activity((base / "stat").read_text(), forks=forks)
     except OSError:
         return None
 
 
 def _lookup(
-    entry: _Entry | None, base: Path, max_age_s: float, now: float
+    entry: _Entry | None, base: Path, max_age_s: float, now: float, forks: bool = False
 ) -> tuple[Memory | None, tuple[int, ...] | None]:
     """(the cached reading if still good, the activity counters read for the check, if any)."""
     if entry is not None and now - entry[0] <= max_age_s:
         return entry[2], None  # fresh: no need to look at the process at all
-    active = _stat(base)
+    active = _stat(base, forks)
     if entry is not None and active is not None and active == entry[1] and now - entry[0] <= IDLE_KEEP_S:
         return entry[2], active
     return None, active
@@ -188,7 +197,10 @@ def read_local(
     due: list[tuple[float, int, tuple[int, ...] | None, _Entry | None]] = []
     for pid in [postmaster, *pids] if postmaster and with_postmaster else pids:
         entry = _CACHE.get((str(proc), pid)) if max_age_s > 0 else None
-        hit, active = _lookup(entry, proc / str(pid), max_age_s, now) if max_age_s > 0 else (None, None)
+        if max_age_s > 0:
+            hit, active = _lookup(entry, proc / str(pid), max_age_s, now, forks=pid == postmaster)
+        else:
+            hit, active = None, None
         if hit is not None and ours(pid, hit):
             out[pid] = hit
             continue

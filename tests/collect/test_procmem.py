@@ -128,6 +128,30 @@ def test_an_idle_process_keeps_its_reading_a_busy_one_is_read_again(tmp_path: Pa
     assert again[302].pss == 4096
 
 
+def _stat_with(pid: int, minflt: int, rss: int) -> str:
+    return _stat_line(pid, minflt).replace(" 77\n", f" {rss}\n")
+
+
+def test_the_postmasters_fork_faults_alone_keep_its_reading(tmp_path: Path) -> None:
+    # Every new connection costs the postmaster copy-on-write faults: minor faults alone do not
+    # make it read again; a new RSS (a page mapped) does. A backend's minor faults still do.
+    _proc_entry(tmp_path, 500, 1, b"/usr/lib/postgresql/15/bin/postgres")
+    _proc_entry(tmp_path, 501, 500, b"postgres: lab: pgtop_monitor labdb idle")
+    for pid in (500, 501):
+        (tmp_path / str(pid) / "stat").write_text(_stat_with(pid, 10, 77))
+    first, _, _ = read_local([501], 501, proc=tmp_path, max_age_s=1e-9)
+    for pid in (500, 501):
+        (tmp_path / str(pid) / "smaps_rollup").write_text("Rss: 8 kB\nPss: 4 kB\n")
+        (tmp_path / str(pid) / "stat").write_text(_stat_with(pid, 90, 77))  # forks, queries
+    again, _, _ = read_local([501], 501, proc=tmp_path, max_age_s=1e-9)
+    assert again[500].pss == first[500].pss and first[500].pss != 4096
+    assert again[501].pss == 4096
+    (tmp_path / "500" / "stat").write_text(_stat_with(500, 90, 78))  # it mapped a page
+    moved, _, _ = read_local([501], 501, proc=tmp_path, max_age_s=1e-9)
+    assert moved[500].pss == 4096
+    assert activity(_stat_with(5, 1, 77), forks=True) == activity(_stat_with(5, 9, 77), forks=True)
+
+
 def test_busy_processes_are_read_again_a_few_per_call_oldest_reading_first(tmp_path: Path) -> None:
     # Under load every backend is busy: a call reads at most MAX_REREADS of those it read
     # before (the oldest readings first); the others keep their last reading for a later call.
