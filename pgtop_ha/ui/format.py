@@ -94,6 +94,25 @@ def age(seconds: float | None, floor: int = 0) -> str:
     return f"{s // 86400}d"
 
 
+def age_step(seconds: float | None, floor: int = 0) -> float | None:
+    """The start of the step age() shows ``seconds`` in (34 -> 30, 250 -> 240): one value per text."""
+    # A cell built from the step shows and sorts the same for as long as its text stays, so a
+    # row cached on its inputs is reused while an age ticks unseen (issue 10).
+    known = finite(seconds)
+    if known is None or not 0 <= known < _INT_LIMIT:
+        return seconds  # age() says '-' or '?' for these: the same value says it again
+    s = int(known)
+    if s < floor:
+        return 0.0
+    if s < 10 or s >= 2**53:  # past 2**53 s a float cannot hold a step's start exactly
+        return float(s)
+    if s < 60:
+        return float(s // 10 * 10)
+    if s < 86400:
+        return float(s // 60 * 60)
+    return float(s // 86400 * 86400)
+
+
 def duration(seconds: float | None) -> str:
     """A lag in seconds: 0, 12ms, 1.4s, 42s, 3m."""
     if seconds is None:

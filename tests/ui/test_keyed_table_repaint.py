@@ -126,3 +126,29 @@ async def test_the_same_row_objects_are_skipped_and_a_restyle_still_rewrites_the
         assert table.apply(same) == 0 and table.apply(same) == 0
         table.use_level_styles({})  # a theme change must rewrite even rows that are the same objects
         assert table.apply(same) == 24
+
+
+async def test_the_very_rows_shown_last_time_are_skipped_without_a_look_at_the_cursor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Cached row builders (panes/base.py) hand back the same Row objects on a quiet cluster:
+    # the table returns at once. The same rows in another order are still reordered.
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(KeyedTable)
+        shown = rows("10")
+        table.apply(shown)
+        await pilot.pause()
+        looked: list[str | None] = []
+        cursor_key = KeyedTable._cursor_key
+
+        def looking(self: KeyedTable) -> str | None:
+            looked.append(key := cursor_key(self))
+            return key
+
+        monkeypatch.setattr(KeyedTable, "_cursor_key", looking)
+        assert table.apply(list(shown)) == 0
+        assert looked == []
+        assert table.apply(list(reversed(shown))) == 0  # nothing written, but moved
+        await pilot.pause()
+        assert looked and [t[0] for t in table.visible_texts()][:2] == ["row 11", "row 10"]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from pgtop_ha.models.events import diff
 from pgtop_ha.models.health import Pools, cluster_problems, lag_level, member_problems, stale_level
 from pgtop_ha.models.snapshot import Archiver, HAProxyState, Process
 from pgtop_ha.models.thresholds import Level, grade
-from pgtop_ha.ui.format import age, bar, duration, human_bytes, lsn, rate, sparkline
+from pgtop_ha.ui.format import age, age_step, bar, duration, human_bytes, lsn, rate, sparkline
 from pgtop_ha.ui.panes import (
     archiver,
     cluster,
@@ -55,6 +58,28 @@ def test_formats_hide_noise_below_their_precision() -> None:
     assert sparkline([0, 0, 0]) == "▁▁▁" and sparkline([0, 5, 10]) == "▁▄█"
     assert sparkline([None, 1]) == " █"
     assert bar(0.5, 4) == "██░░" and bar(None, 3) == "···"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.none() | st.floats(allow_nan=True) | st.integers(min_value=-10, max_value=2**70),
+    st.sampled_from([0, 10]),
+)
+def test_an_age_step_shows_as_the_age_it_stands_for(seconds: float | None, floor: int) -> None:
+    # Rows cached on an age's step (not its seconds) must show exactly what the age would.
+    assert age(age_step(seconds, floor), floor) == age(seconds, floor)
+
+
+def test_age_steps_follow_the_shown_text() -> None:
+    assert [age_step(x) for x in (7.9, 34, 39, 125, 3 * 3600 + 330, 2 * 86400 + 5)] == [
+        7.0,
+        30.0,
+        30.0,
+        120.0,
+        3 * 3600 + 300.0,
+        2 * 86400.0,
+    ]
+    assert age_step(9.9, floor=10) == 0.0 and age_step(None) is None and age_step(-1) == -1
 
 
 def test_grades_from_thresholds() -> None:
@@ -315,3 +340,28 @@ def test_reach_says_slow_not_unreachable() -> None:
     assert texts(cluster.rows(snap.model_copy(update={"members": down}), ctx()))["node1"][9].startswith(
         "✖ REST"
     )
+
+
+def test_rows_are_the_same_objects_while_what_they_show_stays() -> None:
+    # Row builders are cached on their inputs (panes/base.py, ROWS_KEPT): a second later, with
+    # every age still in the same shown step, each pane hands back the very same rows, which
+    # the table skips unread (issue 10). An age crossing its step makes a new row that shows it.
+    snap = fx.healthy()
+    ages = snap.haproxy.model_copy(
+        update={"servers": tuple(s.model_copy(update={"last_change_s": 34}) for s in snap.haproxy.servers)}
+    )
+    snap = snap.model_copy(update={"haproxy": ages})
+    history = (fx.healthy(at=fx.T0 - timedelta(seconds=1)),)
+    for pane in (cluster, haproxy, replication, slots, archiver, problems, memory):
+        first = pane.rows(snap, ctx(history=history))
+        again = pane.rows(snap, ctx(history=history, now=NOW + timedelta(seconds=1)))
+        assert first and all(a is b for a, b in zip(first, again, strict=True)), pane.__name__
+    later = snap.haproxy.model_copy(
+        update={"servers": tuple(s.model_copy(update={"last_change_s": 39}) for s in snap.haproxy.servers)}
+    )
+    assert haproxy.rows(snap.model_copy(update={"haproxy": later}), ctx())[1] is haproxy.rows(snap, ctx())[1]
+    moved = snap.haproxy.model_copy(
+        update={"servers": tuple(s.model_copy(update={"last_change_s": 61}) for s in snap.haproxy.servers)}
+    )
+    now_rows = haproxy.rows(snap.model_copy(update={"haproxy": moved}), ctx())
+    assert now_rows[1] is not haproxy.rows(snap, ctx())[1] and now_rows[1].cells["lastchg"].text == "1m"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 from pgtop_ha.models.health import age_s, archive_failing, archiver_level, ready_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.format import age, count, sparkline
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, blanks, cell, num, state
+from pgtop_ha.ui.format import age, age_step, count, sparkline
+from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, blanks, cell, num, state
 
 COLUMNS = (
     Column("node", "Node"),
@@ -44,40 +46,62 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 )
             )
             continue
-        level = archiver_level(ctx.thresholds, a)
-        fail_age = age_s(ctx.now, a.last_failed_time)
-        ok_age = age_s(ctx.now, a.last_archived_time)
-        failing = archive_failing(a)
         history: list[float | None] = []
         for snap in ctx.history[-9:]:
             old = snap.node(node.name)
             history.append(None if old is None or old.archiver is None else old.archiver.ready_count)
         history.append(a.ready_count)
         out.append(
-            Row(
-                key=node.name,
-                node=node.name,
-                cells={
-                    "node": cell(node.name),
-                    "health": state(level),
-                    "ready": num(
-                        count(a.ready_count), a.ready_count, ready_level(ctx.thresholds, a.ready_count)
-                    ),
-                    "behind": num(count(a.segments_behind), a.segments_behind),
-                    "last": cell(a.last_archived_wal or "-"),
-                    "last_age": num(age(ok_age), ok_age),
-                    "archived": num(count(a.archived_count), a.archived_count),
-                    "failed": num(count(a.failed_count), a.failed_count, Level.WARN if failing else None),
-                    "failed_age": num(
-                        age(fail_age) if failing or fail_age is not None else "-",
-                        fail_age,
-                        Level.WARN if failing else None,
-                    ),
-                    "trend": cell(sparkline(history), sort=a.ready_count or 0),
-                },
+            _archiver_row(
+                node.name,
+                archiver_level(ctx.thresholds, a),
+                a.ready_count,
+                ready_level(ctx.thresholds, a.ready_count),
+                a.segments_behind,
+                a.last_archived_wal,
+                age_step(age_s(ctx.now, a.last_archived_time)),
+                a.archived_count,
+                a.failed_count,
+                archive_failing(a),
+                age_step(age_s(ctx.now, a.last_failed_time)),
+                tuple(history),
             )
         )
     return out
+
+
+@functools.lru_cache(maxsize=ROWS_KEPT)
+def _archiver_row(
+    node: str,
+    level: Level,
+    ready: int | None,
+    ready_grade: Level,
+    behind: int | None,
+    last_wal: str | None,
+    ok_age: float | None,  # seconds since the last archived segment, as age_step
+    archived: int | None,
+    failed: int | None,
+    failing: bool,
+    fail_age: float | None,  # seconds since the last failure, as age_step
+    history: tuple[float | None, ...],  # .ready counts of the last snapshots, this one last
+) -> Row:
+    warn = Level.WARN if failing else None
+    return Row(
+        key=node,
+        node=node,
+        cells={
+            "node": cell(node),
+            "health": state(level),
+            "ready": num(count(ready), ready, ready_grade),
+            "behind": num(count(behind), behind),
+            "last": cell(last_wal or "-"),
+            "last_age": num(age(ok_age), ok_age),
+            "archived": num(count(archived), archived),
+            "failed": num(count(failed), failed, warn),
+            "failed_age": num(age(fail_age), fail_age, warn),
+            "trend": cell(sparkline(history), sort=ready or 0),
+        },
+    )
 
 
 PANE = PaneSpec(

@@ -20,6 +20,13 @@ from pgtop_ha.ui.format import finite
 
 SortValue = float | str
 
+# Row builders are cached on their inputs (functools.lru_cache(maxsize=ROWS_KEPT)): on a quiet
+# cluster a pane's rows come back the same each second, and the same Row object is skipped by
+# KeyedTable.apply unread; building and comparing them again was most of a pane's cost each
+# snapshot (issue 10). A builder takes only hashable values that fully decide its row; an age
+# goes in as format.age_step, so it changes when its shown text does.
+ROWS_KEPT = 512
+
 
 @dataclass(frozen=True, slots=True)
 class Cell:

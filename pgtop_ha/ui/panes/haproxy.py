@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 from pgtop_ha.models.health import is_leader, is_up
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.format import age, count
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, blanks, cell, num, state
+from pgtop_ha.ui.format import age, age_step, count
+from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, blanks, cell, num, state
 
 COLUMNS = (
     Column("pool", "Pool"),
@@ -61,38 +63,19 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if kind == "reader" and up == 0:
             worst = max(worst, Level.WARN)
         sessions = sum(s.sessions or 0 for s in servers)
-        out.append(
-            Row(
-                key=f"{proxy}|",
-                cells={
-                    "pool": cell(kind or "other"),
-                    "backend": cell(proxy),
-                    "server": cell("(pool)"),
-                    "health": state(worst),
-                    "status": cell(f"{up}/{len(servers)} UP"),
-                    "check": cell(""),
-                    "sess": num(count(sessions), sessions),
-                    "total": cell(""),
-                    "lastchg": cell(""),
-                },
-            )
-        )
+        out.append(_pool_row(proxy, kind, worst, up, len(servers), sessions))
         for srv, level in zip(servers, levels, strict=True):
             out.append(
-                Row(
-                    key=f"{proxy}|{srv.server}",
-                    node=srv.server,
-                    cells={
-                        "pool": cell(kind or "other"),
-                        "backend": cell(proxy),
-                        "server": cell(srv.server),
-                        "health": state(level),
-                        "status": cell(srv.status or "?", level if level > Level.OK else None),
-                        "check": cell(srv.check_status or "-"),
-                        "sess": num(count(srv.sessions), srv.sessions),
-                        "total": num(count(srv.sessions_total), srv.sessions_total),
-                        "lastchg": num(age(srv.last_change_s), srv.last_change_s),
-                    },
+                _server_row(
+                    proxy,
+                    kind,
+                    level,
+                    srv.server,
+                    srv.status,
+                    srv.check_status,
+                    srv.sessions,
+                    srv.sessions_total,
+                    age_step(srv.last_change_s),
                 )
             )
     if snapshot.haproxy.error:
@@ -110,6 +93,53 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             )
         )
     return out
+
+
+@functools.lru_cache(maxsize=ROWS_KEPT)
+def _pool_row(proxy: str, kind: str | None, worst: Level, up: int, servers: int, sessions: int) -> Row:
+    return Row(
+        key=f"{proxy}|",
+        cells={
+            "pool": cell(kind or "other"),
+            "backend": cell(proxy),
+            "server": cell("(pool)"),
+            "health": state(worst),
+            "status": cell(f"{up}/{servers} UP"),
+            "check": cell(""),
+            "sess": num(count(sessions), sessions),
+            "total": cell(""),
+            "lastchg": cell(""),
+        },
+    )
+
+
+@functools.lru_cache(maxsize=ROWS_KEPT)
+def _server_row(
+    proxy: str,
+    kind: str | None,
+    level: Level,
+    server: str,
+    status: str | None,
+    check_status: str | None,
+    sessions: int | None,
+    sessions_total: int | None,
+    changed: float | None,  # seconds since the last change, as age_step
+) -> Row:
+    return Row(
+        key=f"{proxy}|{server}",
+        node=server,
+        cells={
+            "pool": cell(kind or "other"),
+            "backend": cell(proxy),
+            "server": cell(server),
+            "health": state(level),
+            "status": cell(status or "?", level if level > Level.OK else None),
+            "check": cell(check_status or "-"),
+            "sess": num(count(sessions), sessions),
+            "total": num(count(sessions_total), sessions_total),
+            "lastchg": num(age(changed), changed),
+        },
+    )
 
 
 PANE = PaneSpec(

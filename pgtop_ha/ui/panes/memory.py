@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 
 from pgtop_ha.models.derive import shared_memory_on_hugepages
-from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Process
+from pgtop_ha.models.snapshot import ClusterSnapshot, HugePages, NodeSnapshot, Process
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import count, human_bytes
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num
+from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, cell, num
 
 TOP = 8
 
@@ -35,25 +35,36 @@ _SIZES = (
 )
 
 
-def _sum(procs: tuple[Process, ...], attr: str) -> int | None:
-    values = [v for p in procs if (v := getattr(p, attr)) is not None]
-    return sum(values) if values else None
+def _sums(procs: tuple[Process, ...]) -> tuple[int | None, ...]:
+    """Per size column, the sum over the processes that have it (None when none has)."""
+    sums: list[int | None] = [None] * len(_SIZES)
+    for p in procs:
+        for i, (_, attr) in enumerate(_SIZES):
+            v = getattr(p, attr)
+            if v is not None:
+                total = sums[i]
+                sums[i] = v if total is None else total + v
+    return tuple(sums)
 
 
 def _total(node: NodeSnapshot) -> Row:
-    procs = node.processes
     note = node.unavailable.get("processes.memory")
     if note is None and node.memory_source:
         note = f"via {node.memory_source}"
+    return _total_row(node.name, len(node.processes), note or "", _sums(node.processes))
+
+
+@functools.lru_cache(maxsize=ROWS_KEPT)
+def _total_row(node: str, procs: int, note: str, sums: tuple[int | None, ...]) -> Row:
     return Row(
-        key=f"{node.name}|total",
-        node=node.name,
+        key=f"{node}|total",
+        node=node,
         cells={
-            "node": cell(node.name),
+            "node": cell(node),
             "pid": num("", None),
-            "what": cell(f"TOTAL {len(procs)} procs"),  # HugePages: the row below (_hugepages)
-            "state": cell(note or ""),
-            **{key: num(human_bytes(_sum(procs, attr)), _sum(procs, attr)) for key, attr in _SIZES},
+            "what": cell(f"TOTAL {procs} procs"),  # HugePages: the row below (_hugepages)
+            "state": cell(note),
+            **{key: num(human_bytes(v), v) for (key, _), v in zip(_SIZES, sums, strict=True)},
         },
     )
 
@@ -63,6 +74,11 @@ def _hugepages(node: NodeSnapshot) -> Row | None:
     h = node.hugepages
     if h is None or (not h.total and h.setting in (None, "off")):
         return None
+    return _hugepages_row(node.name, h)
+
+
+@functools.lru_cache(maxsize=ROWS_KEPT)
+def _hugepages_row(node: str, h: HugePages) -> Row:
     used = shared_memory_on_hugepages(h)
     size = human_bytes(h.size_bytes) if h.size_bytes else "?"
     text = f"HugePages {count(h.total)} × {size}: {count(h.free)} free, {count(h.reserved)} reserved"
@@ -72,10 +88,10 @@ def _hugepages(node: NodeSnapshot) -> Row | None:
     # huge_pages=try falling back to normal pages is silent in PostgreSQL: say it.
     level = Level.WARN if used is False and h.setting in ("on", "try") and h.total else None
     return Row(
-        key=f"{node.name}|hugepages",
-        node=node.name,
+        key=f"{node}|hugepages",
+        node=node,
         cells={
-            "node": cell(node.name),
+            "node": cell(node),
             "pid": num("", None),
             "what": cell(text),
             "state": cell(f"{h.setting or '?'}: {state}", level),
@@ -84,7 +100,7 @@ def _hugepages(node: NodeSnapshot) -> Row | None:
     )
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=ROWS_KEPT)
 def _process_row(
     node: str, rank: int, pid: int | None, what: str, state: str | None, sizes: tuple[int | None, ...]
 ) -> Row:

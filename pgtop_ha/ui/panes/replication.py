@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 from pgtop_ha.models.health import age_s, lag_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.format import age, duration, human_bytes, sparkline
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num, state
+from pgtop_ha.ui.format import age, age_step, duration, human_bytes, sparkline
+from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, cell, num, state
 
 COLUMNS = (
     Column("upstream", "From"),
@@ -53,44 +55,65 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             level = lag_level(ctx.thresholds, r.replay_lag_bytes, r.replay_lag_s)
             if r.state not in (None, "streaming"):
                 level = max(level, Level.WARN)
-            trend = [*_history(ctx, node.name, name), r.replay_lag_bytes]
-            reply_s = age_s(ctx.now, r.reply_time)  # since the standby last reported
             out.append(
-                Row(
-                    key=f"{node.name}|{name}",
-                    node=name,
-                    cells={
-                        "upstream": cell(node.name),
-                        "standby": cell(name),
-                        "health": state(level),
-                        "state": cell(r.state or "?", Level.WARN if r.state != "streaming" else None),
-                        "sync": cell(r.sync_state or "?"),
-                        "sent": num(human_bytes(r.sent_lag_bytes), r.sent_lag_bytes),
-                        "write": num(human_bytes(r.write_lag_bytes), r.write_lag_bytes),
-                        "flush": num(human_bytes(r.flush_lag_bytes), r.flush_lag_bytes),
-                        "replay": num(
-                            human_bytes(r.replay_lag_bytes),
-                            r.replay_lag_bytes,
-                            lag_level(ctx.thresholds, r.replay_lag_bytes),
-                        ),
-                        "write_s": num(duration(r.write_lag_s), r.write_lag_s),
-                        "flush_s": num(duration(r.flush_lag_s), r.flush_lag_s),
-                        "replay_s": num(
-                            duration(r.replay_lag_s),
-                            r.replay_lag_s,
-                            lag_level(ctx.thresholds, None, r.replay_lag_s),
-                        ),
-                        # A standby replies at least every wal_receiver_status_interval (10 s
-                        # by default): a younger reply is on time, and its age ticking each
-                        # second repainted the row every second for nothing (issue 10).
-                        "reply": num(age(reply_s, floor=REPLY_ON_TIME_S), reply_s),
-                        "trend": cell(sparkline(trend), sort=r.replay_lag_bytes or 0),
-                    },
+                _walsender_row(
+                    node.name,
+                    name,
+                    level,
+                    r.state,
+                    r.sync_state,
+                    (r.sent_lag_bytes, r.write_lag_bytes, r.flush_lag_bytes, r.replay_lag_bytes),
+                    lag_level(ctx.thresholds, r.replay_lag_bytes),
+                    (r.write_lag_s, r.flush_lag_s, r.replay_lag_s),
+                    lag_level(ctx.thresholds, None, r.replay_lag_s),
+                    age_step(age_s(ctx.now, r.reply_time), REPLY_ON_TIME_S),
+                    (*_history(ctx, node.name, name), r.replay_lag_bytes),
                 )
             )
     covered = {r.node for r in out}
     out.extend(_standby_side(snapshot, covered))
     return out
+
+
+@functools.lru_cache(maxsize=ROWS_KEPT)
+def _walsender_row(
+    upstream: str,
+    name: str,
+    level: Level,
+    state_: str | None,
+    sync: str | None,
+    lag_bytes: tuple[int | None, int | None, int | None, int | None],  # sent, write, flush, replay
+    replay_grade: Level,
+    lag_s: tuple[float | None, float | None, float | None],  # write, flush, replay
+    replay_s_grade: Level,
+    reply: float | None,  # seconds since the standby's last reply, as age_step (floor 10 s)
+    trend: tuple[int | None, ...],  # replay lag bytes of the last snapshots, this one last
+) -> Row:
+    sent, write, flush, replay = lag_bytes
+    write_s, flush_s, replay_s = lag_s
+    return Row(
+        key=f"{upstream}|{name}",
+        node=name,
+        cells={
+            "upstream": cell(upstream),
+            "standby": cell(name),
+            "health": state(level),
+            "state": cell(state_ or "?", Level.WARN if state_ != "streaming" else None),
+            "sync": cell(sync or "?"),
+            "sent": num(human_bytes(sent), sent),
+            "write": num(human_bytes(write), write),
+            "flush": num(human_bytes(flush), flush),
+            "replay": num(human_bytes(replay), replay, replay_grade),
+            "write_s": num(duration(write_s), write_s),
+            "flush_s": num(duration(flush_s), flush_s),
+            "replay_s": num(duration(replay_s), replay_s, replay_s_grade),
+            # A standby replies at least every wal_receiver_status_interval (10 s by default):
+            # a younger reply is on time, and its age ticking each second repainted the row
+            # every second for nothing (issue 10).
+            "reply": num(age(reply, floor=REPLY_ON_TIME_S), reply),
+            "trend": cell(sparkline(trend), sort=replay or 0),
+        },
+    )
 
 
 def _standby_side(snapshot: ClusterSnapshot, covered: set[str | None]) -> list[Row]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 from pgtop_ha.models.derive import SlotRates, slot_presence, slot_rates
 from pgtop_ha.models.health import is_leader, retained_level, slot_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import human_bytes, rate
-from pgtop_ha.ui.panes.base import Cell, Column, Context, PaneSpec, Row, Table, cell, num, state
+from pgtop_ha.ui.panes.base import ROWS_KEPT, Cell, Column, Context, PaneSpec, Row, Table, cell, num, state
 
 COLUMNS = (
     Column("node", "Member"),
@@ -31,35 +33,58 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if not node.reachable:
             continue
         for slot in node.slots:
-            level = slot_level(ctx.thresholds, slot)
-            slot_rate = rates.get((node.name, slot.slot_name), SlotRates())
-            spill, stream = slot_rate.spill_bytes_s, slot_rate.stream_bytes_s
+            slot_rate = rates.get((node.name, slot.slot_name), NO_RATES)
             out.append(
-                Row(
-                    key=f"{node.name}|{slot.slot_name}",
-                    node=node.name,
-                    cells={
-                        "node": cell(node.name),
-                        "slot": cell(slot.slot_name),
-                        "health": state(level),
-                        "type": cell(slot.slot_type or "?"),
-                        "active": cell("yes" if slot.active else "no" if slot.active is False else "?"),
-                        "retained": num(
-                            human_bytes(slot.retained_bytes),
-                            slot.retained_bytes,
-                            retained_level(ctx.thresholds, slot.retained_bytes),
-                        ),
-                        "wal_status": cell(
-                            slot.wal_status or "-",
-                            Level.CRIT if slot.wal_status == "lost" else None,
-                        ),
-                        "safe": num(human_bytes(slot.safe_wal_size, signed=True), slot.safe_wal_size),
-                        "spill": num(rate(spill), spill),
-                        "stream": num(rate(stream), stream),
-                    },
+                _slot_row(
+                    node.name,
+                    slot.slot_name,
+                    slot_level(ctx.thresholds, slot),
+                    slot.slot_type,
+                    slot.active,
+                    slot.retained_bytes,
+                    retained_level(ctx.thresholds, slot.retained_bytes),
+                    slot.wal_status,
+                    slot.safe_wal_size,
+                    slot_rate.spill_bytes_s,
+                    slot_rate.stream_bytes_s,
                 )
             )
     return out
+
+
+NO_RATES = SlotRates()
+
+
+@functools.lru_cache(maxsize=ROWS_KEPT)
+def _slot_row(
+    node: str,
+    slot: str,
+    level: Level,
+    slot_type: str | None,
+    active: bool | None,
+    retained: int | None,
+    retained_grade: Level,
+    wal_status: str | None,
+    safe: int | None,
+    spill: float | None,
+    stream: float | None,
+) -> Row:
+    return Row(
+        key=f"{node}|{slot}",
+        node=node,
+        cells={
+            "node": cell(node),
+            "slot": cell(slot),
+            "health": state(level),
+            "type": cell(slot_type or "?"),
+            "active": cell("yes" if active else "no" if active is False else "?"),
+            "retained": num(human_bytes(retained), retained, retained_grade),
+            "wal_status": cell(wal_status or "-", Level.CRIT if wal_status == "lost" else None),
+            "safe": num(human_bytes(safe, signed=True), safe),
+            "spill": num(rate(spill), spill),
+            "stream": num(rate(stream), stream),
+        },
+    )
 
 
 def _member_keys(members: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -97,8 +122,13 @@ def matrix_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             else:
                 leader = is_leader(snapshot.member(name))
                 cells[key] = cell("✖ no", Level.CRIT if leader else Level.WARN)
-        out.append(Row(key=slot_name, cells=cells))
+        out.append(_matrix_row(slot_name, tuple(cells.items())))
     return out
+
+
+@functools.lru_cache(maxsize=ROWS_KEPT)
+def _matrix_row(slot_name: str, cells: tuple[tuple[str, Cell], ...]) -> Row:
+    return Row(key=slot_name, cells=dict(cells))
 
 
 MATRIX = Table("slots-matrix", (), matrix_rows, dynamic_columns=matrix_columns)

@@ -184,6 +184,8 @@ class KeyedTable(DataTable[CellText]):
             self._shown.clear()
             self._order = []
             self._add_columns()
+        if self._unchanged(rows):
+            return 0
         cursor_key = self._cursor_key()
         wanted = {r.key for r in rows}
         written = 0
@@ -234,6 +236,18 @@ class KeyedTable(DataTable[CellText]):
             self._restore_cursor(cursor_key)
         self.touched += written
         return written
+
+    def _unchanged(self, rows: Sequence[Row]) -> bool:
+        # The very Rows shown last time, in the same order (cached row builders, panes/base.py):
+        # nothing to compare, move or repaint, and no need to look up the cursor.
+        shown = self._shown
+        if len(rows) != len(shown) or len(rows) != len(self._order):
+            return False
+        for row, key in zip(rows, self._order, strict=True):
+            last = shown.get(key)
+            if row.key != key or last is None or last[0] is not row:
+                return False
+        return True
 
     def _write_cell(self, row: str, column: str, value: CellText, grows: bool) -> None:
         # DataTable.update_cell repaints the whole table for one cell; when the column keeps
