@@ -7,6 +7,7 @@ archiver, a running COPY) and the last events. The full views stay one key away.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from pgtop_ha.models.derive import CopyRate, copy_rates, walsender_for
@@ -25,6 +26,7 @@ from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count, duration, human_bytes, shown
 from pgtop_ha.ui.panes import cluster, events
 from pgtop_ha.ui.panes.base import (
+    ROWS_KEPT,
     Cell,
     Column,
     Context,
@@ -64,21 +66,26 @@ EVENT_COLUMNS = (
 def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The worst current problems (none while healthy: the table then hides)."""
     problems = cluster_problems(snapshot, ctx.thresholds, ctx.pools, ctx.now)
-    out = [
-        Row(
-            key=p.ident,
-            node=p.node,
-            cells={
-                "level": state(p.level),
-                "text": cell(_who(p.node, p.text), p.level),
-            },
-        )
-        for p in problems[:MAX_ALERTS]
-    ]
+    out = [_alert_row(p.ident, p.node, p.level, p.text) for p in problems[:MAX_ALERTS]]
     if len(problems) > MAX_ALERTS:
         more = f"… {len(problems) - MAX_ALERTS} more: the Problems pane on the dashboard, or key 1"
-        out.append(Row(key="|more", cells={"level": cell(""), "text": cell(more)}))
+        out.append(_line_row("|more", None, {"level": cell(""), "text": cell(more)}))
     return dedupe(out)
+
+
+@functools.lru_cache(maxsize=ROWS_KEPT)
+def _alert_row(ident: str, node: str | None, level: Level, text: str) -> Row:
+    return Row(key=ident, node=node, cells={"level": state(level), "text": cell(_who(node, text), level)})
+
+
+def _line_row(key: str, node: str | None, cells: dict[str, Cell]) -> Row:
+    """A row of ready cells, the same Row object while they stay the same."""
+    return _cells_row(key, node, tuple(cells.items()))
+
+
+@functools.lru_cache(maxsize=ROWS_KEPT)
+def _cells_row(key: str, node: str | None, cells: tuple[tuple[str, Cell], ...]) -> Row:
+    return Row(key=key, node=node, cells=dict(cells))
 
 
 def _who(node: str | None, text: str) -> str:
@@ -108,10 +115,10 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         sender = None if is_leader(m) else walsender_for(snapshot, name)
         lag_s = sender.replay_lag_s if sender is not None else None
         out.append(
-            Row(
-                key=full.key,
-                node=full.node,
-                cells={
+            _line_row(
+                full.key,
+                full.node,
+                {
                     "member": cell(f"{health.symbol} {shown(name, 24)}", health, float(health)),
                     "role": c["role"],
                     "state": patroni,
@@ -134,7 +141,7 @@ def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         where, s, level = slot
         retained = human_bytes(s.retained_bytes)
         text = f"{shown(s.slot_name, 40)} on {where}: {retained} retained, {s.wal_status or '?'}"
-        out.append(Row(key="slot", cells={"what": cell("Worst slot"), "now": cell(text, level)}))
+        out.append(_line_row("slot", None, {"what": cell("Worst slot"), "now": cell(text, level)}))
     archiver = _archiver(snapshot, ctx)
     if archiver is not None:
         out.append(archiver)
@@ -146,11 +153,7 @@ def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             eta = "" if r.eta_s is None else f", ETA {age(r.eta_s)}"
             text = f"{shown(cp.relation or '?', 40)} on {node.name}: {pct}{eta}"
             out.append(
-                Row(
-                    key=f"copy|{node.name}|{cp.pid}",
-                    node=node.name,
-                    cells={"what": cell("COPY"), "now": cell(text)},
-                )
+                _line_row(f"copy|{node.name}|{cp.pid}", node.name, {"what": cell("COPY"), "now": cell(text)})
             )
     return out
 
@@ -173,7 +176,7 @@ def _timeline(snapshot: ClusterSnapshot) -> Row:
         text += " — " + "; ".join(others)
     if leader:
         text += f" (leader {shown(leader, 24)})"
-    return Row(key="tl", cells={"what": cell("Timeline"), "now": cell(text, level)})
+    return _line_row("tl", None, {"what": cell("Timeline"), "now": cell(text, level)})
 
 
 def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row | None:
@@ -188,7 +191,7 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row | None:
     text = f"{count(a.ready_count)} ready, {done}"
     if archive_failing(a):
         text += f", FAILING ({count(a.failed_count)} failures)"
-    return Row(key="archiver", node=node.name, cells={"what": cell("Archiver"), "now": cell(text, level)})
+    return _line_row("archiver", node.name, {"what": cell("Archiver"), "now": cell(text, level)})
 
 
 def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
@@ -197,9 +200,7 @@ def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     newest = replace(ctx, events=tuple(ctx.events[-RECENT_EVENTS:]))  # not all 500 kept
     for full in events.rows(snapshot, newest):
         c = full.cells
-        out.append(
-            Row(key=full.key, node=full.node, cells={"time": c["time"], "node": c["node"], "text": c["text"]})
-        )
+        out.append(_line_row(full.key, full.node, {"time": c["time"], "node": c["node"], "text": c["text"]}))
     return out
 
 
