@@ -354,17 +354,17 @@ def test_rows_are_the_same_objects_while_what_they_show_stays() -> None:
     history = (fx.healthy(at=fx.T0 - timedelta(seconds=1)),)
     for pane in (cluster, haproxy, replication, slots, archiver, problems, memory, overview):
         for table in pane.PANE.tables:
-            first = table.rows(snap, ctx(history=history, events=(fx.event("node2", "joined"),)))
-            later = ctx(
-                history=history, now=NOW + timedelta(seconds=1), events=(fx.event("node2", "joined"),)
-            )
-            again = table.rows(snap, later)
+            seen = (fx.event("node2", "joined"),)
+            first = table.rows(snap, ctx(history=history, events=seen))
+            again = table.rows(snap, ctx(history=history, events=seen, now=NOW + timedelta(seconds=1)))
             assert all(a is b for a, b in zip(first, again, strict=True)), table.id
             assert first or table.id == "overview", table.id  # healthy: no alerts above the members
-    later = snap.haproxy.model_copy(
+    same_step = snap.haproxy.model_copy(
         update={"servers": tuple(s.model_copy(update={"last_change_s": 39}) for s in snap.haproxy.servers)}
     )
-    assert haproxy.rows(snap.model_copy(update={"haproxy": later}), ctx())[1] is haproxy.rows(snap, ctx())[1]
+    assert (
+        haproxy.rows(snap.model_copy(update={"haproxy": same_step}), ctx())[1] is haproxy.rows(snap, ctx())[1]
+    )
     moved = snap.haproxy.model_copy(
         update={"servers": tuple(s.model_copy(update={"last_change_s": 61}) for s in snap.haproxy.servers)}
     )
