@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -104,12 +105,19 @@ class Pools:
 
     def kind(self, proxy: str) -> str | None:
         """'writer', 'reader' or None for a backend name."""
-        low = proxy.lower()
-        if any(s.lower() in low for s in self.writer):
-            return "writer"
-        if any(s.lower() in low for s in self.reader):
-            return "reader"
-        return None
+        # Asked for every server by several panes and checks each snapshot (~50 times a
+        # second): the same few names, so the answer is kept (issue 10).
+        return _kind(tuple(self.writer), tuple(self.reader), proxy)
+
+
+@functools.lru_cache(maxsize=256)
+def _kind(writer: tuple[str, ...], reader: tuple[str, ...], proxy: str) -> str | None:
+    low = proxy.lower()
+    if any(s.lower() in low for s in writer):
+        return "writer"
+    if any(s.lower() in low for s in reader):
+        return "reader"
+    return None
 
 
 # settings.HAProxySettings' defaults (models must not import settings).
