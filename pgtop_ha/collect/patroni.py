@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import httpx
 
@@ -17,6 +18,9 @@ from pgtop_ha.models.text import clean
 from pgtop_ha.models.urls import redact
 
 MAX_PARAMETERS = 1000  # postgresql.parameters kept from /config (a real one has tens)
+REMEMBERED_BODY_BYTES = 64 * 1024  # a real /cluster or /patroni answer is a few KiB
+REMEMBERED_URLS = 256  # answers kept, one per URL: /cluster and each member's /patroni
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -210,25 +214,47 @@ class PatroniClient:
         self._timeout = timeout
         self._max_members = max_members
         self.requests = 0
+        # Per URL, the last answer's body and what it parsed to (bodies up to REMEMBERED_BODY_BYTES).
+        self._last: dict[str, tuple[bytes, object]] = {}
 
-    async def _json(self, url: str, what: str, *, any_status: bool = False) -> Any:
+    async def _body(self, url: str, *, any_status: bool = False) -> bytes:
         self.requests += 1
         response = await self._http.get(url, limit_s=self._timeout)
         # /patroni answers 503 with a full JSON body when PostgreSQL is down: still data.
         is_json = response.content.startswith(b"{")
         if response.status_code >= 400 and not (any_status and is_json):
             response.raise_for_status()
-        return decode_json(response.content, what)
+        return response.content
+
+    async def _json(self, url: str, what: str, *, any_status: bool = False) -> Any:
+        return decode_json(await self._body(url, any_status=any_status), what)
+
+    async def _parsed(self, url: str, what: str, parse: Callable[[Any], T], *, any_status: bool = False) -> T:
+        # On a calm cluster /cluster and /patroni answer the same bytes second after second:
+        # the same bytes parse to the same (frozen) view, so the last one is handed back
+        # without decoding the JSON and building the models again (issue 10).
+        body = await self._body(url, any_status=any_status)
+        last = self._last.get(url)
+        if last is not None and last[0] == body:
+            return cast(T, last[1])
+        value = parse(decode_json(body, what))
+        if len(self._last) >= REMEMBERED_URLS:
+            self._last.clear()  # members come and go over days: keep the dictionary small
+        if len(body) <= REMEMBERED_BODY_BYTES:
+            self._last[url] = (body, value)
+        else:
+            self._last.pop(url, None)
+        return value
 
     async def cluster(self, root: str) -> ClusterView:
         """GET <root>/cluster."""
-        data = await self._json(f"{root}/cluster", "patroni /cluster")
-        return parse_cluster(data, self._max_members)
+        limit = self._max_members
+        return await self._parsed(f"{root}/cluster", "patroni /cluster", lambda d: parse_cluster(d, limit))
 
     async def own(self, api_url: str) -> OwnView:
         """GET a member's api_url (its /patroni)."""
         url = api_url if api_url.rstrip("/").endswith("/patroni") else f"{api_url}/patroni"
-        return parse_patroni(await self._json(url, "patroni /patroni", any_status=True))
+        return await self._parsed(url, "patroni /patroni", parse_patroni, any_status=True)
 
     async def history(self, root: str) -> tuple[HistoryEntry, ...]:
         """GET <root>/history."""

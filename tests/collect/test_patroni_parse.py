@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pgtop_ha.collect.errors import ParseError
+from pgtop_ha.collect.http import GetOnlyClient
 from pgtop_ha.collect.patroni import (
+    PatroniClient,
     decode_json,
     parse_cluster,
     parse_config,
@@ -187,3 +190,23 @@ def test_fuzz_decode(raw: bytes | str) -> None:
     except ParseError:
         return
     assert isinstance(value, dict | list | str | int | float | bool | None)
+
+
+async def test_the_same_answer_is_not_parsed_again_a_new_or_bad_one_is() -> None:
+    # A calm cluster's /cluster and /patroni answer the same bytes each second: the frozen view
+    # parsed last time comes back. Other bytes are parsed, and bad ones still fail.
+    calm = (FIXTURES / "cluster.json").read_bytes()
+    moved = calm.replace(b'"streaming"', b'"stopped"', 1)
+    answers = [calm, calm, moved, b"{not json"]
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=answers.pop(0))
+
+    client = PatroniClient(GetOnlyClient(timeout=2, transport=httpx.MockTransport(answer)), 2)
+    first = await client.cluster("http://127.0.0.1:8008")
+    assert await client.cluster("http://127.0.0.1:8008") is first
+    changed = await client.cluster("http://127.0.0.1:8008")
+    assert changed is not first and "stopped" in {m.state for m in changed.members}
+    with pytest.raises(ParseError, match="not JSON"):
+        await client.cluster("http://127.0.0.1:8008")
+    assert client.requests == 4
