@@ -6,6 +6,7 @@ a key, a place on the dashboard, a help line and a snapshot test (CONTRIBUTING.m
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,11 +21,12 @@ from pgtop_ha.ui.format import finite
 
 SortValue = float | str
 
-# Row builders are cached on their inputs (functools.lru_cache(maxsize=ROWS_KEPT)): on a quiet
-# cluster a pane's rows come back the same each second, and the same Row object is skipped by
-# KeyedTable.apply unread; building and comparing them again was most of a pane's cost each
-# snapshot (issue 10). A builder takes only hashable values that fully decide its row; an age
-# goes in as format.age_step, so it changes when its shown text does.
+# On a quiet cluster a pane's rows come back the same each second, and the same Row object is
+# skipped by KeyedTable.apply unread; building and comparing them again was most of a pane's cost
+# each snapshot (issue 10). So rows are cached: same_row() on their ready cells, or, in the
+# busiest panes, a builder cached (functools.lru_cache(maxsize=ROWS_KEPT)) on the plain values
+# that fully decide the row, which skips making the cells too. An age goes in as
+# format.age_step, so it changes when its shown text does.
 ROWS_KEPT = 512
 
 
@@ -183,6 +185,16 @@ class RowsFn(Protocol):
     """The pure part of a pane: a snapshot and context in, rows out."""
 
     def __call__(self, snapshot: ClusterSnapshot, ctx: Context, /) -> list[Row]: ...
+
+
+def same_row(key: str, cells: Mapping[str, Cell], node: str | None = None) -> Row:
+    """A Row of ready cells: the same object while its key, node and cells stay the same."""
+    return _cells_row(key, node, tuple(cells.items()))
+
+
+@functools.lru_cache(maxsize=ROWS_KEPT)
+def _cells_row(key: str, node: str | None, cells: tuple[tuple[str, Cell], ...]) -> Row:
+    return Row(key=key, cells=dict(cells), node=node)
 
 
 def dedupe(rows: list[Row]) -> list[Row]:

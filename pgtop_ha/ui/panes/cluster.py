@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 from pgtop_ha.models.health import (
     age_s,
     is_leader,
@@ -19,7 +17,7 @@ from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import INVALID, age, count, human_bytes
-from pgtop_ha.ui.panes.base import ROWS_KEPT, Cell, Column, Context, PaneSpec, Place, Row, cell, num, state
+from pgtop_ha.ui.panes.base import Cell, Column, Context, PaneSpec, Place, Row, cell, num, same_row, state
 
 COLUMNS = (
     Column("member", "Member"),
@@ -90,60 +88,30 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             lag_level(ctx.thresholds, lag) if lag is not None and lag_text != INVALID else None,
         )
         out.append(
-            _member_row(
+            same_row(
                 name,
-                worst,
-                cell(short_name(m.role), None) if m else cell("not in DCS", Level.CRIT),
-                pg,
-                cell(problem, worst if problems else None),
-                cell(w_text, w_level),
-                cell(r_text, r_level),
-                timeline,
-                lag_cell,
-                _reach(snapshot, name, ctx),
-                (m.state or "?") if m else "-",
-                bool(m and m.pending_restart),
-                bool((m and m.pause) or snapshot.cluster.pause),
+                {
+                    "member": cell(name),
+                    "health": state(worst),
+                    "role": cell(short_name(m.role), None) if m else cell("not in DCS", Level.CRIT),
+                    "pg": pg,
+                    "problem": cell(problem, worst if problems else None),
+                    "writer": cell(w_text, w_level),
+                    "reader": cell(r_text, r_level),
+                    "tl": num(count(timeline), timeline),
+                    "lag": lag_cell,
+                    "reach": _reach(snapshot, name, ctx),
+                    "state": cell((m.state or "?") if m else "-"),
+                    "restart": cell(
+                        "yes" if m and m.pending_restart else "-",
+                        Level.WARN if m and m.pending_restart else None,
+                    ),
+                    "pause": cell("yes" if (m and m.pause) or snapshot.cluster.pause else "-"),
+                },
+                name,
             )
         )
     return out
-
-
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _member_row(
-    name: str,
-    worst: Level,
-    role: Cell,
-    pg: Cell,
-    problem: Cell,
-    writer: Cell,
-    reader: Cell,
-    timeline: int | None,
-    lag: Cell,
-    reach: Cell,
-    patroni_state: str,
-    pending_restart: bool,
-    pause: bool,
-) -> Row:
-    return Row(
-        key=name,
-        node=name,
-        cells={
-            "member": cell(name),
-            "health": state(worst),
-            "role": role,
-            "pg": pg,
-            "problem": problem,
-            "writer": writer,
-            "reader": reader,
-            "tl": num(count(timeline), timeline),
-            "lag": lag,
-            "reach": reach,
-            "state": cell(patroni_state),
-            "restart": cell("yes" if pending_restart else "-", Level.WARN if pending_restart else None),
-            "pause": cell("yes" if pause else "-"),
-        },
-    )
 
 
 def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context) -> Cell:

@@ -7,7 +7,6 @@ archiver, a running COPY) and the last events. The full views stay one key away.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 
 from pgtop_ha.models.derive import CopyRate, copy_rates, walsender_for
@@ -26,7 +25,6 @@ from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count, duration, human_bytes, shown
 from pgtop_ha.ui.panes import cluster, events
 from pgtop_ha.ui.panes.base import (
-    ROWS_KEPT,
     Cell,
     Column,
     Context,
@@ -37,6 +35,7 @@ from pgtop_ha.ui.panes.base import (
     cell,
     dedupe,
     num,
+    same_row,
     state,
 )
 
@@ -66,26 +65,14 @@ EVENT_COLUMNS = (
 def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The worst current problems (none while healthy: the table then hides)."""
     problems = cluster_problems(snapshot, ctx.thresholds, ctx.pools, ctx.now)
-    out = [_alert_row(p.ident, p.node, p.level, p.text) for p in problems[:MAX_ALERTS]]
+    out = [
+        same_row(p.ident, {"level": state(p.level), "text": cell(_who(p.node, p.text), p.level)}, p.node)
+        for p in problems[:MAX_ALERTS]
+    ]
     if len(problems) > MAX_ALERTS:
         more = f"… {len(problems) - MAX_ALERTS} more: the Problems pane on the dashboard, or key 1"
-        out.append(_line_row("|more", None, {"level": cell(""), "text": cell(more)}))
+        out.append(same_row("|more", {"level": cell(""), "text": cell(more)}))
     return dedupe(out)
-
-
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _alert_row(ident: str, node: str | None, level: Level, text: str) -> Row:
-    return Row(key=ident, node=node, cells={"level": state(level), "text": cell(_who(node, text), level)})
-
-
-def _line_row(key: str, node: str | None, cells: dict[str, Cell]) -> Row:
-    """A row of ready cells, the same Row object while they stay the same."""
-    return _cells_row(key, node, tuple(cells.items()))
-
-
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _cells_row(key: str, node: str | None, cells: tuple[tuple[str, Cell], ...]) -> Row:
-    return Row(key=key, node=node, cells=dict(cells))
 
 
 def _who(node: str | None, text: str) -> str:
@@ -115,9 +102,8 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         sender = None if is_leader(m) else walsender_for(snapshot, name)
         lag_s = sender.replay_lag_s if sender is not None else None
         out.append(
-            _line_row(
+            same_row(
                 full.key,
-                full.node,
                 {
                     "member": cell(f"{health.symbol} {shown(name, 24)}", health, float(health)),
                     "role": c["role"],
@@ -128,6 +114,7 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     "lag_s": num(duration(lag_s), lag_s, lag_level(ctx.thresholds, None, lag_s)),
                     "route": _route(c["writer"], c["reader"]),
                 },
+                full.node,
             )
         )
     return out
@@ -141,7 +128,7 @@ def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         where, s, level = slot
         retained = human_bytes(s.retained_bytes)
         text = f"{shown(s.slot_name, 40)} on {where}: {retained} retained, {s.wal_status or '?'}"
-        out.append(_line_row("slot", None, {"what": cell("Worst slot"), "now": cell(text, level)}))
+        out.append(same_row("slot", {"what": cell("Worst slot"), "now": cell(text, level)}))
     archiver = _archiver(snapshot, ctx)
     if archiver is not None:
         out.append(archiver)
@@ -153,7 +140,7 @@ def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             eta = "" if r.eta_s is None else f", ETA {age(r.eta_s)}"
             text = f"{shown(cp.relation or '?', 40)} on {node.name}: {pct}{eta}"
             out.append(
-                _line_row(f"copy|{node.name}|{cp.pid}", node.name, {"what": cell("COPY"), "now": cell(text)})
+                same_row(f"copy|{node.name}|{cp.pid}", {"what": cell("COPY"), "now": cell(text)}, node.name)
             )
     return out
 
@@ -176,7 +163,7 @@ def _timeline(snapshot: ClusterSnapshot) -> Row:
         text += " — " + "; ".join(others)
     if leader:
         text += f" (leader {shown(leader, 24)})"
-    return _line_row("tl", None, {"what": cell("Timeline"), "now": cell(text, level)})
+    return same_row("tl", {"what": cell("Timeline"), "now": cell(text, level)})
 
 
 def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row | None:
@@ -191,7 +178,7 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row | None:
     text = f"{count(a.ready_count)} ready, {done}"
     if archive_failing(a):
         text += f", FAILING ({count(a.failed_count)} failures)"
-    return _line_row("archiver", node.name, {"what": cell("Archiver"), "now": cell(text, level)})
+    return same_row("archiver", {"what": cell("Archiver"), "now": cell(text, level)}, node.name)
 
 
 def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
@@ -200,7 +187,7 @@ def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     newest = replace(ctx, events=tuple(ctx.events[-RECENT_EVENTS:]))  # not all 500 kept
     for full in events.rows(snapshot, newest):
         c = full.cells
-        out.append(_line_row(full.key, full.node, {"time": c["time"], "node": c["node"], "text": c["text"]}))
+        out.append(same_row(full.key, {"time": c["time"], "node": c["node"], "text": c["text"]}, full.node))
     return out
 
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-
 from pgtop_ha.models.health import cluster_problems
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, cell, dedupe, state
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, dedupe, same_row, state
 
 COLUMNS = (
     Column("level", "Level"),
@@ -18,19 +16,18 @@ COLUMNS = (
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Every current problem; keyed by what it is (not its figure) so a lasting problem keeps its row."""
-    problems = cluster_problems(snapshot, ctx.thresholds, ctx.pools, ctx.now)
-    return dedupe([_problem_row(p.ident, p.node, p.level, p.text) for p in problems] or [NO_PROBLEMS])
-
-
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _problem_row(ident: str, node: str | None, level: Level, text: str) -> Row:
-    cells = {"level": state(level), "node": cell(node or "cluster"), "text": cell(text, level)}
-    return Row(key=ident, node=node, cells=cells)
-
-
-NO_PROBLEMS = Row(
-    key="|ok", cells={"level": state(Level.OK), "node": cell("cluster"), "text": cell("no problems")}
-)
+    out = [
+        same_row(
+            p.ident,
+            {"level": state(p.level), "node": cell(p.node or "cluster"), "text": cell(p.text, p.level)},
+            p.node,
+        )
+        for p in cluster_problems(snapshot, ctx.thresholds, ctx.pools, ctx.now)
+    ]
+    if not out:
+        ok = {"level": state(Level.OK), "node": cell("cluster"), "text": cell("no problems")}
+        out.append(same_row("|ok", ok))
+    return dedupe(out)
 
 
 PANE = PaneSpec(

@@ -9,7 +9,19 @@ from pgtop_ha.models.health import is_leader, retained_level, slot_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import human_bytes, rate
-from pgtop_ha.ui.panes.base import ROWS_KEPT, Cell, Column, Context, PaneSpec, Row, Table, cell, num, state
+from pgtop_ha.ui.panes.base import (
+    ROWS_KEPT,
+    Cell,
+    Column,
+    Context,
+    PaneSpec,
+    Row,
+    Table,
+    cell,
+    num,
+    same_row,
+    state,
+)
 
 COLUMNS = (
     Column("node", "Member"),
@@ -33,7 +45,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if not node.reachable:
             continue
         for slot in node.slots:
-            slot_rate = rates.get((node.name, slot.slot_name), NO_RATES)
+            slot_rate = rates.get((node.name, slot.slot_name), _NO_RATES)
             out.append(
                 _slot_row(
                     node.name,
@@ -52,7 +64,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return out
 
 
-NO_RATES = SlotRates()
+_NO_RATES = SlotRates()
 
 
 @functools.lru_cache(maxsize=ROWS_KEPT)
@@ -122,13 +134,8 @@ def matrix_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             else:
                 leader = is_leader(snapshot.member(name))
                 cells[key] = cell("✖ no", Level.CRIT if leader else Level.WARN)
-        out.append(_matrix_row(slot_name, tuple(cells.items())))
+        out.append(same_row(slot_name, cells))
     return out
-
-
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _matrix_row(slot_name: str, cells: tuple[tuple[str, Cell], ...]) -> Row:
-    return Row(key=slot_name, cells=dict(cells))
 
 
 MATRIX = Table("slots-matrix", (), matrix_rows, dynamic_columns=matrix_columns)
