@@ -111,7 +111,10 @@ _CACHE_MAX = 20000
 # (issue 10). CPU time is not looked at: a walsender or the checkpointer wakes every second
 # without touching a new page, and every page it maps or makes private costs a fault first.
 # Its Pss can still drift as other processes map or drop the pages it shares; hence a bound.
-IDLE_KEEP_S = 60.0
+# At 60 s those rereads were most of the smaps_rollup reads on a quiet cluster (~27 of ~32 a
+# minute, 3 nodes) and 0.03 CPU s/min of the dashboard in tmux (issue 10). Its USS and RSS move
+# only with its own faults; the drift is the shared part, and 3 minutes of it is a rounding.
+IDLE_KEEP_S = 180.0
 # At most this many processes whose reading is past its age are read again per call, the oldest
 # readings first; the rest keep their last reading until their turn. Under load every backend is
 # busy and smaps_rollup of a backend with many shared buffers mapped costs ~2 ms: without a cap,

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pgtop_ha.collect import procmem
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.procmem import (
     MAX_REREADS,
@@ -126,6 +127,23 @@ def test_an_idle_process_keeps_its_reading_a_busy_one_is_read_again(tmp_path: Pa
     again, _, _ = read_local([301, 302], 301, proc=tmp_path, max_age_s=1e-9)
     assert again[301].pss == first[301].pss and first[301].pss != 4096
     assert again[302].pss == 4096
+
+
+def test_an_idle_process_is_read_again_past_the_idle_bound(tmp_path: Path) -> None:
+    # Its Pss drifts as other processes map or drop the pages it shares: read it now and then.
+    _proc_entry(tmp_path, 310, 1, b"/usr/lib/postgresql/15/bin/postgres")
+    _proc_entry(tmp_path, 311, 310, b"postgres: lab: backend")
+    (tmp_path / "311" / "stat").write_text(_stat_line(311, 10))
+    first, _, _ = read_local([311], 311, proc=tmp_path, max_age_s=1e-9)
+    (tmp_path / "311" / "smaps_rollup").write_text("Rss: 8 kB\nPss: 4 kB\n")
+    key = (str(tmp_path), 311)
+    when, counters, mem = procmem._CACHE[key]
+    procmem._CACHE[key] = (when - procmem.IDLE_KEEP_S + 5, counters, mem)  # not yet past it
+    kept, _, _ = read_local([311], 311, proc=tmp_path, max_age_s=1e-9)
+    assert kept[311].pss == first[311].pss != 4096
+    procmem._CACHE[key] = (when - procmem.IDLE_KEEP_S - 1, counters, mem)
+    again, _, _ = read_local([311], 311, proc=tmp_path, max_age_s=1e-9)
+    assert again[311].pss == 4096
 
 
 def _stat_with(pid: int, minflt: int, rss: int) -> str:
