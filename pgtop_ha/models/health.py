@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -246,8 +246,14 @@ def human_bytes(value: int | None) -> str:
     return f"{sign}{size:.0f} PiB"  # unreachable: the loop returns at TiB
 
 
-def cluster_problems(snapshot: ClusterSnapshot, t: Thresholds, pools: Pools, now: datetime) -> list[Problem]:
-    """Every current problem of the cluster, worst first (stable within a level)."""
+def cluster_problems(
+    snapshot: ClusterSnapshot,
+    t: Thresholds,
+    pools: Pools,
+    now: datetime,
+    members: Mapping[str, Sequence[Problem]] | None = None,
+) -> list[Problem]:
+    """Every current problem of the cluster, worst first; ``members``: member_problems already known."""
     names = _names(snapshot)
     out: list[Problem] = []
     leaders = [m.name for m in snapshot.members if is_leader(m)]
@@ -265,7 +271,8 @@ def cluster_problems(snapshot: ClusterSnapshot, t: Thresholds, pools: Pools, now
     if snapshot.cluster.pause:
         out.append(Problem(Level.WARN, None, "cluster in maintenance mode (paused)"))
     for name in names:
-        out.extend(member_problems(snapshot, name, t, pools, now))
+        known = members.get(name) if members is not None else None
+        out.extend(known if known is not None else member_problems(snapshot, name, t, pools, now))
         out.extend(_node_problems(snapshot.node(name), t))
         missing = missing_permanent_slots(snapshot, name)
         if missing:

@@ -8,7 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pgtop_ha.models.events import diff
-from pgtop_ha.models.health import Pools, cluster_problems, lag_level, member_problems, stale_level
+from pgtop_ha.models.health import (
+    Pools,
+    Problem,
+    cluster_problems,
+    lag_level,
+    member_problems,
+    stale_level,
+)
 from pgtop_ha.models.snapshot import Archiver, HAProxyState, Process
 from pgtop_ha.models.thresholds import Level, grade
 from pgtop_ha.ui.format import age, age_step, bar, duration, human_bytes, lsn, rate, sparkline
@@ -98,6 +105,32 @@ def test_kill_primary_is_the_worst_problem() -> None:
     assert probs[0].level is Level.CRIT and probs[0].node == "node1"
     assert probs[0].short == "PG DOWN, still routed"
     assert member_problems(fx.healthy(), "node1", S.thresholds, POOLS, NOW) == []
+
+
+def test_problems_are_derived_once_per_context_and_snapshot() -> None:
+    # The Cluster pane, the Problems pane and the overview's alerts read one derivation per
+    # refresh; a context shown another snapshot derives again.
+    c, snap = ctx(), fx.kill_primary()
+    shared = c.problems(snap)
+    assert c.problems(snap) is shared
+    assert list(shared) == cluster_problems(snap, S.thresholds, POOLS, NOW)
+    own = c.member_problems(snap, "node1")
+    assert c.member_problems(snap, "node1") is own
+    assert list(own) == member_problems(snap, "node1", S.thresholds, POOLS, NOW)
+    assert shared[0] is own[0]  # the member's problems computed once, listed by both
+    row = texts(cluster.rows(snap, c))["node1"]
+    assert row[4].startswith(own[0].short or own[0].text)
+    healthy = fx.healthy()
+    assert c.problems(healthy) is not shared
+    assert list(c.problems(healthy)) == cluster_problems(healthy, S.thresholds, POOLS, NOW)
+
+
+def test_cluster_problems_list_the_member_problems_given() -> None:
+    snap = fx.kill_primary()
+    given = Problem(Level.WARN, "node1", "given, not computed again")
+    found = cluster_problems(snap, S.thresholds, POOLS, NOW, members={"node1": [given]})
+    assert given in found
+    assert not any(p.node == "node1" and p.short == "PG DOWN, still routed" for p in found)
 
 
 def test_a_problem_keeps_its_row_while_its_figure_changes() -> None:

@@ -10,10 +10,10 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, cast
 
 from pgtop_ha.models.events import Event
-from pgtop_ha.models.health import Pools
+from pgtop_ha.models.health import Pools, Problem, cluster_problems, member_names, member_problems
 from pgtop_ha.models.needs import NONE, Needs
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
@@ -93,10 +93,37 @@ class Context:
     history: Sequence[ClusterSnapshot] = ()  # older snapshots, oldest first, current excluded
     events: Sequence[Event] = ()
 
+    # What several panes derive from the same snapshot, derived once per context (one context
+    # serves every pane of one refresh): {what: (the snapshot it was derived from, the result)}.
+    _derived: dict[object, tuple[ClusterSnapshot, object]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
     @property
     def previous(self) -> ClusterSnapshot | None:
         """The snapshot before the current one, if any."""
         return self.history[-1] if self.history else None
+
+    def member_problems(self, snapshot: ClusterSnapshot, name: str) -> tuple[Problem, ...]:
+        """What is wrong with member ``name`` (health.member_problems), once per context and snapshot."""
+        found = self._derived.get(("member", name))
+        if found is not None and found[0] is snapshot:
+            return cast(tuple[Problem, ...], found[1])
+        problems = tuple(member_problems(snapshot, name, self.thresholds, self.pools, self.now))
+        self._derived[("member", name)] = (snapshot, problems)
+        return problems
+
+    def problems(self, snapshot: ClusterSnapshot) -> tuple[Problem, ...]:
+        """Every problem of the cluster (health.cluster_problems), once per context and snapshot."""
+        # The Cluster pane shows each member's problems, the Problems pane and the overview's
+        # alerts all of them: each computed them again every second (issue 10).
+        found = self._derived.get("cluster")
+        if found is not None and found[0] is snapshot:
+            return cast(tuple[Problem, ...], found[1])
+        members = {name: self.member_problems(snapshot, name) for name in member_names(snapshot)}
+        problems = tuple(cluster_problems(snapshot, self.thresholds, self.pools, self.now, members))
+        self._derived["cluster"] = (snapshot, problems)
+        return problems
 
 
 def cell(text: str, level: Level | None = None, sort: SortValue | None = None) -> Cell:

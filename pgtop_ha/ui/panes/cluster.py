@@ -8,7 +8,6 @@ from pgtop_ha.models.health import (
     is_up,
     lag_level,
     member_names,
-    member_problems,
     member_state,
     node_state,
     routes,
@@ -63,7 +62,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         m = snapshot.member(name)
         n = snapshot.node(name)
         leader = is_leader(m)
-        problems = member_problems(snapshot, name, ctx.thresholds, ctx.pools, ctx.now)
+        problems = ctx.member_problems(snapshot, name)
         worst = max((p.level for p in problems), default=Level.OK)
         problem = (problems[0].short or problems[0].text) if problems else ""
         if len(problems) > 1:

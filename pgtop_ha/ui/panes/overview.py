@@ -15,7 +15,6 @@ from pgtop_ha.models.health import (
     age_s,
     archive_failing,
     archiver_level,
-    cluster_problems,
     is_leader,
     lag_level,
     worst_slot,
@@ -64,7 +63,7 @@ EVENT_COLUMNS = (
 
 def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The worst current problems (none while healthy: the table then hides)."""
-    problems = cluster_problems(snapshot, ctx.thresholds, ctx.pools, ctx.now)
+    problems = ctx.problems(snapshot)
     out = [
         same_row(p.ident, {"level": state(p.level), "text": cell(_who(p.node, p.text), p.level)}, p.node)
         for p in problems[:MAX_ALERTS]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import cluster_problems
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, dedupe, same_row, state
@@ -22,7 +21,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             {"level": state(p.level), "node": cell(p.node or "cluster"), "text": cell(p.text, p.level)},
             p.node,
         )
-        for p in cluster_problems(snapshot, ctx.thresholds, ctx.pools, ctx.now)
+        for p in ctx.problems(snapshot)
     ]
     if not out:
         ok = {"level": state(Level.OK), "node": cell("cluster"), "text": cell("no problems")}
