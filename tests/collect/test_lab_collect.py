@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import json
 import os
 import sys
@@ -253,6 +254,13 @@ async def test_process_memory_and_one_round_trip(lab: Lab, poller: Poller) -> No
     last = {(n.name, p.pid): p for n in cycles[-2].nodes for p in n.processes}
     kept = [p for n in cycles[-1].nodes for p in n.processes if last.get((n.name, p.pid)) is p]
     assert any(p.pss_bytes for p in kept)
+    # A document answered again word for word is not parsed again: its models are last cycle's.
+    assert any(
+        n.archiver is not None and n.archiver is before.archiver
+        for older, newer in itertools.pairwise(cycles)
+        for n in newer.nodes
+        if (before := older.node(n.name)) is not None
+    )
 
 
 async def test_pg_monitor_only_has_no_node_error(lab: Lab, lab_settings: Settings) -> None:

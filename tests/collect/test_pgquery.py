@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from pgtop_ha.collect.pgquery import Capabilities, build_query, sql_variants, un
 from pgtop_ha.collect.postgres import parse_document, server_settings, tls_dsn
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.settings import PostgresSettings
+from tests.support.clocks import fixed_clock
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -197,3 +199,37 @@ async def test_fixtures_are_re_recorded_from_a_lab(lab: Lab, tmp_path: Path) -> 
     text = (tmp_path / "doc_standby_superuser.json").read_text()
     standby = parse_document(text, _caps(150000, superuser=True))
     assert standby.fields["in_recovery"] is True and standby.remote_memory
+
+
+def test_the_same_document_again_is_last_cycles_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A quiet cluster answers the very same text most cycles: it is parsed once, and each cycle
+    # gets its own copy to set its fields on.
+    from pgtop_ha.collect import postgres
+    from pgtop_ha.collect.postgres import NodeReader, Target
+
+    calls: list[str] = []
+
+    def counted(text: str, caps: Capabilities) -> postgres.Parsed:
+        calls.append(text)
+        return parse_document(text, caps)
+
+    monkeypatch.setattr(postgres, "parse_document", counted)
+    target = Target("node1", "127.0.0.1", 1, "postgres")
+    reader = NodeReader(target, PostgresSettings(), fixed_clock(datetime.now(UTC)), proc=tmp_path)
+    caps = _caps(150000, **MONITOR)
+    text = (FIXTURES / "doc_primary_monitor.json").read_text()
+    first = reader._parse(text, caps)
+    first.fields["cache"] = "set by its cycle"
+    again = reader._parse(text, caps)
+    assert len(calls) == 1
+    assert again is not first and again.fields["cache"] != "set by its cycle"
+    assert again.processes == first.processes and again.processes is not first.processes
+    assert again.fields["slots"] is first.fields["slots"]  # the same models: nothing moved
+    moved = json.loads(text)
+    moved["timeline"] += 1
+    assert reader._parse(json.dumps(moved), caps).fields["timeline"] == first.fields["timeline"] + 1
+    assert len(calls) == 2
+    reader._parse(json.dumps(moved), _caps(150000, **MONITOR))  # another connection's capabilities
+    assert len(calls) == 3
