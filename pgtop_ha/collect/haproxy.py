@@ -16,6 +16,7 @@ from pgtop_ha.models.snapshot import HAProxyServer
 
 AGGREGATES = frozenset({"FRONTEND", "BACKEND"})
 _REQUIRED = ("pxname", "svname", "status")
+_READ = (*_REQUIRED, "check_status", "check_code", "scur", "stot", "lastchg", "weight")
 _MAX_STATS_BYTES = 8 * 1024 * 1024
 _READ_SIZE = 64 * 1024
 # `show stat <proxy> <type> <server>`: every proxy (-1), servers only (type 4), every server (-1).
@@ -24,9 +25,9 @@ _READ_SIZE = 64 * 1024
 SHOW_SERVERS = b"show stat -1 4 -1\n"
 
 
-def _cell(row: dict[str, str], key: str) -> str | None:
-    value = row.get(key)
-    return value if value else None
+def _cell(cells: list[str], at: dict[str, int], key: str) -> str | None:
+    i = at.get(key)
+    return (cells[i] or None) if i is not None and i < len(cells) else None
 
 
 def parse_stat_csv(text: str) -> tuple[HAProxyServer, ...]:
@@ -48,27 +49,29 @@ def parse_stat_csv(text: str) -> tuple[HAProxyServer, ...]:
     width = len(header)
     while width and not header[width - 1]:
         width -= 1  # HAProxy ends the header (and every row) with a comma
+    # Column positions once per answer: a row is ~100 cells and 9 of them are read (a dict of
+    # every cell per row was most of the parse, every cycle).
+    at = {name: i for i, name in enumerate(header) if name in _READ}  # a repeated name: its last
     servers: list[HAProxyServer] = []
     for cells in rows[1:]:
         if not cells or not any(cells):
             continue
         if len(cells) < width:
             raise ParseError("haproxy stats: a row is cut short (reload in progress?)")
-        row = dict(zip(header, cells, strict=False))
-        proxy, server = row["pxname"], row["svname"]
+        proxy, server = _cell(cells, at, "pxname"), _cell(cells, at, "svname")
         if not proxy or not server or server in AGGREGATES:
             continue
         servers.append(
             HAProxyServer(
                 proxy=proxy,
                 server=server,
-                status=_cell(row, "status"),
-                check_status=_cell(row, "check_status"),
-                check_code=as_int(row.get("check_code")),
-                sessions=as_int(row.get("scur")),
-                sessions_total=as_int(row.get("stot")),
-                last_change_s=as_int(row.get("lastchg")),
-                weight=as_int(row.get("weight")),
+                status=_cell(cells, at, "status"),
+                check_status=_cell(cells, at, "check_status"),
+                check_code=as_int(_cell(cells, at, "check_code")),
+                sessions=as_int(_cell(cells, at, "scur")),
+                sessions_total=as_int(_cell(cells, at, "stot")),
+                last_change_s=as_int(_cell(cells, at, "lastchg")),
+                weight=as_int(_cell(cells, at, "weight")),
             )
         )
     return tuple(servers)
