@@ -238,6 +238,8 @@ class NodeReader:
         self._memory: dict[int, tuple[datetime | None, procmem.Memory]] = {}
         self._merged: dict[int, tuple[Process, procmem.Memory, Process]] = {}  # pid: listed, read, shown
         self._last_document: tuple[str, Capabilities, Parsed] | None = None  # text, caps, its parse
+        self._huge_view: tuple[HugePages | None, HugePagesSetting, HugePages] | None = None
+        self._postmaster_row: tuple[procmem.Memory, Process] | None = None  # its reading, its row
         self._full_at: float | None = None
         self._pending: tuple[PendingSetting, ...] = ()
         self._settings_read: tuple[Setting, ...] = ()
@@ -498,9 +500,14 @@ class NodeReader:
         base = host or HugePages()
         if pg is None:
             return base
-        return base.model_copy(
+        last = self._huge_view
+        if last is not None and last[0] is host and last[1] is pg:
+            return last[2]  # the same readings: the same view (a pane tells "unchanged" by identity)
+        view = base.model_copy(
             update={"setting": pg.setting, "status": pg.status, "shared_memory_pages": pg.shared_memory_pages}
         )
+        self._huge_view = (host, pg, view)
+        return view
 
     async def _read_cache(self, conn: asyncpg.Connection, caps: Capabilities, now: float) -> None:
         """pg_buffercache on its own statement, every CACHE_REFRESH_S while the pane is on screen.
@@ -596,8 +603,12 @@ class NodeReader:
         self._merged = merged
         postmaster_pid = self._postmaster_pid
         if postmaster_pid is not None and postmaster_pid in memory:
-            postmaster = Process(pid=postmaster_pid, backend_type="postmaster")
-            rows.insert(0, _with_memory(postmaster, memory[postmaster_pid][1]))
+            mem = memory[postmaster_pid][1]
+            shown = self._postmaster_row
+            if shown is None or shown[0] is not mem or shown[1].pid != postmaster_pid:
+                postmaster = Process(pid=postmaster_pid, backend_type="postmaster")
+                shown = self._postmaster_row = (mem, _with_memory(postmaster, mem))
+            rows.insert(0, shown[1])  # the same reading: last cycle's row, like the others above
         missing = unavailable(caps, local_memory=self._local)
         if self._local and local_reason and not memory:
             missing["processes.memory"] = local_reason

@@ -254,6 +254,7 @@ async def test_process_memory_and_one_round_trip(lab: Lab, poller: Poller) -> No
     last = {(n.name, p.pid): p for n in cycles[-2].nodes for p in n.processes}
     kept = [p for n in cycles[-1].nodes for p in n.processes if last.get((n.name, p.pid)) is p]
     assert any(p.pss_bytes for p in kept)
+    assert any(p.backend_type == "postmaster" for p in kept)  # its reading is the same too
     # A document answered again word for word is not parsed again: its models are last cycle's.
     assert any(
         n.archiver is not None and n.archiver is before.archiver

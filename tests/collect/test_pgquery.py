@@ -233,3 +233,20 @@ def test_the_same_document_again_is_last_cycles_parse(
     assert len(calls) == 2
     reader._parse(json.dumps(moved), _caps(150000, **MONITOR))  # another connection's capabilities
     assert len(calls) == 3
+
+
+def test_the_hugepages_view_is_the_same_object_while_its_readings_are(tmp_path: Path) -> None:
+    from pgtop_ha.collect.document import HugePagesSetting
+    from pgtop_ha.collect.postgres import NodeReader, Target
+    from pgtop_ha.models.snapshot import HugePages
+
+    target = Target("node1", "127.0.0.1", 1, "postgres")
+    reader = NodeReader(target, PostgresSettings(), fixed_clock(datetime.now(UTC)), proc=tmp_path)
+    reader._hugepages = HugePages(total=64, free=10, size_bytes=2 * 1024 * 1024)
+    reader._huge_setting = HugePagesSetting(setting="try")
+    view = reader._hugepages_view()
+    assert view is not None and view.setting == "try" and view.total == 64
+    assert reader._hugepages_view() is view  # a pane tells "unchanged" by identity
+    reader._huge_setting = HugePagesSetting(setting="on")
+    moved = reader._hugepages_view()
+    assert moved is not view and moved is not None and moved.setting == "on"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,7 @@ from pgtop_ha.models.health import (
     member_problems,
     stale_level,
 )
-from pgtop_ha.models.snapshot import Archiver, HAProxyState, Process
+from pgtop_ha.models.snapshot import Archiver, HAProxyState, NodeSnapshot, Process
 from pgtop_ha.models.thresholds import Level, grade
 from pgtop_ha.ui.format import age, age_step, bar, duration, human_bytes, lsn, rate, sparkline
 from pgtop_ha.ui.panes import (
@@ -31,7 +32,7 @@ from pgtop_ha.ui.panes import (
     replication,
     slots,
 )
-from pgtop_ha.ui.panes.base import Context, Row
+from pgtop_ha.ui.panes.base import Context, Row, SameInputs
 from pgtop_ha.ui.themes import available, level_styles, load_theme, resolve
 from tests.ui import fixtures as fx
 
@@ -361,6 +362,48 @@ def test_memory_rows_are_the_same_objects_until_a_process_changes() -> None:
     changed = snap.model_copy(update={"nodes": (node1, *snap.nodes[1:])})
     moved = {r.key: r for r in memory.rows(changed, ctx())}
     assert any(moved[r.key] is not r and moved[r.key].cells["state"].text == "active" for r in procs)
+
+
+def test_same_inputs_give_back_their_rows_only_for_the_very_same_objects() -> None:
+    memo, built = SameInputs(), []
+    a, b = fx.healthy(), fx.healthy()  # equal, not the same objects
+
+    def build() -> list[Row]:
+        built.append(1)
+        return memory.rows(a, ctx())
+
+    first = memo.rows("node1", (a, "x"), build)
+    first.clear()  # a caller's list is its own
+    again = memo.rows("node1", (a, "x"), build)
+    assert len(built) == 1 and again == memory.rows(a, ctx())
+    memo.rows("node1", (b, "x"), build)  # equal is not enough: identity or a new build
+    memo.rows("node1", (b, "x", "y"), build)
+    memo.rows("node2", (b, "x", "y"), build)
+    assert len(built) == 4
+
+
+def test_memory_rows_are_not_built_again_while_a_nodes_processes_are_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[str] = []
+    real = memory._node_rows
+
+    def counted(node: NodeSnapshot) -> list[Row]:
+        built.append(node.name)
+        return real(node)
+
+    monkeypatch.setattr(memory, "_node_rows", counted)
+    snap = fx.healthy()
+    first = memory.rows(snap, ctx())
+    n = len(built)
+    assert memory.rows(snap.model_copy(update={"taken_at": NOW}), ctx()) == first
+    assert len(built) == n  # the same process models: nothing to build
+    node1 = snap.nodes[0]
+    grown = node1.processes[0].model_copy(update={"pss_bytes": 900 * fx.MiB})
+    node1 = node1.model_copy(update={"processes": (grown, *node1.processes[1:])})
+    moved = memory.rows(snap.model_copy(update={"nodes": (node1, *snap.nodes[1:])}), ctx())
+    assert built[n:] == ["node1"]
+    assert "900 MiB" in [c.text for r in moved if r.node == "node1" for c in r.cells.values()]
 
 
 def test_reach_says_slow_not_unreachable() -> None:

@@ -8,7 +8,7 @@ from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.snapshot import ClusterSnapshot, HugePages, NodeSnapshot, Process
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import count, human_bytes
-from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, cell, num
+from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, SameInputs, cell, num
 
 TOP = 8
 
@@ -128,17 +128,30 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         if not node.reachable:
             continue
-        out.append(_total(node))
-        huge = _hugepages(node)
-        if huge is not None:
-            out.append(huge)
-        ranked = sorted(node.processes, key=lambda p: p.pss_bytes or 0, reverse=True)[:TOP]
-        for rank, p in enumerate(ranked, 1):
-            what = p.backend_type or "?"
-            if p.application_name:
-                what += f" ({p.application_name})"
-            sizes = tuple(getattr(p, attr) for _, attr in _SIZES)
-            out.append(_process_row(node.name, rank, p.pid, what, p.state, sizes))
+        # Memory is read every 15 s on the dashboard and a quiet server lists the same processes:
+        # in between, the same models, hence the same rows (issue 10).
+        note = node.unavailable.get("processes.memory")
+        inputs = (node.hugepages, note, node.memory_source, *node.processes)
+        out.extend(_NODES.rows(node.name, inputs, functools.partial(_node_rows, node)))
+    return out
+
+
+_NODES = SameInputs()
+
+
+def _node_rows(node: NodeSnapshot) -> list[Row]:
+    """The node's total, its HugePages and its TOP processes by Pss."""
+    out = [_total(node)]
+    huge = _hugepages(node)
+    if huge is not None:
+        out.append(huge)
+    ranked = sorted(node.processes, key=lambda p: p.pss_bytes or 0, reverse=True)[:TOP]
+    for rank, p in enumerate(ranked, 1):
+        what = p.backend_type or "?"
+        if p.application_name:
+            what += f" ({p.application_name})"
+        sizes = tuple(getattr(p, attr) for _, attr in _SIZES)
+        out.append(_process_row(node.name, rank, p.pid, what, p.state, sizes))
     return out
 
 
