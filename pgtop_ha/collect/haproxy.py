@@ -16,7 +16,7 @@ from pgtop_ha.models.snapshot import HAProxyServer
 
 AGGREGATES = frozenset({"FRONTEND", "BACKEND"})
 _REQUIRED = ("pxname", "svname", "status")
-_READ = (*_REQUIRED, "check_status", "check_code", "scur", "stot", "lastchg", "weight")
+_COLUMNS_READ = (*_REQUIRED, "check_status", "check_code", "scur", "stot", "lastchg", "weight")
 _MAX_STATS_BYTES = 8 * 1024 * 1024
 _READ_SIZE = 64 * 1024
 # `show stat <proxy> <type> <server>`: every proxy (-1), servers only (type 4), every server (-1).
@@ -51,7 +51,7 @@ def parse_stat_csv(text: str) -> tuple[HAProxyServer, ...]:
         width -= 1  # HAProxy ends the header (and every row) with a comma
     # Column positions once per answer: a row is ~100 cells and 9 of them are read (a dict of
     # every cell per row was most of the parse, every cycle).
-    at = {name: i for i, name in enumerate(header) if name in _READ}  # a repeated name: its last
+    at = {name: i for i, name in enumerate(header) if name in _COLUMNS_READ}  # a repeated name: its last
     servers: list[HAProxyServer] = []
     for cells in rows[1:]:
         if not cells or not any(cells):

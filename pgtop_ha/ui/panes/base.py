@@ -7,6 +7,7 @@ a key, a place on the dashboard, a help line and a snapshot test (CONTRIBUTING.m
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -237,8 +238,7 @@ class SameInputs:
     def rows(self, key: str, inputs: tuple[object, ...], build: Callable[[], list[Row]]) -> list[Row]:
         """Last time's rows for ``key`` when its ``inputs`` are the same objects, else ``build()``."""
         last = self._last.get(key)
-        same = last is not None and len(last[0]) == len(inputs)
-        if same and last is not None and all(a is b for a, b in zip(last[0], inputs, strict=True)):
+        if last is not None and len(last[0]) == len(inputs) and all(map(operator.is_, last[0], inputs)):
             return list(last[1])
         built = build()
         if len(self._last) >= self._limit:
