@@ -373,9 +373,11 @@ def test_same_inputs_give_back_their_rows_only_for_the_very_same_objects() -> No
         return memory.rows(a, ctx())
 
     first = memo.rows("node1", (a, "x"), build)
-    first.clear()  # a caller's list is its own
+    first.clear()  # a caller's list is its own, the built one and each given back
     again = memo.rows("node1", (a, "x"), build)
     assert len(built) == 1 and again == memory.rows(a, ctx())
+    again.clear()
+    assert memo.rows("node1", (a, "x"), build) == memory.rows(a, ctx()) and len(built) == 1
     memo.rows("node1", (b, "x"), build)  # equal is not enough: identity or a new build
     memo.rows("node1", (b, "x", "y"), build)
     memo.rows("node2", (b, "x", "y"), build)
