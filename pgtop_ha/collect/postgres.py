@@ -239,7 +239,6 @@ class NodeReader:
         self._merged: dict[int, tuple[Process, procmem.Memory, Process]] = {}  # pid: listed, read, shown
         self._last_document: tuple[str, Capabilities, Parsed] | None = None  # text, caps, its parse
         self._huge_view: tuple[HugePages | None, HugePagesSetting, HugePages] | None = None
-        self._postmaster_row: tuple[procmem.Memory, Process] | None = None  # its reading, its row
         self._full_at: float | None = None
         self._pending: tuple[PendingSetting, ...] = ()
         self._settings_read: tuple[Setting, ...] = ()
@@ -589,9 +588,14 @@ class NodeReader:
         memory = self._memory
         # A process listed as before, with the same memory reading, is the Process made last
         # cycle: model_copy for each of ~30 processes a cycle was 2 % of the console (issue 10).
+        # The postmaster (not in pg_stat_activity) goes first, the same way.
         merged: dict[int, tuple[Process, procmem.Memory, Process]] = {}
+        postmaster_pid = self._postmaster_pid
+        listed = list(parsed.processes)
+        if postmaster_pid is not None and postmaster_pid in memory:
+            listed.insert(0, Process(pid=postmaster_pid, backend_type="postmaster"))
         rows = []
-        for p in parsed.processes:
+        for p in listed:
             mem = memory[p.pid][1] if p.pid in memory else None
             last = self._merged.get(p.pid)
             if mem is None:
@@ -601,14 +605,6 @@ class NodeReader:
             merged[p.pid] = (p, mem, row)
             rows.append(row)
         self._merged = merged
-        postmaster_pid = self._postmaster_pid
-        if postmaster_pid is not None and postmaster_pid in memory:
-            mem = memory[postmaster_pid][1]
-            shown = self._postmaster_row
-            if shown is None or shown[0] is not mem or shown[1].pid != postmaster_pid:
-                postmaster = Process(pid=postmaster_pid, backend_type="postmaster")
-                shown = self._postmaster_row = (mem, _with_memory(postmaster, mem))
-            rows.insert(0, shown[1])  # the same reading: last cycle's row, like the others above
         missing = unavailable(caps, local_memory=self._local)
         if self._local and local_reason and not memory:
             missing["processes.memory"] = local_reason

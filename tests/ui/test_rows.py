@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -121,6 +122,8 @@ def test_problems_are_derived_once_per_context_and_snapshot() -> None:
     assert shared[0] is own[0]  # the member's problems computed once, listed by both
     row = texts(cluster.rows(snap, c))["node1"]
     assert row[4].startswith(own[0].short or own[0].text)
+    later = dataclasses.replace(c, now=NOW + timedelta(minutes=5))  # another time: its own
+    assert later.problems(snap) is not shared and c.problems(snap) is shared
     healthy = fx.healthy()
     assert c.problems(healthy) is not shared
     assert list(c.problems(healthy)) == cluster_problems(healthy, S.thresholds, POOLS, NOW)

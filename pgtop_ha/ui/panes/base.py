@@ -11,7 +11,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, cast
+from typing import Protocol, TypeVar, cast
 
 from pgtop_ha.models.events import Event
 from pgtop_ha.models.health import Pools, Problem, cluster_problems, member_names, member_problems
@@ -29,6 +29,7 @@ SortValue = float | str
 # that fully decide the row, which skips making the cells too. An age goes in as
 # format.age_step, so it changes when its shown text does.
 ROWS_KEPT = 512
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +97,10 @@ class Context:
 
     # What several panes derive from the same snapshot, derived once per context (one context
     # serves every pane of one refresh): {what: (the snapshot it was derived from, the result)}.
+    # init=False: a context made from this one by dataclasses.replace (another time, other
+    # events) starts with its own, empty.
     _derived: dict[object, tuple[ClusterSnapshot, object]] = field(
-        default_factory=dict, compare=False, repr=False
+        default_factory=dict, init=False, compare=False, repr=False
     )
 
     @property
@@ -107,24 +110,30 @@ class Context:
 
     def member_problems(self, snapshot: ClusterSnapshot, name: str) -> tuple[Problem, ...]:
         """What is wrong with member ``name`` (health.member_problems), once per context and snapshot."""
-        found = self._derived.get(("member", name))
-        if found is not None and found[0] is snapshot:
-            return cast(tuple[Problem, ...], found[1])
-        problems = tuple(member_problems(snapshot, name, self.thresholds, self.pools, self.now))
-        self._derived[("member", name)] = (snapshot, problems)
-        return problems
+        return self._once(
+            ("member", name),
+            snapshot,
+            lambda: tuple(member_problems(snapshot, name, self.thresholds, self.pools, self.now)),
+        )
 
     def problems(self, snapshot: ClusterSnapshot) -> tuple[Problem, ...]:
         """Every problem of the cluster (health.cluster_problems), once per context and snapshot."""
         # The Cluster pane shows each member's problems, the Problems pane and the overview's
         # alerts all of them: each computed them again every second (issue 10).
-        found = self._derived.get("cluster")
+
+        def derive() -> tuple[Problem, ...]:
+            members = {name: self.member_problems(snapshot, name) for name in member_names(snapshot)}
+            return tuple(cluster_problems(snapshot, self.thresholds, self.pools, self.now, members))
+
+        return self._once("cluster", snapshot, derive)
+
+    def _once(self, what: object, snapshot: ClusterSnapshot, derive: Callable[[], _T]) -> _T:
+        found = self._derived.get(what)
         if found is not None and found[0] is snapshot:
-            return cast(tuple[Problem, ...], found[1])
-        members = {name: self.member_problems(snapshot, name) for name in member_names(snapshot)}
-        problems = tuple(cluster_problems(snapshot, self.thresholds, self.pools, self.now, members))
-        self._derived["cluster"] = (snapshot, problems)
-        return problems
+            return cast(_T, found[1])
+        value = derive()
+        self._derived[what] = (snapshot, value)
+        return value
 
 
 def cell(text: str, level: Level | None = None, sort: SortValue | None = None) -> Cell:
