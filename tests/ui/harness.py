@@ -53,6 +53,42 @@ async def settled(pilot: Pilot[None], app: PgtopApp, source: ScriptedSource) -> 
     await pilot.pause()
 
 
+async def view_shown(pilot: Pilot[None], app: PgtopApp) -> None:
+    """Wait until the view just chosen is on screen: its panes filled, its table focused."""
+
+    # A pane not on the first screen mounts its tables a few messages after the key that shows
+    # it (Pane.build), then takes the focus: pauses alone race that on a loaded machine.
+    def on_screen() -> bool:
+        s = screen(app)
+        shown = s.visible_panes()
+        if app.snapshot is None or not all(s.panes[p].shows(app.snapshot) for p in shown):
+            return False
+        main = s.panes[s.view if s.view != "overview" else shown[0]]
+        focused = app.focused
+        return focused is not None and focused.parent is main
+
+    await until(pilot, on_screen, what="view on screen")
+    await still(pilot, app)
+
+
+async def still(pilot: Pilot[None], app: PgtopApp, within: float = 5.0) -> None:
+    """Wait until two screenshots a moment apart are the same: the screen stopped changing."""
+    # Some of Textual's work waits for an idle loop or the next refresh (a table's column
+    # widths, the footer's bindings after a focus change): a snapshot taken before it is done
+    # differs from the next one, so compare the screen with itself rather than count pauses.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    last = app.export_screenshot()
+    while True:
+        await pilot.pause(0.02)
+        shot = app.export_screenshot()
+        if shot == last:
+            return
+        if loop.time() > deadline:
+            raise AssertionError("the screen still changes")
+        last = shot
+
+
 def screen(app: PgtopApp) -> MonitorScreen:
     """The monitor screen on top."""
     s = app.screen

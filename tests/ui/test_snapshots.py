@@ -13,7 +13,7 @@ from pgtop_ha.models.probe import WriteOutage
 from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
 from pgtop_ha.ui.panes import registry
 from tests.ui import fixtures as fx
-from tests.ui.harness import make_app, settled
+from tests.ui.harness import make_app, settled, view_shown
 
 
 def _kill() -> list[ClusterSnapshot]:
@@ -128,6 +128,6 @@ def test_pane_snapshot(snap_compare: Any, view: str, size: tuple[int, int], them
     async def ready(pilot: Pilot[None]) -> None:
         await settled(pilot, app, source)
         await pilot.press(key)
-        await pilot.pause()
+        await view_shown(pilot, app)
 
     assert snap_compare(app, terminal_size=size, run_before=ready)

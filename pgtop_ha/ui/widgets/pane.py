@@ -72,6 +72,10 @@ class Pane(Vertical):
         """Its tables are mounted and show a snapshot."""
         return self.ready and self._shown_snapshot is not None
 
+    def shows(self, snapshot: ClusterSnapshot) -> bool:
+        """Its tables are mounted and were last brought up to date with this very snapshot."""
+        return self.ready and self._shown_snapshot is snapshot
+
     def build(self) -> None:
         """Mount the tables of a pane shown for the first time; posts Built when they are."""
         if self._built:
