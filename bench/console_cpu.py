@@ -117,22 +117,27 @@ def console_command(args: argparse.Namespace, tree: Path | None = None) -> list[
     ]
 
 
+def pg_activity_command(exe: str, lab: LabInfo, interval: float) -> list[str]:
+    """pg_activity on the lab's leader as the superuser, refreshing every ``interval`` seconds."""
+    return [
+        exe,
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(lab.leader_port),
+        "-U",
+        lab.superuser,
+        "-d",
+        lab.dbname,
+        "--refresh",
+        f"{interval:g}",
+    ]
+
+
 def reference_command(args: argparse.Namespace, lab: LabInfo) -> list[str] | None:
     """The reference tool's command line, or None when there is none."""
     if args.reference == "pg_activity":
-        return [
-            args.pg_activity,
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(lab.leader_port),
-            "-U",
-            lab.superuser,
-            "-d",
-            lab.dbname,
-            "--refresh",
-            f"{args.interval:g}",
-        ]
+        return pg_activity_command(args.pg_activity, lab, args.interval)
     if args.reference == "patronictl":
         # What an operator without a console runs: the cluster list once per interval.
         patronictl = str(Path(sys.executable).with_name("patronictl"))

@@ -4,7 +4,9 @@ First frame: the read-only console starts in a detached tmux session of the give
 screen is read with `capture-pane` every 20 ms until the header says `last HH:MM:SS` (a first
 snapshot is shown) and every member's name is on screen. The figure is the wall time from the
 `tmux new-session` call, so it includes the interpreter's start and imports, as a user sees it.
-Median and maximum of --runs launches. `--baseline-tree DIR` alternates each launch with one of an
+Median and maximum of --runs launches. pg_activity (--reference, on the leader) is launched in turn
+in the same minutes, until its header and process list are drawn, so the figure is also a ratio
+that survives a slower machine. `--baseline-tree DIR` alternates each launch with one of an
 older copy of the tree (PYTHONPATH), so both medians come from the same minutes of a noisy machine.
 The consoles run without PYTHONDONTWRITEBYTECODE, as on a user's machine (bytecode caches written
 once and reused; a sandbox that sets it would time the compiler). Example:
@@ -20,20 +22,31 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, as fleet_scale.py
 
-from bench.console_cpu import tree_rss_mb  # the one home of a process tree's RSS
+from bench.console_cpu import (  # the one home of a process tree's RSS and of the reference's command
+    DEFAULT_PG_ACTIVITY,
+    lab_info,
+    pg_activity_command,
+    tree_rss_mb,
+)
 
 # A tmux server of our own, kept alive by a keeper session: a server exits with its last
 # session, and a new session started while it shuts down fails.
 TMUX = ["tmux", "-L", f"pgtop-first-{os.getpid()}"]
 LAST = re.compile(r"last \d\d:\d\d:\d\d")
+# pg_activity's full frame: its header's session counts (read from the server) and its process list.
+PGA_SESSIONS = re.compile(r"Sessions: \d+/\d+ total")
+
+Ready = Callable[[str], bool]
 
 
 def console(config: Path, tree: Path | None = None) -> str:
@@ -57,13 +70,23 @@ def screen() -> str:
     return out.stdout if out.returncode == 0 else ""
 
 
-def first_frame(size: str, command: str, members: list[str], deadline_s: float = 30.0) -> float:
-    """Seconds from launch until the header shows a snapshot and every member is on screen."""
+def console_ready(members: list[str]) -> Ready:
+    """The console's full frame: the header shows a snapshot and every member is on screen."""
+    return lambda text: bool(LAST.search(text)) and all(m in text for m in members)
+
+
+def pg_activity_ready(text: str) -> bool:
+    """pg_activity's full frame: server figures in its header and its process list's title."""
+    return bool(PGA_SESSIONS.search(text)) and "RUNNING QUERIES" in text
+
+
+def first_frame(size: str, command: str, ready: Ready, deadline_s: float = 30.0) -> float:
+    """Seconds from launch until ``ready`` holds for the pane's text."""
     started = launch(size, command)
     try:
         while time.monotonic() - started < deadline_s:
             text = screen()
-            if LAST.search(text) and all(m in text for m in members):
+            if ready(text):
                 return time.monotonic() - started
             time.sleep(0.02)
         raise SystemExit(f"no full frame within {deadline_s:.0f} s; screen was:\n{screen()}")
@@ -97,34 +120,55 @@ def main() -> None:
     parser.add_argument("--size", default="80x24", help="terminal COLSxROWS")
     parser.add_argument("--members", default="node1,node2,node3", help="names that must be on screen")
     parser.add_argument("--baseline-tree", type=Path, help="alternate launches with this older tree")
+    parser.add_argument(
+        "--reference",
+        choices=("pg_activity", "none"),
+        default="pg_activity",
+        help="launched in turn in the same minutes (on the leader), for a ratio",
+    )
+    parser.add_argument("--pg-activity", default=DEFAULT_PG_ACTIVITY, help="pg_activity executable")
     parser.add_argument("--soak", type=float, default=0.0, help="then run one console this many seconds")
     parser.add_argument("--every", type=float, default=300.0, help="soak: seconds between RSS lines")
     args = parser.parse_args()
-    commands = {"pgtop-ha": console(args.config.resolve())}
-    if args.baseline_tree is not None:
-        commands["baseline"] = console(args.config.resolve(), args.baseline_tree.resolve())
     members = [m for m in args.members.split(",") if m]
+    ready = console_ready(members)
+    commands = {"pgtop-ha": (console(args.config.resolve()), ready)}
+    if args.baseline_tree is not None:
+        commands["baseline"] = (console(args.config.resolve(), args.baseline_tree.resolve()), ready)
+    if args.reference == "pg_activity":
+        if not os.access(args.pg_activity, os.X_OK):
+            raise SystemExit(
+                f"{args.pg_activity}: not found; install pg_activity there or pass --reference none"
+            )
+        lab = lab_info(args.config.resolve())
+        ref = pg_activity_command(args.pg_activity, lab, 1.0)
+        env = f"env TERM=xterm-256color PGPASSFILE={shlex.quote(str(lab.pgpass))}"
+        commands["pg_activity"] = (f"{env} {shlex.join(ref)}", pg_activity_ready)
     subprocess.run([*TMUX, "new-session", "-d", "-s", "keeper", "sleep 86400"], check=True)
     try:
-        measure(args, commands, members)
+        measure(args, commands)
     finally:
         subprocess.run([*TMUX, "kill-server"], capture_output=True)
 
 
-def measure(args: argparse.Namespace, commands: dict[str, str], members: list[str]) -> None:
-    """The first-frame runs (alternating consoles), then the soak when asked."""
+def measure(args: argparse.Namespace, commands: dict[str, tuple[str, Ready]]) -> None:
+    """The first-frame runs (alternating tools), then the soak when asked."""
     times: dict[str, list[float]] = {name: [] for name in commands}
     for run in range(1, args.runs + 1):
-        for name, command in commands.items():
-            took = first_frame(args.size, command, members)
+        for name, (command, ready) in commands.items():
+            took = first_frame(args.size, command, ready)
             times[name].append(took)
             print(f"run {run} {args.size} {name}: first full frame after {took:.3f} s", flush=True)
     for name, got in times.items():
         if got:
             median, worst = statistics.median(got), max(got)
             print(f"{name}: median {median:.3f} s, max {worst:.3f} s over {len(got)} launches")
+    ref = times.get("pg_activity")
+    if ref and times["pgtop-ha"]:
+        ratio = statistics.median(times["pgtop-ha"]) / statistics.median(ref)
+        print(f"ratio pgtop-ha / pg_activity (medians): {ratio:.1f}×")
     if args.soak > 0:
-        soak(args.size, commands["pgtop-ha"], args.soak, args.every)
+        soak(args.size, commands["pgtop-ha"][0], args.soak, args.every)
 
 
 if __name__ == "__main__":

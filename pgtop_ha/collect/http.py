@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import functools
-import ssl
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 import httpx
 
-from pgtop_ha.collect.transport import LeanGetTransport
+from pgtop_ha.collect.transport import LeanGetTransport, Verify
 from pgtop_ha.collect.transport import RefusedAnswer as RefusedAnswer  # re-exported for describers
 from pgtop_ha.models.text import clean
 from pgtop_ha.models.urls import redact
@@ -85,7 +84,7 @@ class GetOnlyClient:
         self,
         *,
         timeout: float,
-        verify: ssl.SSLContext | bool = True,
+        verify: Verify = True,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         # Requests go straight to the GET-only transport, not through httpx.AsyncClient: its

@@ -39,7 +39,7 @@ from pgtop_ha.collect.pgbackrest import PgBackRestSource, source_for
 from pgtop_ha.collect.poolers import PoolerReader, bouncer_reader, bouncer_state, pgpool_reader, pgpool_state
 from pgtop_ha.collect.probe import UNSETTLED_S, ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
-from pgtop_ha.collect.tls import context_for
+from pgtop_ha.collect.tls import context_maker
 from pgtop_ha.models.health import Routing, routing
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.snapshot import (
@@ -149,11 +149,11 @@ class Poller:
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock = system_clock) -> Poller:
         """A poller with GET-only HTTP clients, TLS from the patroni/haproxy sections (collect/tls.py)."""
-        patroni_tls = context_for("patroni", settings.patroni)
+        patroni_tls = context_maker("patroni", settings.patroni)
         patroni_http = GetOnlyClient(timeout=settings.patroni.timeout, verify=patroni_tls)
         haproxy_http = None
         if settings.haproxy.url:
-            haproxy_tls = context_for("haproxy", settings.haproxy)
+            haproxy_tls = context_maker("haproxy", settings.haproxy)
             haproxy_http = GetOnlyClient(timeout=settings.haproxy.timeout, verify=haproxy_tls)
         return cls(settings, clock, patroni_http, haproxy_http)
 

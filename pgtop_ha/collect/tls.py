@@ -8,9 +8,11 @@ encrypted key is refused instead of letting OpenSSL prompt for a pass phrase on 
 
 from __future__ import annotations
 
+import functools
 import ssl
 from pathlib import Path
 
+from pgtop_ha.collect.transport import Verify
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.settings import TLSSettings
 
@@ -90,3 +92,14 @@ def ssl_context(
 def context_for(section: str, tls: TLSSettings) -> ssl.SSLContext:
     """ssl_context from a settings section (``patroni`` or ``haproxy``), errors naming its keys."""
     return ssl_context(tls.ca_file, tls.certfile, tls.keyfile, tls.verify, section=section)
+
+
+def context_maker(section: str, tls: TLSSettings) -> Verify:
+    """context_for at the first https request, or now when the section names a file to check."""
+    if tls.ca_file is None and tls.certfile is None:
+        # The system store, verified or not: nothing the user gave can be wrong, so nothing to
+        # fail closed on at start (keyfile alone is refused by the settings).
+        return functools.partial(context_for, section, tls)
+    # A CA bundle or client certificate is checked at start: a typo is a ConfigError then,
+    # not a failed request later.
+    return context_for(section, tls)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -167,16 +168,31 @@ def _tls_reason(exc: ssl.SSLError) -> str:
     return str(exc.reason or exc)
 
 
+Verify = ssl.SSLContext | bool | Callable[[], ssl.SSLContext]
+"""TLS for https URLs: a context, the system store (True), no verification (False), or a maker."""
+
+
 class LeanGetTransport(httpx.AsyncBaseTransport):
     """GET over a fresh connection per request (``Connection: close``), TLS verified by default."""
 
-    def __init__(self, verify: ssl.SSLContext | bool = True) -> None:
-        if verify is True:
-            self._ssl = ssl.create_default_context()
-        elif verify is False:
-            self._ssl = _insecure_context()
-        else:
-            self._ssl = verify
+    def __init__(self, verify: Verify = True) -> None:
+        # An SSLContext loads the CA store: ~30 ms each, two at every launch (issue 10: first
+        # frame). Built at the first https request, so a console reached over http never pays.
+        self._verify = verify
+        self._ssl: ssl.SSLContext | None = None
+
+    def _context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            v = self._verify
+            if isinstance(v, ssl.SSLContext):
+                self._ssl = v
+            elif v is True:
+                self._ssl = ssl.create_default_context()
+            elif v is False:
+                self._ssl = _insecure_context()
+            else:
+                self._ssl = v()
+        return self._ssl
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send one GET and read its answer up to its end (or the read timeout, for all of it)."""
@@ -195,7 +211,7 @@ class LeanGetTransport(httpx.AsyncBaseTransport):
                 reader, writer = await asyncio.open_connection(
                     host,
                     port,
-                    ssl=self._ssl if tls else None,
+                    ssl=self._context() if tls else None,
                     server_hostname=host if tls else None,
                 )
         except TimeoutError:

@@ -20,7 +20,7 @@ from pgtop_ha.actions.patroni_writer import PatroniWriter
 from pgtop_ha.cli import main
 from pgtop_ha.collect.http import GetOnlyClient
 from pgtop_ha.collect.poller import Poller
-from pgtop_ha.collect.tls import context_for, ssl_context
+from pgtop_ha.collect.tls import context_for, context_maker, ssl_context
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.settings import Settings
 from tests.hostile.fakes import FakeServer, fake_server, json_answer
@@ -222,6 +222,39 @@ async def test_both_paths_fail_alike_without_the_settings(
         await writer.aclose()
     assert reply.status is None and write_why in reply.text.lower().replace("_", " ")
     assert mtls_server.received == []  # no request got through the handshake
+
+
+async def test_system_store_is_loaded_at_the_first_https_request_and_verifies(
+    mtls_server: FakeServer, pki: PKI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Loading the CA store costs ~30 ms per context at launch (issue 10: first frame): a read
+    # path without TLS files builds none until it meets https, then one, and it verifies.
+    made: list[ssl.SSLContext] = []
+    create = ssl.create_default_context
+
+    def counted(*args: object, **kwargs: object) -> ssl.SSLContext:
+        made.append(create(*args, **kwargs))  # type: ignore[arg-type]
+        return made[-1]
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    poller = Poller.from_settings(
+        Settings(patroni={"urls": ("http://127.0.0.1:1",)}, haproxy={"url": "http://127.0.0.1:1/stats"})
+    )
+    await poller.aclose()
+    assert made == []
+    settings = _settings(mtls_server, pki, client_cert=False, ca=False)
+    read = GetOnlyClient(timeout=2, verify=context_maker("patroni", settings.patroni))
+    try:
+        for _ in range(2):
+            with pytest.raises(httpx.TransportError, match="certificate verify failed"):
+                await read.get(f"{mtls_server.url}/patroni")
+    finally:
+        await read.aclose()
+    assert len(made) == 1 and made[0].verify_mode == ssl.CERT_REQUIRED
+    # A CA bundle is read at once: a typo fails at start, not at the first request.
+    with_ca = _settings(mtls_server, pki, client_cert=False)
+    made.clear()
+    assert isinstance(context_maker("patroni", with_ca.patroni), ssl.SSLContext) and len(made) == 1
 
 
 async def test_write_path_ignores_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> None:
