@@ -286,6 +286,25 @@ def test_archiver_rows_warn_on_failure_and_queue() -> None:
     assert row[7] == "3" and row[8] == "20s"
 
 
+def test_overview_archiver_after_a_crash_says_since_when_not_never() -> None:
+    # A crash empties pg_stat_archiver (stats_reset moves to the restart): the line must not read
+    # as "archiving never worked" beside a failure test.
+    def line(arch: Archiver) -> str:
+        snap = fx.healthy()
+        nodes = tuple(n.model_copy(update={"archiver": arch}) if n.name == "node1" else n for n in snap.nodes)
+        rows = texts(overview.state_rows(snap.model_copy(update={"nodes": nodes}), ctx()))
+        return rows["archiver"][1]
+
+    reset = Archiver(archived_count=0, ready_count=2, stats_reset=NOW - timedelta(seconds=75))
+    assert line(reset) == "2 ready, nothing archived since its stats reset 1m ago"
+    assert line(Archiver(archived_count=0, ready_count=0)) == "0 ready, nothing archived yet"
+    done = Archiver(archived_count=9, ready_count=0, last_archived_time=NOW - timedelta(seconds=12))
+    assert (
+        line(done.model_copy(update={"stats_reset": NOW - timedelta(hours=2)}))
+        == "0 ready, last archived 10s ago"
+    )
+
+
 def test_memory_rows_rank_by_pss() -> None:
     rows = memory.rows(fx.healthy(), ctx())
     node1 = [r for r in rows if r.node == "node1"]

@@ -173,7 +173,14 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row | None:
     a = node.archiver
     level = archiver_level(ctx.thresholds, a)
     last = age(age_s(ctx.now, a.last_archived_time)) if a.last_archived_time else "never"
-    done = f"last archived {last} ago" if a.last_archived_time else "nothing archived yet"
+    if a.last_archived_time:
+        done = f"last archived {last} ago"
+    elif a.stats_reset is not None:
+        # A crash (or a reset) empties pg_stat_archiver: "nothing archived yet" would read as
+        # "archiving never worked" just after a failure test.
+        done = f"nothing archived since its stats reset {age(age_s(ctx.now, a.stats_reset))} ago"
+    else:
+        done = "nothing archived yet"
     text = f"{count(a.ready_count)} ready, {done}"
     if archive_failing(a):
         text += f", FAILING ({count(a.failed_count)} failures)"
