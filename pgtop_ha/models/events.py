@@ -118,7 +118,11 @@ def _node_facts(snap: ClusterSnapshot) -> Iterable[tuple[Key, Fact]]:
         for r in n.replication:
             app = r.application_name or f"pid {r.pid}"
             value = (r.state or "?", name)
-            yield ("replication", app), Fact(value, "replication", "postgres", node=app, scope=scope)
+            # A nameless walsender (a tool's replication connection, a standby without
+            # application_name) is no member: its event belongs to the node it runs on, not to
+            # a "node" called "pid N" in the events' Node column.
+            where = r.application_name or name
+            yield ("replication", app), Fact(value, "replication", "postgres", node=where, scope=scope)
         for slot in n.slots:
             if slot.temporary:
                 continue  # pg_basebackup's and tablesync's come and go: not news

@@ -177,6 +177,17 @@ def test_haproxy_up_down_per_pool() -> None:
     assert only(tl, "HAProxy pg_reader/node3 DOWN → UP").severity == 0
 
 
+def test_a_nameless_walsender_belongs_to_the_node_it_runs_on() -> None:
+    snap = healthy(1)
+    primary = snap.node("node1")
+    assert primary is not None
+    extra = (*primary.replication, Replication(pid=4242, state="startup"))
+    tl = Timeline()
+    feed(tl, [healthy(0), node(snap, "node1", replication=extra)])
+    event = only(tl, "replication pid 4242: startup from node1")
+    assert event.node == "node1"
+
+
 def test_replication_state() -> None:
     snap = healthy(1)
     primary = snap.node("node1")
