@@ -63,9 +63,8 @@ async def view_shown(pilot: Pilot[None], app: PgtopApp) -> None:
         shown = s.visible_panes()
         if app.snapshot is None or not all(s.panes[p].shows(app.snapshot) for p in shown):
             return False
-        main = s.panes[s.view if s.view != "overview" else shown[0]]
         focused = app.focused
-        return focused is not None and focused.parent is main
+        return focused is not None and focused.parent is s.panes[s.main_pane()]
 
     await until(pilot, on_screen, what="view on screen")
     await still(pilot, app)

@@ -172,9 +172,8 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row | None:
         return None
     a = node.archiver
     level = archiver_level(ctx.thresholds, a)
-    last = age(age_s(ctx.now, a.last_archived_time)) if a.last_archived_time else "never"
     if a.last_archived_time:
-        done = f"last archived {last} ago"
+        done = f"last archived {age(age_s(ctx.now, a.last_archived_time))} ago"
     elif a.stats_reset is not None:
         # A crash (or a reset) empties pg_stat_archiver: "nothing archived yet" would read as
         # "archiving never worked" just after a failure test.

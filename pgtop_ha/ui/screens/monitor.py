@@ -177,7 +177,7 @@ class MonitorScreen(Screen[None]):
         """A pane shown for the first time has its tables: fill them, and focus if it is the view's."""
         message.stop()
         self.refresh_view()
-        if message.pane_id == self._main_pane():
+        if message.pane_id == self.main_pane():
             self._focus_main()  # the focus asked for at the switch found no mounted table
 
     # -- layout -----------------------------------------------------------------------------
@@ -230,11 +230,11 @@ class MonitorScreen(Screen[None]):
         self._focus_main()
 
     def _focus_main(self) -> None:
-        table = self._browsable(self._main_pane())
+        table = self._browsable(self.main_pane())
         if table is not None:
             table.focus()
 
-    def _main_pane(self) -> str:
+    def main_pane(self) -> str:
         """The pane the view is about: the chosen one, or the first on screen (overview, dashboard)."""
         if self.view != "overview":
             return self.view
@@ -402,7 +402,7 @@ class MonitorScreen(Screen[None]):
         focused = self.focused
         if isinstance(focused, KeyedTable):
             return focused
-        return self._browsable(self._main_pane())
+        return self._browsable(self.main_pane())
 
     def _browsable(self, pane_id: str) -> KeyedTable | None:
         """The pane's first table with a row cursor (the overview's first is its problems)."""
