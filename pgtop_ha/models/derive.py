@@ -161,6 +161,16 @@ def walsender_for(snapshot: ClusterSnapshot, member: str) -> Replication | None:
     return None
 
 
+def replay_lag_seconds(sender: Replication) -> float | None:
+    """A standby's replay lag in seconds; 0 when it has replayed all WAL, not unknown."""
+    # PostgreSQL shows NULL once a standby has caught up and no WAL comes (replay_lag is
+    # measured on WAL that arrives): on a quiet cluster "-" against every replica read as
+    # "not measured" beside a lag of 0 B.
+    if sender.replay_lag_s is None and sender.replay_lag_bytes == 0 and sender.state == "streaming":
+        return 0.0
+    return sender.replay_lag_s
+
+
 def standby_lag_bytes(node: NodeSnapshot) -> int | None:
     """Received but not yet replayed bytes on a standby."""
     if not node.in_recovery:

@@ -152,3 +152,26 @@ async def test_the_very_rows_shown_last_time_are_skipped_without_a_look_at_the_c
         assert table.apply(list(reversed(shown))) == 0  # nothing written, but moved
         await pilot.pause()
         assert looked and [t[0] for t in table.visible_texts()][:2] == ["row 11", "row 10"]
+
+
+async def test_a_column_shrinks_back_when_its_widest_value_goes() -> None:
+    # After an incident the overview's Patroni column kept the width of "REST slow 2s" for good.
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = await showing_tens(app, pilot)
+        key = next(k for k in table.columns if k.value == "total")
+        table.apply(rows("123456789"))
+        await pilot.pause()
+        assert table.columns[key].content_width == 9
+        table.apply(rows("12"))  # the widest value becomes narrower
+        await pilot.pause()
+        assert table.columns[key].content_width == 5  # the label "Total"
+        assert table.visible_texts()[3] == ["row 3", "12"]
+        wide = [*rows("10"), Row(key="extra", cells={"name": Cell("a much longer name"), "total": Cell("1")})]
+        table.apply(wide)
+        await pilot.pause()
+        name = next(k for k in table.columns if k.value == "name")
+        assert table.columns[name].content_width == len("a much longer name")
+        table.apply(rows("10"))  # the row holding the widest value is removed
+        await pilot.pause()
+        assert table.columns[name].content_width == len("row 10")

@@ -470,3 +470,37 @@ def test_rows_are_the_same_objects_while_what_they_show_stays() -> None:
     )
     now_rows = haproxy.rows(snap.model_copy(update={"haproxy": moved}), ctx())
     assert now_rows[1] is not haproxy.rows(snap, ctx())[1] and now_rows[1].cells["lastchg"].text == "1m"
+
+
+def test_overview_lag_time_of_a_caught_up_replica_is_zero_not_unknown() -> None:
+    # PostgreSQL shows replay_lag NULL once a standby has caught up and no WAL comes: beside
+    # "0 B" the overview said "-" for every replica of a quiet cluster.
+    snap = fx.healthy()
+    leader = snap.node("node1")
+    assert leader is not None
+    senders = tuple(
+        r.model_copy(update={"replay_lag_s": None}) if r.application_name in ("node2", "node3") else r
+        for r in leader.replication
+    )
+    nodes = tuple(
+        n.model_copy(update={"replication": senders}) if n.name == "node1" else n for n in snap.nodes
+    )
+    rows = {r.key: r.cells for r in overview.member_rows(snap.model_copy(update={"nodes": nodes}), ctx())}
+    lag_s = {key: cells["lag_s"].text for key, cells in rows.items()}
+    assert lag_s["node2"] == "0"  # 0 B behind: nothing to replay
+    assert lag_s["node3"] == "-"  # 2 MiB behind with no measured time: unknown, not 0
+    assert lag_s["node1"] == "-"  # the leader has no replay lag
+
+
+def test_overview_event_text_takes_the_room_short_node_names_leave() -> None:
+    text = "replication pid 26920: startup from node2 — for 0.3 s, then a few more words"
+    evs = [fx.event("node3", text)]
+    row = overview.event_rows(fx.healthy(), ctx(events=evs))[0]
+    shown_text = row.cells["text"].text
+    assert shown_text.startswith("replication pid 26920: startup from node2 — for 0.3 s")
+    # Time (8), Node (5) and the text fit the 78 columns inside the pane's border.
+    used = 8 + len(row.cells["node"].text) + len(shown_text) + 3 * 2
+    assert len(shown_text) > 52 and used <= 78
+    long = [fx.event("n" * 30, text)]
+    row = overview.event_rows(fx.healthy(), ctx(events=long))[0]
+    assert 8 + 12 + len(row.cells["text"].text) + 3 * 2 <= 78

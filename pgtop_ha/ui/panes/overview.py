@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pgtop_ha.models.derive import CopyRate, copy_rates, walsender_for
+from pgtop_ha.models.derive import CopyRate, copy_rates, replay_lag_seconds, walsender_for
 from pgtop_ha.models.eligibility import find_leader
 from pgtop_ha.models.health import (
     age_s,
@@ -54,10 +54,13 @@ MEMBER_COLUMNS = (
     Column("route", "Route"),
 )
 STATE_COLUMNS = (Column("what", "Cluster"), Column("now", "Now", width=62))
+# The Node column and the text share 64 columns: short node names leave the text more room.
+EVENT_ROOM = 64
+NODE_WIDTH = 12
 EVENT_COLUMNS = (
     Column("time", "Time"),
-    Column("node", "Node", width=12),
-    Column("text", "Last events", width=52),
+    Column("node", "Node", width=NODE_WIDTH),
+    Column("text", "Last events", width=EVENT_ROOM - len("Node")),
 )
 
 
@@ -99,7 +102,7 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         else:
             patroni = c["state"]
         sender = None if is_leader(m) else walsender_for(snapshot, name)
-        lag_s = sender.replay_lag_s if sender is not None else None
+        lag_s = replay_lag_seconds(sender) if sender is not None else None
         out.append(
             same_row(
                 full.key,
@@ -188,11 +191,16 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row | None:
 
 def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The newest few events of the timeline, newest first."""
-    out = []
     newest = replace(ctx, events=tuple(ctx.events[-RECENT_EVENTS:]))  # not all 500 kept
-    for full in events.rows(snapshot, newest):
+    full_rows = events.rows(snapshot, newest)
+    # What the widest node name shown leaves of 80 columns: "for 0.3 s" was cut at 52 beside "node3".
+    node_width = max([len("Node"), *(min(len(r.cells["node"].text), NODE_WIDTH) for r in full_rows)])
+    room = EVENT_ROOM - node_width
+    out = []
+    for full in full_rows:
         c = full.cells
-        out.append(same_row(full.key, {"time": c["time"], "node": c["node"], "text": c["text"]}, full.node))
+        text = Cell(shown(c["text"].text, room), c["text"].level, c["text"].sort)
+        out.append(same_row(full.key, {"time": c["time"], "node": c["node"], "text": text}, full.node))
     return out
 
 

@@ -191,7 +191,9 @@ class KeyedTable(DataTable[CellText]):
         written = 0
         moved = False
         rewritten: dict[str, set[str]] = {}  # row -> columns written in place
+        narrowed: set[str] = set()  # columns whose widest value went away: they may shrink
         for key in [k for k in self._shown if k not in wanted]:
+            narrowed |= self._widest_in(key)
             with contextlib.suppress(RowDoesNotExist):
                 self.remove_row(key)
             del self._shown[key]
@@ -213,7 +215,10 @@ class KeyedTable(DataTable[CellText]):
                         continue
                     # Measuring widths costs a layout pass: only when the column must widen.
                     value = self._make(c, col, index)
-                    grows = len(value.plain) > self._content_width(col.key)
+                    widest = self._content_width(col.key)
+                    grows = len(value.plain) > widest
+                    if not grows and self._was_widest(row.key, col.key, widest, value):
+                        narrowed.add(col.key)
                     try:
                         self._write_cell(row.key, col.key, value, grows)
                     except CellDoesNotExist:
@@ -224,6 +229,8 @@ class KeyedTable(DataTable[CellText]):
                     if self._sort is not None and self._sort[0] == col.key:
                         moved = True
             self._shown[row.key] = (row, sig)
+        if narrowed:
+            self._shrink(narrowed)
         if rewritten:
             self._forget_renders(rewritten)
         order = [r.key for r in rows]
@@ -280,6 +287,45 @@ class KeyedTable(DataTable[CellText]):
             if index is not None:
                 self._row_renderable_cache.discard((self._update_count, index))
                 self.refresh_row(index)
+
+    def _widest_in(self, row: str) -> set[str]:
+        # The columns where this row's value is as wide as the column: changing or removing
+        # it may let the column shrink. Other cells cannot, so nothing is measured for them.
+        values = self._data.get(RowKey(row), {})
+        return {
+            str(key.value)
+            for key, value in values.items()
+            if isinstance(value, Text)
+            and key in self.columns
+            and cell_len(value.plain) >= self.columns[key].content_width
+        }
+
+    def _was_widest(self, row: str, column: str, widest: int, value: CellText) -> bool:
+        # The cell about to be written held the column's widest value and the new one is narrower.
+        old = self._data.get(RowKey(row), {}).get(ColumnKey(column))
+        return isinstance(old, Text) and cell_len(old.plain) >= widest > cell_len(value.plain)
+
+    def _shrink(self, keys: set[str]) -> None:
+        # DataTable widens a column for a wider value but never narrows it again, and the
+        # in-place writes above bypass update_cell: after an incident the overview kept the
+        # width of "REST slow 2s" for good (issue 10). Measured only for columns whose widest
+        # value changed or went away: a full scan of one column, rare.
+        changed = False
+        for key in keys:
+            column = self.columns.get(ColumnKey(key))
+            if column is None or not column.auto_width:
+                continue
+            values = self.get_column(key)
+            widths = [cell_len(v.plain) if isinstance(v, Text) else column.content_width for v in values]
+            wanted = max([column.label.cell_len, *widths])
+            if wanted < column.content_width:
+                column.content_width = wanted
+                changed = True
+        if changed:
+            # Every cell's place moves: the whole table is drawn again, as update_cell does.
+            self._update_count += 1
+            self._require_update_dimensions = True
+            self.refresh()
 
     def _content_width(self, key: str) -> int:
         column = self.columns.get(ColumnKey(key))
