@@ -154,16 +154,30 @@ async def test_the_very_rows_shown_last_time_are_skipped_without_a_look_at_the_c
         assert looked and [t[0] for t in table.visible_texts()][:2] == ["row 11", "row 10"]
 
 
-async def test_a_column_shrinks_back_when_its_widest_value_goes() -> None:
+async def test_a_column_shrinks_back_once_its_widest_value_has_gone_for_a_while() -> None:
     # After an incident the overview's Patroni column kept the width of "REST slow 2s" for good.
+    # Under load widths change every second: a column narrows only after SHRINK_AFTER_S.
     app = TableApp()
     async with app.run_test(size=(60, 20)) as pilot:
         table = await showing_tens(app, pilot)
+        now = [1000.0]
+        table.clock = lambda: now[0]
         key = next(k for k in table.columns if k.value == "total")
         table.apply(rows("123456789"))
         await pilot.pause()
         assert table.columns[key].content_width == 9
         table.apply(rows("12"))  # the widest value becomes narrower
+        await pilot.pause()
+        assert table.columns[key].content_width == 9  # not yet: it may come back
+        now[0] += keyed_table.SHRINK_AFTER_S / 2
+        table.apply(rows("123456789"))  # back within the delay: the wait starts again
+        table.apply(rows("12"))
+        now[0] += keyed_table.SHRINK_AFTER_S - 1
+        table.apply(rows("12"))
+        await pilot.pause()
+        assert table.columns[key].content_width == 9
+        now[0] += 1
+        table.apply(rows("12"))  # the same rows: the narrowing is still done
         await pilot.pause()
         assert table.columns[key].content_width == 5  # the label "Total"
         assert table.visible_texts()[3] == ["row 3", "12"]
@@ -173,5 +187,7 @@ async def test_a_column_shrinks_back_when_its_widest_value_goes() -> None:
         name = next(k for k in table.columns if k.value == "name")
         assert table.columns[name].content_width == len("a much longer name")
         table.apply(rows("10"))  # the row holding the widest value is removed
+        now[0] += keyed_table.SHRINK_AFTER_S
+        table.apply(rows("10"))
         await pilot.pause()
         assert table.columns[name].content_width == len("row 10")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -25,6 +26,11 @@ class CellText(Text):
 
 
 LevelStyles = Mapping[Level, Style]
+
+# A column narrows only after its values have stayed narrower this long: under load sizes and
+# rates change width every second, and a column that followed them would move the table's
+# columns (and repaint all of it) each second.
+SHRINK_AFTER_S = 30.0
 
 
 def cell_line(text: CellText, inner: int, padding: int, pre: Style, post: Style) -> list[Segment] | None:
@@ -77,6 +83,8 @@ class KeyedTable(DataTable[CellText]):
         self._sort: tuple[str, bool] | None = None
         self._styles: LevelStyles = {}
         self.touched = 0  # cells written since mount: tests and benchmarks read it
+        self.clock: Callable[[], float] = time.monotonic  # when a column may narrow (tests set it)
+        self._narrow_since: dict[str, float] = {}  # column -> since when it is wider than needed
 
     def on_mount(self) -> None:
         """Create the columns."""
@@ -182,8 +190,11 @@ class KeyedTable(DataTable[CellText]):
             self._cols = tuple(columns)
             self.clear(columns=True)
             self._shown.clear()
+            self._narrow_since.clear()
             self._order = []
             self._add_columns()
+        if self._narrow_since:
+            self._shrink()
         if self._unchanged(rows):
             return 0
         cursor_key = self._cursor_key()
@@ -229,8 +240,9 @@ class KeyedTable(DataTable[CellText]):
                     if self._sort is not None and self._sort[0] == col.key:
                         moved = True
             self._shown[row.key] = (row, sig)
-        if narrowed:
-            self._shrink(narrowed)
+        now = self.clock()
+        for key in narrowed:
+            self._narrow_since.setdefault(key, now)
         if rewritten:
             self._forget_renders(rewritten)
         order = [r.key for r in rows]
@@ -305,20 +317,25 @@ class KeyedTable(DataTable[CellText]):
         old = self._data.get(RowKey(row), {}).get(ColumnKey(column))
         return isinstance(old, Text) and cell_len(old.plain) >= widest > cell_len(value.plain)
 
-    def _shrink(self, keys: set[str]) -> None:
+    def _shrink(self) -> None:
         # DataTable widens a column for a wider value but never narrows it again, and the
         # in-place writes above bypass update_cell: after an incident the overview kept the
         # width of "REST slow 2s" for good (issue 10). Measured only for columns whose widest
-        # value changed or went away: a full scan of one column, rare.
+        # value changed or went away, until they narrow or a value as wide comes back.
+        now = self.clock()
         changed = False
-        for key in keys:
+        for key, since in list(self._narrow_since.items()):
             column = self.columns.get(ColumnKey(key))
             if column is None or not column.auto_width:
+                del self._narrow_since[key]
                 continue
             values = self.get_column(key)
             widths = [cell_len(v.plain) if isinstance(v, Text) else column.content_width for v in values]
             wanted = max([column.label.cell_len, *widths])
-            if wanted < column.content_width:
+            if wanted >= column.content_width:
+                del self._narrow_since[key]  # as wide a value is back: nothing to narrow
+            elif now - since >= SHRINK_AFTER_S:
+                del self._narrow_since[key]
                 column.content_width = wanted
                 changed = True
         if changed:
