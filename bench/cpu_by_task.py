@@ -49,11 +49,12 @@ def label(callback: Callable[..., Any]) -> Label:
                 inner = inner.cr_await
             where = owner.get_name() if owner.get_name().startswith("source:") else "/".join(chain[-2:])
             return f"{name} [{where[:48]}]"
-        if name.endswith("Timer._run_timer") and coro.cr_frame is not None:
+        frame = getattr(coro, "cr_frame", None)
+        if name.endswith("Timer._run_timer") and frame is not None:
             # Textual's timers: the screen's refresh, widgets' intervals; which one, by its callback.
-            timer = coro.cr_frame.f_locals.get("self")
-            callback = getattr(timer, "_callback", None)
-            return f"{name} [{getattr(callback, '__qualname__', getattr(timer, 'name', '?'))}]"
+            timer = frame.f_locals.get("self")
+            ticks = getattr(timer, "_callback", None)
+            return f"{name} [{getattr(ticks, '__qualname__', getattr(timer, 'name', '?'))}]"
         return name
     if isinstance(owner, asyncio.Future):
         return "future callbacks"
