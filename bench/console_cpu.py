@@ -21,6 +21,7 @@ it is not a dependency of pgtop-ha).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import signal
@@ -28,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +39,16 @@ DEFAULT_PG_ACTIVITY = "/tmp/pga-venv/bin/pg_activity"
 # A tmux server of our own, kept alive by a keeper session: a server exits with its last
 # session, and a new session started while it shuts down fails.
 TMUX = ["tmux", "-L", f"pgtop-bench-{os.getpid()}"]
+
+
+@contextlib.contextmanager
+def tmux_server(tmux: list[str]) -> Iterator[None]:
+    """The ``tmux`` server (its -L socket) for the block, kept alive by a keeper session, then ended."""
+    subprocess.run([*tmux, "new-session", "-d", "-s", "keeper", "sleep 86400"], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
 
 
 @dataclass(frozen=True)
@@ -290,20 +302,19 @@ def main() -> int:
         total = int(len(sizes) * args.runs * (args.warmup + args.seconds + 3) + 30)
         load = start_load(args, min(3600, total))
     results: dict[str, list[dict[str, Figure]]] = {s: [] for s in sizes}
-    subprocess.run([*TMUX, "new-session", "-d", "-s", "keeper", "sleep 86400"], check=True)
     try:
-        for run in range(args.runs):
-            for size in sizes:
-                figures = measure(args, lab, size, run)
-                results[size].append(figures)
-                line = ", ".join(
-                    f"{name} {f.cpu_s_per_min:.3f} CPU s/min ({f.rss_mb:.0f} MB)"
-                    for name, f in figures.items()
-                )
-                load1 = os.getloadavg()[0]  # the shared machine's load: context for the figures
-                print(f"run {run + 1} {size}: {line}; load average {load1:.2f}", flush=True)
+        with tmux_server(TMUX):
+            for run in range(args.runs):
+                for size in sizes:
+                    figures = measure(args, lab, size, run)
+                    results[size].append(figures)
+                    line = ", ".join(
+                        f"{name} {f.cpu_s_per_min:.3f} CPU s/min ({f.rss_mb:.0f} MB)"
+                        for name, f in figures.items()
+                    )
+                    load1 = os.getloadavg()[0]  # the shared machine's load: context for the figures
+                    print(f"run {run + 1} {size}: {line}; load average {load1:.2f}", flush=True)
     finally:
-        subprocess.run([*TMUX, "kill-server"], check=False, capture_output=True)
         if load is not None and load.poll() is None:
             os.killpg(load.pid, signal.SIGTERM)
             load.wait(timeout=30)

@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
 
-from bench.console_cpu import TMUX, start, stop  # the one home of the tmux sessions
+from bench.console_cpu import TMUX, start, tmux_server  # the one home of the tmux sessions
 
 Label = str
 
@@ -63,8 +62,6 @@ def label(callback: Callable[..., Any]) -> Label:
 
 def child(out: Path, warmup: float, seconds: float, console_args: list[str]) -> None:
     """Run the console with every loop callback timed; write the figures to ``out`` and exit."""
-    import asyncio.events
-
     from pgtop_ha import cli
     from pgtop_ha.ui.app import PgtopApp
 
@@ -161,10 +158,9 @@ def main() -> int:
             "--warmup",
             str(args.warmup),
         ]
-        subprocess_env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-        subprocess.run([*TMUX, "new-session", "-d", "-s", "keeper"], check=True)
-        try:
-            start("console", args.size, command, subprocess_env)
+        env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        with tmux_server(TMUX):
+            start("console", args.size, command, env)
             deadline = time.monotonic() + args.warmup + args.seconds + 60
             print(f"console in tmux at {args.size}: {args.warmup:.0f} s warm-up, {args.seconds:.0f} s timed")
             while not out.exists():
@@ -172,10 +168,7 @@ def main() -> int:
                     print("cpu_by_task: the console wrote no figures in time", file=sys.stderr)
                     return 1
                 time.sleep(0.5)  # polling for the file the child writes, with a deadline
-            print(report(json.loads(out.read_text()), args.top))
-        finally:
-            stop("console")
-            subprocess.run([*TMUX, "kill-server"], check=False, capture_output=True)
+            print(report(json.loads(out.read_text()), args.top))  # the server's end ends the console
     return 0
 
 

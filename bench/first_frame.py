@@ -32,10 +32,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, as fleet_scale.py
 
-from bench.console_cpu import (  # the one home of a process tree's RSS and of the reference's command
+from bench.console_cpu import (  # the one home of a tree's RSS, the reference's command, a tmux server
     DEFAULT_PG_ACTIVITY,
     lab_info,
     pg_activity_command,
+    tmux_server,
     tree_rss_mb,
 )
 
@@ -144,11 +145,8 @@ def main() -> None:
         ref = pg_activity_command(args.pg_activity, lab, 1.0)
         env = f"env TERM=xterm-256color PGPASSFILE={shlex.quote(str(lab.pgpass))}"
         commands["pg_activity"] = (f"{env} {shlex.join(ref)}", pg_activity_ready)
-    subprocess.run([*TMUX, "new-session", "-d", "-s", "keeper", "sleep 86400"], check=True)
-    try:
+    with tmux_server(TMUX):
         measure(args, commands)
-    finally:
-        subprocess.run([*TMUX, "kill-server"], capture_output=True)
 
 
 def measure(args: argparse.Namespace, commands: dict[str, tuple[str, Ready]]) -> None:

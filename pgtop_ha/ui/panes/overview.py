@@ -199,7 +199,7 @@ def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     out = []
     for full in full_rows:
         c = full.cells
-        text = Cell(shown(c["text"].text, room), c["text"].level, c["text"].sort)
+        text = replace(c["text"], text=shown(c["text"].text, room))
         out.append(same_row(full.key, {"time": c["time"], "node": c["node"], "text": text}, full.node))
     return out
 

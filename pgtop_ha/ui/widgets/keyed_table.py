@@ -240,9 +240,10 @@ class KeyedTable(DataTable[CellText]):
                     if self._sort is not None and self._sort[0] == col.key:
                         moved = True
             self._shown[row.key] = (row, sig)
-        now = self.clock()
-        for key in narrowed:
-            self._narrow_since.setdefault(key, now)
+        if narrowed:
+            now = self.clock()
+            for key in narrowed:
+                self._narrow_since.setdefault(key, now)
         if rewritten:
             self._forget_renders(rewritten)
         order = [r.key for r in rows]
@@ -300,22 +301,19 @@ class KeyedTable(DataTable[CellText]):
                 self._row_renderable_cache.discard((self._update_count, index))
                 self.refresh_row(index)
 
+    def _holds_width(self, row: str, column: str, width: int) -> bool:
+        # The cell's value is as wide as ``width`` (its column's): changing or removing it may
+        # let the column narrow. Other cells cannot, so nothing is measured for them.
+        value = self._data.get(RowKey(row), {}).get(ColumnKey(column))
+        return isinstance(value, Text) and cell_len(value.plain) >= width
+
     def _widest_in(self, row: str) -> set[str]:
-        # The columns where this row's value is as wide as the column: changing or removing
-        # it may let the column shrink. Other cells cannot, so nothing is measured for them.
-        values = self._data.get(RowKey(row), {})
-        return {
-            str(key.value)
-            for key, value in values.items()
-            if isinstance(value, Text)
-            and key in self.columns
-            and cell_len(value.plain) >= self.columns[key].content_width
-        }
+        # The columns where this row holds the width: removing it may let them narrow.
+        return {c.key for c in self._cols if self._holds_width(row, c.key, self._content_width(c.key))}
 
     def _was_widest(self, row: str, column: str, widest: int, value: CellText) -> bool:
-        # The cell about to be written held the column's widest value and the new one is narrower.
-        old = self._data.get(RowKey(row), {}).get(ColumnKey(column))
-        return isinstance(old, Text) and cell_len(old.plain) >= widest > cell_len(value.plain)
+        # The cell about to be written held the column's width and the new value is narrower.
+        return cell_len(value.plain) < widest and self._holds_width(row, column, widest)
 
     def _shrink(self) -> None:
         # DataTable widens a column for a wider value but never narrows it again, and the
