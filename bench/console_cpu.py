@@ -99,14 +99,23 @@ def child(config: Path, interval: float, theme: str, poller_only: bool) -> None:
     from pgtop_ha.collect.poller import Poller
     from pgtop_ha.settings import load_settings
 
+    extra: dict[str, object] = {}
+    try:
+        # The console's own loop (uvloop where installed) and its settled start-up heap.
+        from pgtop_ha.runtime import run, settle_heap
+    except ImportError:  # a baseline tree from before pgtop_ha/runtime.py ran as App.run() does
+        run = asyncio.run
+    else:
+        extra["settle"] = settle_heap
+
     settings = load_settings(config, {"interval": interval, "theme": theme})
     if poller_only:
         poller = Poller.from_settings(settings)
-        asyncio.run(poller.run(lambda _: None, lambda: interval))
+        run(poller.run(lambda _: None, lambda: interval))
         return
     from pgtop_ha.ui.app import PgtopApp
 
-    PgtopApp(settings, Poller.from_settings(settings)).run()
+    run(PgtopApp(settings, Poller.from_settings(settings), **extra).run_async())  # type: ignore[arg-type]
 
 
 def console_command(args: argparse.Namespace, tree: Path | None = None) -> list[str]:

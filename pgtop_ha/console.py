@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgtop_ha.crash import crash_line
+from pgtop_ha.runtime import run_app, settle_heap
 from pgtop_ha.settings import Settings, load_settings, resolve_mode
 
 if TYPE_CHECKING:
@@ -45,13 +46,14 @@ def run_console(settings: Settings, record: Path | None = None, record_max: str 
         mode=mode,
         recorder=recorder,
         markers=MarkerInbox("console", label),
+        settle=settle_heap,
     )
     if actions is None and settings.probes.write_table:
         # Said, not silently dropped: the user asked for writes the read-only mode cannot send.
         ignored = "write probe off: read-only mode sends no INSERT (--operator to measure write outages)"
         app.notice = f"{app.notice}; {ignored}" if app.notice else ignored
     try:
-        app.run()
+        run_app(app)
     finally:
         if recorder is not None:
             recorder.close()
@@ -111,7 +113,7 @@ def run_replay(args: argparse.Namespace) -> int:
         recording.close()
         raise
     app = ReplayApp(replay_settings(recording.header, theme), source, args.file)
-    app.run()
+    run_app(app)
     if app.crash is not None:
         print(crash_line(app.crash, app.crash_report), file=sys.stderr)
         return 1

@@ -16,6 +16,7 @@ from pgtop_ha.models.fleet import FleetQueries, FleetRow, history_events
 from pgtop_ha.models.text import clean
 from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.models.urls import redact
+from pgtop_ha.runtime import run_app, settle_heap
 from pgtop_ha.settings import FleetSettings, Settings, load_settings
 
 MAX_STEPS = 2000  # range-query points per series (Prometheus refuses more than 11,000)
@@ -83,7 +84,7 @@ def run_fleet(
             reader_of(settings, base), queries_of(settings.fleet), interval=settings.fleet.interval
         )
         app = FleetApp(source, filter_text=filter_text)
-        scope = app.run()
+        scope = run_app(app)
         filter_text = app.filter_text
         if app.return_code not in (None, 0):
             return app.return_code or 1
@@ -119,8 +120,9 @@ def run_drill(settings: Settings) -> int:
     from pgtop_ha.ui.fleet.drill import DrillApp
 
     mode = Mode(read_only=True, reason="opened from the fleet view (read-only)", short="fleet")
-    app = DrillApp(settings=settings, source=build_poller(settings, operator=False), mode=mode)
-    app.run()
+    source = build_poller(settings, operator=False)
+    app = DrillApp(settings=settings, source=source, mode=mode, settle=settle_heap)
+    run_app(app)
     if app.crash is not None:
         print(crash_line(app.crash, app.crash_report), file=sys.stderr)
         return 1

@@ -23,6 +23,7 @@ from pgtop_ha.models.timeline import Timeline, cadence
 from pgtop_ha.record.limits import RecordLimit
 from pgtop_ha.record.markers import MarkerInbox
 from pgtop_ha.record.recorder import Recorder
+from pgtop_ha.runtime import run
 from pgtop_ha.settings import Settings
 
 STATUS_EVERY_S = 5.0
@@ -147,4 +148,4 @@ def run_record(settings: Settings, path: Path, limit: RecordLimit) -> int:
         and not (settings.haproxy.url or settings.haproxy.socket)
     ):
         raise ConfigError("nothing to record: give --patroni URL (or [[nodes]] / --haproxy in the config)")
-    return asyncio.run(record(settings, path, limit))
+    return run(record(settings, path, limit))

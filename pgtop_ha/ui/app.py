@@ -64,6 +64,7 @@ class PgtopApp(CalmApp[None]):
         mode: Mode | None = None,
         recorder: Recorder | None = None,
         markers: MarkerInbox | None = None,
+        settle: Callable[[], None] | None = None,
     ) -> None:
         # NO_COLOR: Textual strips colour itself; the mono theme adds bold/reverse for states.
         name = "mono" if "NO_COLOR" in os.environ else settings.theme
@@ -90,6 +91,8 @@ class PgtopApp(CalmApp[None]):
         self._poll: Worker[None] | None = None
         self.recorder = recorder  # --record FILE: every cycle and event goes there too
         self.markers = markers  # the socket `pgtop-ha mark` stamps this console's timeline through
+        # Called once the first snapshot is on screen: the console is built (runtime.settle_heap).
+        self._settle = settle
         self.register_theme(self.console_theme.theme)
         self.theme = self.console_theme.theme.name
         self.set_reactive(PgtopApp.interval, settings.interval)
@@ -173,6 +176,8 @@ class PgtopApp(CalmApp[None]):
             self._record(lambda r: r.cycle(snap, self.events))
         if not self.paused:
             self.snapshot = snap
+        if self.received == 1 and self._settle is not None:
+            self.call_after_refresh(self._settle)
 
     def _record(self, write: Callable[[Recorder], None]) -> None:
         recorder = self.recorder

@@ -16,6 +16,7 @@ from pgtop_ha.ui.screens.filter import FilterScreen
 from pgtop_ha.ui.screens.help import HelpScreen
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat
 from tests.support.clocks import fixed_clock
+from tests.support.scripted import ScriptedSource
 from tests.ui import fixtures as fx
 from tests.ui.harness import NOW, make_app, row_of, screen, settled, table, texts, until
 
@@ -366,3 +367,17 @@ async def test_app_closes_the_source_on_exit() -> None:
         await settled(pilot, app, source)
         await pilot.press("q")
     assert source.closed
+
+
+async def test_the_heap_is_settled_once_the_first_snapshot_is_on_screen() -> None:
+    settles: list[int] = []
+    source = ScriptedSource([fx.healthy()])
+    app = PgtopApp(fx.settings(), source, clock=fixed_clock(NOW), settle=lambda: settles.append(app.received))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, source)
+        await until(pilot, lambda: settles != [], what="settle called")
+        assert texts(app, "overview-members") != []  # drawn before it
+        source.push(fx.healthy(fx.T0 + timedelta(seconds=1)))
+        await until(pilot, lambda: app.received == 2)
+        await pilot.pause()
+        assert settles == [1]  # once: later snapshots leave the collector alone

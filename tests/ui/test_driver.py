@@ -17,12 +17,15 @@ import termios
 import time
 from pathlib import Path
 
+from pgtop_ha.runtime import loop_name
 from pgtop_ha.ui.driver import AFTER_INPUT_S, TICK_S, next_wait
 
 KEYS_APP = r"""
+import asyncio
 import sys
 from pathlib import Path
 from textual.binding import Binding
+from pgtop_ha.runtime import run_app
 from pgtop_ha.ui.driver import CalmApp
 
 out = Path(sys.argv[1])
@@ -39,6 +42,7 @@ class KeysApp(CalmApp[None]):
     def on_mount(self):
         self.driver = self._driver
         say(f"driver {type(self.driver).__name__}")
+        say(f"loop {type(asyncio.get_running_loop()).__module__.split('.')[0]}")
         self.set_timer(1.0, self.idle_start)
 
     def idle_start(self):
@@ -52,7 +56,7 @@ class KeysApp(CalmApp[None]):
         say(f"key {key}")
 
 
-KeysApp().run()
+run_app(KeysApp())  # as the console runs: on pgtop_ha.runtime's loop
 say("exited")
 """
 
@@ -109,10 +113,13 @@ def test_the_input_thread_ticks_only_shortly_after_input() -> None:
     assert next_wait(AFTER_INPUT_S) is None
 
 
-def test_keys_and_a_lone_escape_arrive_exit_is_prompt_and_idle_is_asleep(tmp_path: Path) -> None:
+def test_on_uvloop_keys_and_a_lone_escape_arrive_exit_is_prompt_and_idle_is_asleep(tmp_path: Path) -> None:
     term = Terminal(tmp_path / "seen.txt")
     try:
         assert term.until("driver") == ["driver CalmLinuxDriver"]
+        # uvloop is a dependency on Linux: the console's keys, timers and exit run on it.
+        assert loop_name() == "uvloop"
+        assert term.until("loop") == ["loop uvloop"]
         # Two idle seconds: Textual's own driver wakes 20 times; this one not at all (a terminal
         # answer to a query at start may still come in).
         idle = int(term.until("idle")[0].split()[1])

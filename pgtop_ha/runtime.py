@@ -1,0 +1,68 @@
+"""How a console's process runs: on uvloop's event loop where installed, its start-up heap left out of GC.
+
+A console is a long-lived loop of small steps (a GET, a socket read, a timer, a frame) every
+second. uvloop runs the loop, its handles and its transports in C: a GET's client CPU falls by a
+quarter and the whole console's by 4-9 % on the benchmark machine (docs/benchmarks.md, issue 10).
+Where uvloop cannot be imported (it does not exist for Windows), asyncio's own loop runs the same
+code. Nothing here changes what is polled or drawn.
+
+The heap a console has built by its first snapshot (modules, Textual's DOM and CSS, pydantic's
+validators: ~90,000 objects) lives until exit, yet every full pass of Python's cyclic collector
+walked it again: 80-160 ms of CPU on the main thread each time, ≈0.12-0.24 CPU s/min and a
+frame held up by as much. settle_heap() moves it to the permanent generation (gc.freeze), so
+full passes walk only what came after. Reference counting still frees what is dropped; only a
+cycle among those start-up objects would now outlive its use, and they are the console's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class RunsAsync(Protocol[T_co]):
+    """Anything run as a coroutine, such as a Textual App."""
+
+    def run_async(self) -> Coroutine[Any, Any, T_co | None]:
+        """Run until done; its result."""
+        ...
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
+    """What makes a new loop: uvloop's when installed, asyncio's otherwise."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop
+    return uvloop.new_event_loop
+
+
+def loop_name() -> str:
+    """Which loop loop_factory() makes ("uvloop" or "asyncio"), for the benchmark's notes and tests."""
+    return "asyncio" if loop_factory() is asyncio.new_event_loop else "uvloop"
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` on a loop from loop_factory()."""
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        return runner.run(main)
+
+
+def run_app(app: RunsAsync[T]) -> T | None:
+    """Run ``app`` (a Textual App) as App.run() does, on a loop from loop_factory(); unfreeze after."""
+    try:
+        return run(app.run_async())
+    finally:
+        # The fleet view opens one console after another: what one froze is collectable again.
+        gc.unfreeze()
+
+
+def settle_heap() -> None:
+    """Leave every object alive now out of the cyclic GC's passes (once the console is built)."""
+    gc.collect()  # what start-up already dropped goes now, not frozen with the rest
+    gc.freeze()

@@ -1,0 +1,38 @@
+"""The console's process: uvloop's loop where installed, the start-up heap frozen and unfrozen after.
+
+Run in a child process: the loop policy and the collector's permanent generation are the whole
+process's, and the test process must keep its own.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+CHILD = r"""
+import asyncio, gc, json
+from pgtop_ha.runtime import loop_name, run, run_app, settle_heap
+
+class App:
+    async def run_async(self):
+        settle_heap()
+        return {"loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
+                "frozen": gc.get_freeze_count()}
+
+inside = run_app(App())
+async def loop_module():
+    return type(asyncio.get_running_loop()).__module__.split(".")[0]
+print(json.dumps({**inside, "after": gc.get_freeze_count(), "name": loop_name(), "run": run(loop_module())}))
+"""
+
+
+def test_run_app_runs_on_uvloop_and_unfreezes_what_settle_froze() -> None:
+    child = [sys.executable, "-c", CHILD]
+    out = subprocess.run(child, capture_output=True, text=True, timeout=60, check=True)
+    seen = json.loads(out.stdout)
+    # uvloop is a dependency on Linux: a console (and `record`) runs on it, not on asyncio's loop.
+    assert seen["name"] == "uvloop"
+    assert seen["loop"] == "uvloop" and seen["run"] == "uvloop"
+    assert seen["frozen"] > 1000  # the interpreter's and the imports' objects at least
+    assert seen["after"] == 0  # the next console (the fleet's drill-down) starts collectable
