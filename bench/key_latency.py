@@ -26,6 +26,7 @@ from pgtop_ha.collect.poller import Poller
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import NODE_NAMES, Layout
+from pgtop_ha.runtime import run, settle_heap
 from pgtop_ha.settings import load_settings
 from pgtop_ha.ui.app import PgtopApp
 from pgtop_ha.ui.screens.monitor import MonitorScreen
@@ -47,7 +48,8 @@ async def scenario(
 ) -> dict[str, object]:
     """Latencies (ms) of ``presses`` pane switches, with ``frozen`` SIGSTOPped when given."""
     settings = load_settings(lab.layout.console_config, environ={})
-    app = PgtopApp(settings, Poller.from_settings(settings))
+    # As the console runs: its heap settled after the first snapshot, on its loop (main()).
+    app = PgtopApp(settings, Poller.from_settings(settings), settle=settle_heap)
     latencies: list[float] = []
     keys: list[str] = []
     async with app.run_test(size=size, notifications=False):
@@ -130,7 +132,7 @@ def main() -> int:
     p.add_argument("--presses", type=int, default=50)
     p.add_argument("--size", default="80x24", help="terminal COLSxROWS")
     p.add_argument("--gap", type=float, nargs=2, default=(0.1, 0.4), help="seconds between presses (min max)")
-    asyncio.run(main_async(p.parse_args()))
+    run(main_async(p.parse_args()))
     return 0
 
 
