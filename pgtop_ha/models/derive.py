@@ -161,14 +161,24 @@ def walsender_for(snapshot: ClusterSnapshot, member: str) -> Replication | None:
     return None
 
 
+def stage_lag_seconds(sender: Replication) -> tuple[float | None, float | None, float | None]:
+    """A standby's write, flush and replay lag in seconds; 0 for a stage holding all WAL, not unknown."""
+    # PostgreSQL shows each stage's time NULL once the standby has caught up and no WAL comes
+    # (the times are measured on WAL that arrives): on a quiet cluster "-" against every
+    # replica read as "not measured" beside a lag of 0 B. Bytes behind with no time: unknown.
+    streaming = sender.state == "streaming"
+    stages = (
+        (sender.write_lag_s, sender.write_lag_bytes),
+        (sender.flush_lag_s, sender.flush_lag_bytes),
+        (sender.replay_lag_s, sender.replay_lag_bytes),
+    )
+    write, flush, replay = (0.0 if t is None and b == 0 and streaming else t for t, b in stages)
+    return write, flush, replay
+
+
 def replay_lag_seconds(sender: Replication) -> float | None:
     """A standby's replay lag in seconds; 0 when it has replayed all WAL, not unknown."""
-    # PostgreSQL shows NULL once a standby has caught up and no WAL comes (replay_lag is
-    # measured on WAL that arrives): on a quiet cluster "-" against every replica read as
-    # "not measured" beside a lag of 0 B.
-    if sender.replay_lag_s is None and sender.replay_lag_bytes == 0 and sender.state == "streaming":
-        return 0.0
-    return sender.replay_lag_s
+    return stage_lag_seconds(sender)[2]
 
 
 def standby_lag_bytes(node: NodeSnapshot) -> int | None:

@@ -472,24 +472,34 @@ def test_rows_are_the_same_objects_while_what_they_show_stays() -> None:
     assert now_rows[1] is not haproxy.rows(snap, ctx())[1] and now_rows[1].cells["lastchg"].text == "1m"
 
 
-def test_overview_lag_time_of_a_caught_up_replica_is_zero_not_unknown() -> None:
-    # PostgreSQL shows replay_lag NULL once a standby has caught up and no WAL comes: beside
-    # "0 B" the overview said "-" for every replica of a quiet cluster.
+def test_lag_times_of_a_caught_up_replica_are_zero_not_unknown() -> None:
+    # PostgreSQL shows each stage's lag time NULL once a standby has caught up and no WAL comes:
+    # beside "0 B" the overview and the Replication pane said "-" for every replica of a quiet
+    # cluster.
     snap = fx.healthy()
     leader = snap.node("node1")
     assert leader is not None
+    idle = {"write_lag_s": None, "flush_lag_s": None, "replay_lag_s": None}
     senders = tuple(
-        r.model_copy(update={"replay_lag_s": None}) if r.application_name in ("node2", "node3") else r
+        r.model_copy(update=idle) if r.application_name in ("node2", "node3") else r
         for r in leader.replication
     )
     nodes = tuple(
         n.model_copy(update={"replication": senders}) if n.name == "node1" else n for n in snap.nodes
     )
-    rows = {r.key: r.cells for r in overview.member_rows(snap.model_copy(update={"nodes": nodes}), ctx())}
+    quiet = snap.model_copy(update={"nodes": nodes})
+    rows = {r.key: r.cells for r in overview.member_rows(quiet, ctx())}
     lag_s = {key: cells["lag_s"].text for key, cells in rows.items()}
     assert lag_s["node2"] == "0"  # 0 B behind: nothing to replay
     assert lag_s["node3"] == "-"  # 2 MiB behind with no measured time: unknown, not 0
     assert lag_s["node1"] == "-"  # the leader has no replay lag
+    stages = {
+        r.key: [r.cells[c].text for c in ("write_s", "flush_s", "replay_s")]
+        for r in replication.rows(quiet, ctx())
+    }
+    assert stages["node1|node2"] == ["0", "0", "0"]
+    # node3 has written and flushed everything but has 2 MiB to replay: only replay is unknown.
+    assert stages["node1|node3"] == ["0", "0", "-"]
 
 
 def test_overview_event_text_takes_the_room_short_node_names_leave() -> None:

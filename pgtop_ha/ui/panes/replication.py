@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from pgtop_ha.models.derive import stage_lag_seconds
 from pgtop_ha.models.health import age_s, lag_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
 from pgtop_ha.models.thresholds import Level
@@ -52,7 +53,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             continue
         for r in node.replication:
             name = _name(r)
-            level = lag_level(ctx.thresholds, r.replay_lag_bytes, r.replay_lag_s)
+            lag_s = stage_lag_seconds(r)  # a caught-up stage is 0 s, not "-" (models/derive.py)
+            level = lag_level(ctx.thresholds, r.replay_lag_bytes, lag_s[2])
             if r.state not in (None, "streaming"):
                 level = max(level, Level.WARN)
             out.append(
@@ -64,8 +66,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     r.sync_state,
                     (r.sent_lag_bytes, r.write_lag_bytes, r.flush_lag_bytes, r.replay_lag_bytes),
                     lag_level(ctx.thresholds, r.replay_lag_bytes),
-                    (r.write_lag_s, r.flush_lag_s, r.replay_lag_s),
-                    lag_level(ctx.thresholds, None, r.replay_lag_s),
+                    lag_s,
+                    lag_level(ctx.thresholds, None, lag_s[2]),
                     age_step(age_s(ctx.now, r.reply_time), REPLY_ON_TIME_S),
                     (*_history(ctx, node.name, name), r.replay_lag_bytes),
                 )
