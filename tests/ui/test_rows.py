@@ -514,3 +514,23 @@ def test_overview_event_text_takes_the_room_short_node_names_leave() -> None:
     long = [fx.event("n" * 30, text)]
     row = overview.event_rows(fx.healthy(), ctx(events=long))[0]
     assert 8 + 12 + len(row.cells["text"].text) + 3 * 2 <= 78
+
+
+def test_an_event_row_does_not_name_its_node_twice() -> None:
+    # Checks say "node1: PostgreSQL is primary, ..." and the Node column says node1 already.
+    evs = [
+        fx.event("node1", "node1: PostgreSQL is primary, Patroni says replica"),
+        fx.event("node2", "node1: still routed"),  # another node named: kept
+        fx.event("node1", "x").model_copy(
+            update={"node": None, "text": "marker: before the kill"}
+        ),  # no node
+    ]
+    pane = [r.cells["text"].text for r in events.rows(fx.healthy(), ctx(events=evs))]
+    over = [r.cells["text"].text for r in overview.event_rows(fx.healthy(), ctx(events=evs))]
+    for texts_ in (pane, over):
+        assert texts_ == [
+            "marker: before the kill",
+            "node1: still routed",
+            "PostgreSQL is primary, Patroni says replica",
+        ]
+    assert evs[0].text.startswith("node1: ")  # the event itself (recordings, reports) keeps it

@@ -36,6 +36,9 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         when = ev.at.astimezone()
         # An event updated in place (a flip back, the stopwatch) keeps its id, hence its row.
         key = f"#{ev.id}" if ev.id else f"{ev.at.isoformat()}|{ev.node}|{ev.kind}|{ev.text}"
+        # The Node column names it: "node1: PostgreSQL down" in node1's row said it twice and
+        # cost the 80x24 overview a tenth of its text (the event itself keeps its full text).
+        text = ev.text.removeprefix(f"{ev.node}: ") if ev.node else ev.text
         out.append(
             Row(
                 key=key,
@@ -45,7 +48,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     "level": cell(level.word if level else "· info", level if level else None, float(level)),
                     "node": cell(shown(ev.node, 64) if ev.node else "-"),
                     "kind": cell(ev.kind),
-                    "text": cell(shown(ev.text) + lasted(ev), level if level else None),
+                    "text": cell(shown(text) + lasted(ev), level if level else None),
                 },
             )
         )
