@@ -12,7 +12,8 @@ from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.widget import Widget
 
-from pgtop_ha.ui.widgets.heartbeat import OneLine
+from pgtop_ha.ui.widgets.heartbeat import OneLine, heartbeat_text
+from tests.ui import fixtures as fx
 
 Cell = tuple[str, Style | None]
 
@@ -84,3 +85,26 @@ async def test_new_text_and_a_new_theme_are_drawn_again() -> None:
         assert cells(line) != shown  # the widget's colours came with the theme
         assert [ch for ch, _ in cells(line)] == [ch for ch, _ in shown]
         assert before != shown
+
+
+def test_the_header_leaves_out_the_usual_interval_rather_than_cut_it() -> None:
+    def header(width: int | None, cadence: float = 1.0) -> str:
+        return heartbeat_text(
+            snapshot=fx.healthy(),
+            now=fx.T0,
+            thresholds=fx.settings().thresholds,
+            read_only=True,
+            paused=False,
+            interval=1.0,
+            node_filter="",
+            note="",
+            styles={},
+            cadence=cadence,
+            width=width,
+        ).plain
+
+    # 80 columns, three nodes: it was cut to "ever…"; now the nodes end the line.
+    assert header(80).endswith("node3 ✔") and len(header(80)) <= 80
+    assert header(120).endswith("every 1s") and header(None).endswith("every 1s")
+    # Polling faster than chosen is a warning: kept, whatever the width (cut if need be).
+    assert "every 0.5s (fast; idle 1s)" in header(80, cadence=0.5)

@@ -300,6 +300,7 @@ class MonitorScreen(Screen[None]):
         app = self.papp
         note = self.header_note()
         now = app.clock()
+        lead = self.header_lead()
         text = heartbeat_text(
             snapshot=app.snapshot,
             now=now,
@@ -312,8 +313,9 @@ class MonitorScreen(Screen[None]):
             styles=self._header_styles,
             mode_why=app.mode_why,
             cadence=app.cadence(),
+            width=self.size.width - lead.cell_len,
         )
-        self.query_one(Heartbeat).show(self.header_lead() + text)
+        self.query_one(Heartbeat).show(lead + text)
         timeline = app.timeline
         failovers = timeline.failovers()
         banner = banner_text(

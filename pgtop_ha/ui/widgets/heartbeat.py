@@ -46,8 +46,12 @@ def heartbeat_text(
     styles: Mapping[str, Style],
     mode_why: str = "",
     cadence: float | None = None,
+    width: int | None = None,
 ) -> Text:
-    """The header as rich text; ``styles`` maps ok/warn/crit/badge names to theme styles."""
+    """The header as rich text; ``styles`` maps ok/warn/crit/badge names to theme styles.
+
+    With ``width``, the usual cadence ("every 1s") is left out rather than cut when the rest fills it.
+    """
     # Names, the filter and the note (an error's text) come from servers or users: each goes
     # through shown() and is appended as plain text, never parsed as markup.
     t = Text(no_wrap=True, overflow="ellipsis")
@@ -82,15 +86,19 @@ def heartbeat_text(
                     f"{label} {mark} {age(since) if since is not None else 'never'}",
                     styles.get("warn" if level is Level.WARN else "crit"),
                 )
+    usual = f"  every {interval:g}s"
     if cadence is not None and cadence < interval - 1e-9:
         # Polling faster than chosen: something is wrong (models/timeline.py cadence()).
         t.append(f"  every {cadence:g}s (fast; idle {interval:g}s)", styles.get("warn"))
-    else:
-        t.append(f"  every {interval:g}s")
+        usual = ""
     if node_filter:
         t.append(f"  filter: {shown(node_filter, 64)}", styles.get("warn"))
     if note:
         t.append(f"  {shown(note)}")
+    # The chosen interval is the least of the header: at 80 columns with three nodes it was
+    # cut to "ever…"; an ellipsis would say something goes on that is not worth the room.
+    if usual and (width is None or t.cell_len + len(usual) <= width):
+        t.append(usual)
     return t
 
 
