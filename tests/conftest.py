@@ -8,14 +8,16 @@ run side by side. Environment knobs:
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from pgtop_ha import runtime
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab, claim_layout
 from pgtop_ha.lab.layout import NODE_NAMES, Layout
@@ -23,6 +25,13 @@ from pgtop_ha.lab.procs import poll
 from pgtop_ha.settings import Settings, load_settings
 
 TEST_ROWS = int(os.environ.get("PGTOPHA_TEST_ROWS", "1000000"))
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """Every async test runs on the console's own loop (pgtop_ha/runtime.py: uvloop where installed)."""
+    return {runtime.loop_name(): runtime.loop_factory()}
 
 
 def _layout() -> Layout:

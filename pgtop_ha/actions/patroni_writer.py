@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from pgtop_ha.collect.tls import context_for
+from pgtop_ha.collect.transport import CLIENT_CERT_HINT
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.models.urls import host_of, redact, root_of
@@ -50,12 +51,15 @@ class PatroniWriter:
         urls: Iterable[str],
         client: httpx.AsyncClient,
         read_timeout: float = 2.0,
+        *,
+        client_cert: bool = False,
     ) -> None:
         """Use ``client`` (which carries auth and TLS) against ``urls`` in order."""
         self._urls: list[str] = []
         self.learn(urls)
         self._client = client
         self._read_timeout = read_timeout
+        self._client_cert = client_cert  # a client certificate is configured (certfile/keyfile)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PatroniWriter:
@@ -80,7 +84,8 @@ class PatroniWriter:
         # The Basic credentials go only where the read path may go too.
         policy = HostPolicy.of(settings.patroni.allowed_hosts)
         allowed = [u for u in urls if policy.refusal(host_of(u)) is None]
-        return cls(allowed, client, read_timeout=settings.patroni.timeout)
+        client_cert = settings.patroni.certfile is not None
+        return cls(allowed, client, read_timeout=settings.patroni.timeout, client_cert=client_cert)
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -138,9 +143,12 @@ class PatroniWriter:
                     "still take effect: watch the cluster",
                 )
             except httpx.HTTPError as exc:
-                return PatroniReply(
-                    url=url, status=None, text=f"{root}: {_one_line(str(exc)) or type(exc).__name__}"
-                )
+                said = _one_line(str(exc)) or type(exc).__name__
+                closed = isinstance(exc, httpx.ReadError | httpx.RemoteProtocolError)
+                if closed and url.startswith("https:") and not self._client_cert:
+                    # Closed after the handshake, before any answer: as the read path says it.
+                    said = f"{said} ({CLIENT_CERT_HINT})"
+                return PatroniReply(url=url, status=None, text=f"{root}: {said}")
             self.prefer(root)
             return _reply(url, response, raw)
         return PatroniReply(url="", status=None, text="no Patroni member reachable: " + "; ".join(failures))

@@ -23,6 +23,9 @@ MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 # Everything read off the socket (status lines, 1xx answers, headers, chunk framing, body):
 # bounds a server that sends endless 1xx answers or chunk extensions without any body.
 MAX_WIRE_BYTES = 2 * MAX_RESPONSE_BYTES
+# What an https server that requires a client certificate does to one without: the handshake
+# completes, then it closes before any answer (TLS 1.3). The read and write paths both say it.
+CLIENT_CERT_HINT = "does it require a client certificate? set certfile/keyfile"
 _MAX_HEAD_BYTES = 32 * 1024  # h11 refuses an unfinished head beyond this
 _READ_SIZE = 64 * 1024
 # Not copied into the httpx.Response: the body handed over is de-chunked and never encoded, so
@@ -234,9 +237,7 @@ class LeanGetTransport(httpx.AsyncBaseTransport):
         except httpx.RemoteProtocolError as exc:
             if tls and "without answering" in str(exc):
                 # What an https server that requires a client certificate does after the handshake.
-                raise httpx.RemoteProtocolError(
-                    f"{exc} (does it require a client certificate? set certfile/keyfile)", request=request
-                ) from None
+                raise httpx.RemoteProtocolError(f"{exc} ({CLIENT_CERT_HINT})", request=request) from None
             raise
         except TimeoutError:
             raise httpx.ReadTimeout(f"no whole answer from {host}:{port} in time", request=request) from None

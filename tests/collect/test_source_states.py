@@ -108,7 +108,8 @@ async def test_node_reader_slow_keeps_its_last_answer(tmp_path: Path) -> None:
     await asyncio.wait({task}, timeout=CYCLE_BUDGET)
     view = reader.view()
     assert view.reachable and view.error is None and view.timeline == 3 and view.in_recovery is False
-    assert view.slow_s is not None and view.slow_s >= CYCLE_BUDGET
+    # uvloop's clock counts whole milliseconds: its timer may end the wait a hair before.
+    assert view.slow_s is not None and view.slow_s >= CYCLE_BUDGET - 0.001
     assert node_state(view.model_copy(update={"slow_s": 1.5})) == "slow"
     release.set()
     await task
