@@ -95,27 +95,29 @@ def tree_rss_mb(pid: int) -> float:
 def child(config: Path, interval: float, theme: str, poller_only: bool) -> None:
     """The console as the benchmark runs it (read-only), or its poller alone for comparison."""
     import asyncio
+    from types import ModuleType
 
     from pgtop_ha.collect.poller import Poller
     from pgtop_ha.settings import load_settings
 
-    extra: dict[str, object] = {}
+    runtime: ModuleType | None
     try:
         # The console's own loop (uvloop where installed) and its settled start-up heap.
-        from pgtop_ha.runtime import run, settle_heap
-    except ImportError:  # a baseline tree from before pgtop_ha/runtime.py ran as App.run() does
-        run = asyncio.run
-    else:
-        extra["settle"] = settle_heap
-
+        from pgtop_ha import runtime
+    except ImportError:  # a baseline tree from before pgtop_ha/runtime.py: as it ran then
+        runtime = None
     settings = load_settings(config, {"interval": interval, "theme": theme})
+    poller = Poller.from_settings(settings)
     if poller_only:
-        poller = Poller.from_settings(settings)
-        run(poller.run(lambda _: None, lambda: interval))
+        polling = poller.run(lambda _: None, lambda: interval)
+        runtime.run(polling) if runtime is not None else asyncio.run(polling)
         return
     from pgtop_ha.ui.app import PgtopApp
 
-    run(PgtopApp(settings, Poller.from_settings(settings), **extra).run_async())  # type: ignore[arg-type]
+    if runtime is None:
+        PgtopApp(settings, poller).run()
+    else:
+        runtime.run_app(PgtopApp(settings, poller, settle=runtime.settle_heap))
 
 
 def console_command(args: argparse.Namespace, tree: Path | None = None) -> list[str]:

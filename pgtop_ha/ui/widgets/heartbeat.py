@@ -86,18 +86,18 @@ def heartbeat_text(
                     f"{label} {mark} {age(since) if since is not None else 'never'}",
                     styles.get("warn" if level is Level.WARN else "crit"),
                 )
-    usual = f"  every {interval:g}s"
-    if cadence is not None and cadence < interval - 1e-9:
+    fast = cadence is not None and cadence < interval - 1e-9
+    if fast:
         # Polling faster than chosen: something is wrong (models/timeline.py cadence()).
         t.append(f"  every {cadence:g}s (fast; idle {interval:g}s)", styles.get("warn"))
-        usual = ""
     if node_filter:
         t.append(f"  filter: {shown(node_filter, 64)}", styles.get("warn"))
     if note:
         t.append(f"  {shown(note)}")
     # The chosen interval is the least of the header: at 80 columns with three nodes it was
     # cut to "ever…"; an ellipsis would say something goes on that is not worth the room.
-    if usual and (width is None or t.cell_len + len(usual) <= width):
+    usual = f"  every {interval:g}s"
+    if not fast and (width is None or t.cell_len + len(usual) <= width):
         t.append(usual)
     return t
 
