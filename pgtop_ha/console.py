@@ -7,17 +7,20 @@ here, so neither imports the other.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import importlib
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgtop_ha.crash import crash_line
-from pgtop_ha.runtime import run_app, settle_heap
+from pgtop_ha.runtime import run_app, run_built, settle_heap
 from pgtop_ha.settings import Settings, load_settings, resolve_mode
 
 if TYPE_CHECKING:
     from pgtop_ha.collect.poller import Poller
+    from pgtop_ha.ui.app import PgtopApp
 
 
 def run_console(settings: Settings, record: Path | None = None, record_max: str = "1GiB") -> int:
@@ -25,7 +28,6 @@ def run_console(settings: Settings, record: Path | None = None, record_max: str 
     from pgtop_ha.record.limits import parse_limit
     from pgtop_ha.record.markers import MarkerInbox
     from pgtop_ha.record.recorder import Recorder
-    from pgtop_ha.ui.app import PgtopApp
 
     limit = parse_limit(record_max)  # a bad --record-max fails before anything starts
 
@@ -39,21 +41,33 @@ def run_console(settings: Settings, record: Path | None = None, record_max: str 
     recorder = Recorder.create(record, settings, limit, role="console") if record is not None else None
     label = f"recording {record}" if record is not None else (settings.cluster_name or "")
     poller = build_poller(settings, operator=actions is not None)
-    app = PgtopApp(
-        settings=settings,
-        source=poller,
-        actions=actions,
-        mode=mode,
-        recorder=recorder,
-        markers=MarkerInbox("console", label),
-        settle=settle_heap,
-    )
-    if actions is None and settings.probes.write_table:
-        # Said, not silently dropped: the user asked for writes the read-only mode cannot send.
-        ignored = "write probe off: read-only mode sends no INSERT (--operator to measure write outages)"
-        app.notice = f"{app.notice}; {ignored}" if app.notice else ignored
+    screen = "pgtop_ha.ui.screens.monitor" if actions is None else "pgtop_ha.ui.operator.screen"
+
+    async def build() -> PgtopApp:
+        # The first cycle mostly waits on the servers (a new connection per node, /cluster,
+        # `pgbackrest info`): begun now, it runs while a thread imports Textual and the screens
+        # (~0.35 s), instead of after Textual has built the screen (issue 10: first full frame).
+        poller.prime()
+        await asyncio.to_thread(_import_all, ("pgtop_ha.ui.app", screen))
+        from pgtop_ha.ui.app import PgtopApp
+
+        app = PgtopApp(
+            settings=settings,
+            source=poller,
+            actions=actions,
+            mode=mode,
+            recorder=recorder,
+            markers=MarkerInbox("console", label),
+            settle=settle_heap,
+        )
+        if actions is None and settings.probes.write_table:
+            # Said, not silently dropped: the user asked for writes the read-only mode cannot send.
+            ignored = "write probe off: read-only mode sends no INSERT (--operator to measure write outages)"
+            app.notice = f"{app.notice}; {ignored}" if app.notice else ignored
+        return app
+
     try:
-        run_app(app)
+        app = run_built(build)
     finally:
         if recorder is not None:
             recorder.close()
@@ -63,6 +77,11 @@ def run_console(settings: Settings, record: Path | None = None, record_max: str 
         print(crash_line(app.crash, app.crash_report), file=sys.stderr)
         return 1
     return app.return_code or 0
+
+
+def _import_all(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        importlib.import_module(name)
 
 
 def build_poller(settings: Settings, *, operator: bool) -> Poller:

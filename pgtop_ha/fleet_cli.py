@@ -16,7 +16,7 @@ from pgtop_ha.models.fleet import FleetQueries, FleetRow, history_events
 from pgtop_ha.models.text import clean
 from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.models.urls import redact
-from pgtop_ha.runtime import run_app, settle_heap
+from pgtop_ha.runtime import run_app, run_built, settle_heap
 from pgtop_ha.settings import FleetSettings, Settings, load_settings
 
 MAX_STEPS = 2000  # range-query points per series (Prometheus refuses more than 11,000)
@@ -121,8 +121,12 @@ def run_drill(settings: Settings) -> int:
 
     mode = Mode(read_only=True, reason="opened from the fleet view (read-only)", short="fleet")
     source = build_poller(settings, operator=False)
-    app = DrillApp(settings=settings, source=source, mode=mode, settle=settle_heap)
-    run_app(app)
+
+    async def build() -> DrillApp:
+        source.prime()  # the first cycle waits on the servers while Textual builds the screen
+        return DrillApp(settings=settings, source=source, mode=mode, settle=settle_heap)
+
+    app = run_built(build)
     if app.crash is not None:
         print(crash_line(app.crash, app.crash_report), file=sys.stderr)
         return 1

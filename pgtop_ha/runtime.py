@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -59,6 +59,23 @@ def run_app(app: RunsAsync[T]) -> T | None:
         return run(app.run_async())
     finally:
         # The fleet view opens one console after another: what one froze is collectable again.
+        gc.unfreeze()
+
+
+A = TypeVar("A", bound=RunsAsync[Any])
+
+
+def run_built(build: Callable[[], Awaitable[A]]) -> A:
+    """Build an app on the loop (so work begun there overlaps the build), run it; the app."""
+
+    async def main() -> A:
+        app = await build()
+        await app.run_async()
+        return app
+
+    try:
+        return run(main())
+    finally:
         gc.unfreeze()
 
 

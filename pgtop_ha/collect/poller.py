@@ -110,6 +110,8 @@ class Poller:
         self.haproxy_requests = 0
         self._closing: set[asyncio.Task[None]] = set()
         self._hurried = asyncio.Event()  # hurry(): look at interval() again before the pause ends
+        self._primed: asyncio.Task[ClusterSnapshot] | None = None  # prime(): the first cycle, begun early
+        self._began = False  # a first cycle was primed or run() started: prime() does nothing more
         # HAProxy's routing as last read (models.health.routing) and until when a change keeps
         # the probes running every cycle (_note_routing, at each stats read).
         self._routing: Routing | None = None
@@ -407,11 +409,17 @@ class Poller:
     ) -> None:
         """Poll forever: one cycle per interval, each handed to ``on_snapshot`` (may be async)."""
         loop = asyncio.get_running_loop()
+        primed, self._primed = self._primed, None
+        self._began = True
         while True:
             started = loop.time()
             period = max(0.05, float(interval()))
             try:
-                snapshot = await self.cycle(budget=period * BUDGET_SHARE)
+                if primed is not None:
+                    first, primed = primed, None
+                    snapshot = await first
+                else:
+                    snapshot = await self.cycle(budget=period * BUDGET_SHARE)
             except Exception as exc:  # a bug here must not end the console's data
                 snapshot = ClusterSnapshot(
                     taken_at=self._clock(),
@@ -433,6 +441,16 @@ class Poller:
                         await self._hurried.wait()
                 except TimeoutError:
                     pass
+
+    def prime(self) -> None:
+        """Begin the first cycle now; the next ``run()`` hands its snapshot over first."""
+        # The console calls this before Textual builds the screen: the servers' first answers
+        # (a new connection per node, /cluster) then arrive while the screen is being built,
+        # instead of after it (issue 10: first full frame ≤ 1 s).
+        if not self._began:
+            self._began = True
+            budget = self._settings.interval * BUDGET_SHARE
+            self._primed = asyncio.get_running_loop().create_task(self.cycle(budget=budget))
 
     def hurry(self) -> None:
         """The cadence may have become faster: end the current pause if ``interval()`` says so."""
@@ -462,6 +480,10 @@ class Poller:
 
     async def aclose(self) -> None:
         """Stop every poll, close every connection and HTTP client."""
+        primed, self._primed = self._primed, None
+        if primed is not None:  # primed, but the console ended before run() took it
+            primed.cancel()
+            await asyncio.gather(primed, return_exceptions=True)
         closers = [slot.aclose() for slot in self.membership.members.values()]
         if self.membership.cluster is not None:
             closers.append(self.membership.cluster.aclose())

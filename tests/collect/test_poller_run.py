@@ -97,6 +97,56 @@ async def test_hurry_ends_a_calm_pause_when_the_cadence_got_faster() -> None:
     assert len(seen) >= 2
 
 
+async def test_a_primed_first_cycle_is_begun_once_and_is_the_first_run_hands_over() -> None:
+    port = _closed_port()
+    settings = Settings(
+        nodes=(NodeSettings(name="a", host="127.0.0.1", port=port),),
+        patroni={"urls": (f"http://127.0.0.1:{port}",), "timeout": 0.5},
+    )
+    poller = Poller.from_settings(settings, StepClock())
+    seen: list[ClusterSnapshot] = []
+    got = asyncio.Event()
+
+    def on_snapshot(snap: ClusterSnapshot) -> None:
+        seen.append(snap)
+        got.set()
+
+    poller.prime()  # the console, before Textual builds the screen
+    poller.prime()  # a second call begins nothing more
+    task: asyncio.Task[None] | None = None
+    try:
+        await asyncio.sleep(0)  # one turn of the loop: the primed cycle starts on its own
+        assert poller.cycles == 1
+        async with asyncio.timeout(10):
+            task = asyncio.create_task(poller.run(on_snapshot, lambda: 600.0))
+            await got.wait()
+        # run() handed over the primed cycle's snapshot instead of polling again first.
+        assert poller.cycles == 1 and len(seen) == 1
+        assert seen[0].node("a") is not None and seen[0].node("a").error  # type: ignore[union-attr]
+        poller.prime()  # once run() began, priming is over
+        assert poller.cycles == 1
+    finally:
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        await poller.aclose()
+
+
+async def test_aclose_ends_a_primed_cycle_that_run_never_took() -> None:
+    port = _closed_port()
+    settings = Settings(
+        nodes=(NodeSettings(name="a", host="127.0.0.1", port=port),),
+        patroni={"urls": (f"http://127.0.0.1:{port}",), "timeout": 0.5},
+    )
+    poller = Poller.from_settings(settings, StepClock())
+    before = asyncio.all_tasks()
+    poller.prime()  # the console failed to start its screen: nothing will ever call run()
+    primed = asyncio.all_tasks() - before
+    assert len(primed) == 1
+    await poller.aclose()
+    assert all(t.done() for t in primed)
+
+
 STATS_CSV = (Path(__file__).parent / "fixtures" / "haproxy_stats.csv").read_bytes()
 
 

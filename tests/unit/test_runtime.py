@@ -12,7 +12,7 @@ import sys
 
 CHILD = r"""
 import asyncio, gc, json
-from pgtop_ha.runtime import loop_name, run, run_app, settle_heap
+from pgtop_ha.runtime import loop_name, run, run_app, run_built, settle_heap
 
 class App:
     async def run_async(self):
@@ -23,11 +23,26 @@ class App:
 inside = run_app(App())
 async def loop_module():
     return type(asyncio.get_running_loop()).__module__.split(".")[0]
-print(json.dumps({**inside, "after": gc.get_freeze_count(), "name": loop_name(), "run": run(loop_module())}))
+
+class Built:
+    async def run_async(self):
+        settle_heap()
+        self.ran_on = asyncio.get_running_loop()
+
+async def build():
+    built = Built()
+    built.built_on = asyncio.get_running_loop()
+    return built
+
+built = run_built(build)
+print(json.dumps({**inside, "after": gc.get_freeze_count(), "name": loop_name(), "run": run(loop_module()),
+                  "built": type(built).__name__, "same_loop": built.ran_on is built.built_on,
+                  "built_loop": type(built.ran_on).__module__.split(".")[0],
+                  "after_built": gc.get_freeze_count()}))
 """
 
 
-def test_run_app_runs_on_uvloop_and_unfreezes_what_settle_froze() -> None:
+def test_run_app_and_run_built_run_on_uvloop_and_unfreeze_what_settle_froze() -> None:
     child = [sys.executable, "-c", CHILD]
     out = subprocess.run(child, capture_output=True, text=True, timeout=60, check=True)
     seen = json.loads(out.stdout)
@@ -36,3 +51,6 @@ def test_run_app_runs_on_uvloop_and_unfreezes_what_settle_froze() -> None:
     assert seen["loop"] == "uvloop" and seen["run"] == "uvloop"
     assert seen["frozen"] > 1000  # the interpreter's and the imports' objects at least
     assert seen["after"] == 0  # the next console (the fleet's drill-down) starts collectable
+    # run_built: the app is built on the loop it runs on (work begun while building goes on).
+    assert seen["built"] == "Built" and seen["same_loop"] and seen["built_loop"] == "uvloop"
+    assert seen["after_built"] == 0
