@@ -303,10 +303,10 @@ def test_a_pane_that_raises_ends_the_console_with_exit_1_and_a_report(
     monkeypatch.setattr(registry, "PANES", panes)
     monkeypatch.setattr(Poller, "from_settings", staticmethod(lambda _s: ScriptedSource([fx.healthy()])))
 
-    def headless(self: PgtopApp, **_: object) -> None:
-        App.run(self, headless=True, size=(100, 30))
+    async def headless(self: PgtopApp, **_: object) -> None:
+        await App.run_async(self, headless=True, size=(100, 30))
 
-    monkeypatch.setattr(PgtopApp, "run", headless)
+    monkeypatch.setattr(PgtopApp, "run_async", headless)  # how runtime.run_built runs the console
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     for name in ("SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY"):
         monkeypatch.delenv(name, raising=False)

@@ -20,6 +20,9 @@ class ScriptedSource:
         self.intervals: list[float] = []
         self.hurried = 0  # times the app said the cadence got faster
 
+    def prime(self) -> None:
+        """Nothing to begin early (the console calls it on its Poller): the script is at hand."""
+
     def push(self, snapshot: ClusterSnapshot) -> None:
         """Deliver one more snapshot as soon as the app's loop runs."""
         self._more.put_nowait(snapshot)
