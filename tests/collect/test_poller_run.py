@@ -24,12 +24,17 @@ def _closed_port() -> int:
     return port
 
 
-async def test_run_hands_snapshots_and_stops_on_cancel() -> None:
+def _unreachable() -> Settings:
+    """One node whose PostgreSQL and Patroni ports are closed: every cycle ends at once, failed."""
     port = _closed_port()
-    settings = Settings(
+    return Settings(
         nodes=(NodeSettings(name="a", host="127.0.0.1", port=port),),
         patroni={"urls": (f"http://127.0.0.1:{port}",), "timeout": 0.5},
     )
+
+
+async def test_run_hands_snapshots_and_stops_on_cancel() -> None:
+    settings = _unreachable()
     clock = StepClock()
     poller = Poller.from_settings(settings, clock)
     seen: list[ClusterSnapshot] = []
@@ -57,11 +62,7 @@ async def test_run_hands_snapshots_and_stops_on_cancel() -> None:
 
 
 async def test_hurry_ends_a_calm_pause_when_the_cadence_got_faster() -> None:
-    port = _closed_port()
-    settings = Settings(
-        nodes=(NodeSettings(name="a", host="127.0.0.1", port=port),),
-        patroni={"urls": (f"http://127.0.0.1:{port}",), "timeout": 0.5},
-    )
+    settings = _unreachable()
     poller = Poller.from_settings(settings, StepClock())
     pace = [600.0]  # calm: a pause far longer than the test's deadline
     seen: list[ClusterSnapshot] = []
@@ -98,11 +99,7 @@ async def test_hurry_ends_a_calm_pause_when_the_cadence_got_faster() -> None:
 
 
 async def test_a_primed_first_cycle_is_begun_once_and_is_the_first_run_hands_over() -> None:
-    port = _closed_port()
-    settings = Settings(
-        nodes=(NodeSettings(name="a", host="127.0.0.1", port=port),),
-        patroni={"urls": (f"http://127.0.0.1:{port}",), "timeout": 0.5},
-    )
+    settings = _unreachable()
     poller = Poller.from_settings(settings, StepClock())
     seen: list[ClusterSnapshot] = []
     got = asyncio.Event()
@@ -133,11 +130,7 @@ async def test_a_primed_first_cycle_is_begun_once_and_is_the_first_run_hands_ove
 
 
 async def test_aclose_ends_a_primed_cycle_that_run_never_took() -> None:
-    port = _closed_port()
-    settings = Settings(
-        nodes=(NodeSettings(name="a", host="127.0.0.1", port=port),),
-        patroni={"urls": (f"http://127.0.0.1:{port}",), "timeout": 0.5},
-    )
+    settings = _unreachable()
     poller = Poller.from_settings(settings, StepClock())
     before = asyncio.all_tasks()
     poller.prime()  # the console failed to start its screen: nothing will ever call run()

@@ -8,21 +8,17 @@ and leaves with q.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import pty
 import re
 import select
-import struct
-import subprocess
 import sys
-import termios
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import NODE_NAMES
+from tests.support.pty_child import spawn_on_pty
 
 # Cursor moves, colours and modes: what is left is the text Textual drew.
 ESCAPES = re.compile(rb"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])")
@@ -33,19 +29,11 @@ class Console:
     """`pgtop-ha --read-only --config CONFIG` on an 80x24 pseudo-terminal; its output kept as text."""
 
     def __init__(self, config: Path) -> None:
-        self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TEXTUAL", "PG", "PGTOP_HA_"))}
-        env["TERM"] = "xterm-256color"
-        self.proc = subprocess.Popen(
+        # PG* and PGTOP_HA_* too: the console reads only the lab's config file.
+        self.master, self.proc = spawn_on_pty(
             [sys.executable, "-m", "pgtop_ha", "--read-only", "--config", str(config)],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env=env,
-            start_new_session=True,
+            drop=("TEXTUAL", "PG", "PGTOP_HA_"),
         )
-        os.close(slave)
         self.raw = b""
 
     def text(self) -> str:

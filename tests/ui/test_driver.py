@@ -6,19 +6,15 @@ Run in a real pseudo-terminal: Textual's own driver, not the headless one run_te
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import pty
 import select
-import struct
-import subprocess
 import sys
-import termios
 import time
 from pathlib import Path
 
 from pgtop_ha.runtime import loop_name
 from pgtop_ha.ui.driver import AFTER_INPUT_S, TICK_S, next_wait
+from tests.support.pty_child import spawn_on_pty
 
 KEYS_APP = r"""
 import asyncio
@@ -65,19 +61,7 @@ class Terminal:
     """A child process on a pseudo-terminal of 80x24 whose output is read (and dropped) as it comes."""
 
     def __init__(self, out: Path) -> None:
-        self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TEXTUAL")}
-        env["TERM"] = "xterm-256color"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", KEYS_APP, str(out)],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env=env,
-            start_new_session=True,
-        )
-        os.close(slave)
+        self.master, self.proc = spawn_on_pty([sys.executable, "-c", KEYS_APP, str(out)])
         self.out = out
 
     def lines(self) -> list[str]:
