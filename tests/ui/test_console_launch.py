@@ -52,6 +52,18 @@ class Console:
                     self.raw += os.read(self.master, 65536)
         raise AssertionError(f"no {done} in {deadline_s:.0f} s; the console wrote: {self.text()[-2000:]!r}")
 
+    def drain(self) -> str:
+        """Everything the exited console wrote (the terminal reads empty or fails once it is all read)."""
+        while select.select([self.master], [], [], 1.0)[0]:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:  # EIO: the child and its terminal are gone
+                break
+            if not data:
+                break
+            self.raw += data
+        return self.text()
+
     def close(self) -> None:
         """End the child if it is still running (by its PID), then the terminal."""
         if self.proc.poll() is None:
@@ -70,5 +82,6 @@ def test_the_console_shows_every_member_with_a_snapshot_and_leaves_with_q(lab: L
         assert "READ-ONLY" in shown  # --read-only: no action exists
         os.write(console.master, b"q")
         assert console.proc.wait(timeout=20) == 0
+        assert "Traceback" not in console.drain()  # nor on the way out
     finally:
         console.close()
