@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import os
 import sys
 from pathlib import Path
@@ -41,14 +40,13 @@ def run_console(settings: Settings, record: Path | None = None, record_max: str 
     recorder = Recorder.create(record, settings, limit, role="console") if record is not None else None
     label = f"recording {record}" if record is not None else (settings.cluster_name or "")
     poller = build_poller(settings, operator=actions is not None)
-    screen = "pgtop_ha.ui.screens.monitor" if actions is None else "pgtop_ha.ui.operator.screen"
 
     async def build() -> PgtopApp:
         # The first cycle mostly waits on the servers (a new connection per node, /cluster,
         # `pgbackrest info`): begun now, it runs while a thread imports Textual and the screens
         # (~0.35 s), instead of after Textual has built the screen (issue 10: first full frame).
         poller.prime()
-        await asyncio.to_thread(_import_all, ("pgtop_ha.ui.app", screen))
+        await asyncio.to_thread(_import_ui, operator=actions is not None)
         from pgtop_ha.ui.app import PgtopApp
 
         app = PgtopApp(
@@ -79,9 +77,10 @@ def run_console(settings: Settings, record: Path | None = None, record_max: str 
     return app.return_code or 0
 
 
-def _import_all(modules: tuple[str, ...]) -> None:
-    for name in modules:
-        importlib.import_module(name)
+def _import_ui(*, operator: bool) -> None:
+    from pgtop_ha.ui.app import import_main_screen
+
+    import_main_screen(operator)
 
 
 def build_poller(settings: Settings, *, operator: bool) -> Poller:

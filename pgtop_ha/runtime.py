@@ -53,13 +53,17 @@ def run(main: Coroutine[Any, Any, T]) -> T:
         return runner.run(main)
 
 
-def run_app(app: RunsAsync[T]) -> T | None:
-    """Run ``app`` (a Textual App) as App.run() does, on a loop from loop_factory(); unfreeze after."""
+def _run_then_unfreeze(main: Coroutine[Any, Any, T]) -> T:
     try:
-        return run(app.run_async())
+        return run(main)
     finally:
         # The fleet view opens one console after another: what one froze is collectable again.
         gc.unfreeze()
+
+
+def run_app(app: RunsAsync[T]) -> T | None:
+    """Run ``app`` (a Textual App) as App.run() does, on a loop from loop_factory(); unfreeze after."""
+    return _run_then_unfreeze(app.run_async())
 
 
 A = TypeVar("A", bound=RunsAsync[Any])
@@ -73,10 +77,7 @@ def run_built(build: Callable[[], Awaitable[A]]) -> A:
         await app.run_async()
         return app
 
-    try:
-        return run(main())
-    finally:
-        gc.unfreeze()
+    return _run_then_unfreeze(main())
 
 
 def settle_heap() -> None:

@@ -37,6 +37,16 @@ EVENTS = 500  # events kept for the Events pane
 INTERVALS = (0.2, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 15.0, 30.0, 60.0)
 
 
+def import_main_screen(operator: bool) -> None:
+    """Import the modules PgtopApp's main screen comes from (the console does it in a thread)."""
+    # The same two modules _main_screen imports when the app mounts: ahead of it, they load while
+    # the first cycle waits on the servers (console.run_console).
+    if operator:
+        import pgtop_ha.ui.operator.screen
+    else:
+        import pgtop_ha.ui.screens.monitor  # noqa: F401
+
+
 class PgtopApp(CalmApp[None]):
     """pgtop-ha's console: Monitor screen when read-only, Operator screen when actions exist."""
 

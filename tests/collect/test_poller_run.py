@@ -108,20 +108,21 @@ async def test_a_primed_first_cycle_is_begun_once_and_is_the_first_run_hands_ove
         seen.append(snap)
         got.set()
 
+    before = asyncio.all_tasks()
     poller.prime()  # the console, before Textual builds the screen
     poller.prime()  # a second call begins nothing more
+    assert len(asyncio.all_tasks() - before) == 1  # one cycle begun, before any run()
     task: asyncio.Task[None] | None = None
     try:
-        await asyncio.sleep(0)  # one turn of the loop: the primed cycle starts on its own
-        assert poller.cycles == 1
         async with asyncio.timeout(10):
             task = asyncio.create_task(poller.run(on_snapshot, lambda: 600.0))
             await got.wait()
         # run() handed over the primed cycle's snapshot instead of polling again first.
         assert poller.cycles == 1 and len(seen) == 1
         assert seen[0].node("a") is not None and seen[0].node("a").error  # type: ignore[union-attr]
+        running = asyncio.all_tasks()
         poller.prime()  # once run() began, priming is over
-        assert poller.cycles == 1
+        assert asyncio.all_tasks() == running and poller.cycles == 1
     finally:
         if task is not None:
             task.cancel()
