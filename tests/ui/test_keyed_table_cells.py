@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+
 from rich.segment import Segment
 from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
 
 from pgtop_ha.ui.panes.base import Cell, Column, Row
 from pgtop_ha.ui.widgets.keyed_table import KeyedTable, cell_line
@@ -45,7 +48,8 @@ class TableApp(App[None]):
         yield KeyedTable(COLUMNS, id="t")
 
 
-Lines = list[list[Segment]]
+Line = list[Segment]
+Lines = list[Line]
 
 
 def datatable_lines(table: KeyedTable, row: int, column: int, style: Style, width: int, **how: bool) -> Lines:
@@ -95,3 +99,94 @@ def test_cell_line_declines_what_only_rich_can_draw() -> None:
     assert cell_line(spanned, 20, 1, pre, post) is None
     drawn = cell_line(CellText("ab", justify="right", end=""), 4, 1, pre, post)
     assert drawn is not None and "".join(s.text for s in drawn) == "   ab "
+
+
+def datatable_row(table: KeyedTable, key: str, style: Style, cursor: Coordinate, hover: Coordinate) -> Line:
+    table._row_render_cache.clear()
+    table._cell_render_cache.clear()
+    fixed, scrollable = DataTable._render_line_in_row(table, RowKey(key), 0, style, cursor, hover)
+    assert fixed == []
+    return [segment for cell in scrollable for segment in cell]
+
+
+def keyed_row(table: KeyedTable, key: str, style: Style, cursor: Coordinate, hover: Coordinate) -> Line:
+    fixed, scrollable = table._render_line_in_row(RowKey(key), 0, style, cursor, hover)
+    assert fixed == []
+    return [segment for cell in scrollable for segment in cell]
+
+
+def segments_and_meta(line: Line) -> list[tuple[str, Style, dict[str, object]]]:
+    # Segment equality compares styles without their meta; a click reads the meta, so compare it too.
+    return [(s.text, s.style, s.style.meta if s.style is not None else {}) for s in line]  # type: ignore[misc]
+
+
+async def test_every_row_is_put_together_as_datatable_puts_it() -> None:
+    # KeyedTable keeps body rows by the cell values they show (issue 10: a frame under load);
+    # each must say what DataTable's own row assembly says, whatever moved since it was kept.
+    app = TableApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(KeyedTable)
+        table.use_level_styles(STYLES)  # type: ignore[arg-type]
+        table.apply(rows())
+        await pilot.pause()
+        base = Style(color="white", bgcolor="blue")
+        compared = 0
+
+        def check_all() -> None:
+            nonlocal compared
+            for key, show_hover in itertools.product([r.key for r in rows()], (False, True)):
+                table._show_hover_cursor = show_hover  # the mouse moved over the table, or not
+                for cursor_row in (0, 2, 5):
+                    for hover_row in (-1, 2, 7):
+                        cursor, hover = Coordinate(cursor_row, 0), Coordinate(hover_row, 1)
+                        # Twice: the second is the kept row, the first may be put together anew.
+                        for _ in range(2):
+                            got = keyed_row(table, key, base, cursor, hover)
+                            want = datatable_row(table, key, base, cursor, hover)
+                            assert segments_and_meta(got) == segments_and_meta(want), (
+                                key,
+                                cursor,
+                                hover,
+                                show_hover,
+                            )
+                            compared += 1
+
+        check_all()
+        changed = rows()
+        changed[3] = Row(key="r3", cells={**changed[3].cells, "state": Cell("new", level="crit")})  # type: ignore[arg-type]
+        table.apply(changed)  # one cell written in place
+        table.apply(
+            [*changed, Row(key="wide", cells={c.key: Cell("w" * 18) for c in COLUMNS})]
+        )  # columns widen
+        await pilot.pause()
+        table.sort_by("total", reverse=True)  # every row at another index: another click meta
+        check_all()
+        assert compared == 2 * 2 * 2 * len(TEXTS) * 9
+        assert "new" in "".join(
+            s.text for s in keyed_row(table, "r3", base, Coordinate(0, 0), Coordinate(-1, 0))
+        )
+
+
+async def test_every_line_is_the_line_datatable_draws_scrolled_or_not() -> None:
+    # KeyedTable.render_line works the widget's style out once per paint; the lines are DataTable's.
+    app = TableApp()
+    async with app.run_test(size=(60, 6)) as pilot:
+        table = app.query_one(KeyedTable)
+        table.apply(rows())
+        table.move_cursor(row=4)
+        await pilot.pause()
+        compared = 0
+        for scroll in (0, 3):
+            table.scroll_to(y=scroll, animate=False, immediate=True)
+            await pilot.pause()
+            assert table.scroll_offset.y == scroll
+            for y in range(table.size.height):
+                table._line_cache.clear()
+                want = DataTable.render_line(table, y)
+                table._line_cache.clear()
+                table._paint_style = table.rich_style  # as inside render_lines
+                got = table.render_line(y)
+                table._paint_style = None
+                assert list(got) == list(want), (scroll, y)
+                compared += 1
+        assert compared == 2 * table.size.height and table.size.height >= 4

@@ -5,11 +5,15 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.coordinate import Coordinate
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist, RowKey
 
@@ -26,6 +30,25 @@ class CellText(Text):
 
 
 LevelStyles = Mapping[Level, Style]
+SegmentLines = list[list[Segment]]
+
+
+@dataclass(frozen=True, slots=True)
+class PaintedCell:
+    """One cell of a painted row: the value drawn and its segments."""
+
+    value: object
+    line: list[Segment]
+
+
+@dataclass(frozen=True, slots=True)
+class PaintedRow:
+    """A body row as last put together: what it depended on, its cells and DataTable's row pair."""
+
+    key: tuple[object, ...]
+    cells: tuple[PaintedCell, ...]
+    lines: tuple[SegmentLines, SegmentLines]
+
 
 # A column narrows only after its values have stayed narrower this long: under load sizes and
 # rates change width every second, and a column that followed them would move the table's
@@ -85,6 +108,9 @@ class KeyedTable(DataTable[CellText]):
         self.touched = 0  # cells written since mount: tests and benchmarks read it
         self.clock: Callable[[], float] = time.monotonic  # when a column may narrow (tests set it)
         self._narrow_since: dict[str, float] = {}  # column -> since when it is wider than needed
+        self._painted: dict[RowKey, PaintedRow] = {}  # body rows as last put together (_painted_row)
+        self._metas: dict[tuple[int, int], Style] = {}  # (row, column) -> the meta a click reads
+        self._paint_style: Style | None = None  # the widget's style while render_lines runs
 
     def on_mount(self) -> None:
         """Create the columns."""
@@ -105,6 +131,146 @@ class KeyedTable(DataTable[CellText]):
         if lines is None:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         return lines
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Render the lines in ``crop``, working out the widget's style once, not once per line."""
+        # DataTable.render_line asks for self.rich_style (a walk up the DOM) on every line.
+        self._paint_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint_style = None
+
+    def render_line(self, y: int) -> Strip:
+        """One line of the table, as DataTable.render_line draws it without fixed rows."""
+        style = self._paint_style
+        if style is None or self.fixed_rows:
+            return super().render_line(y)
+        width = self.size.width
+        scroll_x, scroll_y = self.scroll_offset
+        if y >= (self.header_height if self.show_header else 0):
+            y += scroll_y
+        return self._render_line(y, scroll_x, scroll_x + width, style)
+
+    def _render_line_in_row(
+        self,
+        row_key: RowKey,
+        line_no: int,
+        base_style: Style,
+        cursor_location: Coordinate,
+        hover_location: Coordinate,
+    ) -> tuple[SegmentLines, SegmentLines]:
+        painted = self._painted_row(row_key, line_no, base_style, cursor_location, hover_location)
+        if painted is None:
+            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+        return painted
+
+    def _painted_row(
+        self,
+        row_key: RowKey,
+        line_no: int,
+        base_style: Style,
+        cursor_location: Coordinate,
+        hover_location: Coordinate,
+    ) -> tuple[SegmentLines, SegmentLines] | None:
+        # DataTable puts a row together again after any change to the table (its row cache is
+        # keyed by the whole cursor coordinate and a table-wide counter), working out the same
+        # styles for every cell: under load, most of a dashboard frame (issue 10). A one-line
+        # body row is kept here by the very cell values it shows and put together from
+        # cell_line()'s segments; a changed cell is drawn alone. Anything else (the header,
+        # labels, fixed or taller rows, another cursor type) takes DataTable's own path.
+        # tests/ui/test_keyed_table_cells.py holds every line to DataTable's own output.
+        if (
+            line_no
+            or row_key is self._header_row_key
+            or self.fixed_columns
+            or self.fixed_rows
+            or self.zebra_stripes
+            or self.cursor_type != "row"
+            or (self._labelled_row_exists and self.show_row_labels)
+        ):
+            return None
+        row_index = self._row_locations.get(row_key)
+        row = self.rows.get(row_key)
+        data = self._data.get(row_key)
+        if row_index is None or row is None or row.height != 1 or data is None:
+            return None
+        columns = self.ordered_columns
+        values = tuple(data.get(column.key) for column in columns)
+        # Widths are part of what a kept row depends on: DataTable widens a column for a new
+        # row on idle without bumping its update counter.
+        widths = tuple(column.get_render_width(self) for column in columns)
+        cursor = row_index == cursor_location.row
+        hover = row_index == hover_location.row
+        key = (
+            row_index,
+            base_style,
+            cursor,
+            hover,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority,
+            self.cursor_background_priority,
+            self._update_count,
+            self._pseudo_class_state,
+            table_size := self.size.width,
+            self._row_label_column_width,
+            widths,
+        )
+        last = self._painted.get(row_key)
+        earlier: tuple[PaintedCell, ...] = ()
+        if last is not None and last.key == key:
+            if len(last.cells) == len(values) and all(
+                cell.value is value for cell, value in zip(last.cells, values, strict=True)
+            ):
+                return last.lines
+            earlier = last.cells
+        component, post = self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        padding = self.cell_padding
+        cells: list[PaintedCell] = []
+        table_width = self._row_label_column_width
+        for column_index, (value, width) in enumerate(zip(values, widths, strict=True)):
+            table_width += width
+            if column_index < len(earlier) and earlier[column_index].value is value:
+                cells.append(earlier[column_index])  # same value, same width (in the key), same place
+                continue
+            line = None
+            if isinstance(value, CellText) and width - 2 * padding >= 1:
+                pre = base_style + self._meta(row_index, column_index) + component
+                line = cell_line(value, width - 2 * padding, padding, pre, post)
+            if line is None:
+                line = self._render_cell(row_index, column_index, base_style, width, cursor, hover)[0]
+            cells.append(PaintedCell(value, line))
+        extend, _ = self._get_styles_to_render_cell(
+            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor, False, False
+        )
+        extend_style = (
+            base_style + extend + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
+        )
+        remaining = max(0, table_size - table_width)
+        lines: tuple[SegmentLines, SegmentLines] = (
+            [],
+            [cell.line for cell in cells] + [[Segment(" " * remaining, extend_style)]],
+        )
+        self._painted[row_key] = PaintedRow(key, tuple(cells), lines)
+        return lines
+
+    def _meta(self, row: int, column: int) -> Style:
+        # What a click on the cell reads (DataTable's row and column); one Style per place.
+        meta = self._metas.get((row, column))
+        if meta is None:
+            meta = self._metas[(row, column)] = Style.from_meta({"row": row, "column": column})
+        return meta
 
     def _drawn_cell(
         self, row_index: int, column_index: int, base_style: Style, width: int, cursor: bool, hover: bool
@@ -152,6 +318,13 @@ class KeyedTable(DataTable[CellText]):
         lines = [line]
         self._cell_render_cache[cache_key] = lines
         return lines
+
+    def clear(self, columns: bool = False) -> KeyedTable:
+        """Remove every row (and the columns, when asked), with the rows painted here."""
+        self._painted.clear()
+        self._metas.clear()
+        super().clear(columns=columns)
+        return self
 
     def _add_columns(self) -> None:
         for col in self._cols:
@@ -208,6 +381,7 @@ class KeyedTable(DataTable[CellText]):
             with contextlib.suppress(RowDoesNotExist):
                 self.remove_row(key)
             del self._shown[key]
+            self._painted.pop(RowKey(key), None)
             moved = True
         for index, row in enumerate(rows):
             last_row, old = self._shown.get(row.key, (None, None))
