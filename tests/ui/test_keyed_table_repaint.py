@@ -191,3 +191,64 @@ async def test_a_column_shrinks_back_once_its_widest_value_has_gone_for_a_while(
         table.apply(rows("10"))
         await pilot.pause()
         assert table.columns[name].content_width == len("row 10")
+
+
+class PaneApp(App[None]):
+    """A table in a box of 8 lines, as a dashboard pane holds one."""
+
+    CSS = "#box { height: 8; border: round white; } #other { height: 1fr; }"
+
+    def compose(self) -> ComposeResult:
+        from textual.containers import Vertical
+        from textual.widgets import Static
+
+        with Vertical(id="box"):
+            yield KeyedTable(COLUMNS, id="t")
+        yield Static("below", id="other")
+
+
+def many(n: int, total: str = "10") -> list[Row]:
+    return [Row(key=f"r{i}", cells={"name": Cell(f"row {i}"), "total": Cell(total)}) for i in range(n)]
+
+
+async def test_rows_that_come_and_go_in_a_full_box_do_not_lay_the_screen_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Under load a problem that comes and goes, or a column that widens, laid the whole screen out
+    # (25-50 ms at 160x48) every few seconds (issue 10). A table whose rows overflow its box before
+    # and after keeps its box: only the table and its scrollbar are drawn again.
+    from textual.screen import Screen
+
+    app = PaneApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(KeyedTable)
+        table.apply(many(12))
+        await pilot.pause()
+        box = table.region
+        assert table.show_vertical_scrollbar and box.height == 6  # 8 lines less the border
+        layouts: list[int] = []
+        refresh_layout = Screen._refresh_layout
+
+        def counting(screen: Screen[None], *args: Any, **kwargs: Any) -> None:
+            layouts.append(1)
+            refresh_layout(screen, *args, **kwargs)
+
+        monkeypatch.setattr(Screen, "_refresh_layout", counting)
+        table.apply(many(15))  # rows added
+        await pilot.pause()
+        table.apply(many(9))  # rows removed, still more than the box shows
+        await pilot.pause()
+        table.apply(many(9, "123456789"))  # a column widens within the pane's width
+        await pilot.pause()
+        assert layouts == []
+        assert table.region == box and table.virtual_size.height == 10  # header and 9 rows
+        assert table.vertical_scrollbar.window_virtual_size == 10  # the thumb follows the rows
+        assert table.visible_texts()[8] == ["row 8", "123456789"]
+        assert "123456789" in table.render_line(1).text
+        table.apply(many(3))  # now the rows fit: the box shrinks, and that is a layout
+        await pilot.pause()
+        assert layouts and table.region.height == 4 and not table.show_vertical_scrollbar
+        layouts.clear()
+        table.apply(many(12))  # and grows back to the box's height
+        await pilot.pause()
+        assert layouts and table.region == box and table.show_vertical_scrollbar

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -376,6 +376,7 @@ class KeyedTable(DataTable[CellText]):
         moved = False
         rewritten: dict[str, set[str]] = {}  # row -> columns written in place
         narrowed: set[str] = set()  # columns whose widest value went away: they may shrink
+        laying_out = self._layout_required
         for key in [k for k in self._shown if k not in wanted]:
             narrowed |= self._widest_in(key)
             with contextlib.suppress(RowDoesNotExist):
@@ -414,6 +415,10 @@ class KeyedTable(DataTable[CellText]):
                     if self._sort is not None and self._sort[0] == col.key:
                         moved = True
             self._shown[row.key] = (row, sig)
+        if not laying_out:
+            # DataTable.remove_row lays the whole screen out at once; the new size is known on
+            # idle, where _update_dimensions decides whether the table's box changed at all.
+            self._layout_required = False
         if narrowed:
             now = self.clock()
             for key in narrowed:
@@ -442,6 +447,36 @@ class KeyedTable(DataTable[CellText]):
             if row.key != key or last is None or last[0] is not row:
                 return False
         return True
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        # A new virtual size makes Textual lay out the whole screen (25-50 ms at 160x48). Under
+        # load a problem that comes and goes or a column that widens did that every few seconds
+        # (issue 10). When the table's box stays the same (its width follows its pane; its
+        # height is capped by the pane before and after) and no scrollbar comes or goes, the
+        # scrollbars are updated and the table repainted instead.
+        laying_out = self._layout_required
+        before = self.virtual_size.height
+        super()._update_dimensions(new_rows)
+        if laying_out or not self._layout_required:
+            return
+        self._layout_required = False
+        bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
+        self._scroll_update(self.virtual_size)  # scrollbars' visibility, sizes, the scroll offset
+        if self._layout_required or bars != (self.show_vertical_scrollbar, self.show_horizontal_scrollbar):
+            self._layout_required = True  # a scrollbar came or went: the box's inside moved
+            return
+        if not self._box_holds(before, self.virtual_size.height):
+            self.refresh(layout=True)
+            return
+        self.refresh()
+
+    def _box_holds(self, before: int, after: int) -> bool:
+        # An auto height follows the rows up to max-height: the box keeps its height only while
+        # the rows overflow it both before and after (the scrollbar then already shows).
+        if self.styles.height is not None and not self.styles.height.is_auto:
+            return True
+        inside = self.scrollable_content_region.height
+        return inside > 0 and before > inside and after >= inside
 
     def _write_cell(self, row: str, column: str, value: CellText, grows: bool) -> None:
         # DataTable.update_cell repaints the whole table for one cell; when the column keeps
