@@ -252,3 +252,14 @@ async def test_rows_that_come_and_go_in_a_full_box_do_not_lay_the_screen_out(
         table.apply(many(12))  # and grows back to the box's height
         await pilot.pause()
         assert layouts and table.region == box and table.show_vertical_scrollbar
+        layouts.clear()
+        table.apply(many(3))
+        await pilot.pause()
+        layouts.clear()
+        table.apply(many(3, "123456789012"))  # rows that fit, a wider column: the same box
+        await pilot.pause()
+        assert layouts == [] and table.region.height == 4
+        assert table.visible_texts()[2] == ["row 2", "123456789012"]
+        table.apply(many(3, "9" * 70))  # wider than the pane: a horizontal scrollbar, a layout
+        await pilot.pause()
+        assert layouts and table.show_horizontal_scrollbar

@@ -471,9 +471,10 @@ class KeyedTable(DataTable[CellText]):
         self.refresh()
 
     def _box_holds(self, before: int, after: int) -> bool:
-        # An auto height follows the rows up to max-height: the box keeps its height only while
-        # the rows overflow it both before and after (the scrollbar then already shows).
-        if self.styles.height is not None and not self.styles.height.is_auto:
+        # An auto height follows the rows up to max-height: the box keeps its height when the
+        # rows' height is the same (a column widened), or while the rows overflow it both before
+        # and after (the scrollbar then already shows).
+        if after == before or (self.styles.height is not None and not self.styles.height.is_auto):
             return True
         inside = self.scrollable_content_region.height
         return inside > 0 and before > inside and after >= inside
