@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.strip import Strip
 
@@ -263,3 +264,34 @@ async def test_rows_that_come_and_go_in_a_full_box_do_not_lay_the_screen_out(
         table.apply(many(3, "9" * 70))  # wider than the pane: a horizontal scrollbar, a layout
         await pilot.pause()
         assert layouts and table.show_horizontal_scrollbar
+
+
+async def test_rows_are_marked_for_repaint_where_datatable_would_mark_them() -> None:
+    # _refresh_rows marks every changed row at once; each region must be DataTable.refresh_row's,
+    # scrolled or not, and a row out of the window is not marked at all.
+    app = PaneApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(KeyedTable)
+        table.apply(many(20))
+        await pilot.pause()
+        for scroll in (0, 7):
+            table.scroll_to(y=scroll, animate=False, immediate=True)
+            await pilot.pause()
+            marked: list[Region] = []
+            refresh = table.refresh
+
+            def marking(
+                *regions: Region, marked: list[Region] = marked, refresh: Any = refresh, **how: Any
+            ) -> KeyedTable:
+                marked.extend(regions)
+                return refresh(*regions, **how)  # type: ignore[no-any-return]
+
+            table.refresh = marking  # type: ignore[method-assign]
+            table._refresh_rows([0, 3, 8, 15])
+            ours = sorted(marked)
+            marked.clear()
+            for index in (0, 3, 8, 15):
+                table.refresh_row(index)
+            del table.refresh
+            assert ours == sorted(marked), scroll
+            assert 0 < len(ours) < 4  # some rows are out of the window: not marked

@@ -505,11 +505,37 @@ class KeyedTable(DataTable[CellText]):
         for row_cache_key in [k for k in row_keys if k[0] in rows]:
             self._row_render_cache.discard(row_cache_key)
         self._line_cache.clear()  # keyed by screen line: cheap to rebuild from the row caches
+        indexes = []
         for row_key in rows:
             index = self._row_locations.get(row_key)
             if index is not None:
                 self._row_renderable_cache.discard((self._update_count, index))
+                indexes.append(index)
+        self._refresh_rows(indexes)
+
+    def _refresh_rows(self, indexes: Sequence[int]) -> None:
+        # DataTable.refresh_row measures the table's width and sums the heights of the rows
+        # above, for each row (issue 10: under load a third of a snapshot's handling). With
+        # rows of one line, row i is line i below the header: one refresh for all of them.
+        if self.fixed_rows or any(row.height != 1 for row in self.rows.values()):
+            for index in indexes:
                 self.refresh_row(index)
+            return
+        window = self.window_region
+        width = max(
+            self.size.width,
+            sum(column.get_render_width(self) for column in self.columns.values())
+            + self._row_label_column_width,
+        )
+        top = self.header_height if self.show_header else 0
+        offset = -self.scroll_offset
+        regions = [
+            region.translate(offset)
+            for index in indexes
+            if 0 <= index < self.row_count and window.overlaps(region := Region(0, top + index, width, 1))
+        ]
+        if regions:
+            self.refresh(*regions)
 
     def _holds_width(self, row: str, column: str, width: int) -> bool:
         # The cell's value is as wide as ``width`` (its column's): changing or removing it may
