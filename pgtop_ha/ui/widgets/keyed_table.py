@@ -108,6 +108,7 @@ class KeyedTable(DataTable[CellText]):
         self.touched = 0  # cells written since mount: tests and benchmarks read it
         self.clock: Callable[[], float] = time.monotonic  # when a column may narrow (tests set it)
         self._narrow_since: dict[str, float] = {}  # column -> since when it is wider than needed
+        self._kept: tuple[int, float] | None = None  # (rows' room, since when) of a box kept (_keep_box)
         self._painted: dict[RowKey, PaintedRow] = {}  # body rows as last put together (_painted_row)
         self._metas: dict[tuple[int, int], Style] = {}  # (row, column) -> the meta a click reads
         self._paint_style: Style | None = None  # the widget's style while render_lines runs
@@ -368,6 +369,8 @@ class KeyedTable(DataTable[CellText]):
             self._add_columns()
         if self._narrow_since:
             self._shrink()
+        if self._kept is not None and self.clock() - self._kept[1] >= SHRINK_AFTER_S:
+            self._let_box_go()
         if self._unchanged(rows):
             return 0
         cursor_key = self._cursor_key()
@@ -460,6 +463,14 @@ class KeyedTable(DataTable[CellText]):
         if laying_out or not self._layout_required:
             return
         self._layout_required = False
+        after = self.virtual_size.height
+        if self._kept is not None:
+            if after > self._kept[0]:
+                self._let_box_go()  # more rows than the kept box holds: it grows at once
+                return
+            self._kept = (self._kept[0], self.clock())  # still shrunk: the wait starts over
+        elif after < before and self._auto_height() and not self._box_holds(before, after):
+            self._keep_box()
         bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
         self._scroll_update(self.virtual_size)  # scrollbars' visibility, sizes, the scroll offset
         if self._layout_required or bars != (self.show_vertical_scrollbar, self.show_horizontal_scrollbar):
@@ -469,6 +480,30 @@ class KeyedTable(DataTable[CellText]):
             self.refresh(layout=True)
             return
         self.refresh()
+
+    def _auto_height(self) -> bool:
+        return self.styles.height is None or self.styles.height.is_auto
+
+    def _keep_box(self) -> None:
+        # Rows that went away would shrink the table's box (and hide its scrollbar): the rows
+        # below move up and the screen is laid out again. Under load a problem at its threshold
+        # comes and goes every few seconds (issue 10: 27 layouts in 2 minutes, 25-50 ms each).
+        # The box keeps its height (and its scrollbar) until the rows have been fewer for
+        # SHRINK_AFTER_S, as a column keeps its width; more rows than it holds grow it at once.
+        if not self.size.height:
+            return
+        self._kept = (self.scrollable_content_region.height, self.clock())
+        self.styles.height = self.outer_size.height
+        if self.show_vertical_scrollbar:
+            self.styles.overflow_y = "scroll"
+        self._layout_required = False  # the same height and scrollbar as laid out last
+
+    def _let_box_go(self) -> None:
+        # Back to the stylesheet's height and overflow: one layout, to the rows' height.
+        self._kept = None
+        self.styles.clear_rule("height")
+        self.styles.clear_rule("overflow_y")
+        self.refresh(layout=True)
 
     def _box_holds(self, before: int, after: int) -> bool:
         # An auto height follows the rows up to max-height: the box keeps its height when the
