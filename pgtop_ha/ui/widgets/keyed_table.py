@@ -226,17 +226,7 @@ class KeyedTable(DataTable[CellText]):
             ):
                 return last.lines
             earlier = last.cells
-        component, post = self._get_styles_to_render_cell(
-            False,
-            False,
-            False,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css",
-        )
+        component, post = self._body_styles(cursor, hover)
         padding = self.cell_padding
         cells: list[PaintedCell] = []
         table_width = self._row_label_column_width
@@ -265,6 +255,21 @@ class KeyedTable(DataTable[CellText]):
         )
         self._painted[row_key] = PaintedRow(key, tuple(cells), lines)
         return lines
+
+    def _body_styles(self, cursor: bool, hover: bool) -> tuple[Style, Style]:
+        # What DataTable adds before and after a body cell's own style (not a header, label or
+        # fixed cell), under the cursor or the mouse or neither.
+        return self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
 
     def _meta(self, row: int, column: int) -> Style:
         # What a click on the cell reads (DataTable's row and column); one Style per place.
@@ -301,18 +306,8 @@ class KeyedTable(DataTable[CellText]):
         inner = width - 2 * self.cell_padding
         if row is None or row.height != 1 or not isinstance(value, CellText) or inner < 1:
             return None
-        component, post = self._get_styles_to_render_cell(
-            False,
-            False,
-            False,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css",
-        )
-        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        component, post = self._body_styles(cursor, hover)
+        pre = base_style + self._meta(row_index, column_index) + component
         line = cell_line(value, inner, self.cell_padding, pre, post)
         if line is None:
             return None
