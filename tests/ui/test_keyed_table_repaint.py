@@ -273,6 +273,12 @@ async def test_rows_that_come_and_go_in_a_full_box_do_not_lay_the_screen_out(
         layouts.clear()
         table.apply(many(3))
         await pilot.pause()
+        assert table.region == box  # kept again
+        app.query_one("#box").styles.height = 7  # its pane changes size (a resized terminal)
+        await pilot.pause()
+        table.apply(many(3))  # the kept box is let go at once: the rows' own height
+        await pilot.pause()
+        assert table.region.height == 4 and not table.show_vertical_scrollbar
         table.apply(many(9, "9" * 70))  # wider than the pane: a horizontal scrollbar, a layout
         await pilot.pause()
         assert layouts and table.show_horizontal_scrollbar

@@ -5,15 +5,16 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.coordinate import Coordinate
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist, RowKey
 
@@ -39,6 +40,15 @@ class PaintedCell:
 
     value: object
     line: list[Segment]
+
+
+@dataclass(frozen=True, slots=True)
+class KeptBox:
+    """A table's box kept at its height after its rows shrank: their room, since when, its pane's size."""
+
+    room: int
+    since: float
+    around: Size
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +118,7 @@ class KeyedTable(DataTable[CellText]):
         self.touched = 0  # cells written since mount: tests and benchmarks read it
         self.clock: Callable[[], float] = time.monotonic  # when a column may narrow (tests set it)
         self._narrow_since: dict[str, float] = {}  # column -> since when it is wider than needed
-        self._kept: tuple[int, float] | None = None  # (rows' room, since when) of a box kept (_keep_box)
+        self._kept: KeptBox | None = None  # a box kept at its height though its rows shrank
         self._painted: dict[RowKey, PaintedRow] = {}  # body rows as last put together (_painted_row)
         self._metas: dict[tuple[int, int], Style] = {}  # (row, column) -> the meta a click reads
         self._paint_style: Style | None = None  # the widget's style while render_lines runs
@@ -364,8 +374,10 @@ class KeyedTable(DataTable[CellText]):
             self._add_columns()
         if self._narrow_since:
             self._shrink()
-        if self._kept is not None and self.clock() - self._kept[1] >= SHRINK_AFTER_S:
-            self._let_box_go()
+        if self._kept is not None and (
+            self.clock() - self._kept.since >= SHRINK_AFTER_S or self._kept.around != self._around()
+        ):
+            self._let_box_go()  # its time is up, or its pane changed size (a resized terminal)
         if self._unchanged(rows):
             return 0
         cursor_key = self._cursor_key()
@@ -460,10 +472,10 @@ class KeyedTable(DataTable[CellText]):
         self._layout_required = False
         after = self.virtual_size.height
         if self._kept is not None:
-            if after > self._kept[0]:
+            if after > self._kept.room:
                 self._let_box_go()  # more rows than the kept box holds: it grows at once
                 return
-            self._kept = (self._kept[0], self.clock())  # still shrunk: the wait starts over
+            self._kept = replace(self._kept, since=self.clock())  # the wait starts over
         elif after < before and self._auto_height() and not self._box_holds(before, after):
             self._keep_box()
         bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
@@ -487,11 +499,16 @@ class KeyedTable(DataTable[CellText]):
         # SHRINK_AFTER_S, as a column keeps its width; more rows than it holds grow it at once.
         if not self.size.height:
             return
-        self._kept = (self.scrollable_content_region.height, self.clock())
+        self._kept = KeptBox(self.scrollable_content_region.height, self.clock(), self._around())
         self.styles.height = self.outer_size.height
         if self.show_vertical_scrollbar:
             self.styles.overflow_y = "scroll"
         self._layout_required = False  # the same height and scrollbar as laid out last
+
+    def _around(self) -> Size:
+        # The size of what holds the table: a kept box is let go when it changes.
+        parent = self.parent
+        return parent.size if isinstance(parent, Widget) else Size(0, 0)
 
     def _let_box_go(self) -> None:
         # Back to the stylesheet's height and overflow: one layout, to the rows' height.
