@@ -258,6 +258,12 @@ async def test_rows_that_come_and_go_in_a_full_box_do_not_lay_the_screen_out(
         table.apply(many(3))
         await pilot.pause()
         assert layouts == [] and table.region == box
+        table.apply(many(12))  # the box was as tall as its pane allows: the rows scroll in it
+        await pilot.pause()
+        assert layouts == [] and table.region == box and table.show_vertical_scrollbar
+        table.apply(many(3))
+        await pilot.pause()
+        assert layouts == []
         now[0] += keyed_table.SHRINK_AFTER_S
         table.apply(many(3))  # fewer rows for long enough: the box shrinks, in one layout
         await pilot.pause()
@@ -267,6 +273,9 @@ async def test_rows_that_come_and_go_in_a_full_box_do_not_lay_the_screen_out(
         await pilot.pause()
         assert layouts == [] and table.region.height == 4
         assert table.visible_texts()[2] == ["row 2", "123456789012"]
+        table.apply(many(2))  # a row fewer in a box that was not full: kept, not laid out
+        await pilot.pause()
+        assert layouts == [] and table.region.height == 4
         table.apply(many(12))  # more rows than the box holds: it grows at once
         await pilot.pause()
         assert layouts and table.region == box and table.show_vertical_scrollbar

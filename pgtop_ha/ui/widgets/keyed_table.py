@@ -49,6 +49,7 @@ class KeptBox:
     room: int
     since: float
     around: Size
+    capped: bool  # the rows overflowed it when kept: it was already as tall as its pane lets it be
 
 
 @dataclass(frozen=True, slots=True)
@@ -462,8 +463,8 @@ class KeyedTable(DataTable[CellText]):
         # A new virtual size makes Textual lay out the whole screen (25-50 ms at 160x48). Under
         # load a problem that comes and goes or a column that widens did that every few seconds
         # (issue 10). When the table's box stays the same (its width follows its pane; its
-        # height is capped by the pane before and after) and no scrollbar comes or goes, the
-        # scrollbars are updated and the table repainted instead.
+        # height is capped by the pane before and after, or kept: _keep_box) and no scrollbar
+        # comes or goes, the scrollbars are updated and the table repainted instead.
         laying_out = self._layout_required
         before = self.virtual_size.height
         super()._update_dimensions(new_rows)
@@ -472,7 +473,7 @@ class KeyedTable(DataTable[CellText]):
         self._layout_required = False
         after = self.virtual_size.height
         if self._kept is not None:
-            if after > self._kept.room:
+            if after > self._kept.room and not self._kept.capped:
                 self._let_box_go()  # more rows than the kept box holds: it grows at once
                 return
             self._kept = replace(self._kept, since=self.clock())  # the wait starts over
@@ -496,12 +497,14 @@ class KeyedTable(DataTable[CellText]):
         # below move up and the screen is laid out again. Under load a problem at its threshold
         # comes and goes every few seconds (issue 10: 27 layouts in 2 minutes, 25-50 ms each).
         # The box keeps its height (and its scrollbar) until the rows have been fewer for
-        # SHRINK_AFTER_S, as a column keeps its width; more rows than it holds grow it at once.
+        # SHRINK_AFTER_S, as a column keeps its width. More rows than it holds grow it at once,
+        # unless it was already as tall as its pane allows (capped): they scroll in it, as before.
         if not self.size.height:
             return
-        self._kept = KeptBox(self.scrollable_content_region.height, self.clock(), self._around())
+        capped = self.show_vertical_scrollbar
+        self._kept = KeptBox(self.scrollable_content_region.height, self.clock(), self._around(), capped)
         self.styles.height = self.outer_size.height
-        if self.show_vertical_scrollbar:
+        if capped:
             self.styles.overflow_y = "scroll"
         self._layout_required = False  # the same height and scrollbar as laid out last
 
