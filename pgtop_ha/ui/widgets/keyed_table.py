@@ -120,7 +120,7 @@ class KeyedTable(DataTable[CellText]):
         self.clock: Callable[[], float] = time.monotonic  # when a column may narrow (tests set it)
         self._narrow_since: dict[str, float] = {}  # column -> since when it is wider than needed
         self._kept: KeptBox | None = None  # a box kept at its height though its rows shrank
-        self._painted: dict[RowKey, PaintedRow] = {}  # body rows as last put together (_painted_row)
+        self._painted: dict[RowKey, PaintedRow] = {}  # body rows as last put together
         self._metas: dict[tuple[int, int], Style] = {}  # (row, column) -> the meta a click reads
         self._paint_style: Style | None = None  # the widget's style while render_lines runs
 
@@ -172,25 +172,12 @@ class KeyedTable(DataTable[CellText]):
         cursor_location: Coordinate,
         hover_location: Coordinate,
     ) -> tuple[SegmentLines, SegmentLines]:
-        painted = self._painted_row(row_key, line_no, base_style, cursor_location, hover_location)
-        if painted is None:
-            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
-        return painted
-
-    def _painted_row(
-        self,
-        row_key: RowKey,
-        line_no: int,
-        base_style: Style,
-        cursor_location: Coordinate,
-        hover_location: Coordinate,
-    ) -> tuple[SegmentLines, SegmentLines] | None:
         # DataTable puts a row together again after any change to the table (its row cache is
         # keyed by the whole cursor coordinate and a table-wide counter), working out the same
         # styles for every cell: under load, most of a dashboard frame (issue 10). A one-line
-        # body row is kept here by the very cell values it shows and put together from
-        # cell_line()'s segments; a changed cell is drawn alone. Anything else (the header,
-        # labels, fixed or taller rows, another cursor type) takes DataTable's own path.
+        # body row (apply() adds no other) is kept here by the very cell values it shows and
+        # put together from cell_line()'s segments; a changed cell is drawn alone. Anything else
+        # (the header, labels, fixed rows, another cursor type) takes DataTable's own path.
         # tests/ui/test_keyed_table_cells.py holds every line to DataTable's own output.
         if (
             line_no
@@ -200,13 +187,10 @@ class KeyedTable(DataTable[CellText]):
             or self.zebra_stripes
             or self.cursor_type != "row"
             or (self._labelled_row_exists and self.show_row_labels)
+            or (row_index := self._row_locations.get(row_key)) is None
+            or (data := self._data.get(row_key)) is None
         ):
-            return None
-        row_index = self._row_locations.get(row_key)
-        row = self.rows.get(row_key)
-        data = self._data.get(row_key)
-        if row_index is None or row is None or row.height != 1 or data is None:
-            return None
+            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
         columns = self.ordered_columns
         values = tuple(data.get(column.key) for column in columns)
         # Widths are part of what a kept row depends on: DataTable widens a column for a new
@@ -237,8 +221,6 @@ class KeyedTable(DataTable[CellText]):
             ):
                 return last.lines
             earlier = last.cells
-        component, post = self._body_styles(cursor, hover)
-        padding = self.cell_padding
         cells: list[PaintedCell] = []
         table_width = self._row_label_column_width
         for column_index, (value, width) in enumerate(zip(values, widths, strict=True)):
@@ -246,10 +228,7 @@ class KeyedTable(DataTable[CellText]):
             if column_index < len(earlier) and earlier[column_index].value is value:
                 cells.append(earlier[column_index])  # same value, same width (in the key), same place
                 continue
-            line = None
-            if isinstance(value, CellText) and width - 2 * padding >= 1:
-                pre = base_style + self._meta(row_index, column_index) + component
-                line = cell_line(value, width - 2 * padding, padding, pre, post)
+            line = self._fast_cell(value, row_index, column_index, base_style, width, cursor, hover)
             if line is None:
                 line = self._render_cell(row_index, column_index, base_style, width, cursor, hover)[0]
             cells.append(PaintedCell(value, line))
@@ -267,10 +246,15 @@ class KeyedTable(DataTable[CellText]):
         self._painted[row_key] = PaintedRow(key, tuple(cells), lines)
         return lines
 
-    def _body_styles(self, cursor: bool, hover: bool) -> tuple[Style, Style]:
-        # What DataTable adds before and after a body cell's own style (not a header, label or
-        # fixed cell), under the cursor or the mouse or neither.
-        return self._get_styles_to_render_cell(
+    def _fast_cell(
+        self, value: object, row: int, column: int, base_style: Style, width: int, cursor: bool, hover: bool
+    ) -> list[Segment] | None:
+        # A body cell holding a CellText, drawn by cell_line() with the styles DataTable gives
+        # it under the cursor, the mouse or neither; None when only DataTable's own path can.
+        inner = width - 2 * self.cell_padding
+        if not isinstance(value, CellText) or inner < 1:
+            return None
+        component, post = self._get_styles_to_render_cell(
             False,
             False,
             False,
@@ -281,6 +265,8 @@ class KeyedTable(DataTable[CellText]):
             self.cursor_foreground_priority == "css",
             self.cursor_background_priority == "css",
         )
+        pre = base_style + self._meta(row, column) + component
+        return cell_line(value, inner, self.cell_padding, pre, post)
 
     def _meta(self, row: int, column: int) -> Style:
         # What a click on the cell reads (DataTable's row and column); one Style per place.
@@ -314,12 +300,9 @@ class KeyedTable(DataTable[CellText]):
             return cached
         row = self.rows.get(row_key)
         value = self._data.get(row_key, {}).get(column_key)
-        inner = width - 2 * self.cell_padding
-        if row is None or row.height != 1 or not isinstance(value, CellText) or inner < 1:
+        if row is None or row.height != 1:
             return None
-        component, post = self._body_styles(cursor, hover)
-        pre = base_style + self._meta(row_index, column_index) + component
-        line = cell_line(value, inner, self.cell_padding, pre, post)
+        line = self._fast_cell(value, row_index, column_index, base_style, width, cursor, hover)
         if line is None:
             return None
         lines = [line]
@@ -524,7 +507,7 @@ class KeyedTable(DataTable[CellText]):
         # An auto height follows the rows up to max-height: the box keeps its height when the
         # rows' height is the same (a column widened), or while the rows overflow it both before
         # and after (the scrollbar then already shows).
-        if after == before or (self.styles.height is not None and not self.styles.height.is_auto):
+        if after == before or not self._auto_height():
             return True
         inside = self.scrollable_content_region.height
         return inside > 0 and before > inside and after >= inside
@@ -565,9 +548,9 @@ class KeyedTable(DataTable[CellText]):
 
     def _refresh_rows(self, indexes: Sequence[int]) -> None:
         # DataTable.refresh_row measures the table's width and sums the heights of the rows
-        # above, for each row (issue 10: under load a third of a snapshot's handling). With
-        # rows of one line, row i is line i below the header: one refresh for all of them.
-        if self.fixed_rows or any(row.height != 1 for row in self.rows.values()):
+        # above, for each row (issue 10: under load a third of a snapshot's handling). apply()
+        # adds rows of one line only, so row i is line i below the header: one refresh for all.
+        if self.fixed_rows:
             for index in indexes:
                 self.refresh_row(index)
             return
