@@ -12,7 +12,8 @@ per size and the ratio console / reference. Example:
 
 `--baseline-tree DIR` runs a second console from a copy of an older tree in the same windows
 (before/after under the same load). `--load` runs `pgtop-ha lab fault load` (pgbench through the
-writer port) for the whole benchmark.
+writer port) for the whole benchmark. `--floor` also runs, in the same windows, the floor of the
+prescribed stack (bench/floor.py): its reads alone, its screen alone, and both in one process.
 pg_activity is looked for at --pg-activity (install it into its own venv, e.g.
 `python3 -m venv /tmp/pga-venv && /tmp/pga-venv/bin/pip install 'pg_activity[psycopg]==3.6.2'`;
 it is not a dependency of pgtop-ha).
@@ -140,6 +141,24 @@ def console_command(args: argparse.Namespace, tree: Path | None = None) -> list[
     ]
 
 
+FLOORS = ("poll", "screen", "both", "shown")
+
+
+def floor_command(args: argparse.Namespace, what: str) -> list[str]:
+    """bench/floor.py's command line: the prescribed stack's floor (``poll``, ``screen`` or ``both``)."""
+    script = str(Path(__file__).resolve().with_name("floor.py"))
+    return [
+        sys.executable,
+        script,
+        "--config",
+        str(args.config),
+        "--what",
+        what,
+        "--interval",
+        str(args.interval),
+    ]
+
+
 def pg_activity_command(exe: str, lab: LabInfo, interval: float) -> list[str]:
     """pg_activity on the lab's leader as the superuser, refreshing every ``interval`` seconds."""
     return [
@@ -227,6 +246,9 @@ def measure(args: argparse.Namespace, lab: LabInfo | None, size: str, index: int
     tools: dict[str, list[str]] = {"pgtop-ha": console_command(args)}
     if args.baseline_tree is not None:
         tools["baseline"] = console_command(args, args.baseline_tree)
+    if args.floor:
+        for what in FLOORS:
+            tools[f"floor {what}"] = floor_command(args, what)
     if lab is not None:
         ref = reference_command(args, lab)
         if ref is not None:
@@ -252,7 +274,7 @@ def measure(args: argparse.Namespace, lab: LabInfo | None, size: str, index: int
             ).stdout
             if args.show:
                 print(f"--- {name} {size} ---\n{screen}")
-            if not screen.strip():
+            if not screen.strip() and name != "floor poll":  # the reads alone draw nothing
                 print(f"warning: {name} showed an empty screen at {size}", file=sys.stderr)
         return figures
     finally:
@@ -298,6 +320,7 @@ def main() -> int:
         type=Path,
         help="a copy of an older source tree: its console runs in the same windows (before/after)",
     )
+    p.add_argument("--floor", action="store_true", help="also run the stack's floor (bench/floor.py)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -347,6 +370,14 @@ def main() -> int:
                 if statistics.median(refs) > 0:
                     ratio = f"{statistics.median(ours) / statistics.median(refs):.1f}×"
             print(f"| {size} | {console} | {cell} | {rss:.0f} | {ref_cell} | {ratio} |")
+    if args.floor:
+        print("\n| size | floor | CPU s/min (runs) | RSS MB |\n|---|---|---|---|")
+        for size in sizes:
+            for what in FLOORS:
+                cpu = [r[f"floor {what}"].cpu_s_per_min for r in results[size]]
+                rss = max(r[f"floor {what}"].rss_mb for r in results[size])
+                cell = f"**{statistics.median(cpu):.2f}** ({', '.join(f'{x:.2f}' for x in cpu)})"
+                print(f"| {size} | {what} | {cell} | {rss:.0f} |")
     return 0
 
 
