@@ -52,9 +52,10 @@ Ready = Callable[[str], bool]
 
 def console(config: Path, tree: Path | None = None) -> str:
     """The console's command line (read-only, so no write path is built), from ``tree`` when given."""
-    exe = Path(sys.executable).with_name("pgtop-ha")
+    # `python -m pgtop_ha` runs what the `pgtop-ha` script runs, in whichever tree PYTHONPATH names
+    # (the script's own entry point may not exist in an older tree); -P: not the tree in the cwd.
     prefix = "env -u PYTHONDONTWRITEBYTECODE" + (f" PYTHONPATH={tree}" if tree is not None else "")
-    return f"{prefix} {exe} --read-only --config {config}"
+    return f"{prefix} {sys.executable} -P -m pgtop_ha --read-only --config {config}"
 
 
 def launch(size: str, command: str) -> float:

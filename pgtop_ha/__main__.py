@@ -1,5 +1,5 @@
 """Run pgtop-ha with ``python -m pgtop_ha``."""
 
-from pgtop_ha.cli import main
+from pgtop_ha.entry import main
 
 raise SystemExit(main())

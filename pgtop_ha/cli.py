@@ -14,6 +14,7 @@ from pgtop_ha.console import run_console, run_replay
 from pgtop_ha.crash import crash_line, write_report
 from pgtop_ha.errors import UserError
 from pgtop_ha.models.text import clean
+from pgtop_ha.runtime import collector_on
 from pgtop_ha.settings import Settings, load_settings
 
 
@@ -203,6 +204,9 @@ def _merged_settings(args: argparse.Namespace, extra: dict[str, Any]) -> Setting
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pgtop-ha` command."""
     args = parse(argv)
+    if args.command is not None:
+        # Only the console keeps the collector off until it is on screen (pgtop_ha/entry.py).
+        collector_on()
     try:
         if args.command == "lab":
             from pgtop_ha.lab.cli import run_lab

@@ -12,6 +12,8 @@ walked it again: 80-160 ms of CPU on the main thread each time, ≈0.12-0.24 CPU
 frame held up by as much. settle_heap() moves it to the permanent generation (gc.freeze), so
 full passes walk only what came after. Reference counting still frees what is dropped; only a
 cycle among those start-up objects would now outlive its use, and they are the console's own.
+Until then the collector is off altogether (entry.main()): its passes during start-up were
+0.2-0.3 s of the first frame.
 """
 
 from __future__ import annotations
@@ -81,6 +83,12 @@ def run_built(build: Callable[[], Awaitable[A]]) -> A:
 
 
 def settle_heap() -> None:
-    """Leave every object alive now out of the cyclic GC's passes (once the console is built)."""
+    """Leave every object alive now out of the cyclic GC's passes (once the console is built); GC on."""
     gc.collect()  # what start-up already dropped goes now, not frozen with the rest
     gc.freeze()
+    collector_on()
+
+
+def collector_on() -> None:
+    """Turn the cyclic collector (back) on: entry.main() starts the command with it off."""
+    gc.enable()

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from pgtop_ha.record.recorder import Recorder
 
 HISTORY = 30  # snapshots kept for sparklines, trends and rates
+SETTLE_AFTER_S = 0.5  # from the first snapshot's frame to runtime.settle_heap (the collector back on)
+SETTLE_LATEST_S = 10.0  # from mount: settled by then even without a snapshot
 EVENTS = 500  # events kept for the Events pane
 INTERVALS = (0.2, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 15.0, 30.0, 60.0)
 
@@ -108,6 +110,11 @@ class PgtopApp(CalmApp[None]):
         self.set_reactive(PgtopApp.interval, settings.interval)
         self._cadence_told = settings.interval  # the cadence the source last heard of (hurry)
 
+    def _settle_once(self) -> None:
+        settle, self._settle = self._settle, None
+        if settle is not None:
+            settle()
+
     def _handle_exception(self, error: Exception) -> None:
         # Textual prints a full traceback and, from App.run(), the caller saw exit 0: keep the
         # traceback in a 0600 report file and let the command line print one line and exit 1.
@@ -123,6 +130,9 @@ class PgtopApp(CalmApp[None]):
         if self.notice:
             self.notify(self.notice, timeout=15, markup=False)
         self._poll = self.run_worker(self._poll_loop(), name="poll", group="poll", exit_on_error=False)
+        # Settled anyway if no snapshot ever comes (a poll task that failed): the cyclic
+        # collector, off since start-up (pgtop_ha/entry.py), must not stay off for hours.
+        self.set_timer(SETTLE_LATEST_S, self._settle_once)
         if self.markers is not None:
             self.run_worker(self._listen_markers(self.markers), name="markers", exit_on_error=False)
 
@@ -186,8 +196,10 @@ class PgtopApp(CalmApp[None]):
             self._record(lambda r: r.cycle(snap, self.events))
         if not self.paused:
             self.snapshot = snap
-        if self.received == 1 and self._settle is not None:
-            self.call_after_refresh(self._settle)
+        if self.received == 1:
+            # A moment after the first full frame, not right after it: the collector's one pass
+            # (~0.1 s holding the GIL) would hold up the frame's write and the layouts after it.
+            self.call_after_refresh(self.set_timer, SETTLE_AFTER_S, self._settle_once)
 
     def _record(self, write: Callable[[Recorder], None]) -> None:
         recorder = self.recorder

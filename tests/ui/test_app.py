@@ -381,3 +381,27 @@ async def test_the_heap_is_settled_once_the_first_snapshot_is_on_screen() -> Non
         await until(pilot, lambda: app.received == 2)
         await pilot.pause()
         assert settles == [1]  # once: later snapshots leave the collector alone
+
+
+async def test_the_heap_is_settled_even_when_no_snapshot_comes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The collector is off from start-up until settle (pgtop_ha/entry.py): a poll task that never
+    # delivers must not leave it off for the console's whole life.
+    monkeypatch.setattr("pgtop_ha.ui.app.SETTLE_LATEST_S", 0.2)
+    settles: list[int] = []
+    source = ScriptedSource([])
+    app = PgtopApp(fx.settings(), source, clock=fixed_clock(NOW), settle=lambda: settles.append(app.received))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: settles != [], what="settle called without a snapshot")
+        assert settles == [0]
+        monkeypatch.setattr("pgtop_ha.ui.app.SETTLE_AFTER_S", 0.01)
+        tried: list[int] = []
+        once = app._settle_once
+
+        def counted() -> None:
+            tried.append(app.received)
+            once()
+
+        monkeypatch.setattr(app, "_settle_once", counted)
+        source.push(fx.healthy())
+        await until(pilot, lambda: tried == [1], what="the first snapshot's settle tried")
+        assert settles == [0]  # and not again for the first snapshot

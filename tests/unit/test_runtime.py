@@ -14,11 +14,13 @@ CHILD = r"""
 import asyncio, gc, json
 from pgtop_ha.runtime import loop_name, run, run_app, run_built, settle_heap
 
+gc.disable()  # as pgtop_ha/entry.py starts the console
+
 class App:
     async def run_async(self):
         settle_heap()
         return {"loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
-                "frozen": gc.get_freeze_count()}
+                "frozen": gc.get_freeze_count(), "collecting": gc.isenabled()}
 
 inside = run_app(App())
 async def loop_module():
@@ -50,7 +52,42 @@ def test_run_app_and_run_built_run_on_uvloop_and_unfreeze_what_settle_froze() ->
     assert seen["name"] == "uvloop"
     assert seen["loop"] == "uvloop" and seen["run"] == "uvloop"
     assert seen["frozen"] > 1000  # the interpreter's and the imports' objects at least
+    assert seen["collecting"]  # settle_heap turns the collector back on
     assert seen["after"] == 0  # the next console (the fleet's drill-down) starts collectable
     # run_built: the app is built on the loop it runs on (work begun while building goes on).
     assert seen["built"] == "Built" and seen["same_loop"] and seen["built_loop"] == "uvloop"
     assert seen["after_built"] == 0
+
+
+ENTRY = r"""
+import gc, json
+import pgtop_ha.cli as cli
+
+seen = {}
+real = cli.main
+
+def console(argv=None):
+    seen["off_in_cli"] = not gc.isenabled()
+    return 0
+
+cli.main = console
+from pgtop_ha import entry
+
+seen["exit"] = entry.main()
+cli.main = real
+gc.disable()
+seen["code"] = real(["events", "/nonexistent/recording.db"])
+seen["on_after_subcommand"] = gc.isenabled()
+print(json.dumps(seen))
+"""
+
+
+def test_the_command_starts_without_the_collector_and_subcommands_turn_it_back_on() -> None:
+    child = [sys.executable, "-c", ENTRY]
+    out = subprocess.run(child, capture_output=True, text=True, timeout=60, check=True)
+    seen = json.loads(out.stdout)
+    # entry.main() hands over with the cyclic GC off (the console's start-up, issue 10)...
+    assert seen["off_in_cli"] and seen["exit"] == 0
+    # ...and every command but the console turns it on at once (the console: at settle_heap).
+    assert seen["code"] != 0 and seen["on_after_subcommand"]
+    assert "nonexistent" in out.stderr and "Traceback" not in out.stderr
