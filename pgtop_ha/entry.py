@@ -5,17 +5,35 @@ console's first frame at 160x48, the collector's passes over that growing heap t
 CPU on the one thread that draws, and freed little (issue 10, first frame ≤ 1 s). Reference
 counting frees what start-up drops meanwhile. The collector comes back on with
 runtime.settle_heap() once the console is on screen, and at once for every other command
-(cli.main).
+(cli.main). httpx's command line is not imported at all.
 """
 
 from __future__ import annotations
 
 import gc
+import sys
+import types
 
 
 def main() -> int:
     """Run the command line with the cyclic collector off for the imports and the console's start-up."""
     gc.disable()
+    _without_httpx_cli()
     from pgtop_ha.cli import main as cli_main
 
     return cli_main()
+
+
+def _without_httpx_cli() -> None:
+    # `import httpx` imports httpx's own command line (httpx._main: click, pygments, rich's
+    # markup) whenever click is installed, as it is beside Patroni: 50-100 ms of every start for
+    # a module pgtop-ha never runs (the httpx2 fork made that import lazy). A stand-in in its
+    # place leaves `httpx.main` a stub; nothing else of httpx is touched.
+    if "httpx" not in sys.modules:
+        stand_in = types.ModuleType("httpx._main", "httpx's command line, not loaded by pgtop-ha")
+        stand_in.main = _no_httpx_cli  # type: ignore[attr-defined]
+        sys.modules.setdefault("httpx._main", stand_in)
+
+
+def _no_httpx_cli() -> None:
+    raise SystemExit("httpx's command line is not loaded inside pgtop-ha")

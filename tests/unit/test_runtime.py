@@ -91,3 +91,24 @@ def test_the_command_starts_without_the_collector_and_subcommands_turn_it_back_o
     # ...and every command but the console turns it on at once (the console: at settle_heap).
     assert seen["code"] != 0 and seen["on_after_subcommand"]
     assert "nonexistent" in out.stderr and "Traceback" not in out.stderr
+
+
+HTTPX = r"""
+import json, sys
+from pgtop_ha import entry
+
+sys.argv = ["pgtop-ha", "events", "/nonexistent/recording.db"]
+code = entry.main()
+import httpx
+
+print(json.dumps({"code": code, "click": "click" in sys.modules, "cli": httpx.main.__qualname__}))
+"""
+
+
+def test_the_command_does_not_import_httpx_s_own_command_line() -> None:
+    child = [sys.executable, "-c", HTTPX]
+    out = subprocess.run(child, capture_output=True, text=True, timeout=60, check=True)
+    seen = json.loads(out.stdout)
+    # click is installed here (Patroni's): plain `import httpx` would have imported it (and pygments).
+    assert seen["code"] != 0 and not seen["click"]
+    assert seen["cli"] == "_no_httpx_cli"  # httpx.main is the stand-in
