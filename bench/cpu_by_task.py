@@ -60,6 +60,28 @@ def label(callback: Callable[..., Any]) -> Label:
     return str(getattr(callback, "__qualname__", type(callback).__name__))
 
 
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of each live thread of this process, by thread name (ThreadPoolExecutor's, Textual's)."""
+    import threading
+
+    spent: dict[str, float] = {}
+    for thread in threading.enumerate():
+        if thread.ident is None:
+            continue
+        try:
+            used = time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+        except (OSError, ProcessLookupError):
+            continue  # ended meanwhile
+        spent[thread.name] = spent.get(thread.name, 0.0) + used
+    return spent
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's ended and waited-for children (`pgbackrest info`)."""
+    times = os.times()
+    return times.children_user + times.children_system
+
+
 def child(out: Path, warmup: float, seconds: float, console_args: list[str]) -> None:
     """Run the console with every loop callback timed; write the figures to ``out`` and exit."""
     from pgtop_ha import cli, runtime
@@ -88,11 +110,14 @@ def child(out: Path, warmup: float, seconds: float, console_args: list[str]) -> 
     def on_mount(app: PgtopApp) -> None:
         mount(app)
         marks: dict[str, float] = {}
+        threads_before: dict[str, float] = {}
 
         def begin() -> None:
             spent.clear()
             timing[0] = True
             marks.update(wall=time.monotonic(), cpu=time.process_time(), main=time.thread_time())
+            marks.update(children=children_cpu())
+            threads_before.update(thread_cpu())
             app.set_timer(seconds, end)
 
         def end() -> None:
@@ -103,6 +128,12 @@ def child(out: Path, warmup: float, seconds: float, console_args: list[str]) -> 
                 "process_cpu_s": time.process_time() - marks["cpu"],
                 "main_thread_cpu_s": time.thread_time() - marks["main"],
                 "callbacks": spent,
+                "children_cpu_s": children_cpu() - marks["children"],
+                "threads": {
+                    name: used - threads_before.get(name, 0.0)
+                    for name, used in thread_cpu().items()
+                    if name != "MainThread"
+                },
             }
             partial = out.with_suffix(".partial")
             partial.write_text(json.dumps(figures))
@@ -131,6 +162,10 @@ def report(figures: dict[str, Any], top: int) -> str:
         lines.append(f"{value * per_min:9.4f}  {value / main:5.1%}  {key}")
     rest = sum(v for _, v in ranked[top:])
     lines.append(f"{rest * per_min:9.4f}  {rest / main:5.1%}  ({len(ranked) - top} other labels)")
+    lines.append("outside the main thread, CPU s/min:")
+    for name, used in sorted(figures.get("threads", {}).items(), key=lambda kv: -kv[1]):
+        lines.append(f"{used * per_min:9.4f}  thread {name}")
+    lines.append(f"{figures.get('children_cpu_s', 0.0) * per_min:9.4f}  ended child processes")
     return "\n".join(lines)
 
 
