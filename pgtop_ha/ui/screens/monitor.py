@@ -19,6 +19,7 @@ from textual.screen import Screen
 from pgtop_ha.models.health import Pools
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.thresholds import Level
+from pgtop_ha.ui.compositor import BandCompositor
 from pgtop_ha.ui.panes import registry
 from pgtop_ha.ui.panes.base import Context, PaneSpec
 from pgtop_ha.ui.screens.filter import FilterScreen
@@ -121,6 +122,7 @@ class MonitorScreen(Screen[None]):
 
     def __init__(self, panes: Sequence[PaneSpec] | None = None) -> None:
         super().__init__()
+        self._compositor = BandCompositor()  # a frame draws only the rows that changed (issue 10)
         self.registry: tuple[PaneSpec, ...] = tuple(registry.PANES if panes is None else panes)
         views = pane_bindings(self.registry)
         clash = [b.key for b in views if b.key in self._bindings.key_to_bindings]

@@ -1,0 +1,57 @@
+"""Textual's compositor, drawing a partial update from only the widgets and rows it changes.
+
+For a partial update (the frames of a running console), Textual's Compositor renders every
+visible widget that overlaps the bounding box of all changed regions, each over its whole height.
+On the dashboard under load, tables changing at the top and the bottom of the screen made that
+box the whole screen: each second every pane, the grid, the screen and the footer were drawn
+again from their caches, only for all but the changed lines to be thrown away (issue 10). Here
+a widget is drawn only when a changed region overlaps it, and only over the rows those regions
+span. Full updates (a layout, a resize) are Textual's own.
+
+Each drawn band keeps the widget's full visible width. Textual cuts each line where widgets
+meet, and a changed span may start inside a cut; that cut must come whole from the widget in
+front. What the terminal receives is the same; tests/ui/test_compositor.py holds it to Textual's
+own output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from textual._compositor import ChopsUpdate, Compositor
+from textual.geometry import Region
+from textual.strip import Strip
+
+
+class BandCompositor(Compositor):
+    """A Compositor whose partial updates draw only the rows of the widgets that changed regions cover."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._changed: list[Region] | None = None  # the regions of the partial update being drawn
+
+    def render_partial_update(self) -> ChopsUpdate | None:
+        """Textual's partial update, its widgets drawn over the changed rows only."""
+        self._changed = list(self._dirty_regions)  # the base class clears them as it starts
+        try:
+            return super().render_partial_update()
+        finally:
+            self._changed = None
+
+    def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
+        changed = self._changed
+        if changed is None or crop is None:
+            yield from super()._get_renders(crop)
+            return
+        for widget, (region, clip) in self.visible_widgets.items():
+            visible = region.intersection(clip)
+            if not visible.area:
+                continue
+            covered = [r for r in changed if visible.overlaps(r)]
+            if not covered:
+                continue  # nothing changed where it shows: its lines would all be thrown away
+            top = max(visible.y, min(r.y for r in covered))
+            bottom = min(visible.bottom, max(r.bottom for r in covered))
+            band = Region(visible.x, top, visible.width, bottom - top)
+            crop_in_widget = Region(band.x - region.x, band.y - region.y, band.width, band.height)
+            yield region, band, widget.render_lines(crop_in_widget)
