@@ -141,6 +141,15 @@ def console_command(args: argparse.Namespace, tree: Path | None = None) -> list[
     ]
 
 
+def tree_command(tree: Path | None, *args: str) -> list[str]:
+    """``pgtop-ha ARGS`` as a user runs it, from ``tree`` (PYTHONPATH) when given, else this one."""
+    # `python -m pgtop_ha` runs what the `pgtop-ha` script runs, and an older tree's own entry
+    # point; -P keeps the tree in the cwd from shadowing PYTHONPATH. Bytecode is written and
+    # reused, as on a user's machine (a sandbox that forbids it would time the compiler).
+    env = ["env", "-u", "PYTHONDONTWRITEBYTECODE", *([f"PYTHONPATH={tree}"] if tree is not None else [])]
+    return [*env, sys.executable, "-P", "-m", "pgtop_ha", *args]
+
+
 FLOORS = ("poll", "screen", "both", "shown")
 
 

@@ -37,6 +37,7 @@ from bench.console_cpu import (  # the one home of a tree's RSS, the reference's
     lab_info,
     pg_activity_command,
     tmux_server,
+    tree_command,
     tree_rss_mb,
 )
 
@@ -52,10 +53,7 @@ Ready = Callable[[str], bool]
 
 def console(config: Path, tree: Path | None = None) -> str:
     """The console's command line (read-only, so no write path is built), from ``tree`` when given."""
-    # `python -m pgtop_ha` runs what the `pgtop-ha` script runs, in whichever tree PYTHONPATH names
-    # (the script's own entry point may not exist in an older tree); -P: not the tree in the cwd.
-    prefix = "env -u PYTHONDONTWRITEBYTECODE" + (f" PYTHONPATH={tree}" if tree is not None else "")
-    return f"{prefix} {sys.executable} -P -m pgtop_ha --read-only --config {config}"
+    return shlex.join(tree_command(tree, "--read-only", "--config", str(config)))
 
 
 def launch(size: str, command: str) -> float:

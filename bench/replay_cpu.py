@@ -10,7 +10,7 @@ waits --warmup seconds, then reads the CPU of each process tree over --seconds. 
     .venv/bin/pgtop-ha record --config /tmp/lab/pgtop-ha.toml /tmp/load.db   # under load, ~2 min
     .venv/bin/python bench/replay_cpu.py /tmp/load.db --baseline-tree /tmp/base --runs 3
 
-Trees are run as `python -P -m pgtop_ha replay FILE` with PYTHONPATH set to the tree.
+Trees are run as console_cpu.tree_command() runs them: `python -P -m pgtop_ha replay FILE`.
 """
 
 from __future__ import annotations
@@ -23,14 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
 
-from bench.console_cpu import TMUX, start, stop, tmux_server, tree_times  # one home of the tmux sessions
+from bench.console_cpu import TMUX, start, stop, tmux_server, tree_command, tree_times  # one home
 
 THIS_TREE = Path(__file__).resolve().parent.parent
-
-
-def replay_command(tree: Path, recording: Path) -> list[str]:
-    """``tree``'s replay of ``recording`` (-P: the tree in PYTHONPATH, not the one in the cwd)."""
-    return ["env", f"PYTHONPATH={tree}", sys.executable, "-P", "-m", "pgtop_ha", "replay", str(recording)]
 
 
 def main() -> int:
@@ -54,8 +49,9 @@ def main() -> int:
             order = list(trees) if run % 2 == 0 else list(trees)[::-1]
             sessions = {name: f"replay-{run}-{i}" for i, name in enumerate(order)}
             try:
+                replay = ("replay", str(args.recording))
                 pids = {
-                    name: start(sessions[name], args.size, replay_command(trees[name], args.recording), {})
+                    name: start(sessions[name], args.size, tree_command(trees[name], *replay), {})
                     for name in order
                 }
                 time.sleep(args.warmup)  # start-up is not what is measured

@@ -298,10 +298,8 @@ class KeyedTable(DataTable[CellText]):
         cached = self._cell_render_cache.get(cache_key)
         if cached is not None:
             return cached
-        row = self.rows.get(row_key)
+        # One line per row, as apply() adds them (the row painter relies on it too).
         value = self._data.get(row_key, {}).get(column_key)
-        if row is None or row.height != 1:
-            return None
         line = self._fast_cell(value, row_index, column_index, base_style, width, cursor, hover)
         if line is None:
             return None
