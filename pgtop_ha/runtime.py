@@ -13,7 +13,8 @@ frame held up by as much. settle_heap() moves it to the permanent generation (gc
 full passes walk only what came after. Reference counting still frees what is dropped; only a
 cycle among those start-up objects would now outlive its use, and they are the console's own.
 Until then the collector is off altogether (entry.main()): its passes during start-up were
-0.2-0.3 s of the first frame.
+0.2-0.3 s of the first frame. Once on, its youngest generation is collected less often than
+Python's default (YOUNG_COLLECT_AFTER).
 """
 
 from __future__ import annotations
@@ -89,6 +90,23 @@ def settle_heap() -> None:
     collector_on()
 
 
+# The youngest generation is collected once this many container objects have been made and
+# not yet freed (Python's default is 700). Under load a console makes most of its objects for one
+# snapshot or one frame and drops them a second later, so at 700 a young pass came every second
+# or so and walked the snapshot being shown; each tenth pass walked the middle generation, and
+# every tenth of those the whole unfrozen heap (~140 ms on the main thread, a frame or a key
+# held up by as much). Replayed from one recording under `lab fault load` in tmux, the default
+# against this: 1.12 against 1.03 CPU s/min (-8 %), RSS 69 against 70 MB; quiet, no difference
+# (docs/benchmarks.md, issue 10). The cycles still freed only by a pass are mostly Textual's
+# strips, whose caches can hold the strip itself: they wait a few passes longer, not forever.
+YOUNG_COLLECT_AFTER = 20_000
+# The middle and oldest generations keep Python's defaults: a middle pass after 10 young ones,
+# a full one after 10 middle ones (and only once a quarter of the old generation is new).
+MIDDLE_COLLECT_AFTER = 10
+OLD_COLLECT_AFTER = 10
+
+
 def collector_on() -> None:
-    """Turn the cyclic collector (back) on: entry.main() starts the command with it off."""
+    """Turn the cyclic collector (back) on with the console's thresholds: entry.main() starts it off."""
+    gc.set_threshold(YOUNG_COLLECT_AFTER, MIDDLE_COLLECT_AFTER, OLD_COLLECT_AFTER)
     gc.enable()

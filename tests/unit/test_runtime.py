@@ -10,6 +10,8 @@ import json
 import subprocess
 import sys
 
+from pgtop_ha.runtime import YOUNG_COLLECT_AFTER
+
 CHILD = r"""
 import asyncio, gc, json
 from pgtop_ha.runtime import loop_name, run, run_app, run_built, settle_heap
@@ -20,7 +22,8 @@ class App:
     async def run_async(self):
         settle_heap()
         return {"loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
-                "frozen": gc.get_freeze_count(), "collecting": gc.isenabled()}
+                "frozen": gc.get_freeze_count(), "collecting": gc.isenabled(),
+                "threshold": gc.get_threshold()}
 
 inside = run_app(App())
 async def loop_module():
@@ -53,6 +56,8 @@ def test_run_app_and_run_built_run_on_uvloop_and_unfreeze_what_settle_froze() ->
     assert seen["loop"] == "uvloop" and seen["run"] == "uvloop"
     assert seen["frozen"] > 1000  # the interpreter's and the imports' objects at least
     assert seen["collecting"]  # settle_heap turns the collector back on
+    # ...with young passes far apart: at Python's 700 they cost the console 8 % under load.
+    assert seen["threshold"] == [YOUNG_COLLECT_AFTER, 10, 10] and YOUNG_COLLECT_AFTER > 700
     assert seen["after"] == 0  # the next console (the fleet's drill-down) starts collectable
     # run_built: the app is built on the loop it runs on (work begun while building goes on).
     assert seen["built"] == "Built" and seen["same_loop"] and seen["built_loop"] == "uvloop"
@@ -78,6 +83,7 @@ cli.main = real
 gc.disable()
 seen["code"] = real(["events", "/nonexistent/recording.db"])
 seen["on_after_subcommand"] = gc.isenabled()
+seen["threshold"] = gc.get_threshold()
 print(json.dumps(seen))
 """
 
@@ -90,6 +96,7 @@ def test_the_command_starts_without_the_collector_and_subcommands_turn_it_back_o
     assert seen["off_in_cli"] and seen["exit"] == 0
     # ...and every command but the console turns it on at once (the console: at settle_heap).
     assert seen["code"] != 0 and seen["on_after_subcommand"]
+    assert seen["threshold"] == [YOUNG_COLLECT_AFTER, 10, 10]
     assert "nonexistent" in out.stderr and "Traceback" not in out.stderr
 
 
