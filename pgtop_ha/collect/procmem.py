@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,65 +104,82 @@ def _read_memory(base: Path) -> tuple[Memory, Memory]:
 # Shared by every reader on this host: several entries (or clusters) on one host read the same
 # processes, and smaps_rollup costs ~0.5 ms CPU each. Keyed by (proc root, pid); each entry is
 # (when read, the process's activity counters then, its memory).
-_Entry = tuple[float, tuple[int, ...] | None, Memory]  # when read, activity counters then, memory
+_Entry = tuple[float, tuple[int, int] | None, Memory]  # when read, activity counters then, memory
 _CACHE: dict[tuple[str, int], _Entry] = {}
 _CACHE_MAX = 20000
-# A process whose memory did not move (no page fault, the same RSS since it was read) keeps its
-# reading this long: smaps_rollup walks every mapped page, /proc/PID/stat is a few counters
-# (issue 10). CPU time is not looked at: a walsender or the checkpointer wakes every second
-# without touching a new page, and every page it maps or makes private costs a fault first.
-# Its Pss can still drift as other processes map or drop the pages it shares; hence a bound.
-# At 60 s those rereads were most of the smaps_rollup reads on a quiet cluster (~27 of ~32 a
-# minute, 3 nodes) and 0.03 CPU s/min of the dashboard in tmux (issue 10). Its USS and RSS move
-# only with its own faults; the drift is the shared part, and 3 minutes of it is a rounding.
+# A process whose own memory did not move (no major fault, its RSS within RSS_SLACK of its
+# reading) keeps its reading this long: smaps_rollup walks every mapped page, /proc/PID/stat is a
+# few counters (issue 10). CPU time is not looked at: a walsender or the checkpointer wakes every
+# second without touching a new page. Its Pss can still drift as other processes map or drop
+# the pages it shares; hence a bound. At 60 s those rereads were most of the smaps_rollup reads
+# on a quiet cluster (~27 of ~32 a minute, 3 nodes) and 0.03 CPU s/min of the dashboard in tmux
+# (issue 10). Its USS and RSS move only with its own pages; the drift is the shared part, and 3
+# minutes of it is a rounding.
 IDLE_KEEP_S = 180.0
 # At most this many processes whose reading is past its age are read again per call, the oldest
 # readings first; the rest keep their last reading until their turn. Under load every backend is
-# busy and smaps_rollup of a backend with many shared buffers mapped costs ~2 ms: without a cap,
+# busy and smaps_rollup of a backend with many shared buffers mapped costs 2-8 ms: without a cap,
 # a refresh costs in proportion to max_connections (issue 10: 12 % of the dashboard's CPU under
 # pgbench with ~35 processes). Processes never read are always read.
 MAX_REREADS = 12
+# How far a process's RSS may move from its reading before it is read again: 1 MiB, or 1/32 of
+# its RSS when larger. Minor faults are not counted: under load a backend faults every second
+# (a shared buffer mapped, a page made private) while its own memory stays put. Logged in the
+# lab under `lab fault load`, 2 of 3 rereads of busy backends found USS within 32 kB and RSS
+# within 1 MiB of the last reading, at 5-8 ms each: 0.29 CPU s/min, 13 % of the dashboard's
+# (issue 10). A sort or hash that takes work_mem moves RSS by megabytes and is read at once.
+RSS_SLACK_BYTES = 1 << 20
+RSS_SLACK_SHARE = 32
+_PAGE_BYTES = resource.getpagesize()
 
-
-# Fields of /proc/PID/stat after the command name: minflt, majflt, rss.
-_FAULTS_AND_RSS = (7, 9, 21)
-# The postmaster takes a copy-on-write fault for pages it writes after each fork, that is after
-# every new connection (each probe's too): its minor faults count connections, and it was read
-# again at every refresh for them (issue 10: 12 of ~35 reads a minute on a quiet cluster, ~1 ms
-# each). A page it maps anew still moves its RSS, and the IDLE_KEEP_S bound holds for it too.
+# Fields of /proc/PID/stat after the command name: majflt and rss (in pages).
 _MAJFLT_AND_RSS = (9, 21)
 
 
-def activity(text: str, *, forks: bool = False) -> tuple[int, ...] | None:
-    """Fault counters and rss from /proc/PID/stat (``forks``: no minflt); equal: memory did not move."""
+def activity(text: str) -> tuple[int, int] | None:
+    """Major faults and RSS pages from /proc/PID/stat, compared by moved()."""
     # The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
     fields = text[text.rfind(")") + 2 :].split()
     try:
-        return tuple(int(fields[i]) for i in (_MAJFLT_AND_RSS if forks else _FAULTS_AND_RSS))
+        return int(fields[_MAJFLT_AND_RSS[0]]), int(fields[_MAJFLT_AND_RSS[1]])
     except (IndexError, ValueError):
         return None
 
 
-def _stat(base: Path, forks: bool) -> tuple[int, ...] | None:
+def moved(before: tuple[int, int], now: tuple[int, int]) -> bool:
+    """True when a process's memory moved enough since ``before`` to be read again (activity())."""
+    if now[0] != before[0]:
+        return True  # a page came from disk or swap
+    slack = max(RSS_SLACK_BYTES, before[1] * _PAGE_BYTES // RSS_SLACK_SHARE)
+    return abs(now[1] - before[1]) * _PAGE_BYTES >= slack
+
+
+def _stat(base: Path) -> tuple[int, int] | None:
     try:
-        return activity((base / "stat").read_text(), forks=forks)
+        return activity((base / "stat").read_text())
     except OSError:
         return None
 
 
 def _lookup(
-    entry: _Entry | None, base: Path, max_age_s: float, now: float, forks: bool = False
-) -> tuple[Memory | None, tuple[int, ...] | None]:
+    entry: _Entry | None, base: Path, max_age_s: float, now: float
+) -> tuple[Memory | None, tuple[int, int] | None]:
     """(the cached reading if still good, the activity counters read for the check, if any)."""
     if entry is not None and now - entry[0] <= max_age_s:
         return entry[2], None  # fresh: no need to look at the process at all
-    active = _stat(base, forks)
-    if entry is not None and active is not None and active == entry[1] and now - entry[0] <= IDLE_KEEP_S:
+    active = _stat(base)
+    if (
+        entry is not None
+        and active is not None
+        and entry[1] is not None
+        and not moved(entry[1], active)
+        and now - entry[0] <= IDLE_KEEP_S
+    ):
         return entry[2], active
     return None, active
 
 
-def _remember(proc: Path, pid: int, mem: Memory, now: float, active: tuple[int, ...] | None) -> None:
+def _remember(proc: Path, pid: int, mem: Memory, now: float, active: tuple[int, int] | None) -> None:
     if len(_CACHE) > _CACHE_MAX:
         _CACHE.clear()
     _CACHE[(str(proc), pid)] = (now, active, mem)
@@ -197,11 +215,11 @@ def read_local(
     def ours(pid: int, mem: Memory) -> bool:
         return pid == postmaster or mem.ppid == postmaster
 
-    due: list[tuple[float, int, tuple[int, ...] | None, _Entry | None]] = []
+    due: list[tuple[float, int, tuple[int, int] | None, _Entry | None]] = []
     for pid in [postmaster, *pids] if postmaster and with_postmaster else pids:
         entry = _CACHE.get((str(proc), pid)) if max_age_s > 0 else None
         if max_age_s > 0:
-            hit, active = _lookup(entry, proc / str(pid), max_age_s, now, forks=pid == postmaster)
+            hit, active = _lookup(entry, proc / str(pid), max_age_s, now)
         else:
             hit, active = None, None
         if hit is not None and ours(pid, hit):

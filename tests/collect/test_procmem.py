@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import resource
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,10 @@ from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.procmem import (
     MAX_REREADS,
     NOT_HERE,
+    RSS_SLACK_BYTES,
     activity,
     is_local_host,
+    moved,
     parse_hugepages,
     parse_smaps_rollup,
     parse_status,
@@ -103,16 +106,28 @@ def _stat_line(pid: int, minflt: int, utime: int = 7) -> str:
 
 
 def test_activity_counts_fields_after_the_last_parenthesis() -> None:
-    assert activity(_stat_line(5, 9)) == (9, 2, 77)
+    assert activity(_stat_line(5, 9)) == (2, 77)  # major faults, RSS pages
     assert activity("5 (x) S 1") is None
     own = activity(Path("/proc/self/stat").read_text())
-    assert own is not None and own[2] > 0  # a real process has resident pages
+    assert own is not None and own[1] > 0  # a real process has resident pages
 
 
-def test_cpu_time_alone_is_not_a_change_of_memory() -> None:
-    # A walsender or the checkpointer wakes every second without touching a new page.
+def test_cpu_time_and_minor_faults_alone_are_not_a_change_of_memory() -> None:
+    # A walsender or the checkpointer wakes every second without touching a new page, and a
+    # busy backend faults every second mapping shared buffers while its own memory stays put.
     assert activity(_stat_line(5, 9, utime=1)) == activity(_stat_line(5, 9, utime=500))
-    assert activity(_stat_line(5, 9)) != activity(_stat_line(5, 10))  # a page fault: it may have grown
+    assert activity(_stat_line(5, 9)) == activity(_stat_line(5, 10_000))
+
+
+def test_memory_moved_by_a_major_fault_or_rss_past_the_slack() -> None:
+    page = resource.getpagesize()
+    slack = RSS_SLACK_BYTES // page  # in pages, for a small process
+    assert not moved((2, 1000), (2, 1000))
+    assert not moved((2, 1000), (2, 1000 + slack - 1)) and not moved((2, 1000), (2, 1000 - slack + 1))
+    assert moved((2, 1000), (2, 1000 + slack)) and moved((2, 1000 + slack), (2, 1000))  # work_mem came, went
+    assert moved((2, 1000), (3, 1000))  # a page read from disk or swap
+    big = 64 * slack  # a process of 64 MiB: 1/32 of it, 2 MiB, before it is read again
+    assert not moved((0, big), (0, big + slack)) and moved((0, big), (0, big + 2 * slack))
 
 
 def test_an_idle_process_keeps_its_reading_a_busy_one_is_read_again(tmp_path: Path) -> None:
@@ -123,7 +138,7 @@ def test_an_idle_process_keeps_its_reading_a_busy_one_is_read_again(tmp_path: Pa
     first, _, _ = read_local([301, 302], 301, proc=tmp_path, max_age_s=1e-9)
     for pid in (301, 302):
         (tmp_path / str(pid) / "smaps_rollup").write_text("Rss: 8 kB\nPss: 4 kB\n")
-    (tmp_path / "302" / "stat").write_text(_stat_line(302, 11))  # it faulted since: read again
+    (tmp_path / "302" / "stat").write_text(_stat_with(302, 11, 77 + 1024))  # it grew since: read again
     again, _, _ = read_local([301, 302], 301, proc=tmp_path, max_age_s=1e-9)
     assert again[301].pss == first[301].pss and first[301].pss != 4096
     assert again[302].pss == 4096
@@ -150,9 +165,10 @@ def _stat_with(pid: int, minflt: int, rss: int) -> str:
     return _stat_line(pid, minflt).replace(" 77\n", f" {rss}\n")
 
 
-def test_the_postmasters_fork_faults_alone_keep_its_reading(tmp_path: Path) -> None:
-    # Every new connection costs the postmaster copy-on-write faults: minor faults alone do not
-    # make it read again; a new RSS (a page mapped) does. A backend's minor faults still do.
+def test_faults_and_small_rss_moves_keep_a_reading_a_move_past_the_slack_does_not(tmp_path: Path) -> None:
+    # The postmaster's copy-on-write faults after each fork, a backend's queries and a page
+    # mapped here and there keep the readings; RSS moved by the slack (a sort took work_mem)
+    # has the process read again, measured from its last reading, not its last check.
     _proc_entry(tmp_path, 500, 1, b"/usr/lib/postgresql/15/bin/postgres")
     _proc_entry(tmp_path, 501, 500, b"postgres: lab: pgtop_monitor labdb idle")
     for pid in (500, 501):
@@ -160,14 +176,14 @@ def test_the_postmasters_fork_faults_alone_keep_its_reading(tmp_path: Path) -> N
     first, _, _ = read_local([501], 501, proc=tmp_path, max_age_s=1e-9)
     for pid in (500, 501):
         (tmp_path / str(pid) / "smaps_rollup").write_text("Rss: 8 kB\nPss: 4 kB\n")
-        (tmp_path / str(pid) / "stat").write_text(_stat_with(pid, 90, 77))  # forks, queries
+        (tmp_path / str(pid) / "stat").write_text(_stat_with(pid, 90, 78))  # forks, queries, a page
     again, _, _ = read_local([501], 501, proc=tmp_path, max_age_s=1e-9)
-    assert again[500].pss == first[500].pss and first[500].pss != 4096
-    assert again[501].pss == 4096
-    (tmp_path / "500" / "stat").write_text(_stat_with(500, 90, 78))  # it mapped a page
-    moved, _, _ = read_local([501], 501, proc=tmp_path, max_age_s=1e-9)
-    assert moved[500].pss == 4096
-    assert activity(_stat_with(5, 1, 77), forks=True) == activity(_stat_with(5, 9, 77), forks=True)
+    assert again[500].pss == first[500].pss != 4096 and again[501].pss == first[501].pss
+    step = RSS_SLACK_BYTES // resource.getpagesize() // 2
+    for rss in (77 + step, 77 + 2 * step):  # half the slack, then all of it since the reading
+        (tmp_path / "501" / "stat").write_text(_stat_with(501, 90, rss))
+        later, _, _ = read_local([501], 501, proc=tmp_path, max_age_s=1e-9)
+    assert later[501].pss == 4096 and later[500].pss == first[500].pss
 
 
 def test_busy_processes_are_read_again_a_few_per_call_oldest_reading_first(tmp_path: Path) -> None:
@@ -181,7 +197,7 @@ def test_busy_processes_are_read_again_a_few_per_call_oldest_reading_first(tmp_p
     assert set(first) == set(busy)  # never read before: every one is read, whatever the cap
     for pid in busy:
         (tmp_path / str(pid) / "smaps_rollup").write_text("Rss: 8 kB\nPss: 4 kB\n")
-        (tmp_path / str(pid) / "stat").write_text(_stat_line(pid, 20))  # all faulted since
+        (tmp_path / str(pid) / "stat").write_text(_stat_with(pid, 20, 77 + 1024))  # all grew since
     second, _, _ = read_local(busy, busy[0], proc=tmp_path, with_postmaster=False, max_age_s=1e-9)
     fresh = {pid for pid, m in second.items() if m.pss == 4096}
     assert set(second) == set(busy) and len(fresh) == MAX_REREADS  # the rest keep the last reading
