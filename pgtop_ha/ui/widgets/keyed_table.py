@@ -527,18 +527,19 @@ class KeyedTable(DataTable[CellText]):
         # makes the next paint of a row render all of its cells again through rich, the
         # costliest part of a frame. Forget only the rewritten cells and their rows' lines, so
         # a row with one new value renders one cell and reuses the others.
-        cells = {(RowKey(r), ColumnKey(c)) for r, cols in rewritten.items() for c in cols}
-        rows = {RowKey(r) for r in rewritten}
+        # Matched by the keys' strings: a RowKey hashes and compares in Python, once per cached
+        # entry, and every table with a new value went through all of its caches (issue 10).
+        cells = {(r, c) for r, cols in rewritten.items() for c in cols}
         cell_keys = self._cell_render_cache.keys()  # an LRUCache is not iterable itself
-        for cell_key in [k for k in cell_keys if (k[0], k[1]) in cells]:
+        for cell_key in [k for k in cell_keys if k[0] and k[1] and (k[0].value, k[1].value) in cells]:
             self._cell_render_cache.discard(cell_key)
         row_keys = self._row_render_cache.keys()
-        for row_cache_key in [k for k in row_keys if k[0] in rows]:
+        for row_cache_key in [k for k in row_keys if k[0] and k[0].value in rewritten]:
             self._row_render_cache.discard(row_cache_key)
         self._line_cache.clear()  # keyed by screen line: cheap to rebuild from the row caches
         indexes = []
-        for row_key in rows:
-            index = self._row_locations.get(row_key)
+        for row in rewritten:
+            index = self._row_locations.get(RowKey(row))
             if index is not None:
                 self._row_renderable_cache.discard((self._update_count, index))
                 indexes.append(index)
