@@ -107,7 +107,7 @@ def _read_memory(base: Path) -> tuple[Memory, Memory]:
 _Entry = tuple[float, tuple[int, int] | None, Memory]  # when read, activity counters then, memory
 _CACHE: dict[tuple[str, int], _Entry] = {}
 _CACHE_MAX = 20000
-# A process whose own memory did not move (no major fault, its RSS within RSS_SLACK of its
+# A process whose own memory did not move (no major fault, its RSS within RSS_SLACK_* of its
 # reading) keeps its reading this long: smaps_rollup walks every mapped page, /proc/PID/stat is a
 # few counters (issue 10). CPU time is not looked at: a walsender or the checkpointer wakes every
 # second without touching a new page. Its Pss can still drift as other processes map or drop
@@ -127,7 +127,7 @@ MAX_REREADS = 12
 # (a shared buffer mapped, a page made private) while its own memory stays put. Logged in the
 # lab under `lab fault load`, 2 of 3 rereads of busy backends found USS within 32 kB and RSS
 # within 1 MiB of the last reading, at 5-8 ms each: 0.29 CPU s/min, 13 % of the dashboard's
-# (issue 10). A sort or hash that takes work_mem moves RSS by megabytes and is read at once.
+# (issue 10). A sort or hash that takes work_mem moves RSS by megabytes: read at the next refresh.
 RSS_SLACK_BYTES = 1 << 20
 RSS_SLACK_SHARE = 32
 _PAGE_BYTES = resource.getpagesize()

@@ -44,7 +44,8 @@ class BandCompositor(Compositor):
             yield from super()._get_renders(crop)
             return
         # Each changed region once, as corners: this loop runs for every visible widget and
-        # every changed region of a frame (~40 widgets by ~100 regions under load, issue 10).
+        # every changed region of a frame (under load at 160x48: 58 widgets by a median of 8
+        # regions, 23 at most; issue 10).
         corners = list(dict.fromkeys(r.corners for r in changed))
         for widget, (region, clip) in self.visible_widgets.items():
             visible = region.intersection(clip)

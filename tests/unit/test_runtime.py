@@ -10,7 +10,9 @@ import json
 import subprocess
 import sys
 
-from pgtop_ha.runtime import YOUNG_COLLECT_AFTER
+from pgtop_ha.runtime import MIDDLE_COLLECT_AFTER, OLD_COLLECT_AFTER, YOUNG_COLLECT_AFTER
+
+THRESHOLDS = [YOUNG_COLLECT_AFTER, MIDDLE_COLLECT_AFTER, OLD_COLLECT_AFTER]
 
 CHILD = r"""
 import asyncio, gc, json
@@ -57,7 +59,7 @@ def test_run_app_and_run_built_run_on_uvloop_and_unfreeze_what_settle_froze() ->
     assert seen["frozen"] > 1000  # the interpreter's and the imports' objects at least
     assert seen["collecting"]  # settle_heap turns the collector back on
     # ...with young passes far apart: at Python's 700 they cost the console 8 % under load.
-    assert seen["threshold"] == [YOUNG_COLLECT_AFTER, 10, 10] and YOUNG_COLLECT_AFTER > 700
+    assert seen["threshold"] == THRESHOLDS and YOUNG_COLLECT_AFTER > 700
     assert seen["after"] == 0  # the next console (the fleet's drill-down) starts collectable
     # run_built: the app is built on the loop it runs on (work begun while building goes on).
     assert seen["built"] == "Built" and seen["same_loop"] and seen["built_loop"] == "uvloop"
@@ -96,7 +98,7 @@ def test_the_command_starts_without_the_collector_and_subcommands_turn_it_back_o
     assert seen["off_in_cli"] and seen["exit"] == 0
     # ...and every command but the console turns it on at once (the console: at settle_heap).
     assert seen["code"] != 0 and seen["on_after_subcommand"]
-    assert seen["threshold"] == [YOUNG_COLLECT_AFTER, 10, 10]
+    assert seen["threshold"] == THRESHOLDS
     assert "nonexistent" in out.stderr and "Traceback" not in out.stderr
 
 
