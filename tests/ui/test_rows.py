@@ -534,3 +534,34 @@ def test_an_event_row_does_not_name_its_node_twice() -> None:
             "PostgreSQL is primary, Patroni says replica",
         ]
     assert evs[0].text.startswith("node1: ")  # the event itself (recordings, reports) keeps it
+
+
+def test_overview_cuts_an_events_text_never_how_long_it_lasted() -> None:
+    # "PostgreSQL down on the leader, HAProxy still routes writes…" lost its "— for 2.4 s" at
+    # 80 columns: how long a state lasted is what the report after a failure test needs.
+    text = "PostgreSQL down on the leader, HAProxy still routes writes to it, and a few more words"
+    ev = fx.event("node3", text).model_copy(update={"id": 7, "duration_s": 2.4})
+    row = overview.event_rows(fx.healthy(), ctx(events=[ev]))[0]
+    shown_text = row.cells["text"].text
+    assert shown_text.startswith("PostgreSQL down on the leader") and "…" in shown_text
+    assert shown_text.endswith(" — for 2.4 s")
+    assert 8 + len("node3") + len(shown_text) + 3 * 2 <= 78  # inside the pane's border
+    # The Events pane has the room: the whole text, then the duration.
+    assert events.rows(fx.healthy(), ctx(events=[ev]))[0].cells["text"].text == f"{text} — for 2.4 s"
+
+
+def test_event_rows_are_the_same_objects_until_an_event_changes() -> None:
+    # After an incident the timeline keeps 500 events: their rows were built again every second.
+    evs = [fx.event("node1", f"change {i}").model_copy(update={"id": 9000 + i}) for i in range(40)]
+    first = events.rows(fx.healthy(), ctx(events=tuple(evs)))
+    again = events.rows(fx.healthy(), ctx(events=tuple(evs), now=NOW + timedelta(seconds=1)))
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    # A flip back updates an event in place (same id, a new object): its row says so, at once.
+    evs[5] = evs[5].model_copy(update={"duration_s": 3.0})
+    later = events.rows(fx.healthy(), ctx(events=tuple(evs)))
+    by_key = {r.key: r for r in later}
+    assert by_key["#9005"].cells["text"].text == "change 5 — for 3.0 s"
+    assert [r for r in later if r is not by_key["#9005"]] == [r for r in first if r.key != "#9005"]
+    assert all(a is b for a, b in zip(first, later, strict=True) if a.key != "#9005")
+    over = overview.event_rows(fx.healthy(), ctx(events=tuple(evs)))
+    assert over[34].key == "#9005" and over[34].cells["text"].text.endswith("— for 3.0 s")

@@ -8,7 +8,7 @@ from pgtop_ha.ui.widgets.banner import Banner
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat
 from tests.models.builders import healthy, writers
 from tests.ui import fixtures as fx
-from tests.ui.harness import NOW, make_app, settled, texts, until
+from tests.ui.harness import NOW, make_app, settled, still, table, texts, until
 
 
 async def test_action_done_is_stamped_when_the_result_arrives() -> None:
@@ -56,3 +56,24 @@ async def test_events_pane_shows_how_long_a_flip_lasted() -> None:
         flat = [" ".join(r) for r in texts(app, "events")]
         assert any("HAProxy pg_writer/node1 UP → DOWN — for 2.0 s" in r for r in flat), flat
         assert not any("DOWN → UP" in r for r in flat)
+
+
+async def test_overview_events_fill_the_pane_newest_first_without_a_scrollbar() -> None:
+    # Six fixed events left half of an 80x24 screen empty while a failure test pushed its cause
+    # out of view: the events now take every line the pane has left, and the rest is cut.
+    app, source = make_app([fx.healthy()])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, source)
+        for i in range(30):
+            app.mark(f"marker {i}")
+        events = table(app, "overview-events")
+        pane = app.screen.query_one("#pane-overview")
+        await until(pilot, lambda: events.row_count == 30, what="every marker in the table")
+        await still(pilot, app)
+        inner_bottom = pane.region.y + pane.region.height - 1  # the border's line
+        assert events.region.y + events.region.height == inner_bottom
+        lines = events.region.height - 1  # its header
+        assert lines >= 9, events.region  # a healthy 80x24 overview: members, 4 lines, events
+        assert not events.show_vertical_scrollbar and events.scrollable_content_region.width == 78
+        shown = [row[2] for row in texts(app, "overview-events")[:lines]]
+        assert shown == [f"marker {i}" for i in range(29, 29 - lines, -1)]

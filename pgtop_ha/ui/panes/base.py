@@ -182,6 +182,7 @@ class Table:
     dynamic_columns: ColumnsFn | None = None  # when columns depend on the snapshot
     optional: bool = False  # hidden while it has no rows (a pane's later tables always are)
     cursor: bool = True  # a row cursor (off for tables that are read, not browsed)
+    fill: bool = False  # takes the pane's height left below the others: the first rows that fit
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from pgtop_ha.models.derive import CopyRate, copy_rates, replay_lag_seconds, walsender_for
 from pgtop_ha.models.eligibility import find_leader
+from pgtop_ha.models.events import Event
 from pgtop_ha.models.health import (
     age_s,
     archive_failing,
@@ -30,6 +31,7 @@ from pgtop_ha.ui.panes.base import (
     PaneSpec,
     Place,
     Row,
+    SameInputs,
     Table,
     cell,
     dedupe,
@@ -38,7 +40,10 @@ from pgtop_ha.ui.panes.base import (
     state,
 )
 
-RECENT_EVENTS = 6
+# The events fill what the pane has left below the members and the cluster's lines (newest first,
+# the rest cut at the bottom): ten lines at 80x24 on a healthy cluster, fewer beside problems.
+# Six fixed ones left half the screen empty while a failure test pushed its cause out of view.
+RECENT_EVENTS = 50
 MAX_ALERTS = 4
 
 # Widths keep every table inside 80 columns: no sideways scrolling in a tmux pane.
@@ -189,19 +194,27 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row | None:
     return same_row("archiver", {"what": cell("Archiver"), "now": cell(text, level)}, node.name)
 
 
+_EVENT_ROWS = SameInputs(limit=2)
+
+
 def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
-    """The newest few events of the timeline, newest first."""
-    newest = replace(ctx, events=tuple(ctx.events[-RECENT_EVENTS:]))  # not all 500 kept
-    full_rows = events.rows(snapshot, newest)
+    """The newest events of the timeline, newest first (as many as the pane has room for)."""
+    newest = tuple(ctx.events[-RECENT_EVENTS:])  # not all 500 kept
+    return _EVENT_ROWS.rows("events", newest, lambda: _short_event_rows(newest))
+
+
+def _short_event_rows(newest: tuple[Event, ...]) -> list[Row]:
+    shown_events = newest[::-1]
+    full_rows = [events.event_row(ev) for ev in shown_events]
     # What the widest node name shown leaves of 80 columns: "for 0.3 s" was cut at 52 beside "node3".
     node_width = max([len("Node"), *(min(len(r.cells["node"].text), NODE_WIDTH) for r in full_rows)])
     room = EVENT_ROOM - node_width
     out = []
-    for full in full_rows:
+    for ev, full in zip(shown_events, full_rows, strict=True):
         c = full.cells
-        text = replace(c["text"], text=shown(c["text"].text, room))
+        text = replace(c["text"], text=events.event_text(ev, room))
         out.append(same_row(full.key, {"time": c["time"], "node": c["node"], "text": text}, full.node))
-    return out
+    return dedupe(out)
 
 
 PANE = PaneSpec(
@@ -215,7 +228,7 @@ PANE = PaneSpec(
     more=(
         Table("overview-members", MEMBER_COLUMNS, member_rows),
         Table("overview-state", STATE_COLUMNS, state_rows, cursor=False),
-        Table("overview-events", EVENT_COLUMNS, event_rows, cursor=False),
+        Table("overview-events", EVENT_COLUMNS, event_rows, cursor=False, fill=True),
     ),
     help="problems (when any), members, timeline, worst slot, archiver, COPY, last events",
     place=Place(overview=True, dashboard=False),

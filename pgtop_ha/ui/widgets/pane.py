@@ -57,6 +57,11 @@ class Pane(Vertical):
             table = KeyedTable(spec.columns, id=f"t-{spec.id}", cursor=spec.cursor)
             if spec.sort:
                 table.sort_by(spec.sort, spec.reverse)
+            if spec.fill:
+                # Its rows past the pane's bottom are cut, not scrolled to: a last table read,
+                # not browsed, with its first rows the ones that matter (the newest events).
+                table.styles.height = "1fr"
+                table.styles.overflow_y = "hidden"
             if self._level_styles is not None:
                 table.use_level_styles(self._level_styles)
             self.tables[spec.id] = table
