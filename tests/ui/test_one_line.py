@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import timedelta
 
 from rich.style import Style
 from rich.text import Text
@@ -108,3 +109,41 @@ def test_the_header_leaves_out_the_usual_interval_rather_than_cut_it() -> None:
     assert header(120).endswith("every 1s") and header(None).endswith("every 1s")
     # Polling faster than chosen is a warning: kept, whatever the width (cut if need be).
     assert "every 0.5s (fast; idle 1s)" in header(80, cadence=0.5)
+
+
+def test_the_header_keeps_every_nodes_freshness_at_80_columns_when_one_is_stale() -> None:
+    # A replica frozen in a failure test: "node1 ▲ 5s" pushed the last node out ("node3…").
+    snap = fx.frozen(node="node1")
+    ago = snap.taken_at - timedelta(seconds=10)
+    frozen = snap.model_copy(
+        update={
+            "members": tuple(
+                m.model_copy(update={"last_ok_at": ago}) if m.name == "node1" else m for m in snap.members
+            ),
+            "nodes": tuple(
+                n.model_copy(update={"last_ok_at": ago}) if n.name == "node1" else n for n in snap.nodes
+            ),
+        }
+    )
+
+    def header(width: int | None) -> str:
+        return heartbeat_text(
+            snapshot=frozen,
+            now=frozen.taken_at,
+            thresholds=fx.settings().thresholds,
+            read_only=True,
+            paused=False,
+            interval=1.0,
+            node_filter="",
+            note="",
+            styles={},
+            mode_why="flag",
+            cadence=1.0,
+            width=width,
+        ).plain
+
+    wide = header(None)
+    assert "  node1 ▲ 10s  node2 ✔  node3 ✔" in wide  # room enough: the usual spacing
+    assert header(200) == wide
+    narrow = header(80)
+    assert narrow.endswith(" node1 ▲10s node2 ✔ node3 ✔") and len(narrow) <= 80, narrow
