@@ -64,11 +64,12 @@ async def test_overview_events_fill_the_pane_newest_first_without_a_scrollbar() 
     app, source = make_app([fx.healthy()])
     async with app.run_test(size=(80, 24)) as pilot:
         await settled(pilot, app, source)
-        for i in range(30):
-            app.mark(f"marker {i}")
         events = table(app, "overview-events")
         pane = app.screen.query_one("#pane-overview")
-        await until(pilot, lambda: events.row_count == 30, what="every marker in the table")
+        for i in range(30):
+            # One at a time, each on screen before the next, as a failure test brings them.
+            app.mark(f"marker {i}")
+            await until(pilot, lambda n=i + 1: events.row_count == n, what=f"marker {i} in the table")
         await still(pilot, app)
         inner_bottom = pane.region.y + pane.region.height - 1  # the border's line
         assert events.region.y + events.region.height == inner_bottom
@@ -77,3 +78,4 @@ async def test_overview_events_fill_the_pane_newest_first_without_a_scrollbar() 
         assert not events.show_vertical_scrollbar and events.scrollable_content_region.width == 78
         shown = [row[2] for row in texts(app, "overview-events")[:lines]]
         assert shown == [f"marker {i}" for i in range(29, 29 - lines, -1)]
+        assert events.scroll_y == 0  # the newest on its first line, not scrolled to the oldest

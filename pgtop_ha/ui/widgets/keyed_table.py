@@ -670,7 +670,10 @@ class KeyedTable(DataTable[CellText]):
         self.sort(column, key=lambda value: (value.sort_key, value.order), reverse=reverse)
 
     def _cursor_key(self) -> str | None:
-        if not self.row_count:
+        # A table without a cursor is read, not browsed: its hidden cursor stays on the first
+        # row. Followed to its row, it scrolled the overview's events (newest first) down to the
+        # first event ever seen as new ones came in, and out of view went the newest.
+        if not self.row_count or not self.show_cursor:
             return None
         try:
             key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
