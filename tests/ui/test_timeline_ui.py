@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 
 from pgtop_ha.ui.widgets.banner import Banner
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat
+from pgtop_ha.ui.widgets.keyed_table import KeyedTable
 from tests.models.builders import healthy, writers
 from tests.ui import fixtures as fx
 from tests.ui.harness import NOW, make_app, settled, still, table, texts, until
@@ -58,6 +60,10 @@ async def test_events_pane_shows_how_long_a_flip_lasted() -> None:
         assert not any("DOWN → UP" in r for r in flat)
 
 
+def _holds(events: KeyedTable, rows: int) -> bool:
+    return events.row_count == rows
+
+
 async def test_overview_events_fill_the_pane_newest_first_without_a_scrollbar() -> None:
     # Six fixed events left half of an 80x24 screen empty while a failure test pushed its cause
     # out of view: the events now take every line the pane has left, and the rest is cut.
@@ -69,7 +75,7 @@ async def test_overview_events_fill_the_pane_newest_first_without_a_scrollbar() 
         for i in range(30):
             # One at a time, each on screen before the next, as a failure test brings them.
             app.mark(f"marker {i}")
-            await until(pilot, lambda n=i + 1: events.row_count == n, what=f"marker {i} in the table")
+            await until(pilot, partial(_holds, events, i + 1), what=f"marker {i} in the table")
         await still(pilot, app)
         inner_bottom = pane.region.y + pane.region.height - 1  # the border's line
         assert events.region.y + events.region.height == inner_bottom
