@@ -9,6 +9,7 @@ from pgtop_ha.ui.widgets.banner import Banner
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat
 from pgtop_ha.ui.widgets.keyed_table import KeyedTable
 from tests.models.builders import healthy, writers
+from tests.support.clocks import StepClock
 from tests.ui import fixtures as fx
 from tests.ui.harness import NOW, make_app, settled, still, table, texts, until
 
@@ -85,3 +86,38 @@ async def test_overview_events_fill_the_pane_newest_first_without_a_scrollbar() 
         shown = [row[2] for row in texts(app, "overview-events")[:lines]]
         assert shown == [f"marker {i}" for i in range(29, 29 - lines, -1)]
         assert events.scroll_y == 0  # the newest on its first line, not scrolled to the oldest
+
+
+async def test_events_pane_keeps_the_newest_on_top_until_the_dba_moves_down() -> None:
+    # The dashboard's Events pane showed steps 7..1 of a failure test while 8..30 had come in:
+    # its cursor, on the first event ever shown, kept that row in view.
+    app, source = make_app([fx.healthy()])
+    app.clock = StepClock(NOW, step=0.01)  # each marker later than the one before, as live
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot, app, source)
+        events = table(app, "events")
+        for i in range(30):
+            app.mark(f"step {i}")
+            await until(pilot, partial(_holds, events, i + 1), what=f"step {i} in the table")
+        await still(pilot, app)
+        assert events.region.height < 30  # the pane cannot show them all
+        assert events.cursor_row == 0 and events.scroll_y == 0
+        assert texts(app, "events")[0][-1] == "step 29"
+        # Moved down to read one, the cursor stays with it as new events push it down.
+        events.focus()
+        for _ in range(3):
+            await pilot.press("down")
+        await until(pilot, lambda: events.cursor_row == 3, what="cursor on row 3")
+        reading = texts(app, "events")[3][-1]
+        app.mark("step 30")
+        await until(pilot, partial(_holds, events, 31), what="step 30 in the table")
+        assert events.cursor_row == 4 and texts(app, "events")[4][-1] == reading
+        # Back on the first row, it follows the newest again.
+        for _ in range(4):
+            await pilot.press("up")
+        await until(pilot, lambda: events.cursor_row == 0, what="cursor on the first row")
+        app.mark("step 31")
+        await until(pilot, partial(_holds, events, 32), what="step 31 in the table")
+        await still(pilot, app)
+        assert events.cursor_row == 0 and events.scroll_y == 0
+        assert texts(app, "events")[0][-1] == "step 31"

@@ -123,6 +123,8 @@ class KeyedTable(DataTable[CellText]):
         self._painted: dict[RowKey, PaintedRow] = {}  # body rows as last put together
         self._metas: dict[tuple[int, int], Style] = {}  # (row, column) -> the meta a click reads
         self._paint_style: Style | None = None  # the widget's style while render_lines runs
+        self._follows_row = False  # the DBA moved the cursor off the first row: it keeps its row
+        self._restoring = False  # the cursor is being moved back to its row, not by the DBA
 
     def on_mount(self) -> None:
         """Create the columns."""
@@ -669,11 +671,19 @@ class KeyedTable(DataTable[CellText]):
             return
         self.sort(column, key=lambda value: (value.sort_key, value.order), reverse=reverse)
 
+    def watch_cursor_coordinate(self, old_coordinate: Coordinate, new_coordinate: Coordinate) -> None:
+        """Note where the DBA put the cursor (a row to stay with, or the top); then DataTable's own."""
+        if not self._restoring:
+            self._follows_row = new_coordinate.row != 0
+        super().watch_cursor_coordinate(old_coordinate, new_coordinate)
+
     def _cursor_key(self) -> str | None:
-        # A table without a cursor is read, not browsed: its hidden cursor stays on the first
-        # row. Followed to its row, it scrolled the overview's events (newest first) down to the
-        # first event ever seen as new ones came in, and out of view went the newest.
-        if not self.row_count or not self.show_cursor:
+        # The row the cursor stays with when rows come, go or move: the one the DBA moved it to.
+        # Untouched, or moved back to the first row, it stays on the first row, whichever that
+        # is (as `tail -f` follows the end). DataTable scrolls to its cursor, hidden or not: kept
+        # with the first event ever shown, it scrolled the Events pane and the overview's
+        # events (newest first) down as a failure test brought new ones, the newest out of view.
+        if not self.row_count or not self.show_cursor or not self._follows_row:
             return None
         try:
             key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
@@ -689,7 +699,11 @@ class KeyedTable(DataTable[CellText]):
         except RowDoesNotExist:
             return
         if row != self.cursor_row:
-            self.move_cursor(row=row, animate=False, scroll=False)
+            self._restoring = True  # not the DBA's move: the row it follows stays the same
+            try:
+                self.move_cursor(row=row, animate=False, scroll=False)
+            finally:
+                self._restoring = False
 
     def visible_texts(self) -> list[list[str]]:
         """The table's text in display order (for tests)."""
