@@ -44,7 +44,7 @@ def event_row(ev: Event) -> Row:
     row = _build(ev)
     if ev.id:
         if len(_rows) >= _ROWS_KEPT:
-            _rows.clear()  # ids only grow: what is older than the timeline keeps goes here
+            _rows.clear()  # ids only grow: the evicted go, the kept are built again once
         _rows[ev.id] = (ev, row)
     return row
 
