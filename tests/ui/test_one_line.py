@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from rich.style import Style
 from rich.text import Text
@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.widget import Widget
 
+from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.widgets.heartbeat import OneLine, heartbeat_text
 from tests.ui import fixtures as fx
 
@@ -88,21 +89,27 @@ async def test_new_text_and_a_new_theme_are_drawn_again() -> None:
         assert before != shown
 
 
+def _header(snapshot: ClusterSnapshot, now: datetime, width: int | None, cadence: float = 1.0) -> str:
+    """The read-only header's text at ``width``, polling every second."""
+    return heartbeat_text(
+        snapshot=snapshot,
+        now=now,
+        thresholds=fx.settings().thresholds,
+        read_only=True,
+        paused=False,
+        interval=1.0,
+        node_filter="",
+        note="",
+        styles={},
+        mode_why="flag",
+        cadence=cadence,
+        width=width,
+    ).plain
+
+
 def test_the_header_leaves_out_the_usual_interval_rather_than_cut_it() -> None:
     def header(width: int | None, cadence: float = 1.0) -> str:
-        return heartbeat_text(
-            snapshot=fx.healthy(),
-            now=fx.T0,
-            thresholds=fx.settings().thresholds,
-            read_only=True,
-            paused=False,
-            interval=1.0,
-            node_filter="",
-            note="",
-            styles={},
-            cadence=cadence,
-            width=width,
-        ).plain
+        return _header(fx.healthy(), fx.T0, width, cadence)
 
     # 80 columns, three nodes: it was cut to "ever…"; now the nodes end the line.
     assert header(80).endswith("node3 ✔") and len(header(80)) <= 80
@@ -127,20 +134,7 @@ def test_the_header_keeps_every_nodes_freshness_at_80_columns_when_one_is_stale(
     )
 
     def header(width: int | None) -> str:
-        return heartbeat_text(
-            snapshot=frozen,
-            now=frozen.taken_at,
-            thresholds=fx.settings().thresholds,
-            read_only=True,
-            paused=False,
-            interval=1.0,
-            node_filter="",
-            note="",
-            styles={},
-            mode_why="flag",
-            cadence=1.0,
-            width=width,
-        ).plain
+        return _header(frozen, frozen.taken_at, width)
 
     wide = header(None)
     assert "  node1 ▲ 10s  node2 ✔  node3 ✔" in wide  # room enough: the usual spacing
