@@ -604,7 +604,7 @@ class KeyedTable(DataTable[CellText]):
                 wanted = max(wanted, cell_len(value.plain) if isinstance(value, Text) else full)
                 if wanted >= full:
                     break
-            if wanted >= column.content_width:
+            if wanted >= full:
                 del self._narrow_since[key]  # as wide a value is back: nothing to narrow
             elif now - since >= SHRINK_AFTER_S:
                 del self._narrow_since[key]
@@ -622,8 +622,8 @@ class KeyedTable(DataTable[CellText]):
 
     def _set_order(self, order: list[str]) -> None:
         # Rows keep the index rows() gave them so "no sort" means rows() order. Straight from
-        # the table's data: get_row() puts each row's cells in column order first, ~10 ms for
-        # the 500 events kept, on every new event (each one moves all the others down).
+        # the table's data: get_row() puts each row's cells in column order first, 4.1 ms
+        # against 0.65 for the 500 events kept, on every new event (each moves all the others).
         data = self._data
         for index, key in enumerate(order):
             for value in data.get(RowKey(key), {}).values():
