@@ -32,21 +32,14 @@ def lasted(ev: Event) -> str:
 # place, a flip back or the stopwatch, makes a new one). The timeline keeps EVENTS (500) after an
 # incident, and building all their rows again each second cost ~7 ms, with a compare of each in
 # its table: ~0.6 CPU s/min for a list that had not changed (issue 10).
-_ROWS_KEPT = 1024
-_rows: dict[int, tuple[Event, Row]] = {}
+_ROWS = SameInputs(limit=1024)
 
 
 def event_row(ev: Event) -> Row:
     """The row of one event: the same Row while the event is the same object."""
-    found = _rows.get(ev.id) if ev.id else None
-    if found is not None and found[0] is ev:
-        return found[1]
-    row = _build(ev)
-    if ev.id:
-        if len(_rows) >= _ROWS_KEPT:
-            _rows.clear()  # ids only grow: the evicted go, the kept are built again once
-        _rows[ev.id] = (ev, row)
-    return row
+    if not ev.id:
+        return _build(ev)  # no id, no key to keep it by (never from the timeline)
+    return _ROWS.rows(str(ev.id), (ev,), lambda: [_build(ev)])[0]
 
 
 def event_text(ev: Event, width: int | None = None) -> str:
@@ -80,14 +73,13 @@ def _build(ev: Event) -> Row:
 
 
 # The whole list too, while every event is the same: its keys made unique once, not every second.
-# Keyed by length: the overview asks for the newest few, the Events pane for all of them.
-_LISTS = SameInputs(limit=8)
+_LISTS = SameInputs(limit=1)
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The recorded events, newest first; times in the local time zone."""
     events = tuple(ctx.events)
-    return _LISTS.rows(str(len(events)), events, lambda: dedupe([event_row(ev) for ev in reversed(events)]))
+    return _LISTS.rows("events", events, lambda: dedupe([event_row(ev) for ev in reversed(events)]))
 
 
 PANE = PaneSpec(

@@ -124,7 +124,6 @@ class KeyedTable(DataTable[CellText]):
         self._metas: dict[tuple[int, int], Style] = {}  # (row, column) -> the meta a click reads
         self._paint_style: Style | None = None  # the widget's style while render_lines runs
         self._follows_row = False  # the DBA moved the cursor off the first row: it keeps its row
-        self._restoring = False  # the cursor is being moved back to its row, not by the DBA
 
     def on_mount(self) -> None:
         """Create the columns."""
@@ -673,8 +672,7 @@ class KeyedTable(DataTable[CellText]):
 
     def watch_cursor_coordinate(self, old_coordinate: Coordinate, new_coordinate: Coordinate) -> None:
         """Note where the DBA put the cursor (a row to stay with, or the top); then DataTable's own."""
-        if not self._restoring:
-            self._follows_row = new_coordinate.row != 0
+        self._follows_row = new_coordinate.row != 0
         super().watch_cursor_coordinate(old_coordinate, new_coordinate)
 
     def _cursor_key(self) -> str | None:
@@ -683,7 +681,7 @@ class KeyedTable(DataTable[CellText]):
         # is (as `tail -f` follows the end). DataTable scrolls to its cursor, hidden or not: kept
         # with the first event ever shown, it scrolled the Events pane and the overview's
         # events (newest first) down as a failure test brought new ones, the newest out of view.
-        if not self.row_count or not self.show_cursor or not self._follows_row:
+        if not self.row_count or not self._follows_row:
             return None
         try:
             key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
@@ -699,11 +697,8 @@ class KeyedTable(DataTable[CellText]):
         except RowDoesNotExist:
             return
         if row != self.cursor_row:
-            self._restoring = True  # not the DBA's move: the row it follows stays the same
-            try:
-                self.move_cursor(row=row, animate=False, scroll=False)
-            finally:
-                self._restoring = False
+            self.move_cursor(row=row, animate=False, scroll=False)
+            self._follows_row = True  # not the DBA's move: it still follows the row, even at the top
 
     def visible_texts(self) -> list[list[str]]:
         """The table's text in display order (for tests)."""
