@@ -7,6 +7,7 @@ a server's string goes through ``shown`` (no control characters, bounded length)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from pgtop_ha.models.health import human_bytes as _human_bytes
@@ -16,11 +17,13 @@ from pgtop_ha.models.text import clean
 
 __all__ = [
     "INVALID",
+    "NAME_ROOM",
     "age",
     "bar",
     "count",
     "duration",
     "finite",
+    "fit_name",
     "human_bytes",
     "lsn",
     "rate",
@@ -41,6 +44,61 @@ def shown(text: str, limit: int = MAX_TEXT) -> str:
     # Bound before cleaning too: the regexes should not walk a megabyte either.
     text = clean(text[: limit * 4])
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# A member's name where 80 columns are shared (the overview, the stopwatch): what the overview's
+# other columns leave when a node is slow ("REST+PG slow 12s") and a lag is in MiB.
+NAME_ROOM = 11
+# Where a member's name may be cut: a Kubernetes pod's "-0", a host's "-1a-01" or ".example.com".
+_NAME_BREAKS = frozenset("-_.")
+
+
+def fit_name(name: str, names: Sequence[str], room: int) -> str:
+    """``name`` in ``room`` characters, keeping what tells it from ``names``: '…1a-01', 'db1…'."""
+    # Cut at the end, three names of one cluster ("pg-prod-eu-central-1a-01") all read
+    # "pg-prod-eu-…": the shared part goes first, at a break (- _ .), and "…" says where.
+    return _fit_name(name, tuple(names), max(room, 2))
+
+
+@functools.lru_cache(maxsize=256)  # the same few names each second, in several tables
+def _fit_name(raw: str, names: tuple[str, ...], room: int) -> str:
+    name = shown(raw)
+    if len(name) <= room:
+        return name
+    others = [shown(n) for n in names if n != raw]
+    # The first character no other name has at that place, then the breaks around it.
+    first = max((_shared(name, o) for o in others), default=0)
+    breaks = [0, *(i + 1 for i, c in enumerate(name) if c in _NAME_BREAKS), len(name) + 1]
+    starts = [b for b in breaks if b <= first] or [0]
+    ends = [b - 1 for b in breaks if b - 1 > first] or [len(name)]
+    start, end = starts[-1], ends[0]
+
+    def label(a: int, b: int) -> str:
+        return ("…" if a > 0 else "") + name[a:b] + ("…" if b < len(name) else "")
+
+    if len(label(start, end)) > room:
+        # Not even the part between breaks fits: the end that holds the first difference.
+        if first >= len(name) - (room - 1):
+            return "…" + name[len(name) - (room - 1) :]
+        return name[: room - 1] + "…"
+    # Keep the tail first (a pod's ordinal, a host's number), then as much before it as fits.
+    for b in reversed(ends):
+        if len(label(start, b)) <= room:
+            end = b
+            break
+    for a in starts:
+        if len(label(a, end)) <= room:
+            return label(a, end)
+    return label(start, end)
+
+
+def _shared(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _int64(value: object) -> bool:

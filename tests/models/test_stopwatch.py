@@ -8,7 +8,7 @@ from pgtop_ha.models.probe import WriteOutage
 from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry, Probe, WalReceiver
 from pgtop_ha.models.stopwatch import summary
 from pgtop_ha.models.timeline import Timeline
-from pgtop_ha.ui.widgets.banner import stopwatch_text
+from pgtop_ha.ui.widgets.banner import banner_text, stopwatch_text
 from tests.models.builders import feed, healthy, leader, member, node, only, pg_down, rest_down, t, writers
 
 L = 0x5000000  # the old leader's last LSN seen while it was primary
@@ -200,6 +200,16 @@ def test_write_probe_outage_is_the_client_figure_while_running_and_final() -> No
     assert done.write_outage_s == 5.0 and done.done
     assert "write outage 5.0 s, client writes down 6.0 s, lag at promotion" in summary(done)
     assert "client writes down 6.0 s" in stopwatch_text(done, t(15))
+    # At 80 columns the full line cut the outage figures: the compact one keeps them all.
+    compact = stopwatch_text(done, t(15), names=["node1", "node2", "node3"], compact=True)
+    assert compact.startswith("⏱ node1 → node2 · elected ")
+    assert "writes down 5.0s · clients down 6.0 s · lag " in compact
+    # Still longer than 80: the banner breaks it once, and every figure is on screen.
+    names = ["node1", "node2", "node3"]
+    lines = banner_text([], done, t(15), {}, names=names, width=80).plain.split("\n")
+    assert len(lines) == 2 and all(len(line) <= 80 for line in lines), lines
+    assert lines[0].startswith(" ⏱ node1 → node2 · elected ") and lines[1].endswith("slots ok ")
+    assert banner_text([], done, t(15), {}, names=names, width=200).plain.count("\n") == 0
     assert only(tl, "the write probe writes again: client writes were down 6.0 s").at == t(7.5)
     (s,) = [e for e in tl.events() if e.kind == "failover" and e.text.startswith("failover ")]
     assert s.text == summary(done)

@@ -513,7 +513,8 @@ def test_overview_event_text_takes_the_room_short_node_names_leave() -> None:
     assert len(shown_text) > 52 and used <= 78
     long = [fx.event("n" * 30, text)]
     row = overview.event_rows(fx.healthy(), ctx(events=long))[0]
-    assert 8 + 12 + len(row.cells["text"].text) + 3 * 2 <= 78
+    assert len(row.cells["node"].text) <= overview.NODE_WIDTH
+    assert 8 + len(row.cells["node"].text) + len(row.cells["text"].text) + 3 * 2 <= 78
 
 
 def test_an_event_row_does_not_name_its_node_twice() -> None:

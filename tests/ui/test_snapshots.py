@@ -114,6 +114,8 @@ VIEWS: dict[str, tuple[str, Callable[[], list[ClusterSnapshot]]]] = {
     # The 80x24 overview beside a failure test: calm, the leader's postmaster killed, a node frozen.
     "overview-healthy": ("0", _healthy),
     "overview-frozen": ("0", _frozen),
+    # The same beside a cluster's own long member names ("pg-prod-eu-central-1a-01").
+    "overview-long-names": ("0", lambda: [fx.renamed(s) for s in _frozen()]),
     **{p.id: (p.key, SCENARIOS.get(p.id, _kill)) for p in registry.PANES if p.key},
 }
 

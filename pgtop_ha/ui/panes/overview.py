@@ -18,11 +18,12 @@ from pgtop_ha.models.health import (
     archiver_level,
     is_leader,
     lag_level,
+    member_names,
     worst_slot,
 )
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.format import age, count, duration, human_bytes, shown
+from pgtop_ha.ui.format import NAME_ROOM, age, count, duration, fit_name, human_bytes, shown
 from pgtop_ha.ui.panes import cluster, events
 from pgtop_ha.ui.panes.base import (
     Cell,
@@ -61,7 +62,9 @@ MEMBER_COLUMNS = (
 STATE_COLUMNS = (Column("what", "Cluster"), Column("now", "Now", width=62))
 # The Node column and the text share 64 columns: short node names leave the text more room.
 EVENT_ROOM = 64
-NODE_WIDTH = 12
+# A cluster's own names ("pg-prod-eu-central-1a-01") pushed Route out of view and made every
+# event's node "pg-prod-eu-…": past NAME_ROOM they are cut to what tells them apart ("…1a-01").
+NODE_WIDTH = NAME_ROOM
 EVENT_COLUMNS = (
     Column("time", "Time"),
     Column("node", "Node", width=NODE_WIDTH),
@@ -72,8 +75,13 @@ EVENT_COLUMNS = (
 def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The worst current problems (none while healthy: the table then hides)."""
     problems = ctx.problems(snapshot)
+    names = member_names(snapshot)
     out = [
-        same_row(p.ident, {"level": state(p.level), "text": cell(_who(p.node, p.text), p.level)}, p.node)
+        same_row(
+            p.ident,
+            {"level": state(p.level), "text": cell(_who(p.node, p.text, names), p.level)},
+            p.node,
+        )
         for p in problems[:MAX_ALERTS]
     ]
     if len(problems) > MAX_ALERTS:
@@ -82,8 +90,8 @@ def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return dedupe(out)
 
 
-def _who(node: str | None, text: str) -> str:
-    return f"{node}: {text}" if node else text
+def _who(node: str | None, text: str, names: list[str]) -> str:
+    return f"{fit_name(node, names, NODE_WIDTH)}: {text}" if node else text
 
 
 def _route(writer: Cell, reader: Cell) -> Cell:
@@ -95,6 +103,7 @@ def _route(writer: Cell, reader: Cell) -> Cell:
 def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """One row per member, the Cluster pane's judgement in the columns that fit 80."""
     out = []
+    names = member_names(snapshot)
     for full in cluster.rows(snapshot, ctx):
         c = full.cells
         health = c["health"].level or Level.OK
@@ -112,7 +121,9 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             same_row(
                 full.key,
                 {
-                    "member": cell(f"{health.symbol} {shown(name, 24)}", health, float(health)),
+                    "member": cell(
+                        f"{health.symbol} {fit_name(name, names, NODE_WIDTH)}", health, float(health)
+                    ),
                     "role": c["role"],
                     "state": patroni,
                     "pg": c["pg"],
@@ -200,20 +211,22 @@ _EVENT_ROWS = SameInputs(limit=2)
 def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The newest events of the timeline, newest first (as many as the pane has room for)."""
     newest = tuple(ctx.events[-RECENT_EVENTS:])  # not all 500 kept
-    return _EVENT_ROWS.rows("events", newest, lambda: _short_event_rows(newest))
+    names = member_names(snapshot)
+    return _EVENT_ROWS.rows("\n".join(names), newest, lambda: _short_event_rows(newest, names))
 
 
-def _short_event_rows(newest: tuple[Event, ...]) -> list[Row]:
+def _short_event_rows(newest: tuple[Event, ...], names: list[str]) -> list[Row]:
     shown_events = newest[::-1]
     full_rows = [events.event_row(ev) for ev in shown_events]
+    nodes = [cell(fit_name(ev.node, names, NODE_WIDTH)) if ev.node else cell("-") for ev in shown_events]
     # What the widest node name shown leaves of 80 columns: "for 0.3 s" was cut at 52 beside "node3".
-    node_width = max([len("Node"), *(min(len(r.cells["node"].text), NODE_WIDTH) for r in full_rows)])
+    node_width = max([len("Node"), *(len(n.text) for n in nodes)])
     room = EVENT_ROOM - node_width
     out = []
-    for ev, full in zip(shown_events, full_rows, strict=True):
+    for ev, full, node in zip(shown_events, full_rows, nodes, strict=True):
         c = full.cells
         text = replace(c["text"], text=events.event_text(ev, room))
-        out.append(same_row(full.key, {"time": c["time"], "node": c["node"], "text": text}, full.node))
+        out.append(same_row(full.key, {"time": c["time"], "node": node, "text": text}, full.node))
     return dedupe(out)
 
 

@@ -16,7 +16,7 @@ from textual.containers import Grid
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from pgtop_ha.models.health import Pools
+from pgtop_ha.models.health import Pools, member_names
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.compositor import BandCompositor
@@ -321,7 +321,12 @@ class MonitorScreen(Screen[None]):
         timeline = app.timeline
         failovers = timeline.failovers()
         banner = banner_text(
-            timeline.checks(), failovers[-1] if failovers else None, now, self._header_styles
+            timeline.checks(),
+            failovers[-1] if failovers else None,
+            now,
+            self._header_styles,
+            names=member_names(app.snapshot) if failovers and app.snapshot is not None else (),
+            width=self.size.width,
         )
         self.query_one(Banner).show(banner)
 

@@ -12,7 +12,7 @@ from rich.text import Text
 from pgtop_ha.models.health import human_bytes
 from pgtop_ha.models.stopwatch import FailoverReport
 from pgtop_ha.models.timeline import ActiveCheck
-from pgtop_ha.ui.format import age, shown
+from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, shown
 from pgtop_ha.ui.widgets.heartbeat import OneLine
 
 SHOW_DONE_S = 60.0  # a finished failover's figures stay on the banner this long
@@ -22,16 +22,26 @@ def _since(start: datetime | None, now: datetime) -> float:
     return 0.0 if start is None else max(0.0, (now - start).total_seconds())
 
 
-def stopwatch_text(r: FailoverReport, now: datetime) -> str:
-    """A failover's figures as they stand at ``now``: final ones, or running ones counting up."""
+def stopwatch_text(
+    r: FailoverReport, now: datetime, *, names: Sequence[str] = (), compact: bool = False
+) -> str:
+    """A failover's figures as they stand at ``now``: final ones, or running ones counting up.
+
+    ``compact``: the same figures in the words an 80-column line has room for.
+    """
     running = not r.done
-    old = shown(r.old_leader or "?", 32)
-    new = shown(r.new_leader, 32) if r.new_leader else "…"
-    parts = [f"⏱ failover {old} → {new}"]
+    room = NAME_ROOM if compact else 32
+    old = fit_name(r.old_leader or "?", names, room)
+    new = fit_name(r.new_leader, names, room) if r.new_leader else "…"
+    parts = [f"⏱ {old} → {new}" if compact else f"⏱ failover {old} → {new}"]
     if r.election_s is not None:
         if r.down_to_elected_s is not None:
             # What a DBA times: from the leader going silent, not from Patroni releasing its key.
-            parts.append(f"elected {r.down_to_elected_s:.1f}s after it went silent (key {r.election_s:.1f}s)")
+            parts.append(
+                f"elected {r.down_to_elected_s:.1f}s"
+                if compact
+                else f"elected {r.down_to_elected_s:.1f}s after it went silent (key {r.election_s:.1f}s)"
+            )
         else:
             parts.append(f"elected {r.election_s:.1f}s")
     elif running:
@@ -41,10 +51,11 @@ def stopwatch_text(r: FailoverReport, now: datetime) -> str:
     elif r.write_outage_from is not None and running:
         parts.append(f"writes down {_since(r.write_outage_from, now):.0f}s…")
     # The write probe's own outage: what an application saw, beside HAProxy's routing.
+    client = "clients" if compact else "client writes"
     if r.client_write_outage_s is not None:
-        parts.append(f"client writes down {r.client_write_outage_s:.1f} s")
+        parts.append(f"{client} down {r.client_write_outage_s:.1f} s")
     elif r.client_write_outage_from is not None:
-        parts.append(f"client writes down {_since(r.client_write_outage_from, now):.0f} s…")
+        parts.append(f"{client} down {_since(r.client_write_outage_from, now):.0f} s…")
     if r.lag_at_promotion_bytes is not None:
         parts.append(f"lag {human_bytes(r.lag_at_promotion_bytes)}")
     if r.replicas_streaming_s is not None:
@@ -63,19 +74,44 @@ def banner_text(
     failover: FailoverReport | None,
     now: datetime,
     styles: Mapping[str, Style],
+    *,
+    names: Sequence[str] = (),
+    width: int | None = None,
 ) -> Text:
-    """The banner line; empty when there is nothing to say."""
+    """The banner line; empty when there is nothing to say.
+
+    With ``width``, a stopwatch that would not fit is written compact, so that at 80 columns the
+    outage figures are read, not cut.
+    """
     t = Text(no_wrap=True, overflow="ellipsis")
     if failover is not None and (
         not failover.done or (failover.ended_at is not None and _since(failover.ended_at, now) < SHOW_DONE_S)
     ):
-        t.append(f" {stopwatch_text(failover, now)} ", styles.get("warn" if failover.done else "crit"))
+        text = stopwatch_text(failover, now, names=names)
+        if width is not None and len(text) + 2 > width:
+            # At 80 columns the figures a failover test is run for were cut ("· lag…"): the
+            # compact words, on a second line when they still do not fit.
+            text = _two_lines(stopwatch_text(failover, now, names=names, compact=True), width - 2)
+        t.append(" " + text.replace("\n", " \n ") + " ", styles.get("warn" if failover.done else "crit"))
     for active in checks:
         c = active.check
         t.append(" ")
         style = styles.get("crit" if c.severity >= 2 else "warn")
         t.append(f"⚠ {shown(c.text, 120)} ({age(active.lasted_s(now))})", style)
     return t
+
+
+def _two_lines(text: str, width: int) -> str:
+    """``text`` broken once at a " · " so its first line fits ``width``; as is when it fits."""
+    if len(text) <= width:
+        return text
+    parts = text.split(" · ")
+    first = parts[0]
+    for i, part in enumerate(parts[1:], start=1):
+        if len(first) + 3 + len(part) > width:
+            return first + "\n" + " · ".join(parts[i:])
+        first += " · " + part
+    return first
 
 
 class Banner(OneLine):
@@ -90,4 +126,7 @@ class Banner(OneLine):
         if text == self._text:
             return False
         self.display = bool(text.plain.strip())
+        lines = text.plain.count("\n") + 1
+        if self.styles.height is None or self.styles.height.value != lines:
+            self.styles.height = lines  # two while a failover's figures need them (a layout, rarely)
         return super().show(text)

@@ -13,7 +13,7 @@ from textual.widget import Widget
 from pgtop_ha.models.health import age_s, member_names, stale_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
-from pgtop_ha.ui.format import age, shown
+from pgtop_ha.ui.format import age, fit_name, shown
 
 
 def node_freshness(
@@ -77,8 +77,15 @@ def heartbeat_text(
         nodes = _freshness(snapshot, now, thresholds, styles, compact=False)
         if width is not None and t.cell_len + nodes.cell_len > width:
             # At 80 columns a node frozen in a failure test pushed the last node out ("node3…"):
-            # single spaces and "▲5s" keep every node's freshness on the line.
+            # single spaces and "▲5s" keep every node's freshness on the line, and names that
+            # still do not fit ("pg-prod-eu-central-1a-01") are cut to what tells them apart.
             nodes = _freshness(snapshot, now, thresholds, styles, compact=True)
+            over = t.cell_len + nodes.cell_len - width
+            if over > 0:
+                names = member_names(snapshot)
+                longest = max((len(shown(n, 64)) for n in names), default=0)
+                room = longest - -(-over // max(1, len(names)))
+                nodes = _freshness(snapshot, now, thresholds, styles, compact=True, room=room)
         t.append_text(nodes)
     fast = cadence is not None and cadence < interval - 1e-9
     if fast:
@@ -103,12 +110,14 @@ def _freshness(
     styles: Mapping[str, Style],
     *,
     compact: bool,
+    room: int = 64,
 ) -> Text:
     gap, space = (" ", "") if compact else ("  ", " ")
     t = Text()
-    for name in member_names(snapshot):
+    names = member_names(snapshot)
+    for name in names:
         level, since = node_freshness(snapshot, name, now, thresholds)
-        label = shown(name, 64)
+        label = fit_name(name, names, room)
         t.append(gap)
         if level is Level.OK:
             t.append(f"{label} ✔", styles.get("ok"))
@@ -140,12 +149,12 @@ class OneLine(Widget):
         # every repaint: 0.6 ms of the 1.5 ms frame the header's clock costs each second at
         # 160 columns (issue 10). One line of styled spans needs only cutting to the width.
         width = self.size.width
+        text = self._text
+        if "\n" in text.plain:
+            return super().render_line(y)  # not one line (the banner's two): Textual's way
         if y != 0:
             return Strip.blank(width, self.rich_style)
         if self._strip is None or self._strip[0] != width:
-            text = self._text
-            if "\n" in text.plain:
-                return super().render_line(y)  # not one line (never from shown() text): Textual's way
             if text.cell_len > width:
                 # Cut with an ellipsis, as the text asks: the reader sees the line goes on.
                 text = text.copy()
