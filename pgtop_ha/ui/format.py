@@ -77,10 +77,13 @@ def _fit_name(raw: str, names: tuple[str, ...], room: int) -> str:
         return ("…" if a > 0 else "") + name[a:b] + ("…" if b < len(name) else "")
 
     if len(label(start, end)) > room:
-        # Not even the part between breaks fits: the end that holds the first difference.
-        if first >= len(name) - (room - 1):
-            return "…" + name[len(name) - (room - 1) :]
-        return name[: room - 1] + "…"
+        # Not even the part between breaks fits: its start if the difference is there, else
+        # from the difference on ("…1a" of "pg-prod-eu-central-1a-01" in 3).
+        if first < room - 1:
+            return name[: room - 1] + "…"
+        at = start if first - start < room - 1 else first
+        at = min(at, len(name) - (room - 1))
+        return "…" + name[at : at + room - 1]
     # Keep the tail first (a pod's ordinal, a host's number), then as much before it as fits.
     for b in reversed(ends):
         if len(label(start, b)) <= room:

@@ -141,3 +141,27 @@ def test_the_header_keeps_every_nodes_freshness_at_80_columns_when_one_is_stale(
     assert header(200) == wide
     narrow = header(80)
     assert narrow.endswith(" node1 ▲10s node2 ✔ node3 ✔") and len(narrow) <= 80, narrow
+
+
+def test_the_header_gives_way_in_order_for_a_clusters_own_long_names() -> None:
+    # A cluster named as teams name them, members named as hosts are: at 80 columns the header
+    # showed "payments-prod-eu-central-1-main" and "pg-prod-eu-central-1a-01 ✔ pg-pr…", the
+    # other nodes cut off. What goes, in order: the mode's reason, the cluster's name past 16,
+    # the brand, then the members' names down to what tells them apart.
+    def named(cluster: str, snap: ClusterSnapshot) -> ClusterSnapshot:
+        return snap.model_copy(update={"cluster": snap.cluster.model_copy(update={"name": cluster})})
+
+    frozen = fx.renamed(fx.frozen())
+    at = frozen.taken_at + timedelta(seconds=1)  # node3 silent for 5 s
+    assert _header(frozen, at, None).startswith(" pgtop-ha pgtop-lab  READ-ONLY·flag ")
+    narrow = _header(frozen, at, 80)
+    assert narrow.startswith(" pgtop-lab  READ-ONLY   last ") and len(narrow) <= 80, narrow
+    assert " …1a-01 ✔ …1b-02 ✔ …1c-03 ▲5s" in narrow
+    team = _header(named("payments-prod-eu-central-1-main", fx.frozen()), at, 80)
+    assert team.startswith(" pgtop-ha payments-prod-eu…  READ-ONLY ") and len(team) <= 80, team
+    assert team.endswith(" node1 ✔ node2 ✔ node3 ▲5s")
+    both = _header(named("payments-prod-eu-central-1-main", frozen), at, 80)
+    assert both.startswith(" payments-prod-e…  READ-ONLY ") and both.endswith(" …1c-03 ▲5s"), both
+    # Every node stale: the line cannot hold them all, and names stay readable, not "…e1".
+    stale = _header(fx.healthy(), fx.T0 + timedelta(seconds=21), 80)
+    assert "(no data for 20s) node1 ✖20s node2 ✖20s" in stale

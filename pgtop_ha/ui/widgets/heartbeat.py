@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from rich.style import Style
@@ -13,7 +14,7 @@ from textual.widget import Widget
 from pgtop_ha.models.health import age_s, member_names, stale_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
-from pgtop_ha.ui.format import age, fit_name, shown
+from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, shown
 
 
 def node_freshness(
@@ -52,40 +53,50 @@ def heartbeat_text(
 
     With ``width``, the usual cadence ("every 1s") is left out rather than cut when the rest fills it.
     """
+
     # Names, the filter and the note (an error's text) come from servers or users: each goes
     # through shown() and is appended as plain text, never parsed as markup.
-    t = Text(no_wrap=True, overflow="ellipsis")
-    t.append(" pgtop-ha ", styles.get("title", Style(bold=True)))
-    if snapshot is not None and snapshot.cluster.name:
-        t.append(f"{shown(snapshot.cluster.name, 64)} ")
-    why = f"·{mode_why}" if mode_why and mode_why != "default" else ""
-    if read_only:
-        t.append(f" READ-ONLY{why} ", styles.get("read_only"))
-    else:
-        t.append(f" OPERATOR{why} ", styles.get("operator"))
-    if paused:
-        t.append(" ")
-        t.append(" ⏸ PAUSED ", styles.get("paused"))
-    if snapshot is None:
-        t.append("  waiting for the first snapshot…")
-    else:
-        when = snapshot.taken_at.astimezone()  # local time: what the DBA's watch says
-        t.append(f"  last {when:%H:%M:%S}")
-        late = age_s(now, snapshot.taken_at) or 0.0
-        if late > max(3 * interval, thresholds.stale_s.warn):
-            t.append(f" (no data for {age(late)})", styles.get("crit"))
+    def lead(fit: _Fit) -> Text:
+        t = Text(no_wrap=True, overflow="ellipsis")
+        if fit.brand:
+            t.append(" pgtop-ha ", styles.get("title", Style(bold=True)))
+        else:
+            t.append(" ")
+        if snapshot is not None and snapshot.cluster.name:
+            t.append(f"{shown(snapshot.cluster.name, fit.cluster)} ")
+        why = f"·{mode_why}" if fit.why and mode_why and mode_why != "default" else ""
+        if read_only:
+            t.append(f" READ-ONLY{why} ", styles.get("read_only"))
+        else:
+            t.append(f" OPERATOR{why} ", styles.get("operator"))
+        if paused:
+            t.append(" ")
+            t.append(" ⏸ PAUSED ", styles.get("paused"))
+        if snapshot is None:
+            t.append("  waiting for the first snapshot…")
+        else:
+            when = snapshot.taken_at.astimezone()  # local time: what the DBA's watch says
+            t.append(f"  last {when:%H:%M:%S}")
+            late = age_s(now, snapshot.taken_at) or 0.0
+            if late > max(3 * interval, thresholds.stale_s.warn):
+                t.append(f" (no data for {age(late)})", styles.get("crit"))
+        return t
+
+    fit = _Fit()
+    t = lead(fit)
+    if snapshot is not None:
         nodes = _freshness(snapshot, now, thresholds, styles, compact=False)
         if width is not None and t.cell_len + nodes.cell_len > width:
-            # At 80 columns a node frozen in a failure test pushed the last node out ("node3…"):
-            # single spaces and "▲5s" keep every node's freshness on the line, and names that
-            # still do not fit ("pg-prod-eu-central-1a-01") are cut to what tells them apart.
-            nodes = _freshness(snapshot, now, thresholds, styles, compact=True)
-            over = t.cell_len + nodes.cell_len - width
-            if over > 0:
-                names = member_names(snapshot)
-                longest = max((len(shown(n, 64)) for n in names), default=0)
-                room = longest - -(-over // max(1, len(names)))
-                nodes = _freshness(snapshot, now, thresholds, styles, compact=True, room=room)
+            # At 80 columns a node frozen in a failure test pushed the last node out ("node3…"),
+            # and a cluster's own names ("pg-prod-eu-central-1a-01") every node but the first.
+            # Each node's freshness is what the line is for: what it can spare goes first.
+            names = member_names(snapshot)
+            t, nodes = _narrower(
+                lambda f: (lead(f), _nodes(snapshot, now, thresholds, styles, f)),
+                width,
+                snapshot.cluster.name or "",
+                names,
+            )
         t.append_text(nodes)
     fast = cadence is not None and cadence < interval - 1e-9
     if fast:
@@ -101,6 +112,56 @@ def heartbeat_text(
     if not fast and (width is None or t.cell_len + len(usual) <= width):
         t.append(usual)
     return t
+
+
+# At 80 columns: the cluster's name cut no shorter than this, a member's no shorter than NAME_MIN.
+CLUSTER_ROOM = 16
+NAME_MIN = 3
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """How much of the header's lead and nodes is written: all of it, or what 80 columns hold."""
+
+    compact: bool = False  # nodes with single spaces and "▲5s"
+    why: bool = True  # how the mode was chosen ("READ-ONLY·flag")
+    cluster: int = 64  # the cluster's name, in characters
+    brand: bool = True  # " pgtop-ha "
+    names: int = 64  # each member's name, in characters (format.fit_name)
+
+
+def _narrower(
+    build: Callable[[_Fit], tuple[Text, Text]], width: int, cluster: str, names: Sequence[str]
+) -> tuple[Text, Text]:
+    """The header's lead and nodes with the least left out that fits ``width``, in that order."""
+    fit = _Fit(compact=True)
+    lead, nodes = build(fit)
+    longest = max((len(shown(n, 64)) for n in names), default=0)
+    steps: tuple[Callable[[_Fit, int], _Fit], ...] = (
+        lambda f, over: replace(f, why=False),
+        lambda f, over: replace(f, cluster=max(CLUSTER_ROOM, len(shown(cluster, f.cluster)) - over)),
+        lambda f, over: replace(f, brand=False),
+        lambda f, over: replace(f, names=_name_room(longest - -(-over // max(1, len(names))))),
+    )
+    for step in steps:
+        over = lead.cell_len + nodes.cell_len - width
+        if over <= 0:
+            break
+        fit = step(fit, over)
+        lead, nodes = build(fit)
+    return lead, nodes
+
+
+def _name_room(room: int) -> int:
+    # Names cut below NAME_MIN cannot be told apart, and the line is cut at its end anyway (every
+    # node stale: "✖20s" each): then they are cut only as far as the overview cuts them.
+    return room if room >= NAME_MIN else NAME_ROOM
+
+
+def _nodes(
+    snapshot: ClusterSnapshot, now: datetime, thresholds: Thresholds, styles: Mapping[str, Style], fit: _Fit
+) -> Text:
+    return _freshness(snapshot, now, thresholds, styles, compact=fit.compact, room=fit.names)
 
 
 def _freshness(
