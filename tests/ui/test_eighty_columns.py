@@ -10,11 +10,13 @@ import pytest
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.stopwatch import FailoverReport
 from pgtop_ha.ui.format import fit_name
+from pgtop_ha.ui.panes import overview
 from pgtop_ha.ui.widgets.banner import Banner, banner_text
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat
 from pgtop_ha.ui.widgets.keyed_table import KeyedTable
 from tests.ui import fixtures as fx
 from tests.ui.harness import make_app, settled, until, view_shown
+from tests.ui.test_rows import ctx
 
 LABELS = ("…1a-01", "…1b-02", "…1c-03")
 
@@ -100,3 +102,20 @@ async def test_the_banner_takes_a_second_line_for_a_failovers_figures() -> None:
         banner.show(banner_text([], None, fx.T0, {}, width=80))
         await until(pilot, lambda: not banner.display, what="the banner hidden again")
         assert banner.styles.height is not None and banner.styles.height.value == 1
+
+
+def test_the_worst_slot_keeps_its_figures_beside_long_names() -> None:
+    # A Debezium slot on a host-named member: the line's 62 columns cut "48 MiB retained".
+    snap = fx.renamed(fx.subscriber_copy(fx.healthy()))
+    debezium = "debezium_payments_orders_production_slot"
+    snap = ClusterSnapshot.model_validate_json(snap.model_dump_json().replace("lab_sub", debezium))
+    lines = {r.cells["what"].text: r.cells["now"].text for r in overview.state_rows(snap, ctx())}
+    assert lines["Worst slot"].endswith(" on …1a-01: 48 MiB retained, reserved"), lines
+    assert lines["Worst slot"].startswith("debezium_payments_orde")
+    assert all(len(text) <= overview.STATE_ROOM for text in lines.values()), lines
+    # Room enough: the names are not cut.
+    plain = {
+        r.cells["what"].text: r.cells["now"].text
+        for r in overview.state_rows(fx.renamed(fx.healthy()), ctx())
+    }
+    assert plain["Worst slot"] == "lab_sub on pg-prod-eu-central-1a-01: 48 MiB retained, reserved"

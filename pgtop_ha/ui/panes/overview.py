@@ -59,7 +59,8 @@ MEMBER_COLUMNS = (
     Column("lag_s", "Lag t", right=True),
     Column("route", "Route"),
 )
-STATE_COLUMNS = (Column("what", "Cluster"), Column("now", "Now", width=62))
+STATE_ROOM = 62
+STATE_COLUMNS = (Column("what", "Cluster"), Column("now", "Now", width=STATE_ROOM))
 # The Node column and the text share 64 columns: short node names leave the text more room.
 EVENT_ROOM = 64
 # A cluster's own names ("pg-prod-eu-central-1a-01") pushed Route out of view and made every
@@ -141,11 +142,12 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Timeline, worst slot, the leader's archiver, running COPYs: one line each."""
     out = [_timeline(snapshot)]
+    names = member_names(snapshot)
     slot = worst_slot(snapshot, ctx.thresholds)
     if slot is not None:
         where, s, level = slot
-        retained = human_bytes(s.retained_bytes)
-        text = f"{shown(s.slot_name, 40)} on {where}: {retained} retained, {s.wal_status or '?'}"
+        figures = f": {human_bytes(s.retained_bytes)} retained, {shown(s.wal_status or '?', 16)}"
+        text = _on(s.slot_name, where, names, figures)
         out.append(same_row("slot", {"what": cell("Worst slot"), "now": cell(text, level)}))
     archiver = _archiver(snapshot, ctx)
     if archiver is not None:
@@ -156,11 +158,21 @@ def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             r = rates.get((node.name, cp.pid), CopyRate())
             pct = "?" if cp.percent is None else f"{cp.percent:.0f}%"
             eta = "" if r.eta_s is None else f", ETA {age(r.eta_s)}"
-            text = f"{shown(cp.relation or '?', 40)} on {node.name}: {pct}{eta}"
+            text = _on(cp.relation or "?", node.name, names, f": {pct}{eta}")
             out.append(
                 same_row(f"copy|{node.name}|{cp.pid}", {"what": cell("COPY"), "now": cell(text)}, node.name)
             )
     return out
+
+
+def _on(what: str, node: str, names: list[str], figures: str) -> str:
+    # "<slot> on <node>: <figures>" in the line's 62 columns: a Debezium slot's name beside a
+    # host's ("pg-prod-eu-central-1c-03") cut off the retained bytes; the names give way.
+    text = f"{shown(what, 40)} on {shown(node, 64)}{figures}"
+    if len(text) <= STATE_ROOM:
+        return text
+    where = f" on {fit_name(node, names, NODE_WIDTH)}"
+    return shown(what, max(12, STATE_ROOM - len(where) - len(figures))) + where + figures
 
 
 def _timeline(snapshot: ClusterSnapshot) -> Row:
@@ -218,7 +230,7 @@ def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 def _short_event_rows(newest: tuple[Event, ...], names: list[str]) -> list[Row]:
     shown_events = newest[::-1]
     full_rows = [events.event_row(ev) for ev in shown_events]
-    nodes = [cell(fit_name(ev.node, names, NODE_WIDTH)) if ev.node else cell("-") for ev in shown_events]
+    nodes = [cell(_node(ev, names)) for ev in shown_events]
     # What the widest node name shown leaves of 80 columns: "for 0.3 s" was cut at 52 beside "node3".
     node_width = max([len("Node"), *(len(n.text) for n in nodes)])
     room = EVENT_ROOM - node_width
@@ -228,6 +240,13 @@ def _short_event_rows(newest: tuple[Event, ...], names: list[str]) -> list[Row]:
         text = replace(c["text"], text=events.event_text(ev, room))
         out.append(same_row(full.key, {"time": c["time"], "node": node, "text": text}, full.node))
     return dedupe(out)
+
+
+def _node(ev: Event, names: list[str]) -> str:
+    if ev.node:
+        return fit_name(ev.node, names, NODE_WIDTH)
+    # No Kind column at 80: a DBA's marker ("pgtop-ha mark") read as "-", like HAProxy's pool.
+    return "marker" if ev.kind == "marker" else "-"
 
 
 PANE = PaneSpec(
