@@ -91,6 +91,13 @@ class MemberSources:
             await self.node.aclose()
 
 
+def _follow(slot: MemberSources, entry: Member) -> None:
+    """Take /cluster's entry for ``slot``; a new Patroni state ends its PostgreSQL reader's backoff."""
+    old, slot.cluster_entry = slot.cluster_entry, entry
+    if slot.node is not None and (old is None or old.state != entry.state):
+        slot.node.retry_now()
+
+
 def http_describer(what: str) -> Callable[[BaseException], str]:
     """Lines naming ``what`` (redacted: a configured root may carry user:password)."""
     # URLs may carry user:password (a configured root): every line is redacted.
@@ -290,7 +297,7 @@ class Membership:
         for entry in view.members:
             slot = self.members.get(entry.name)
             if slot is not None and slot.static:
-                slot.cluster_entry = entry
+                _follow(slot, entry)
                 continue
             if self._settings.nodes:
                 continue  # nodes given explicitly: /cluster only adds roles, never members
@@ -311,7 +318,7 @@ class Membership:
                 )
                 slot.key = key
                 self.members[entry.name] = slot
-            slot.cluster_entry = entry
+            _follow(slot, entry)
             slot.gone_since = None
         for name, slot in list(self.members.items()):
             if name in listed or slot.static:

@@ -333,6 +333,13 @@ class NodeReader:
         await self._runner.cancel()
         self._drop()
 
+    def retry_now(self) -> None:
+        """End a backoff: Patroni saw this node's PostgreSQL change, so the next cycle connects."""
+        # Backing off up to BACKOFF_MAX_S after its failures, the reader said "DOWN" for seconds
+        # while Patroni called the node running and it streamed again (a crash test's rejoin).
+        # The failures are kept: failing again goes on backing off where it was.
+        self._retry_at = 0.0
+
     # -- the poll -------------------------------------------------------------------------------
 
     def _drop(self) -> None:

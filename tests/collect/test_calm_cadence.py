@@ -1,4 +1,5 @@
-"""Each member's own /patroni every patroni.calm_interval while calm, every cycle when restless."""
+"""Each member's own /patroni every patroni.calm_interval while calm, every cycle when restless;
+a PostgreSQL reader retried as soon as Patroni sees its node change."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 from pgtop_ha.collect.http import GetOnlyClient
 from pgtop_ha.collect.membership import UNSETTLED_S, Membership, MemberSources
 from pgtop_ha.collect.patroni import ClusterView, PatroniClient
+from pgtop_ha.collect.postgres import BACKOFF_MAX_S, NodeReader, Target
 from pgtop_ha.models.snapshot import ClusterInfo, Member
-from pgtop_ha.settings import Settings
+from pgtop_ha.settings import PostgresSettings, Settings
 
 
 class Clock:
@@ -67,3 +69,22 @@ def test_a_change_in_cluster_states_is_restless_for_a_while() -> None:
     assert not m.restless()
     m._note_changes(view("stopped", leader="n2"))  # a new leader is a change too
     assert m.restless()
+
+
+async def test_a_new_patroni_state_ends_the_postgresql_readers_backoff() -> None:
+    # After a crash test the rejoined node streamed while its reader, backing off, said "DOWN"
+    # for up to BACKOFF_MAX_S: Patroni's word that its PostgreSQL changed brings the retry now.
+    m = membership(5.0, Clock())
+    reader = NodeReader(
+        Target("n2", "127.0.0.1", 1, "postgres"), PostgresSettings(), Clock(), proc=Path("/proc")
+    )
+    m.members["n2"] = MemberSources(name="n2", api_url=None, node=reader, own=None)
+    later = asyncio.get_running_loop().time() + BACKOFF_MAX_S
+    reader._failures, reader._retry_at = 4, later
+    m._apply(view("starting"))  # listed again after its key expired: a change
+    assert reader._retry_at == 0.0
+    reader._retry_at = later
+    m._apply(view("starting"))  # the same state: the backoff stands
+    assert reader._retry_at == later
+    m._apply(view("running"))
+    assert reader._retry_at == 0.0 and reader._failures == 4  # failing again backs off where it was
