@@ -57,15 +57,51 @@ def fit_name(name: str, names: Sequence[str], room: int) -> str:
     """``name`` in ``room`` characters, keeping what tells it from ``names``: '…1a-01', 'db1…'."""
     # Cut at the end, three names of one cluster ("pg-prod-eu-central-1a-01") all read
     # "pg-prod-eu-…": the shared part goes first, at a break (- _ .), and "…" says where.
-    return _fit_name(name, tuple(names), max(room, 2))
+    every = tuple(names) if name in names else (*names, name)
+    return _fit_names(every, max(room, 2))[name]
 
 
-@functools.lru_cache(maxsize=256)  # the same few names each second, in several tables
-def _fit_name(raw: str, names: tuple[str, ...], room: int) -> str:
-    name = shown(raw)
+@functools.lru_cache(maxsize=64)  # the same few names each second, in several tables
+def _fit_names(names: tuple[str, ...], room: int) -> dict[str, str]:
+    clean = {raw: shown(raw) for raw in names}
+    out = {raw: _fit_one(name, [clean[o] for o in names if o != raw], room) for raw, name in clean.items()}
+    # What a cut name still shows may be part of another name too ("…central-1a-01" of
+    # eu-central and us-central): that one keeps each part that differs ("…eu…1a-01").
+    for raw, label in out.items():
+        others = [clean[o] for o in names if o != raw]
+        if label != clean[raw] and any(label.strip("…") in o for o in others):
+            parts = _parts(clean[raw], others)
+            if len(parts) <= room:
+                out[raw] = parts  # else the cut name is the best that fits
+    return out
+
+
+def _parts(name: str, others: list[str]) -> str:
+    """The parts of ``name`` (between breaks) some other name has not at that place, "…" between."""
+    theirs = [_split(o) for o in others]
+    text = ""
+    for i, part in enumerate(_split(name)):
+        if any(len(t) <= i or t[i] != part for t in theirs):
+            text += part.lstrip("-_.") if text.endswith("…") else part
+        elif not text.endswith("…"):
+            text = text.rstrip("-_.") + "…"  # a break beside "…" says nothing
+    return text
+
+
+def _split(name: str) -> list[str]:
+    # Each part with the break after it: "pg-prod-1" -> ["pg-", "prod-", "1"].
+    parts, part = [], ""
+    for c in name:
+        part += c
+        if c in _NAME_BREAKS:
+            parts.append(part)
+            part = ""
+    return [*parts, part] if part else parts
+
+
+def _fit_one(name: str, others: list[str], room: int) -> str:
     if len(name) <= room:
         return name
-    others = [shown(n) for n in names if n != raw]
     # The first character no other name has at that place, then the breaks around it.
     first = max((_shared(name, o) for o in others), default=0)
     breaks = [0, *(i + 1 for i, c in enumerate(name) if c in _NAME_BREAKS), len(name) + 1]

@@ -6,11 +6,13 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from textual.app import App, ComposeResult
 
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.stopwatch import FailoverReport
 from pgtop_ha.ui.format import fit_name
 from pgtop_ha.ui.panes import overview
+from pgtop_ha.ui.panes.base import NAME_WIDTH, Cell, Column, Row, name_column
 from pgtop_ha.ui.widgets.banner import Banner, banner_text
 from pgtop_ha.ui.widgets.heartbeat import Heartbeat
 from pgtop_ha.ui.widgets.keyed_table import KeyedTable
@@ -63,6 +65,10 @@ def test_a_name_keeps_what_tells_it_apart() -> None:
     # Names that fit are never touched; a name that differs at its start keeps its start, cut at a break.
     assert fit_name("node1", ["node2"], 11) == "node1"
     assert fit_name("alpha-db-server-primary", ["beta-db-server-standby"], 11) == "alpha-db…"
+    # A tail another name ends with too: each part that differs is kept.
+    regions = ["pg-prod-eu-central-1a-01", "pg-prod-eu-central-1b-02", "pg-prod-us-central-1a-01"]
+    assert fit_name(regions[0], regions, 11) == "…eu…1a-01"
+    assert len({fit_name(n, regions, 11) for n in regions}) == 3
     # No break to cut at: the end that holds the difference.
     assert [fit_name(n, ["node1", "node2"], 3) for n in ("node1", "node2")] == ["…e1", "…e2"]
 
@@ -119,3 +125,44 @@ def test_the_worst_slot_keeps_its_figures_beside_long_names() -> None:
         for r in overview.state_rows(fx.renamed(fx.healthy()), ctx())
     }
     assert plain["Worst slot"] == "lab_sub on pg-prod-eu-central-1a-01: 48 MiB retained, reserved"
+
+
+async def test_the_dashboards_name_columns_tell_long_names_apart_in_14_columns() -> None:
+    app, source = make_app([fx.renamed(fx.healthy()), fx.renamed(fx.frozen())])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot, app, source)
+        replication = app.screen.query_one("#t-replication", KeyedTable)
+        pairs = [(row[0], row[1]) for row in replication.visible_texts()]
+        # From and Standby took 26 columns each of a pane 78 wide.
+        assert pairs == [("…central-1a-01", "…central-1b-02"), ("…central-1a-01", "…central-1c-03")]
+        for column in replication.columns.values():
+            if column.label.plain in ("From", "Standby"):
+                assert column.get_render_width(replication) <= NAME_WIDTH + 2
+        # Sorted and filtered by the full name still: the cell keeps it, only its text is cut.
+        cluster = app.screen.query_one("#t-cluster", KeyedTable)
+        assert [row[0] for row in cluster.visible_texts()] == list(fx.LONG_NAMES)  # the room is there
+
+
+class OneTable(App[None]):
+    def __init__(self, table: KeyedTable) -> None:
+        super().__init__()
+        self.table = table
+
+    def compose(self) -> ComposeResult:
+        yield self.table
+
+
+async def test_new_member_names_redraw_a_name_column() -> None:
+    table = KeyedTable((name_column("node", "Node"), Column("x", "X")), id="t")
+    app = OneTable(table)
+    async with app.run_test(size=(80, 10)) as pilot:
+        rows = [Row(key=n, cells={"node": Cell(n), "x": Cell("1")}, node=n) for n in fx.LONG_NAMES[:2]]
+        table.use_names(fx.LONG_NAMES[:2])
+        table.apply(rows)
+        await pilot.pause()
+        assert [r[0] for r in table.visible_texts()] == ["…central-1a-01", "…central-1b-02"]
+        # A member in another region joins: "…central-1a-01" could now be either one.
+        table.use_names(("pg-prod-eu-central-1a-01", "pg-prod-eu-central-1b-02", "pg-prod-us-central-1a-01"))
+        table.apply(rows)  # the very same rows: only the names moved
+        await pilot.pause()
+        assert [r[0] for r in table.visible_texts()] == ["…eu…1a-01", "…central-1b-02"]

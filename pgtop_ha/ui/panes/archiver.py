@@ -8,10 +8,21 @@ from pgtop_ha.models.health import age_s, archive_failing, archiver_level, ready
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, age_step, count, sparkline
-from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, blanks, cell, num, state
+from pgtop_ha.ui.panes.base import (
+    ROWS_KEPT,
+    Column,
+    Context,
+    PaneSpec,
+    Row,
+    blanks,
+    cell,
+    name_column,
+    num,
+    state,
+)
 
 COLUMNS = (
-    Column("node", "Node"),
+    name_column("node", "Node"),
     Column("health", "Health"),
     Column("ready", "Ready", right=True),
     Column("behind", "Behind", right=True),

@@ -82,6 +82,7 @@ class Column:
     label: str
     right: bool = False
     width: int | None = None  # longer text ends in "…" (so a narrow view needs no sideways scroll)
+    names: bool = False  # members' names: cut to what tells them apart instead ("…1a-01")
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,10 @@ class Context:
             lambda: tuple(member_problems(snapshot, name, self.thresholds, self.pools, self.now)),
         )
 
+    def names(self, snapshot: ClusterSnapshot) -> tuple[str, ...]:
+        """Every member's name (health.member_names), once per context and snapshot."""
+        return self._once("names", snapshot, lambda: tuple(member_names(snapshot)))
+
     def problems(self, snapshot: ClusterSnapshot) -> tuple[Problem, ...]:
         """Every problem of the cluster (health.cluster_problems), once per context and snapshot."""
         # The Cluster pane shows each member's problems, the Problems pane and the overview's
@@ -134,6 +139,16 @@ class Context:
         value = derive()
         self._derived[what] = (snapshot, value)
         return value
+
+
+# A member's name in a pane half the dashboard wide: "pg-prod-eu-central-1a-01" took a third
+# of it, twice in Replication ("…central-1a-01", format.fit_name).
+NAME_WIDTH = 14
+
+
+def name_column(key: str, label: str) -> Column:
+    """A column of members' names, past NAME_WIDTH cut to what tells them apart."""
+    return Column(key, label, width=NAME_WIDTH, names=True)
 
 
 def cell(text: str, level: Level | None = None, sort: SortValue | None = None) -> Cell:

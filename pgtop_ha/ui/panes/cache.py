@@ -11,11 +11,22 @@ from pgtop_ha.models.health import is_leader, node_state
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import count, human_bytes, shown
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, Table, blanks, cell, num
+from pgtop_ha.ui.panes.base import (
+    Column,
+    Context,
+    PaneSpec,
+    Place,
+    Row,
+    Table,
+    blanks,
+    cell,
+    name_column,
+    num,
+)
 
 PAGE = 8192  # PostgreSQL's default block size: buffers shown in bytes
 COLUMNS = (
-    Column("node", "Node"),
+    name_column("node", "Node"),
     Column("role", "Role"),
     Column("used", "In use", right=True),
     Column("bytes", "Cached", right=True),
@@ -24,7 +35,7 @@ COLUMNS = (
     Column("note", "Note", width=60),
 )
 TOP_COLUMNS = (
-    Column("node", "Node"),
+    name_column("node", "Node"),
     Column("relation", "Relation", width=40),
     Column("cached", "Cached", right=True),
     Column("share", "Of relation", right=True),

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pgtop_ha.models.derive import CopyRate, copy_rates, copy_total
 from pgtop_ha.models.snapshot import ClusterSnapshot, CopyProgress
 from pgtop_ha.ui.format import age, bar, count, finite, human_bytes, rate, ratio
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, num
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, name_column, num
 
 COLUMNS = (
-    Column("node", "Node"),
+    name_column("node", "Node"),
     Column("side", "Side"),
     Column("relation", "Relation"),
     Column("bar", "Progress"),

@@ -7,12 +7,12 @@ from pgtop_ha.models.events import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import shown
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, SameInputs, cell, dedupe
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, SameInputs, cell, dedupe, name_column
 
 COLUMNS = (
     Column("time", "Time"),
     Column("level", "Level"),
-    Column("node", "Node"),
+    name_column("node", "Node"),
     Column("kind", "Kind"),
     Column("text", "What changed"),
 )

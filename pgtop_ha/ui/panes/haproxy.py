@@ -8,12 +8,23 @@ from pgtop_ha.models.health import is_leader, is_up
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, age_step, count
-from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, blanks, cell, num, state
+from pgtop_ha.ui.panes.base import (
+    ROWS_KEPT,
+    Column,
+    Context,
+    PaneSpec,
+    Row,
+    blanks,
+    cell,
+    name_column,
+    num,
+    state,
+)
 
 COLUMNS = (
     Column("pool", "Pool"),
     Column("backend", "Backend"),
-    Column("server", "Server"),
+    name_column("server", "Server"),
     Column("health", "Health"),
     Column("status", "Status"),
     Column("check", "Check"),

@@ -10,10 +10,21 @@ from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count, shown
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, Table, blanks, cell, num
+from pgtop_ha.ui.panes.base import (
+    Column,
+    Context,
+    PaneSpec,
+    Place,
+    Row,
+    Table,
+    blanks,
+    cell,
+    name_column,
+    num,
+)
 
 COLUMNS = (
-    Column("node", "Node"),
+    name_column("node", "Node"),
     Column("pid", "PID"),
     Column("role", "Role"),
     Column("mode", "Waits for"),
@@ -24,7 +35,7 @@ COLUMNS = (
     Column("query", "Query", width=60),
 )
 COUNT_COLUMNS = (
-    Column("node", "Node"),
+    name_column("node", "Node"),
     Column("mode", "Lock mode"),
     Column("granted", "Granted", right=True),
     Column("waiting", "Waiting", right=True),

@@ -8,12 +8,22 @@ from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.snapshot import ClusterSnapshot, HugePages, NodeSnapshot, Process
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import count, human_bytes
-from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, SameInputs, cell, num
+from pgtop_ha.ui.panes.base import (
+    ROWS_KEPT,
+    Column,
+    Context,
+    PaneSpec,
+    Row,
+    SameInputs,
+    cell,
+    name_column,
+    num,
+)
 
 TOP = 8
 
 COLUMNS = (
-    Column("node", "Node"),
+    name_column("node", "Node"),
     Column("pid", "PID", right=True),
     Column("what", "Process"),
     Column("state", "State"),

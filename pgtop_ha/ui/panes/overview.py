@@ -7,6 +7,7 @@ archiver, a running COPY) and the last events. The full views stay one key away.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from pgtop_ha.models.derive import CopyRate, copy_rates, replay_lag_seconds, walsender_for
@@ -18,7 +19,6 @@ from pgtop_ha.models.health import (
     archiver_level,
     is_leader,
     lag_level,
-    member_names,
     worst_slot,
 )
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -76,7 +76,7 @@ EVENT_COLUMNS = (
 def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The worst current problems (none while healthy: the table then hides)."""
     problems = ctx.problems(snapshot)
-    names = member_names(snapshot)
+    names = ctx.names(snapshot)
     out = [
         same_row(
             p.ident,
@@ -91,7 +91,7 @@ def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return dedupe(out)
 
 
-def _who(node: str | None, text: str, names: list[str]) -> str:
+def _who(node: str | None, text: str, names: Sequence[str]) -> str:
     return f"{fit_name(node, names, NODE_WIDTH)}: {text}" if node else text
 
 
@@ -104,7 +104,7 @@ def _route(writer: Cell, reader: Cell) -> Cell:
 def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """One row per member, the Cluster pane's judgement in the columns that fit 80."""
     out = []
-    names = member_names(snapshot)
+    names = ctx.names(snapshot)
     for full in cluster.rows(snapshot, ctx):
         c = full.cells
         health = c["health"].level or Level.OK
@@ -142,7 +142,7 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Timeline, worst slot, the leader's archiver, running COPYs: one line each."""
     out = [_timeline(snapshot)]
-    names = member_names(snapshot)
+    names = ctx.names(snapshot)
     slot = worst_slot(snapshot, ctx.thresholds)
     if slot is not None:
         where, s, level = slot
@@ -165,7 +165,7 @@ def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return out
 
 
-def _on(what: str, node: str, names: list[str], figures: str) -> str:
+def _on(what: str, node: str, names: Sequence[str], figures: str) -> str:
     # "<slot> on <node>: <figures>" in the line's 62 columns: a Debezium slot's name beside a
     # host's ("pg-prod-eu-central-1c-03") cut off the retained bytes; the names give way.
     text = f"{shown(what, 40)} on {shown(node, 64)}{figures}"
@@ -223,11 +223,11 @@ _EVENT_ROWS = SameInputs(limit=2)
 def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The newest events of the timeline, newest first (as many as the pane has room for)."""
     newest = tuple(ctx.events[-RECENT_EVENTS:])  # not all 500 kept
-    names = member_names(snapshot)
+    names = ctx.names(snapshot)
     return _EVENT_ROWS.rows("\n".join(names), newest, lambda: _short_event_rows(newest, names))
 
 
-def _short_event_rows(newest: tuple[Event, ...], names: list[str]) -> list[Row]:
+def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[Row]:
     shown_events = newest[::-1]
     full_rows = [events.event_row(ev) for ev in shown_events]
     nodes = [cell(_node(ev, names)) for ev in shown_events]
@@ -242,7 +242,7 @@ def _short_event_rows(newest: tuple[Event, ...], names: list[str]) -> list[Row]:
     return dedupe(out)
 
 
-def _node(ev: Event, names: list[str]) -> str:
+def _node(ev: Event, names: Sequence[str]) -> str:
     if ev.node:
         return fit_name(ev.node, names, NODE_WIDTH)
     # No Kind column at 80: a DBA's marker ("pgtop-ha mark") read as "-", like HAProxy's pool.

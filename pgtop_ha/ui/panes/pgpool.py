@@ -23,6 +23,7 @@ from pgtop_ha.ui.panes.base import (
     Row,
     blanks,
     cell,
+    name_column,
     num,
     placeholder,
     state,
@@ -33,7 +34,7 @@ NO_PGPOOL = "no pgpool-II configured; add [[pgpool]] (host, port)"
 COLUMNS = (
     Column("pooler", "pgpool"),
     Column("node", "Node", right=True),
-    Column("member", "Member"),
+    name_column("member", "Member"),
     Column("health", "Health"),
     Column("status", "Status"),
     Column("role", "pgpool role"),

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, dedupe, same_row, state
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, dedupe, name_column, same_row, state
 
 COLUMNS = (
     Column("level", "Level"),
-    Column("node", "Node"),
+    name_column("node", "Node"),
     Column("text", "Problem"),
 )
 

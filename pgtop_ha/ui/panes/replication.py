@@ -9,11 +9,11 @@ from pgtop_ha.models.health import age_s, lag_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, age_step, duration, human_bytes, sparkline
-from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, cell, num, state
+from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, cell, name_column, num, state
 
 COLUMNS = (
-    Column("upstream", "From"),
-    Column("standby", "Standby"),
+    name_column("upstream", "From"),
+    name_column("standby", "Standby"),
     Column("health", "Health"),
     Column("state", "State"),
     Column("sync", "Sync"),

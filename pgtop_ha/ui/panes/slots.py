@@ -8,8 +8,9 @@ from pgtop_ha.models.derive import SlotRates, slot_presence, slot_rates
 from pgtop_ha.models.health import is_leader, retained_level, slot_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.format import human_bytes, rate
+from pgtop_ha.ui.format import fit_name, human_bytes, rate
 from pgtop_ha.ui.panes.base import (
+    NAME_WIDTH,
     ROWS_KEPT,
     Cell,
     Column,
@@ -18,13 +19,14 @@ from pgtop_ha.ui.panes.base import (
     Row,
     Table,
     cell,
+    name_column,
     num,
     same_row,
     state,
 )
 
 COLUMNS = (
-    Column("node", "Member"),
+    name_column("node", "Member"),
     Column("slot", "Slot"),
     Column("health", "Health"),
     Column("type", "Type"),
@@ -115,7 +117,10 @@ def _member_keys(members: tuple[str, ...]) -> list[tuple[str, str]]:
 def matrix_columns(snapshot: ClusterSnapshot) -> tuple[Column, ...]:
     """The presence matrix's columns: the slot, then one per member."""
     members = slot_presence(snapshot, ()).members
-    return (Column("slot", "Permanent slot"), *(Column(key, name) for name, key in _member_keys(members)))
+    return (
+        Column("slot", "Permanent slot"),
+        *(Column(key, fit_name(name, members, NAME_WIDTH)) for name, key in _member_keys(members)),
+    )
 
 
 def matrix_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:

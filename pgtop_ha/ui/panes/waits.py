@@ -11,10 +11,10 @@ from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.waits import kind, window
 from pgtop_ha.ui.format import count, shown, sparkline
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell, num
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell, name_column, num
 
 COLUMNS = (
-    Column("node", "Node"),
+    name_column("node", "Node"),
     Column("kind", "Kind"),
     Column("class", "Class"),
     Column("event", "Event"),

@@ -19,7 +19,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist, RowKey
 
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.format import shown
+from pgtop_ha.ui.format import fit_name, shown
 from pgtop_ha.ui.panes.base import Cell, Column, Row, SortValue, ordered
 
 
@@ -116,6 +116,7 @@ class KeyedTable(DataTable[CellText]):
         self._order: list[str] = []
         self._sort: tuple[str, bool] | None = None
         self._styles: LevelStyles = {}
+        self._names: tuple[str, ...] = ()  # the members' names that names columns tell apart
         self.touched = 0  # cells written since mount: tests and benchmarks read it
         self.clock: Callable[[], float] = time.monotonic  # when a column may narrow (tests set it)
         self._narrow_since: dict[str, float] = {}  # column -> since when it is wider than needed
@@ -335,11 +336,21 @@ class KeyedTable(DataTable[CellText]):
         self._styles = styles
         self._shown = {key: (None, ()) for key in self._shown}  # force a rewrite of every cell
 
+    def use_names(self, names: tuple[str, ...]) -> None:
+        """Tell apart these members' names in names columns; new names redraw every cell."""
+        if names != self._names:
+            self._names = names
+            if any(col.names for col in self._cols):
+                self._shown = {key: (None, ()) for key in self._shown}
+
     def _make(self, c: Cell, col: Column, order: int) -> CellText:
         # The one place a cell becomes text: server strings are cleaned here, and a Text is
         # never parsed as markup.
         style = self._styles.get(c.level) if c.level is not None else None
-        text = shown(c.text, col.width) if col.width else shown(c.text)
+        if col.names and col.width:
+            text = fit_name(c.text, self._names, col.width)
+        else:
+            text = shown(c.text, col.width) if col.width else shown(c.text)
         t = CellText(text, style=style or "", justify="right" if col.right else "left", end="")
         t.no_wrap = True
         t.sort_key = c.sort_key()

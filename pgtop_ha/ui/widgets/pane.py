@@ -102,8 +102,10 @@ class Pane(Vertical):
         self._shown_snapshot = snapshot
         self._version = version
         written = 0
+        names = ctx.names(snapshot)
         for spec in self.specs:
             table = self.tables[spec.id]
+            table.use_names(names)
             rows = [r for r in spec.rows(snapshot, ctx) if matches(r, node_filter)]
             columns = spec.dynamic_columns(snapshot) if spec.dynamic_columns else None
             written += table.apply(rows, columns)
