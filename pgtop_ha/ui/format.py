@@ -50,7 +50,7 @@ def shown(text: str, limit: int = MAX_TEXT) -> str:
 # other columns leave when a node is slow ("REST+PG slow 12s") and a lag is in MiB.
 NAME_ROOM = 11
 # Where a member's name may be cut: a Kubernetes pod's "-0", a host's "-1a-01" or ".example.com".
-_NAME_BREAKS = frozenset("-_.")
+_NAME_BREAKS = "-_."
 
 
 def fit_name(name: str, names: Sequence[str], room: int) -> str:
@@ -64,15 +64,17 @@ def fit_name(name: str, names: Sequence[str], room: int) -> str:
 @functools.lru_cache(maxsize=64)  # the same few names each second, in several tables
 def _fit_names(names: tuple[str, ...], room: int) -> dict[str, str]:
     clean = {raw: shown(raw) for raw in names}
-    out = {raw: _fit_one(name, [clean[o] for o in names if o != raw], room) for raw, name in clean.items()}
-    # What a cut name still shows may be part of another name too ("…central-1a-01" of
-    # eu-central and us-central): that one keeps each part that differs ("…eu…1a-01").
-    for raw, label in out.items():
+    out = {}
+    for raw, name in clean.items():
         others = [clean[o] for o in names if o != raw]
-        if label != clean[raw] and any(label.strip("…") in o for o in others):
-            parts = _parts(clean[raw], others)
-            if len(parts) <= room:
-                out[raw] = parts  # else the cut name is the best that fits
+        label = _fit_one(name, others, room)
+        # What a cut name still shows may be part of another name too ("…central-1a-01" of
+        # eu-central and us-central): that one keeps each part that differs ("…eu…1a-01"),
+        # if that fits; else the cut name is the best that does.
+        if label != name and any(label.strip("…") in o for o in others):
+            parts = _parts(name, others)
+            label = parts if len(parts) <= room else label
+        out[raw] = label
     return out
 
 
@@ -82,9 +84,9 @@ def _parts(name: str, others: list[str]) -> str:
     text = ""
     for i, part in enumerate(_split(name)):
         if any(len(t) <= i or t[i] != part for t in theirs):
-            text += part.lstrip("-_.") if text.endswith("…") else part
+            text += part.lstrip(_NAME_BREAKS) if text.endswith("…") else part
         elif not text.endswith("…"):
-            text = text.rstrip("-_.") + "…"  # a break beside "…" says nothing
+            text = text.rstrip(_NAME_BREAKS) + "…"  # a break beside "…" says nothing
     return text
 
 

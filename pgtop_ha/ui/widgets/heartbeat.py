@@ -51,7 +51,9 @@ def heartbeat_text(
 ) -> Text:
     """The header as rich text; ``styles`` maps ok/warn/crit/badge names to theme styles.
 
-    With ``width``, the usual cadence ("every 1s") is left out rather than cut when the rest fills it.
+    With ``width``, what the line can spare gives way first (``_narrower``: the mode's reason, a
+    long cluster name, the brand, members' names), and the usual cadence ("every 1s") is left
+    out rather than cut when the rest fills it.
     """
 
     # Names, the filter and the note (an error's text) come from servers or users: each goes
