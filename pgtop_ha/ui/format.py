@@ -8,6 +8,7 @@ a server's string goes through ``shown`` (no control characters, bounded length)
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 
 from pgtop_ha.models.health import human_bytes as _human_bytes
@@ -51,6 +52,7 @@ def shown(text: str, limit: int = MAX_TEXT) -> str:
 NAME_ROOM = 11
 # Where a member's name may be cut: a Kubernetes pod's "-0", a host's "-1a-01" or ".example.com".
 _NAME_BREAKS = "-_."
+_PARTS = re.compile(r"[^-_.]*[-_.]|[^-_.]+")
 
 
 def fit_name(name: str, names: Sequence[str], room: int) -> str:
@@ -92,13 +94,7 @@ def _parts(name: str, others: list[str]) -> str:
 
 def _split(name: str) -> list[str]:
     # Each part with the break after it: "pg-prod-1" -> ["pg-", "prod-", "1"].
-    parts, part = [], ""
-    for c in name:
-        part += c
-        if c in _NAME_BREAKS:
-            parts.append(part)
-            part = ""
-    return [*parts, part] if part else parts
+    return _PARTS.findall(name)
 
 
 def _fit_one(name: str, others: list[str], room: int) -> str:
@@ -134,12 +130,8 @@ def _fit_one(name: str, others: list[str], room: int) -> str:
 
 
 def _shared(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
+    # How many leading characters two names share (os.path.commonprefix is for paths: RUF071).
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def _int64(value: object) -> bool:

@@ -84,20 +84,18 @@ def heartbeat_text(
                 t.append(f" (no data for {age(late)})", styles.get("crit"))
         return t
 
-    fit = _Fit()
-    t = lead(fit)
+    t = lead(_Fit())
     if snapshot is not None:
-        nodes = _freshness(snapshot, now, thresholds, styles, compact=False)
+        nodes = _freshness(snapshot, now, thresholds, styles, _Fit())
         if width is not None and t.cell_len + nodes.cell_len > width:
             # At 80 columns a node frozen in a failure test pushed the last node out ("node3…"),
             # and a cluster's own names ("pg-prod-eu-central-1a-01") every node but the first.
             # Each node's freshness is what the line is for: what it can spare goes first.
-            names = member_names(snapshot)
             t, nodes = _narrower(
-                lambda f: (lead(f), _nodes(snapshot, now, thresholds, styles, f)),
+                lambda f: (lead(f), _freshness(snapshot, now, thresholds, styles, f)),
                 width,
                 snapshot.cluster.name or "",
-                names,
+                member_names(snapshot),
             )
         t.append_text(nodes)
     fast = cadence is not None and cadence < interval - 1e-9
@@ -160,27 +158,19 @@ def _name_room(room: int) -> int:
     return room if room >= NAME_MIN else NAME_ROOM
 
 
-def _nodes(
-    snapshot: ClusterSnapshot, now: datetime, thresholds: Thresholds, styles: Mapping[str, Style], fit: _Fit
-) -> Text:
-    return _freshness(snapshot, now, thresholds, styles, compact=fit.compact, room=fit.names)
-
-
 def _freshness(
     snapshot: ClusterSnapshot,
     now: datetime,
     thresholds: Thresholds,
     styles: Mapping[str, Style],
-    *,
-    compact: bool,
-    room: int = 64,
+    fit: _Fit,
 ) -> Text:
-    gap, space = (" ", "") if compact else ("  ", " ")
+    gap, space = (" ", "") if fit.compact else ("  ", " ")
     t = Text()
     names = member_names(snapshot)
     for name in names:
         level, since = node_freshness(snapshot, name, now, thresholds)
-        label = fit_name(name, names, room)
+        label = fit_name(name, names, fit.names)
         t.append(gap)
         if level is Level.OK:
             t.append(f"{label} ✔", styles.get("ok"))

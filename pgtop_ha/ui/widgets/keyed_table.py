@@ -334,14 +334,18 @@ class KeyedTable(DataTable[CellText]):
     def use_level_styles(self, styles: LevelStyles) -> None:
         """Use these styles for OK/WARN/CRIT and redraw every cell with them."""
         self._styles = styles
-        self._shown = {key: (None, ()) for key in self._shown}  # force a rewrite of every cell
+        self._rewrite_all()
 
     def use_names(self, names: tuple[str, ...]) -> None:
         """Tell apart these members' names in names columns; new names redraw every cell."""
         if names != self._names:
             self._names = names
             if any(col.names for col in self._cols):
-                self._shown = {key: (None, ()) for key in self._shown}
+                self._rewrite_all()
+
+    def _rewrite_all(self) -> None:
+        # The next apply() compares and writes every cell, even of rows shown as they are.
+        self._shown = {key: (None, ()) for key in self._shown}
 
     def _make(self, c: Cell, col: Column, order: int) -> CellText:
         # The one place a cell becomes text: server strings are cleaned here, and a Text is
