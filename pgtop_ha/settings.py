@@ -140,6 +140,19 @@ class HAProxySettings(TLSSettings):
         ("reader", "replica", "standby", "ro"), description="Backend names (substrings) of readers."
     )
     timeout: float = Field(2.0, gt=0, le=60, description="Seconds per stats request.")
+    members: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=256,
+        description='Server name to Patroni member, for servers not named as members: {"pg-a" = "node1"}.',
+    )
+
+    @field_validator("members")
+    @classmethod
+    def _members(cls, value: dict[str, str]) -> dict[str, str]:
+        for server, member in value.items():
+            if not server.strip() or not member.strip():
+                raise ValueError('an empty server or member name; write "server" = "member"')
+        return value
 
     @field_validator("url")
     @classmethod

@@ -16,7 +16,7 @@ from pgtop_ha.models.snapshot import HAProxyServer
 
 AGGREGATES = frozenset({"FRONTEND", "BACKEND"})
 _REQUIRED = ("pxname", "svname", "status")
-_COLUMNS_READ = (*_REQUIRED, "check_status", "check_code", "scur", "stot", "lastchg", "weight")
+_COLUMNS_READ = (*_REQUIRED, "check_status", "check_code", "scur", "stot", "lastchg", "weight", "addr")
 _MAX_STATS_BYTES = 8 * 1024 * 1024
 _READ_SIZE = 64 * 1024
 # `show stat <proxy> <type> <server>`: every proxy (-1), servers only (type 4), every server (-1).
@@ -72,6 +72,7 @@ def parse_stat_csv(text: str) -> tuple[HAProxyServer, ...]:
                 sessions_total=as_int(_cell(cells, at, "stot")),
                 last_change_s=as_int(_cell(cells, at, "lastchg")),
                 weight=as_int(_cell(cells, at, "weight")),
+                addr=_cell(cells, at, "addr"),
             )
         )
     return tuple(servers)

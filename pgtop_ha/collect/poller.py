@@ -42,6 +42,7 @@ from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.collect.tls import context_maker
 from pgtop_ha.models.health import Routing, routing
 from pgtop_ha.models.needs import Needs
+from pgtop_ha.models.servers import joined
 from pgtop_ha.models.snapshot import (
     ClusterInfo,
     ClusterSnapshot,
@@ -329,7 +330,7 @@ class Poller:
             cluster=info,
             members=tuple(members),
             nodes=tuple(nodes),
-            haproxy=self._haproxy_state(),
+            haproxy=self._haproxy_state(members),
             history=self.membership.history,
             patroni_config=self.membership.config,
             errors=tuple(errors),
@@ -389,12 +390,14 @@ class Poller:
             )
         return base.model_copy(update=update)
 
-    def _haproxy_state(self) -> HAProxyState:
+    def _haproxy_state(self, members: Iterable[Member]) -> HAProxyState:
         if self._haproxy is None:
             return HAProxyState(error="not configured; give --haproxy URL|SOCKET")
         reading = self._haproxy.reading()
+        names = {m.name for m in members}
+        servers = joined(reading.value or (), names, self._settings.haproxy.members, self.membership.locate)
         return HAProxyState(
-            servers=reading.value or (),
+            servers=servers,
             error=reading.error,
             last_ok_at=reading.last_ok_at,
             slow_s=reading.slow_s,

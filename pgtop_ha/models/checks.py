@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from pgtop_ha.models.health import Pools, is_leader, is_up, member_state, node_state
 from pgtop_ha.models.roles import is_standby_leader
+from pgtop_ha.models.servers import known_names, member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot
 
 ROLE_GRACE_S = 10.0  # Patroni's role against pg_is_in_recovery(), timelines: normal in a switchover
@@ -42,11 +43,11 @@ def leader_of(snap: ClusterSnapshot) -> str | None:
 
 
 def writer_pool(snap: ClusterSnapshot, pools: Pools) -> list[str] | None:
-    """Servers UP in HAProxy's writer pool (sorted); None when HAProxy has no writer data."""
+    """Members UP in HAProxy's writer pool (sorted); None when HAProxy has no writer data."""
     servers = [s for s in snap.haproxy.servers if pools.kind(s.proxy) == "writer"]
     if not servers:
         return None
-    return sorted({s.server for s in servers if is_up(s)})
+    return sorted({member_of(s) for s in servers if is_up(s)})
 
 
 def writes_ok(snap: ClusterSnapshot, pools: Pools) -> bool | None:
@@ -54,6 +55,8 @@ def writes_ok(snap: ClusterSnapshot, pools: Pools) -> bool | None:
     up = writer_pool(snap, pools)
     if up is None or not snap.cluster.reachable:
         return None  # no HAProxy data, or the leader is unknown this cycle
+    if any(name not in known_names(snap) for name in up):
+        return None  # a server that is no known member: where writes go is not known
     leader = leader_of(snap)
     return leader is not None and up == [leader]
 
@@ -114,7 +117,10 @@ def _writer_checks(snap: ClusterSnapshot, pools: Pools) -> list[Check]:
     if not up:
         out.append(Check("writer:none", "HAProxy writer pool routes to no server"))
     elif snap.cluster.reachable:  # whether it routes to the leader needs the leader
-        wrong = [s for s in up if s != leader]
+        # A server that is no known member is its own warning (health's "unjoined"), not a
+        # wrong writer: on a healthy cluster it would be a false alarm.
+        known = known_names(snap)
+        wrong = [s for s in up if s != leader and s in known]
         if wrong:
             who = f"not the leader {leader}" if leader else "and there is no leader"
             out.append(Check("writer:wrong", f"HAProxy writer pool routes to {', '.join(wrong)}, {who}"))

@@ -22,6 +22,7 @@ from pgtop_ha.models.health import (
     node_state,
     source_state,
 )
+from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member
 
 # Where an event comes from: which source saw it, or who made it.
@@ -163,7 +164,8 @@ def _haproxy_facts(snap: ClusterSnapshot) -> Iterable[tuple[Key, Fact]]:
     for srv in h.servers:
         label = f"HAProxy {srv.proxy}/{srv.server}"
         word = _state_word(srv.status)
-        fact = Fact(word, "haproxy", "haproxy", node=srv.server, scope="haproxy", label=label)
+        node = member_of(srv)
+        fact = Fact(word, "haproxy", "haproxy", node=node, scope="haproxy", label=label)
         yield ("haproxy", srv.proxy, srv.server), fact
 
 

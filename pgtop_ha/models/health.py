@@ -10,6 +10,7 @@ from typing import Literal
 
 from pgtop_ha.models.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
+from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HAProxyServer, Member, NodeSnapshot, Slot
 from pgtop_ha.models.thresholds import Level, Thresholds
 
@@ -139,12 +140,13 @@ def routing(servers: Iterable[HAProxyServer]) -> Routing:
 
 
 def routes(snapshot: ClusterSnapshot, pools: Pools, kind: str) -> dict[str, HAProxyServer]:
-    """The servers of the ``kind`` pool by server name (the member name in a standard setup)."""
+    """The servers of the ``kind`` pool by the member each one is (models/servers.py)."""
     out: dict[str, HAProxyServer] = {}
     for srv in snapshot.haproxy.servers:
         # Several backends of one pool may list one member: keep the UP one.
-        if pools.kind(srv.proxy) == kind and (srv.server not in out or is_up(srv)):
-            out[srv.server] = srv
+        name = member_of(srv)
+        if pools.kind(srv.proxy) == kind and (name not in out or is_up(srv)):
+            out[name] = srv
     return out
 
 
@@ -268,6 +270,7 @@ def cluster_problems(
         out.append(Problem(Level.CRIT, None, "HAProxy writer UP on " + ", ".join(up_writers), key="writers"))
     if snapshot.haproxy.error:
         out.append(Problem(Level.WARN, None, f"HAProxy stats: {snapshot.haproxy.error}", key="haproxy stats"))
+    out.extend(_unjoined(snapshot, pools))
     if snapshot.cluster.pause:
         out.append(Problem(Level.WARN, None, "cluster in maintenance mode (paused)"))
     for name in names:
@@ -284,6 +287,27 @@ def cluster_problems(
     out.extend(Problem(f.level, None, f.text) for f in pooler_findings(snapshot))
     out.extend(Problem(Level.WARN, None, e) for e in snapshot.errors)
     return sorted(out, key=lambda p: -p.level)
+
+
+def _unjoined(snapshot: ClusterSnapshot, pools: Pools) -> list[Problem]:
+    # Only once Patroni has named its members: before that every server would be "unknown".
+    if not snapshot.members or not snapshot.cluster.reachable:
+        return []
+    pooled = [s for s in snapshot.haproxy.servers if pools.kind(s.proxy) is not None]
+    strangers = unjoined(pooled, known_names(snapshot))
+    if not strangers:
+        return []
+    which = ", ".join(strangers[:3]) + (f" (+{len(strangers) - 3})" if len(strangers) > 3 else "")
+    servers = "1 server is" if len(strangers) == 1 else f"{len(strangers)} servers are"
+    return [
+        Problem(
+            Level.WARN,
+            None,
+            f"HAProxy: {servers} no Patroni member, routing not joined to roles; {UNJOINED_FIX}: {which}",
+            "HAProxy servers unjoined",
+            key="haproxy unjoined",
+        )
+    ]
 
 
 def patroni_view(snapshot: ClusterSnapshot) -> PatroniView:

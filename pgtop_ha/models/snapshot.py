@@ -424,6 +424,9 @@ class HAProxyServer(Bounded):
     sessions_total: int | None = None
     last_change_s: int | None = None
     weight: int | None = None
+    addr: str | None = None  # "host:port"; HAProxy shows it with `stats show-legends` or level operator
+    # The Patroni member this server is, when its own name is not the member's (models/servers.py).
+    member: str | None = None
 
 
 class HAProxyState(Bounded):

@@ -77,3 +77,11 @@ def test_fuzz_truncated_and_garbled(cut: int, junk: str) -> None:
         return
     # Whatever survives a cut is a server line of the original answer's proxies.
     assert all(isinstance(s, HAProxyServer) for s in servers)
+
+
+def test_server_address_when_haproxy_shows_it() -> None:
+    # `stats show-legends` (or a socket at level operator) fills `addr`; otherwise it is empty.
+    text = "# pxname,svname,status,addr,\nbe,postgresql_10.0.0.11_5432,UP,10.0.0.11:5432,\nbe,b,DOWN,,\n"
+    shown, hidden = parse_stat_csv(text)
+    assert shown.addr == "10.0.0.11:5432"
+    assert hidden.addr is None

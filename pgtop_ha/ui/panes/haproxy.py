@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 from pgtop_ha.models.health import is_leader, is_up
+from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, age_step, count
@@ -36,9 +37,10 @@ COLUMNS = (
 
 def server_level(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer) -> Level:
     """Is this server's status what its pool expects of its member's Patroni role?"""
-    leader = is_leader(snapshot.member(srv.server))
-    known = snapshot.member(srv.server) is not None
-    node = snapshot.node(srv.server)
+    name = member_of(srv)
+    leader = is_leader(snapshot.member(name))
+    known = snapshot.member(name) is not None
+    node = snapshot.node(name)
     up = is_up(srv)
     status = (srv.status or "").upper()
     if kind == "writer":
@@ -82,6 +84,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     kind,
                     level,
                     srv.server,
+                    srv.member,
                     srv.status,
                     srv.check_status,
                     srv.sessions,
@@ -130,6 +133,7 @@ def _server_row(
     kind: str | None,
     level: Level,
     server: str,
+    member: str | None,  # when the server is not named as its member (models/servers.py)
     status: str | None,
     check_status: str | None,
     sessions: int | None,
@@ -138,11 +142,12 @@ def _server_row(
 ) -> Row:
     return Row(
         key=f"{proxy}|{server}",
-        node=server,
+        node=member or server,
         cells={
             "pool": cell(kind or "other"),
             "backend": cell(proxy),
-            "server": cell(server),
+            # The member's name, as everywhere else on screen; HAProxy's own is in the events.
+            "server": cell(member or server),
             "health": state(level),
             "status": cell(status or "?", level if level > Level.OK else None),
             "check": cell(check_status or "-"),

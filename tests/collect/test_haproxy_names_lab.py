@@ -1,0 +1,148 @@
+"""A real HAProxy whose servers are named as in Patroni's example config, in front of the lab.
+
+The lab's own HAProxy names its servers as the members (node1…), which hid this: on a cluster
+configured from Patroni's example (`server postgresql_10.0.0.11_5432 …`) the console said
+"HAProxy writer pool routes to postgresql_…, not the leader" on a healthy cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pgtop_ha.collect.poller import Poller
+from pgtop_ha.lab import configs, procs
+from pgtop_ha.lab.cluster import Lab
+from pgtop_ha.lab.layout import NODE_NAMES
+from pgtop_ha.lab.tools import find_tools
+from pgtop_ha.models.checks import disagreements, writes_ok
+from pgtop_ha.models.health import Pools, cluster_problems, routes
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.settings import Settings
+
+pytestmark = pytest.mark.lab
+
+
+def _second_haproxy_cfg(lab: Lab, socket: Path) -> tuple[str, str, str]:
+    """The lab's HAProxy config, servers named as Patroni's example names them, on other ports.
+
+    Returns the config and two stats URLs: one with `stats show-legends` (addresses shown), one
+    without (HAProxy's default: no addresses).
+    """
+    layout = lab.layout
+    text = configs.haproxy_cfg(layout)
+    text = re.sub(r"server (node\d) 127\.0\.0\.1:(\d+)", r"server postgresql_127.0.0.1_\2 127.0.0.1:\2", text)
+    text = re.sub(r"stats socket \S+ ", f"stats socket {socket} ", text)
+    text = text.replace(f"127.0.0.1:{layout.writer_port}\n", f"127.0.0.1:{layout.base_port + 36}\n")
+    text = text.replace(f"127.0.0.1:{layout.reader_port}\n", f"127.0.0.1:{layout.base_port + 37}\n")
+    legends, plain = layout.base_port + 38, layout.base_port + 39
+    text = text.replace(
+        f"    bind 127.0.0.1:{layout.stats_port}\n",
+        f"    bind 127.0.0.1:{legends}\n    stats show-legends\n",
+    )
+    plain_stats = ("listen plain_stats", "    mode http", f"    bind 127.0.0.1:{plain}", "    stats enable")
+    text += "\n" + "\n".join((*plain_stats, "    stats uri /stats", ""))
+    assert "server node" not in text and "show-legends" in text
+    return text, f"http://127.0.0.1:{legends}/stats", f"http://127.0.0.1:{plain}/stats"
+
+
+@pytest.fixture
+def example_haproxy(lab: Lab, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A second, real HAProxy in front of the lab's nodes; its two stats URLs. Ended by PID."""
+    cfg_text, legends, plain = _second_haproxy_cfg(lab, tmp_path / "haproxy.sock")
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(cfg_text)
+    haproxy = str(find_tools().haproxy)
+    check = subprocess.run([haproxy, "-c", "-f", str(cfg)], capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    log = (tmp_path / "haproxy.log").open("wb")
+    proc = subprocess.Popen([haproxy, "-db", "-f", str(cfg)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield legends, plain
+    finally:
+        procs.terminate([proc.pid], grace=5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        log.close()
+
+
+def _settings(base: Settings, url: str, members: dict[str, str] | None = None) -> Settings:
+    update: dict[str, object] = {"url": url, "socket": None}
+    if members is not None:
+        update["members"] = members
+    haproxy = base.haproxy.model_copy(update=update)
+    return base.model_copy(update={"haproxy": haproxy})
+
+
+async def _until(poller: Poller, check: Callable[[ClusterSnapshot], bool], what: str) -> ClusterSnapshot:
+    deadline = time.monotonic() + 30
+    snap = await poller.cycle(budget=2.0)
+    while not check(snap):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} not seen within 30 s: {snap.haproxy}, errors {snap.errors}")
+        await asyncio.sleep(0.5)  # pacing between polls, not synchronisation
+        snap = await poller.cycle(budget=2.0)
+    return snap
+
+
+def _writer_up(snap: ClusterSnapshot) -> bool:
+    return any(s.proxy == "pg_writer" and (s.status or "").startswith("UP") for s in snap.haproxy.servers)
+
+
+async def test_servers_joined_by_the_addresses_haproxy_shows(
+    lab_settings: Settings, example_haproxy: tuple[str, str]
+) -> None:
+    legends, _ = example_haproxy
+    settings = _settings(lab_settings, legends)
+    pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
+    poller = Poller.from_settings(settings)
+    try:
+        snap = await _until(poller, lambda s: _writer_up(s) and s.cluster.leader is not None, "a writer UP")
+    finally:
+        await poller.aclose()
+    assert all(s.server.startswith("postgresql_127.0.0.1_") for s in snap.haproxy.servers)
+    assert {s.member for s in snap.haproxy.servers} == set(NODE_NAMES)
+    up = [name for name, srv in routes(snap, pools, "writer").items() if (srv.status or "").startswith("UP")]
+    assert up == [snap.cluster.leader]
+    assert writes_ok(snap, pools) is True
+    assert [c.key for c in disagreements(snap, pools) if c.key.startswith("writer")] == []
+    keys = [p.key for p in cluster_problems(snap, settings.thresholds, pools, snap.taken_at)]
+    assert "haproxy unjoined" not in keys
+
+
+async def test_servers_without_addresses_are_said_then_mapped(
+    lab_settings: Settings, example_haproxy: tuple[str, str]
+) -> None:
+    _, plain = example_haproxy
+    settings = _settings(lab_settings, plain)
+    pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
+    poller = Poller.from_settings(settings)
+    try:
+        snap = await _until(poller, lambda s: _writer_up(s) and bool(s.members), "a writer UP")
+    finally:
+        await poller.aclose()
+    assert all(s.addr is None and s.member is None for s in snap.haproxy.servers)
+    problems = cluster_problems(snap, settings.thresholds, pools, snap.taken_at)
+    unjoined = [p.text for p in problems if p.key == "haproxy unjoined"]
+    assert len(unjoined) == 1 and "[haproxy] members" in unjoined[0]
+    # No false alarm: the writer is not said to be wrong, and writes are not said to be down.
+    assert [c.key for c in disagreements(snap, pools) if c.key.startswith("writer")] == []
+    assert writes_ok(snap, pools) is None
+
+    ports = {m.name: m.port for m in snap.members}
+    mapped = {f"postgresql_127.0.0.1_{port}": name for name, port in ports.items()}
+    settings = _settings(lab_settings, plain, mapped)
+    poller = Poller.from_settings(settings)
+    try:
+        snap = await _until(poller, lambda s: _writer_up(s) and s.cluster.leader is not None, "a writer UP")
+    finally:
+        await poller.aclose()
+    assert writes_ok(snap, pools) is True
+    assert {s.member for s in snap.haproxy.servers} == set(NODE_NAMES)
