@@ -290,24 +290,52 @@ def cluster_problems(
 
 
 def _unjoined(snapshot: ClusterSnapshot, pools: Pools) -> list[Problem]:
+    """HAProxy answered, but its routing cannot be read against Patroni's roles: what to set."""
     # Only once Patroni has named its members: before that every server would be "unknown".
-    if not snapshot.members or not snapshot.cluster.reachable:
+    servers = snapshot.haproxy.servers
+    if not servers or not snapshot.members or not snapshot.cluster.reachable:
         return []
-    pooled = [s for s in snapshot.haproxy.servers if pools.kind(s.proxy) is not None]
-    strangers = unjoined(pooled, known_names(snapshot))
-    if not strangers:
-        return []
-    which = ", ".join(strangers[:3]) + (f" (+{len(strangers) - 3})" if len(strangers) > 3 else "")
-    servers = "1 server is" if len(strangers) == 1 else f"{len(strangers)} servers are"
-    return [
-        Problem(
-            Level.WARN,
-            None,
-            f"HAProxy: {servers} no Patroni member, routing not joined to roles; {UNJOINED_FIX}: {which}",
-            "HAProxy servers unjoined",
-            key="haproxy unjoined",
+    known = known_names(snapshot)
+    pooled = [s for s in servers if pools.kind(s.proxy) is not None]
+    # A backend of members that is no pool (Patroni's example calls its one pool by the scope,
+    # `listen batman`), or every backend when none is a pool: the Route column would stay empty.
+    loose = sorted(
+        {s.proxy for s in servers if pools.kind(s.proxy) is None and (member_of(s) in known or not pooled)}
+    )
+    out: list[Problem] = []
+    if loose:
+        out.append(
+            Problem(
+                Level.WARN,
+                None,
+                f"HAProxy backend {_some(loose)} is no writer or reader pool, routing not judged; "
+                "add it to [haproxy] writer_backends or reader_backends"
+                if len(loose) == 1
+                else f"HAProxy backends {_some(loose)} are no writer or reader pools, routing not "
+                "judged; add them to [haproxy] writer_backends or reader_backends",
+                "HAProxy backend no pool",
+                key="haproxy pools",
+            )
         )
-    ]
+    strangers = unjoined(pooled, known)
+    if strangers:
+        servers_are = "1 server is" if len(strangers) == 1 else f"{len(strangers)} servers are"
+        out.append(
+            Problem(
+                Level.WARN,
+                None,
+                f"HAProxy: {servers_are} no Patroni member, routing not joined to roles; "
+                f"{UNJOINED_FIX}: {_some(strangers)}",
+                "HAProxy servers unjoined",
+                key="haproxy unjoined",
+            )
+        )
+    return out
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    more = f" (+{len(names) - shown})" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def patroni_view(snapshot: ClusterSnapshot) -> PatroniView:

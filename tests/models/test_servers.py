@@ -82,6 +82,13 @@ def test_joined_by_address_routes_like_member_names() -> None:
     assert writes_ok(snap, POOLS) is True
     assert disagreements(snap, POOLS) == []
     assert cluster_problems(snap, T, POOLS, snap.taken_at) == []
+    # Two backends of members, neither a pool: said in one line.
+    both = backends_named(healthy(), {"pg_writer": "batman", "pg_reader": "robin"})
+    texts = [p.text for p in cluster_problems(both, T, POOLS, both.taken_at) if p.key == "haproxy pools"]
+    assert texts == [
+        "HAProxy backends batman, robin are no writer or reader pools, routing not judged; "
+        "add them to [haproxy] writer_backends or reader_backends"
+    ]
 
 
 def test_joined_by_the_users_map_before_anything_else() -> None:
@@ -151,3 +158,39 @@ def test_hostile_addr_is_no_crash() -> None:
     srv = HAProxyServer(proxy="pg_writer", server="x", addr="\x1b[2J:5432")
     assert split_addr(srv.addr)[1] == 5432
     assert join(healthy()).haproxy.servers  # unchanged
+
+
+def backends_named(snap: ClusterSnapshot, names: dict[str, str]) -> ClusterSnapshot:
+    """``snap`` with HAProxy's backends renamed (old name to new)."""
+    servers = tuple(s.model_copy(update={"proxy": names.get(s.proxy, s.proxy)}) for s in snap.haproxy.servers)
+    return snap.model_copy(update={"haproxy": snap.haproxy.model_copy(update={"servers": servers})})
+
+
+def test_a_backend_of_members_that_is_no_pool_is_said() -> None:
+    # Patroni's example config has one pool, named after the scope: `listen batman`.
+    snap = backends_named(healthy(), {"pg_writer": "batman"})
+    problems = cluster_problems(snap, T, POOLS, snap.taken_at)
+    (problem,) = [p for p in problems if p.key == "haproxy pools"]
+    assert problem.text.startswith("HAProxy backend batman is no writer or reader pool")
+    assert "[haproxy] writer_backends" in problem.text
+    assert writes_ok(snap, POOLS) is None
+    # Named in the settings, it is a pool again, and nothing is said.
+    batman = Pools(("batman",), POOLS.reader)
+    assert writes_ok(snap, batman) is True
+    assert cluster_problems(snap, T, batman, snap.taken_at) == []
+
+
+def test_a_backend_of_other_servers_is_left_alone() -> None:
+    app = HAProxyServer(proxy="app_http", server="web1", status="UP")
+    snap = healthy()
+    snap = snap.model_copy(
+        update={"haproxy": snap.haproxy.model_copy(update={"servers": (*snap.haproxy.servers, app)})}
+    )
+    assert cluster_problems(snap, T, POOLS, snap.taken_at) == []
+    # Two backends of members, neither a pool: said in one line.
+    both = backends_named(healthy(), {"pg_writer": "batman", "pg_reader": "robin"})
+    texts = [p.text for p in cluster_problems(both, T, POOLS, both.taken_at) if p.key == "haproxy pools"]
+    assert texts == [
+        "HAProxy backends batman, robin are no writer or reader pools, routing not judged; "
+        "add them to [haproxy] writer_backends or reader_backends"
+    ]
