@@ -216,8 +216,14 @@ class Membership:
 
     def locate(self, addr: str | None, port: int | None) -> str | None:
         """The member whose PostgreSQL listens at ``addr``:``port`` (a probe's answering server)."""
-        known = tuple((slot.name, slot.pg_host, slot.pg_port) for slot in self.members.values())
-        return member_at(known, addr, port)
+        known = [(slot.name, slot.pg_host, slot.pg_port) for slot in self.members.values()]
+        # A member known by a host name is also known by the address its server answered on.
+        known += [
+            (slot.name, slot.node.server_addr, slot.pg_port)
+            for slot in self.members.values()
+            if slot.node is not None and slot.node.server_addr not in (None, slot.pg_host)
+        ]
+        return member_at(tuple(known), addr, port)
 
     def _add_root(self, url: str) -> None:
         reason = refusal(self._rest_hosts, host_of(url), "patroni")

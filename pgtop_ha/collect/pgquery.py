@@ -30,7 +30,8 @@ select current_setting('server_version_num')::int as version,
        to_regclass('pg_catalog.pg_stat_progress_copy') is not null as progress_copy,
        to_regclass('pg_catalog.pg_stat_replication_slots') is not null as replication_slot_stats,
        to_regclass('pg_catalog.pg_stat_subscription_stats') is not null as subscription_stats,
-       (select setting::bigint from pg_settings where name = 'wal_segment_size') as wal_segment_size
+       (select setting::bigint from pg_settings where name = 'wal_segment_size') as wal_segment_size,
+       host(inet_server_addr()) as server_addr
 """
 
 
@@ -52,6 +53,9 @@ class Capabilities:
     replication_slot_stats: bool = False
     subscription_stats: bool = False
     wal_segment_size: int | None = None
+    # The address the server took this connection on (None over a unix socket): a member named
+    # by a host name is still found by the address HAProxy or a pooler shows (models/servers.py).
+    server_addr: str | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> Capabilities:
@@ -71,6 +75,7 @@ class Capabilities:
             replication_slot_stats=bool(row["replication_slot_stats"]),
             subscription_stats=bool(row["subscription_stats"]),
             wal_segment_size=row["wal_segment_size"],
+            server_addr=row.get("server_addr"),
         )
 
     @property

@@ -226,6 +226,8 @@ class NodeReader:
         self._proc = proc
         self._conn: asyncpg.Connection | None = None
         self._caps: Capabilities | None = None
+        # The address the server took the last connection on, kept while it is down.
+        self.server_addr: str | None = None
         self._sql: str | None = None
         self._sql_pending: str | None = None
         self._sql_full: str | None = None  # remote memory through pg_read_file, when it can
@@ -393,6 +395,7 @@ class NodeReader:
                 conn.terminate()
                 raise
             self._conn, self._caps = conn, caps
+            self.server_addr = caps.server_addr or self.server_addr
             self._build_sql(caps)
             self._memory.clear()
             self._full_at = None

@@ -57,15 +57,18 @@ def step(run: ProbeRun, at: datetime, error: str | None, member: str | None = No
 def member_at(
     members: tuple[tuple[str, str | None, int | None], ...], addr: str | None, port: int | None
 ) -> str | None:
-    """The member (name, host, port) listening at ``addr``:``port``; by port alone when unique."""
+    """The member (name, host, port) listening at ``addr``:``port``; by port alone when unique.
+
+    A member may be listed more than once (by its host name and by its address).
+    """
     if port is None:
         return None
-    same_port = [name for name, _, p in members if p == port]
-    exact = [name for name, host, p in members if p == port and host is not None and host == addr]
+    same_port = {name for name, _, p in members if p == port}
+    exact = {name for name, host, p in members if p == port and host is not None and host == addr}
     if len(exact) == 1:
-        return exact[0]
+        return next(iter(exact))
     if len(same_port) == 1:
-        return same_port[0]  # host names vs addresses: the port alone tells them apart
+        return next(iter(same_port))  # host names vs addresses: the port alone tells them apart
     return None
 
 

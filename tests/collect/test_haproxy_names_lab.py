@@ -146,3 +146,17 @@ async def test_servers_without_addresses_are_said_then_mapped(
         await poller.aclose()
     assert writes_ok(snap, pools) is True
     assert {s.member for s in snap.haproxy.servers} == set(NODE_NAMES)
+
+
+async def test_each_node_knows_the_address_its_server_answered_on(lab_settings: Settings) -> None:
+    # What joins a member named by a host name (pg1.example.com) to the address HAProxy or a
+    # pooler shows (10.0.0.11): the server's own inet_server_addr(), read once per connection.
+    poller = Poller.from_settings(lab_settings)
+    try:
+        snap = await _until(poller, lambda s: all(n.reachable for n in s.nodes), "every node reachable")
+        readers = [poller.membership.members[name].node for name in NODE_NAMES]
+        assert [r.server_addr if r is not None else None for r in readers] == ["127.0.0.1"] * len(NODE_NAMES)
+        for m in snap.members:
+            assert poller.membership.locate("127.0.0.1", m.port) == m.name
+    finally:
+        await poller.aclose()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -20,7 +21,7 @@ from tests.support.clocks import fixed_clock
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def _caps(version: int, **grants: bool) -> Capabilities:
+def _caps(version: int, **grants: Any) -> Capabilities:
     return Capabilities(
         version=version,
         progress_copy=version >= 140000,

@@ -194,3 +194,13 @@ def test_a_backend_of_other_servers_is_left_alone() -> None:
         "HAProxy backends batman, robin are no writer or reader pools, routing not judged; "
         "add them to [haproxy] writer_backends or reader_backends"
     ]
+
+
+def test_a_member_listed_by_name_and_by_address_is_one_member() -> None:
+    by_name = [("pg1", "db1.example.com", 5432), ("pg2", "db2.example.com", 5432)]
+    by_addr = [("pg1", "10.0.0.11", 5432), ("pg2", "10.0.0.12", 5432)]
+    assert member_at((*by_name, *by_addr), "10.0.0.12", 5432) == "pg2"
+    assert member_at(tuple(by_name), "10.0.0.12", 5432) is None  # which one: not known
+    # On one host (ports tell members apart), a member listed twice is still the only one there.
+    twice = (("pg1", "localhost", 5433), ("pg1", "127.0.0.1", 5433), ("pg2", "localhost", 5434))
+    assert member_at(twice, "10.9.9.9", 5433) == "pg1"
