@@ -16,6 +16,7 @@ from typing import Protocol, TypeVar, cast
 from pgtop_ha.models.events import Event
 from pgtop_ha.models.health import Pools, Problem, cluster_problems, member_names, member_problems
 from pgtop_ha.models.needs import NONE, Needs
+from pgtop_ha.models.servers import unjoined
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.ui.format import finite
@@ -118,8 +119,17 @@ class Context:
         )
 
     def names(self, snapshot: ClusterSnapshot) -> tuple[str, ...]:
-        """Every member's name (health.member_names), once per context and snapshot."""
-        return self._once("names", snapshot, lambda: tuple(member_names(snapshot)))
+        """The names a name column tells apart, once per context and snapshot.
+
+        Every member's name (health.member_names), then HAProxy's servers that are no member
+        (the HAProxy pane shows them by their own names: `postgresql_10.0.0.11_5432`).
+        """
+
+        def derive() -> tuple[str, ...]:
+            members = member_names(snapshot)
+            return (*members, *unjoined(snapshot.haproxy.servers, members))
+
+        return self._once("names", snapshot, derive)
 
     def problems(self, snapshot: ClusterSnapshot) -> tuple[Problem, ...]:
         """Every problem of the cluster (health.cluster_problems), once per context and snapshot."""
