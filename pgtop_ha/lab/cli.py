@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from pgtop_ha.errors import UserError
-from pgtop_ha.lab.layout import Layout, default_state_dir, saved_layout
+from pgtop_ha.lab.layout import (
+    HAPROXY_SERVER_STYLES,
+    NODE_NAMES,
+    Layout,
+    default_state_dir,
+    member_names,
+    saved_layout,
+)
 from pgtop_ha.settings import ENV_PREFIX, load_settings
 
 
@@ -61,6 +68,19 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="LIST",
         help="also start poolers: pgbouncer, pgpool or pgbouncer,pgpool (kept by later `up`s)",
+    )
+    up.add_argument(
+        "--names",
+        default=None,
+        metavar="A,B,C",
+        help="the members' names, as a real cluster's (default node1,node2,node3; a new lab only)",
+    )
+    up.add_argument(
+        "--haproxy-servers",
+        default=None,
+        choices=HAPROXY_SERVER_STYLES,
+        help="HAProxy's server names: the members' (default), or addresses as in Patroni's example "
+        "haproxy.cfg (postgresql_127.0.0.1_PORT, stats show-legends); a new lab only",
     )
     status = _lab_parser(sub, "status", "members with role, state, ports and PIDs")
     status.add_argument("--json", action="store_true", help="as JSON")
@@ -117,6 +137,9 @@ def layout_from(args: argparse.Namespace) -> Layout:
     if explicit is not None and not 1024 <= explicit <= 65000:
         raise UserError(f"--base-port {explicit} is out of range; use 1024..65000")
     state = (getattr(args, "state_dir", None) or lab.state_dir or default_state_dir()).absolute()
+    names_text: str | None = getattr(args, "names", None)
+    names = member_names(names_text) if names_text is not None else None
+    servers: str | None = getattr(args, "haproxy_servers", None)
     saved = saved_layout(state)
     if saved is not None:
         if explicit is not None and explicit != saved.base_port:
@@ -124,8 +147,23 @@ def layout_from(args: argparse.Namespace) -> Layout:
                 f"--base-port {explicit} disagrees with the lab in {state}, which uses base port "
                 f"{saved.base_port}; omit --base-port"
             )
+        if names is not None and names != saved.names:
+            raise UserError(
+                f"--names disagrees with the lab in {state}, whose members are "
+                f"{','.join(saved.names)}; omit --names, or `lab down` and remove {state} first"
+            )
+        if servers is not None and servers != saved.haproxy_servers:
+            raise UserError(
+                f"--haproxy-servers {servers} disagrees with the lab in {state} "
+                f"({saved.haproxy_servers}); omit it, or `lab down` and remove {state} first"
+            )
         return saved
-    return Layout(base_port=lab.base_port if explicit is None else explicit, state_dir=state)
+    return Layout(
+        base_port=lab.base_port if explicit is None else explicit,
+        state_dir=state,
+        names=names or NODE_NAMES,
+        haproxy_servers=servers or "members",
+    )
 
 
 def lab_environ(environ: Mapping[str, str]) -> dict[str, str]:

@@ -18,7 +18,7 @@ import httpx
 
 from pgtop_ha.errors import UserError
 from pgtop_ha.lab import configs, poolers, procs, secrets
-from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, NODE_NAMES, SUPERUSER, Layout, saved_layout
+from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, SUPERUSER, Layout, saved_layout
 from pgtop_ha.lab.progress import Progress
 from pgtop_ha.lab.tools import Tools, find_tools
 
@@ -195,7 +195,7 @@ class Lab:
 
     def cluster(self, timeout: float = 2.0) -> dict[str, Any] | None:
         """Patroni's GET /cluster from the first member that answers."""
-        for i in range(len(NODE_NAMES)):
+        for i in range(len(self.layout.names)):
             try:
                 resp = httpx.get(f"{self.layout.patroni_url(i)}/cluster", timeout=timeout, trust_env=False)
                 if resp.status_code == 200:
@@ -226,7 +226,7 @@ class Lab:
         members = (self.cluster() or {}).get("members", [])
         leaders = [m for m in members if m.get("role") == "leader" and m.get("state") == "running"]
         streaming = [m for m in members if m.get("role") != "leader" and m.get("state") == "streaming"]
-        if len(leaders) != 1 or len(streaming) != len(NODE_NAMES) - 1:
+        if len(leaders) != 1 or len(streaming) != len(self.layout.names) - 1:
             return False
         # /cluster keeps a crashed member's last entry until its TTL: confirm with each node.
         # (A node's own /patroni says "running" where /cluster says a replica is "streaming".)
@@ -234,9 +234,9 @@ class Lab:
 
     def index(self, name: str) -> int:
         """Index of node ``name``; a clear error for an unknown one."""
-        if name not in NODE_NAMES:
-            raise UserError(f"no lab node {name!r}; use one of {', '.join(NODE_NAMES)}")
-        return NODE_NAMES.index(name)
+        if name not in self.layout.names:
+            raise UserError(f"no lab node {name!r}; use one of {', '.join(self.layout.names)}")
+        return self.layout.names.index(name)
 
     def dsn(self, node: str | int = 0, user: str = SUPERUSER, dbname: str = DBNAME) -> str:
         """A libpq DSN (no password: the lab's pgpass supplies it)."""
@@ -296,8 +296,8 @@ class Lab:
         progress.step("starting etcd")
         self._start_etcd(tools, progress)
 
-        progress.step("starting Patroni on node1..node3")
-        for name in NODE_NAMES:
+        progress.step(f"starting Patroni on {', '.join(self.layout.names)}")
+        for name in self.layout.names:
             if not self.book.running(f"patroni-{name}"):
                 self.start_patroni(name, python=python)
         self._wait_members(progress, timeout=240)
@@ -322,7 +322,7 @@ class Lab:
         )
 
     def _patroni_missing(self) -> bool:
-        return any(not self.book.running(f"patroni-{n}") for n in NODE_NAMES)
+        return any(not self.book.running(f"patroni-{n}") for n in self.layout.names)
 
     def _check_ports(self, with_: tuple[str, ...] = ()) -> None:
         ours = {
@@ -334,7 +334,7 @@ class Lab:
             ours[self.layout.pgbouncer_port] = "pgbouncer"
         if "pgpool" in with_:
             ours[self.layout.pgpool_port] = ours[self.layout.pcp_port] = "pgpool"
-        for i, n in enumerate(NODE_NAMES):
+        for i, n in enumerate(self.layout.names):
             ours[self.layout.pg_port(i)] = f"patroni-{n}"
             ours[self.layout.rest_port(i)] = f"patroni-{n}"
         for port, owner in ours.items():
@@ -360,7 +360,7 @@ class Lab:
         for sub in ("data", "etcd", "pgbackrest", "pgbackrest/repo", "pgbackrest/spool"):
             self.lab_dir(layout.state_dir / sub)
         self.lab_dir(layout.log_dir / "pgbackrest")
-        for name in NODE_NAMES:
+        for name in self.layout.names:
             self.lab_dir(layout.log_dir / f"patroni-{name}")
         if self.run_as.uid is not None:
             probe = procs.run(["test", "-w", str(run_dir)], run_as=self.run_as, check=False)
@@ -375,7 +375,7 @@ class Lab:
         self.lab_file(layout.state_dir / "bootstrap.sql", configs.bootstrap_sql(passwords))
         self.lab_file(layout.state_dir / "role-change.sh", poolers.role_change_script(layout), 0o755)
         self.lab_file(layout.state_dir / "bootstrap.sh", configs.bootstrap_script(layout, tools.psql), 0o700)
-        for i, name in enumerate(NODE_NAMES):
+        for i, name in enumerate(self.layout.names):
             self.lab_file(
                 layout.state_dir / f"patroni-{name}.yml",
                 configs.patroni_config(layout, i, passwords, tools.pg_bin),
@@ -493,7 +493,9 @@ class Lab:
                 text = httpx.get(f"{self.layout.stats_url};csv", timeout=1, trust_env=False).text
             except httpx.HTTPError:
                 return False
-            return any(line.startswith("pg_writer,node") and ",UP," in line for line in text.splitlines())
+            names = range(len(self.layout.names))
+            rows = tuple(f"pg_writer,{configs.server_name(self.layout, i)}," for i in names)
+            return any(line.startswith(rows) and ",UP," in line for line in text.splitlines())
 
         if not procs.poll(writer_up, 30):
             raise UserError(f"HAProxy did not mark a writer UP; see {self.layout.log_dir / 'haproxy.log'}")
@@ -585,7 +587,7 @@ class Lab:
         """Every member with role, state, ports and PIDs."""
         members = {m["name"]: m for m in (self.cluster() or {}).get("members", [])}
         out = []
-        for i, name in enumerate(NODE_NAMES):
+        for i, name in enumerate(self.layout.names):
             m = members.get(name, {})
             out.append(
                 MemberStatus(
@@ -621,7 +623,7 @@ class Lab:
         progress.step("stopping the poolers, HAProxy, the subscriber and Patroni (which stops PostgreSQL)")
         first = [n for n in ("pgbouncer", "pgpool", "haproxy", "subscriber") if self.book.running(n)]
         procs.terminate([p for n in first if (p := self.book.running(n))], grace=10)
-        patronis = [p for n in NODE_NAMES if (p := self.book.running(f"patroni-{n}"))]
+        patronis = [p for n in self.layout.names if (p := self.book.running(f"patroni-{n}"))]
         procs.terminate(patronis, grace=30)
         progress.step("stopping etcd and anything left in the state directory")
         if pid := self.book.running("etcd"):

@@ -10,7 +10,6 @@ from pgtop_ha.lab.layout import (
     COPY_TABLE,
     DBNAME,
     MONITOR_USER,
-    NODE_NAMES,
     OPERATOR_USER,
     PERMANENT_SLOT,
     PUBLICATION,
@@ -46,7 +45,7 @@ def etcd_argv(layout: Layout, etcd: str) -> list[str]:
 
 def patroni_config(layout: Layout, index: int, passwords: dict[str, str], bin_dir: Path) -> str:
     """Patroni's configuration for node ``index`` (JSON, which YAML readers accept)."""
-    name = NODE_NAMES[index]
+    name = layout.names[index]
     conf: dict[str, Any] = {
         "scope": SCOPE,
         "name": name,
@@ -164,6 +163,13 @@ def pgbackrest_conf(layout: Layout) -> str:
     )
 
 
+def server_name(layout: Layout, index: int) -> str:
+    """HAProxy's name for node ``index``: the member's, or its address as Patroni's example names it."""
+    if layout.haproxy_servers == "addresses":
+        return f"postgresql_127.0.0.1_{layout.pg_port(index)}"
+    return layout.names[index]
+
+
 def haproxy_cfg(layout: Layout) -> str:
     """HAProxy: a writer routed by Patroni's /primary, a reader by /replica, stats page and socket."""
 
@@ -177,10 +183,9 @@ def haproxy_cfg(layout: Layout) -> str:
             "    http-check expect status 200",
             "    default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions",
         ]
-        lines += [
-            f"    server {n} 127.0.0.1:{layout.pg_port(i)} check port {layout.rest_port(i)}"
-            for i, n in enumerate(NODE_NAMES)
-        ]
+        for i in range(len(layout.names)):
+            address = f"127.0.0.1:{layout.pg_port(i)}"
+            lines.append(f"    server {server_name(layout, i)} {address} check port {layout.rest_port(i)}")
         return [*lines, ""]
 
     return "\n".join(
@@ -202,6 +207,8 @@ def haproxy_cfg(layout: Layout) -> str:
             "    stats enable",
             "    stats uri /stats",
             "    stats refresh 5s",
+            # Servers not named as members: the console joins them by the address this shows.
+            *(["    stats show-legends"] if layout.haproxy_servers == "addresses" else []),
             # Debian 12's HAProxy 2.6 has the built-in exporter (USE_PROMEX): the fleet lab scrapes it.
             "    http-request use-service prometheus-exporter if { path /metrics }",
             "",
@@ -253,8 +260,11 @@ def bootstrap_script(layout: Layout, psql: Path) -> str:
 
 def console_config(layout: Layout, poolers: tuple[str, ...] = ()) -> str:
     """The console's own config for this lab (no passwords: files only); ``poolers`` it runs."""
-    urls = ", ".join(f'"{layout.patroni_url(i)}"' for i in range(len(NODE_NAMES)))
+    urls = ", ".join(f'"{layout.patroni_url(i)}"' for i in range(len(layout.names)))
     pgbackrest_config = layout.state_dir / "pgbackrest.conf"
+    # Servers named by address are joined by the address the stats page shows (show-legends);
+    # the socket, at level user, does not show it.
+    socket = f'socket = "{layout.haproxy_socket}"' if layout.haproxy_servers == "members" else ""
     return f"""# Written by `pgtop-ha lab up`: `pgtop-ha --config {layout.console_config}`
 cluster_name = "{SCOPE}"
 interval = 1.0
@@ -273,7 +283,7 @@ operator_user = "{OPERATOR_USER}"
 
 [haproxy]
 url = "{layout.stats_url}"
-socket = "{layout.haproxy_socket}"
+{socket}
 
 # What applications see: a new connection per cycle through HAProxy's writer and reader ports.
 [[probes.endpoints]]

@@ -16,7 +16,7 @@ import httpx
 from pgtop_ha.errors import UserError
 from pgtop_ha.lab import procs
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, NODE_NAMES, REST_USER, SUPERUSER
+from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, REST_USER, SUPERUSER
 from pgtop_ha.lab.progress import Progress
 from pgtop_ha.lab.tools import find_tools
 
@@ -34,9 +34,9 @@ def kill_primary(lab: Lab) -> str:
     i = lab.leader_index()
     pid = procs.postmaster_pid(lab.layout.data_dir(i))
     if pid is None:
-        raise UserError(f"{NODE_NAMES[i]} has no running postmaster to kill")
+        raise UserError(f"{lab.layout.names[i]} has no running postmaster to kill")
     os.kill(pid, signal.SIGKILL)
-    return f"killed postmaster {pid} of leader {NODE_NAMES[i]} (SIGKILL)"
+    return f"killed postmaster {pid} of leader {lab.layout.names[i]} (SIGKILL)"
 
 
 def crash(lab: Lab, node: str) -> str:
@@ -284,7 +284,7 @@ def lock(lab: Lab, seconds: int = 60, waiters: int = 2) -> str:
     i = lab.leader_index()
     port = lab.layout.pg_port(i)
     progress = Progress(total=3, out=lab.out)
-    progress.step(f"{NODE_NAMES[i]}: preparing table {LOCK_TABLE}")
+    progress.step(f"{lab.layout.names[i]}: preparing table {LOCK_TABLE}")
     lab.psql(
         f"CREATE TABLE IF NOT EXISTS {LOCK_TABLE} (id int PRIMARY KEY, note text); "
         f"INSERT INTO {LOCK_TABLE} VALUES (1, 'locked by lab fault lock') ON CONFLICT DO NOTHING",
@@ -316,7 +316,7 @@ def lock(lab: Lab, seconds: int = 60, waiters: int = 2) -> str:
                 name,
                 _psql_argv(lab, port, f"SELECT count(*) FROM {LOCK_TABLE}", "lab-fault-lock-waiter"),
             )
-        _wait_clients(lab, names, progress, seconds, f"lock held on {NODE_NAMES[i]}")
+        _wait_clients(lab, names, progress, seconds, f"lock held on {lab.layout.names[i]}")
     finally:
         _end_clients(lab, names)
     return f"lock on {LOCK_TABLE} released after {progress.elapsed():.1f}s ({waiters} waiters)"
@@ -359,7 +359,7 @@ def slow_reader(lab: Lab, seconds: int = 60) -> str:
     name = "fault-slow-reader"
     _end_clients(lab, [name])
     progress = Progress(total=2, out=lab.out)
-    progress.step(f"{NODE_NAMES[i]}: a client reading a large result a few bytes at a time")
+    progress.step(f"{lab.layout.names[i]}: a client reading a large result a few bytes at a time")
     try:
         _spawn_client(lab, name, [lab.patroni_python(), "-c", _SLOW_READER, dsn, str(seconds)])
         waiting = (
@@ -370,7 +370,7 @@ def slow_reader(lab: Lab, seconds: int = 60) -> str:
             progress.step(f"the backend waits on ClientWrite; ending in {seconds}s")
         else:
             progress.step("no ClientWrite wait seen yet; the reader keeps going")
-        _wait_clients(lab, [name], progress, seconds, f"slow reader on {NODE_NAMES[i]}")
+        _wait_clients(lab, [name], progress, seconds, f"slow reader on {lab.layout.names[i]}")
     finally:
         _end_clients(lab, [name])
     return f"slow reader ended after {progress.elapsed():.1f}s"
@@ -436,7 +436,7 @@ def pending_restart(lab: Lab, undo: bool = False, timeout: float = 60) -> str:
     progress.step(f"PATCH /config {PENDING_PARAMETER} {running} -> {new} (postmaster context)")
     _patch_config(lab, {"postgresql": {"parameters": {PENDING_PARAMETER: new}}})
     progress.step("waiting for pending_restart on every member")
-    members = len(NODE_NAMES)
+    members = len(lab.layout.names)
     if not procs.poll(lambda: _pending_flags(lab).count(True) == members, timeout, interval=0.5):
         raise UserError(f"pending_restart not reported by every member after {timeout:.0f}s")
     return (
@@ -449,7 +449,7 @@ def extensions(lab: Lab) -> str:
     """pg_buffercache and pg_prewarm in the lab database (on the leader; replicas follow)."""
     i = lab.leader_index()
     lab.psql("CREATE EXTENSION IF NOT EXISTS pg_buffercache; CREATE EXTENSION IF NOT EXISTS pg_prewarm", i)
-    return f"pg_buffercache and pg_prewarm installed in {DBNAME} (through {NODE_NAMES[i]})"
+    return f"pg_buffercache and pg_prewarm installed in {DBNAME} (through {lab.layout.names[i]})"
 
 
 def backup(lab: Lab, kind: str = "full", timeout: float = 1800) -> str:
@@ -462,7 +462,7 @@ def backup(lab: Lab, kind: str = "full", timeout: float = 1800) -> str:
     i = lab.leader_index()
     env = configs_env(lab, i)
     progress = Progress(total=3, out=lab.out)
-    progress.step(f"pgbackrest stanza-create (idempotent) on {NODE_NAMES[i]}")
+    progress.step(f"pgbackrest stanza-create (idempotent) on {lab.layout.names[i]}")
     cwd = lab.layout.state_dir / "pgbackrest"
     check = procs.run(
         [str(tools.pgbackrest), f"--stanza={STANZA}", "stanza-create"],
@@ -470,7 +470,7 @@ def backup(lab: Lab, kind: str = "full", timeout: float = 1800) -> str:
     )  # fmt: skip
     if check.returncode != 0:
         raise UserError(f"pgbackrest stanza-create failed: {check.stderr.strip()[:300]}")
-    progress.step(f"pgbackrest --type={kind} backup from {NODE_NAMES[i]}")
+    progress.step(f"pgbackrest --type={kind} backup from {lab.layout.names[i]}")
     name = "backup"
     proc = procs.spawn(
         [str(tools.pgbackrest), f"--stanza={STANZA}", f"--type={kind}", "--log-level-console=info", "backup"],

@@ -14,7 +14,7 @@ import httpx
 from pgtop_ha.errors import UserError
 from pgtop_ha.lab import procs
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import NODE_NAMES, Layout
+from pgtop_ha.lab.layout import Layout
 from pgtop_ha.lab.progress import Progress
 
 FLEET_FILE = "fleet.json"
@@ -106,7 +106,7 @@ def prometheus_config(fleet: Fleet) -> str:
     ]
     for i in range(fleet.clusters):
         layout = fleet.layout(i)
-        targets = ", ".join(f"'127.0.0.1:{layout.rest_port(n)}'" for n in range(len(NODE_NAMES)))
+        targets = ", ".join(f"'127.0.0.1:{layout.rest_port(n)}'" for n in range(len(layout.names)))
         lines += [f"      - targets: [{targets}]", f"        labels: {{scope: '{fleet.scope(i)}'}}"]
     lines += ["  - job_name: haproxy", "    static_configs:"]
     for i in range(fleet.clusters):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,28 @@ SUBSCRIPTION = "lab_sub"
 COPY_TABLE = "sync_big"
 LAYOUT_FILE = "layout.json"
 _ADDED_LATER = frozenset({"pgbouncer", "pgpool", "pgpool_pcp"})  # ports a lab's record may predate
+# A member name the lab can use everywhere it goes: Patroni's name, a directory, an HAProxy server,
+# pgpool's scripts (a replication slot's name is Patroni's slug of it).
+_MEMBER_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,61}[a-z0-9])?$")
+HAPROXY_SERVER_STYLES = ("members", "addresses")
+
+
+def member_names(text: str) -> tuple[str, ...]:
+    """``--names a,b,c``: the lab's three member names, checked; UserError naming the fix."""
+    names = tuple(n.strip() for n in text.split(","))
+    if len(names) != len(NODE_NAMES):
+        raise UserError(f"--names {text!r}: give {len(NODE_NAMES)} names, comma-separated")
+    for name in names:
+        if not _MEMBER_NAME.match(name):
+            raise UserError(
+                f"--names: {name!r} is not a usable member name; use lowercase letters, digits, "
+                "'-', '.' and '_' (up to 63, starting and ending with a letter or digit)"
+            )
+    if len(set(names)) != len(names):
+        raise UserError(f"--names {text!r}: each member needs its own name")
+    if "subscriber" in names:
+        raise UserError("--names: 'subscriber' is the lab's subscriber (its data directory); pick another")
+    return names
 
 
 def default_state_dir() -> Path:
@@ -39,6 +62,10 @@ class Layout:
 
     base_port: int
     state_dir: Path
+    names: tuple[str, ...] = NODE_NAMES  # the members' names (`lab up --names`)
+    # How HAProxy names its servers: as the members, or as Patroni's example haproxy.cfg does
+    # (`postgresql_127.0.0.1_PORT`, with `stats show-legends` so the console joins them by address).
+    haproxy_servers: str = "members"
 
     @property
     def etcd_client_port(self) -> int:
@@ -105,8 +132,8 @@ class Layout:
     def port_map(self) -> dict[str, int]:
         """Every TCP port the lab listens on, by what listens there."""
         ports = {"etcd_client": self.etcd_client_port, "etcd_peer": self.etcd_peer_port}
-        ports.update({f"{n}_postgres": self.pg_port(i) for i, n in enumerate(NODE_NAMES)})
-        ports.update({f"{n}_rest": self.rest_port(i) for i, n in enumerate(NODE_NAMES)})
+        ports.update({f"{n}_postgres": self.pg_port(i) for i, n in enumerate(self.names)})
+        ports.update({f"{n}_rest": self.rest_port(i) for i, n in enumerate(self.names)})
         ports.update(
             haproxy_writer=self.writer_port,
             haproxy_reader=self.reader_port,
@@ -128,8 +155,13 @@ class Layout:
         return self.state_dir / LAYOUT_FILE
 
     def record(self) -> str:
-        """The layout file's text: base port and every port."""
-        return json.dumps({"base_port": self.base_port, "ports": self.port_map()}, indent=1) + "\n"
+        """The layout file's text: base port, every port, and the members' names when not the default."""
+        doc: dict[str, object] = {"base_port": self.base_port, "ports": self.port_map()}
+        if self.names != NODE_NAMES:
+            doc["names"] = list(self.names)
+        if self.haproxy_servers != "members":
+            doc["haproxy_servers"] = self.haproxy_servers
+        return json.dumps(doc, indent=1) + "\n"
 
     @property
     def run_dir(self) -> Path:
@@ -173,7 +205,7 @@ class Layout:
 
     def data_dir(self, index: int) -> Path:
         """PGDATA of node ``index``."""
-        return self.state_dir / "data" / NODE_NAMES[index]
+        return self.state_dir / "data" / self.names[index]
 
     @property
     def subscriber_data_dir(self) -> Path:
@@ -204,11 +236,21 @@ def saved_layout(state_dir: Path) -> Layout | None:
         doc = json.loads(raw)
         base = doc["base_port"]
         ports = doc["ports"]
-    except (ValueError, TypeError, KeyError):
-        base, ports = None, None
+        names = doc.get("names", list(NODE_NAMES))
+        servers = doc.get("haproxy_servers", "members")
+    except (ValueError, TypeError, KeyError, AttributeError):
+        base, ports, names, servers = None, None, None, None
     if not isinstance(base, int) or isinstance(base, bool) or not 1024 <= base <= 65000:
         raise UserError(f"lab layout {path} is damaged (no valid base_port); fix or remove it")
-    layout = Layout(base_port=base, state_dir=state_dir)
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise UserError(f"lab layout {path} is damaged (names); fix or remove it")
+    if servers not in HAPROXY_SERVER_STYLES:
+        raise UserError(f"lab layout {path} is damaged (haproxy_servers); fix or remove it")
+    try:
+        checked = member_names(",".join(names))
+    except UserError:
+        raise UserError(f"lab layout {path} is damaged (names); fix or remove it") from None
+    layout = Layout(base_port=base, state_dir=state_dir, names=checked, haproxy_servers=servers)
     expected = layout.port_map()
     if isinstance(ports, dict) and not (_ADDED_LATER & ports.keys()):
         # A lab recorded before the poolers' ports existed: the rest must still agree.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pgtop_ha.errors import UserError
 from pgtop_ha.lab import procs
-from pgtop_ha.lab.layout import DBNAME, MONITOR_USER, NODE_NAMES, OPERATOR_USER, SUPERUSER, Layout
+from pgtop_ha.lab.layout import DBNAME, MONITOR_USER, OPERATOR_USER, SUPERUSER, Layout
 
 POOLERS = ("pgbouncer", "pgpool")
 PCP_USER = "pcp"
@@ -80,7 +80,7 @@ def pgpool_conf(layout: Layout) -> str:
         f"backend_hostname{i} = '127.0.0.1'\nbackend_port{i} = {layout.pg_port(i)}\n"
         f"backend_weight{i} = 1\nbackend_flag{i} = 'ALLOW_TO_FAILOVER'\n"
         f"backend_application_name{i} = '{name}'\n"
-        for i, name in enumerate(NODE_NAMES)
+        for i, name in enumerate(layout.names)
     )
     return f"""backend_clustering_mode = 'streaming_replication'
 listen_addresses = '127.0.0.1'
@@ -149,7 +149,7 @@ def role_change_script(layout: Layout) -> str:
     Without a pgpool in the lab it does nothing, so every lab carries it.
     """
     d = layout.pooler_dir
-    cases = " ".join(f"{name}) id={i};;" for i, name in enumerate(NODE_NAMES))
+    cases = " ".join(f"{name}) id={i};;" for i, name in enumerate(layout.names))
     return f"""#!/bin/sh
 # Written by `pgtop-ha lab up`: follow Patroni's leader in pgpool-II (never promotes anything).
 [ "$3" = primary ] || [ "$3" = master ] || exit 0

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pgtop_ha.errors import ConfigError, UserError
-from pgtop_ha.lab import faults, poolers, procs, secrets
+from pgtop_ha.lab import configs, faults, poolers, procs, secrets
 from pgtop_ha.lab.cli import demo_environ, drop_libpq_environ, lab_environ
 from pgtop_ha.lab.cluster import MARKER, Lab, claim_layout
 from pgtop_ha.lab.configs import console_config
@@ -94,9 +94,62 @@ def test_layout_record_round_trips(tmp_path: Path) -> None:
     assert saved_layout(tmp_path / "none") is None
 
 
+def test_a_layout_with_a_clusters_own_names_round_trips(tmp_path: Path) -> None:
+    names = ("pg-prod-eu-central-1a-01", "pg-prod-eu-central-1b-02", "pg-prod-eu-central-1c-03")
+    layout = Layout(17400, tmp_path / "lab", names=names, haproxy_servers="addresses")
+    layout.state_dir.mkdir()
+    layout.layout_file.write_text(layout.record())
+    doc = json.loads(layout.layout_file.read_text())
+    assert doc["names"] == list(names) and doc["haproxy_servers"] == "addresses"
+    assert doc["ports"]["pg-prod-eu-central-1b-02_postgres"] == 17411
+    assert layout.data_dir(2).name == "pg-prod-eu-central-1c-03"
+    assert saved_layout(layout.state_dir) == layout
+    cfg = configs.haproxy_cfg(layout)
+    assert "server postgresql_127.0.0.1_17410 127.0.0.1:17410 check port 17420" in cfg
+    assert "stats show-legends" in cfg and "server node1" not in cfg
+    assert "stats show-legends" not in configs.haproxy_cfg(Layout(17400, tmp_path / "other"))
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("a,b", "give 3 names"),
+        ("a,b,a", "each member needs its own name"),
+        ("a,B,c", "'B' is not a usable member name"),
+        ("a,b c,d", "'b c' is not a usable member name"),
+        ("a,-b,c", "'-b' is not a usable member name"),
+        ("a,$(reboot),c", "'$(reboot)' is not a usable member name"),
+        ("a,subscriber,c", "'subscriber' is the lab's subscriber"),
+    ],
+)
+def test_names_the_lab_cannot_use_are_one_line(tmp_path: Path, text: str, says: str) -> None:
+    out = _pgtop("lab", "up", "--names", text, "--state-dir", str(tmp_path / "lab"))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and says in out.stderr, out.stderr
+    assert not (tmp_path / "lab").exists()  # refused before anything was made
+
+
+def test_names_that_disagree_with_the_state_dir_are_one_line(tmp_path: Path) -> None:
+    layout = _fake_lab(tmp_path / "lab", 17400)
+    out = _pgtop("lab", "up", "--names", "a,b,c", "--state-dir", str(layout.state_dir))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "--names disagrees with the lab in" in out.stderr and "node1,node2,node3" in out.stderr
+    out = _pgtop("lab", "up", "--haproxy-servers", "addresses", "--state-dir", str(layout.state_dir))
+    assert out.returncode == 2 and "--haproxy-servers addresses disagrees" in out.stderr
+
+
 @pytest.mark.parametrize(
     "text",
-    ["", "[]", '{"base_port": "17400"}', '{"base_port": 17400, "ports": {}}', '{"base_port": 80}'],
+    [
+        "",
+        "[]",
+        '{"base_port": "17400"}',
+        '{"base_port": 17400, "ports": {}}',
+        '{"base_port": 80}',
+        '{"base_port": 17400, "ports": {}, "names": ["a", "b"]}',
+        '{"base_port": 17400, "ports": {}, "names": "abc"}',
+        '{"base_port": 17400, "ports": {}, "haproxy_servers": "x"}',
+    ],
 )
 def test_a_damaged_layout_record_is_one_line(tmp_path: Path, text: str) -> None:
     (tmp_path / "layout.json").write_text(text)

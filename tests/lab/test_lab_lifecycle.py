@@ -3,6 +3,7 @@ it says (checked with SQL and Patroni's REST API); down leaves no process."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -15,9 +16,12 @@ import httpx
 import psutil
 import pytest
 
+from pgtop_ha.collect.poller import Poller
 from pgtop_ha.lab import faults, procs
 from pgtop_ha.lab.cluster import Lab, claim_layout
-from pgtop_ha.lab.layout import NODE_NAMES, PERMANENT_SLOT
+from pgtop_ha.lab.layout import NODE_NAMES, PERMANENT_SLOT, saved_layout
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.settings import Settings, load_settings
 
 pytestmark = pytest.mark.lab
 
@@ -242,18 +246,31 @@ def test_load_runs_pgbench_through_the_writer(lab: Lab) -> None:
     assert after > before
 
 
-def test_down_leaves_no_process(lab: Lab) -> None:
-    # A second, small lab of its own: the session's lab stays up for the other tests.
+def test_a_lab_with_a_clusters_own_names_then_down_leaves_no_process(lab: Lab) -> None:
+    # A second, small lab of its own (the session's lab stays up for the other tests), named as
+    # a cluster we have not seen: members as hosts are named, HAProxy's servers as Patroni's
+    # example haproxy.cfg names them.
     layout = claim_layout(None)
     base, state = layout.base_port, layout.state_dir
+    names = ("pg-prod-eu-central-1a-01", "pg-prod-eu-central-1b-02", "pg-prod-eu-central-1c-03")
     env = {**os.environ}
     args = ["--base-port", str(base), "--state-dir", str(state)]
     up = subprocess.run(
-        [sys.executable, "-m", "pgtop_ha", "lab", "up", "--rows", "1000", *args],
+        [sys.executable, "-m", "pgtop_ha", "lab", "up", "--rows", "1000", *args,
+         "--names", ",".join(names), "--haproxy-servers", "addresses"],
         capture_output=True, text=True, timeout=400, env=env,
     )  # fmt: skip
     assert up.returncode == 0, up.stderr[-2000:]
-    second = Lab(layout, out=io.StringIO())
+    second = Lab(saved_layout(state) or layout, out=io.StringIO())
+    assert second.layout.names == names
+    assert sorted(_members(second)) == sorted(names)
+    assert second.healthy()
+    settings = load_settings(second.layout.console_config, environ={})
+    snap = asyncio.run(_one_snapshot(settings))
+    assert {s.server for s in snap.haproxy.servers} == {
+        f"postgresql_127.0.0.1_{base + 10 + i}" for i in range(3)
+    }
+    assert {s.member for s in snap.haproxy.servers} == set(names)  # joined by the address HAProxy shows
     pids = list(second.running_pids().values()) + second.stray_pids()
     assert len(pids) >= 5
     down = subprocess.run(
@@ -263,3 +280,18 @@ def test_down_leaves_no_process(lab: Lab) -> None:
     assert down.returncode == 0, down.stderr[-2000:]
     assert [p for p in pids if procs.alive(p)] == []
     assert not state.exists()
+
+
+async def _one_snapshot(settings: Settings) -> ClusterSnapshot:
+    """A poller's snapshot once every member streams or leads and HAProxy has a writer UP."""
+    poller = Poller.from_settings(settings)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            snap = await poller.cycle(budget=2.0)
+            writer = any(s.proxy == "pg_writer" and s.status == "UP" for s in snap.haproxy.servers)
+            if (writer and len(snap.members) == 3) or time.monotonic() > deadline:
+                return snap
+            await asyncio.sleep(0.5)  # pacing between polls, not synchronisation
+    finally:
+        await poller.aclose()
