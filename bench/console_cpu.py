@@ -214,11 +214,12 @@ def lab_info(config: Path) -> LabInfo:
     import io
 
     from pgtop_ha.lab.cluster import Lab
-    from pgtop_ha.lab.layout import DBNAME, SUPERUSER, Layout
+    from pgtop_ha.lab.layout import DBNAME, SUPERUSER, Layout, saved_layout
     from pgtop_ha.settings import load_settings
 
     settings = load_settings(config, environ={})
-    layout = Layout(settings.lab.base_port, settings.lab.state_dir or config.parent)
+    state = settings.lab.state_dir or config.parent
+    layout = saved_layout(state) or Layout(settings.lab.base_port, state)
     lab = Lab(layout, out=io.StringIO())
     index = lab.leader_index()
     return LabInfo(
@@ -226,7 +227,7 @@ def lab_info(config: Path) -> LabInfo:
         superuser=SUPERUSER,
         dbname=DBNAME,
         pgpass=layout.pgpass,
-        patroni_config=layout.state_dir / "patroni-node1.yml",
+        patroni_config=layout.state_dir / f"patroni-{layout.names[0]}.yml",
     )
 
 

@@ -28,7 +28,7 @@ from pgtop_ha.clock import system_clock
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import NODE_NAMES, Layout
+from pgtop_ha.lab.layout import Layout, saved_layout
 from pgtop_ha.models.health import Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.timeline import Timeline, cadence
@@ -42,7 +42,7 @@ class ApiWatch(threading.Thread):
 
     def __init__(self, lab: Lab) -> None:
         super().__init__(name="cluster-20hz", daemon=True)
-        self.urls = [f"{lab.layout.patroni_url(i)}/cluster" for i in range(len(NODE_NAMES))]
+        self.urls = [f"{lab.layout.patroni_url(i)}/cluster" for i in range(len(lab.layout.names))]
         self.seen: list[tuple[float, str | None]] = []  # (when, leader) at each change
         self.stop = threading.Event()
 
@@ -169,7 +169,8 @@ def main() -> int:
     p.add_argument("--switchovers", type=int, default=5)
     p.add_argument("--settle", type=float, default=1.0, help="seconds of calm before each switchover")
     args = p.parse_args()
-    lab = Lab(Layout(base_port=args.base_port, state_dir=args.state_dir), out=io.StringIO())
+    layout = saved_layout(args.state_dir) or Layout(base_port=args.base_port, state_dir=args.state_dir)
+    lab = Lab(layout, out=io.StringIO())
     print(json.dumps(asyncio.run(measure(lab, args.switchovers, args.settle))), flush=True)
     return 0
 

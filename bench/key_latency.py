@@ -25,7 +25,7 @@ from textual import events
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import NODE_NAMES, Layout
+from pgtop_ha.lab.layout import Layout, saved_layout
 from pgtop_ha.runtime import run, settle_heap
 from pgtop_ha.settings import load_settings
 from pgtop_ha.ui.app import PgtopApp
@@ -115,12 +115,13 @@ async def scenario(
 
 async def main_async(args: argparse.Namespace) -> None:
     """Run the healthy and the frozen scenario and print one JSON object each."""
-    lab = Lab(Layout(base_port=args.base_port, state_dir=args.state_dir), out=io.StringIO())
+    layout = saved_layout(args.state_dir) or Layout(base_port=args.base_port, state_dir=args.state_dir)
+    lab = Lab(layout, out=io.StringIO())
     w, h = (int(v) for v in args.size.split("x"))
     gap = (args.gap[0], args.gap[1])
     print(json.dumps(await scenario(lab, (w, h), args.presses, None, gap)), flush=True)
     leader = await asyncio.to_thread(lab.leader)
-    frozen = next(n for n in NODE_NAMES if n != leader)
+    frozen = next(n for n in layout.names if n != leader)
     print(json.dumps(await scenario(lab, (w, h), args.presses, frozen, gap)), flush=True)
 
 
