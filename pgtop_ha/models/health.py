@@ -270,7 +270,7 @@ def cluster_problems(
         out.append(Problem(Level.CRIT, None, "HAProxy writer UP on " + ", ".join(up_writers), key="writers"))
     if snapshot.haproxy.error:
         out.append(Problem(Level.WARN, None, f"HAProxy stats: {snapshot.haproxy.error}", key="haproxy stats"))
-    out.extend(_unjoined(snapshot, pools))
+    out.extend(_routing_unread(snapshot, pools))
     if snapshot.cluster.pause:
         out.append(Problem(Level.WARN, None, "cluster in maintenance mode (paused)"))
     for name in names:
@@ -289,7 +289,7 @@ def cluster_problems(
     return sorted(out, key=lambda p: -p.level)
 
 
-def _unjoined(snapshot: ClusterSnapshot, pools: Pools) -> list[Problem]:
+def _routing_unread(snapshot: ClusterSnapshot, pools: Pools) -> list[Problem]:
     """HAProxy answered, but its routing cannot be read against Patroni's roles: what to set."""
     # Only once Patroni has named its members: before that every server would be "unknown".
     servers = snapshot.haproxy.servers

@@ -12,6 +12,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 
+UNJOINED_FIX = "map them in [haproxy] members, or let HAProxy show addresses (stats show-legends)"
+
 Locate = Callable[[str | None, int | None], str | None]
 """The member listening at a host and port (collect's membership.locate)."""
 
@@ -65,6 +67,3 @@ def known_names(snapshot: ClusterSnapshot) -> frozenset[str]:
 def unjoined(servers: Iterable[HAProxyServer], known: Collection[str]) -> list[str]:
     """Names of servers that are no known member (sorted, each once)."""
     return sorted({srv.server for srv in servers if member_of(srv) not in known})
-
-
-UNJOINED_FIX = "map them in [haproxy] members, or let HAProxy show addresses (stats show-legends)"
