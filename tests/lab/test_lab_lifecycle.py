@@ -253,33 +253,32 @@ def test_a_lab_with_a_clusters_own_names_then_down_leaves_no_process(lab: Lab) -
     layout = claim_layout(None)
     base, state = layout.base_port, layout.state_dir
     names = ("pg-prod-eu-central-1a-01", "pg-prod-eu-central-1b-02", "pg-prod-eu-central-1c-03")
-    env = {**os.environ}
     args = ["--base-port", str(base), "--state-dir", str(state)]
-    up = subprocess.run(
-        [sys.executable, "-m", "pgtop_ha", "lab", "up", "--rows", "1000", *args,
-         "--names", ",".join(names), "--haproxy-servers", "addresses"],
-        capture_output=True, text=True, timeout=400, env=env,
-    )  # fmt: skip
-    assert up.returncode == 0, up.stderr[-2000:]
-    second = Lab(saved_layout(state) or layout, out=io.StringIO())
-    assert second.layout.names == names
-    assert sorted(_members(second)) == sorted(names)
-    assert second.healthy()
-    settings = load_settings(second.layout.console_config, environ={})
-    snap = asyncio.run(_one_snapshot(settings))
-    assert {s.server for s in snap.haproxy.servers} == {
-        f"postgresql_127.0.0.1_{base + 10 + i}" for i in range(3)
-    }
-    assert {s.member for s in snap.haproxy.servers} == set(names)  # joined by the address HAProxy shows
-    pids = list(second.running_pids().values()) + second.stray_pids()
-    assert len(pids) >= 5
-    down = subprocess.run(
-        [sys.executable, "-m", "pgtop_ha", "lab", "down", *args],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert down.returncode == 0, down.stderr[-2000:]
-    assert [p for p in pids if procs.alive(p)] == []
-    assert not state.exists()
+    down = [sys.executable, "-m", "pgtop_ha", "lab", "down", *args]
+    try:
+        up = subprocess.run(
+            [sys.executable, "-m", "pgtop_ha", "lab", "up", "--rows", "1000", *args,
+             "--names", ",".join(names), "--haproxy-servers", "addresses"],
+            capture_output=True, text=True, timeout=400, env={**os.environ},
+        )  # fmt: skip
+        assert up.returncode == 0, up.stderr[-2000:]
+        second = Lab(saved_layout(state) or layout, out=io.StringIO())
+        assert second.layout.names == names
+        assert sorted(_members(second)) == sorted(names)
+        settings = load_settings(second.layout.console_config, environ={})
+        snap = asyncio.run(_one_snapshot(settings))
+        example = {f"postgresql_127.0.0.1_{base + 10 + i}" for i in range(3)}  # Patroni's example's names
+        assert {s.server for s in snap.haproxy.servers} == example
+        assert {s.member for s in snap.haproxy.servers} == set(names)  # joined by the address HAProxy shows
+        pids = list(second.running_pids().values()) + second.stray_pids()
+        assert len(pids) >= 5
+        stopped = subprocess.run(down, capture_output=True, text=True, timeout=300)
+        assert stopped.returncode == 0, stopped.stderr[-2000:]
+        assert [p for p in pids if procs.alive(p)] == []
+        assert not state.exists()
+    finally:
+        if state.exists():  # a failed check above: the second lab must not outlive the test
+            subprocess.run(down, capture_output=True, timeout=300, check=False)
 
 
 async def _one_snapshot(settings: Settings) -> ClusterSnapshot:
