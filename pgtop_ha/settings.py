@@ -134,10 +134,12 @@ class HAProxySettings(TLSSettings):
     url: str | None = Field(None, description="Stats page URL; ';csv' is added when missing.")
     socket: Path | None = Field(None, description="Stats socket path (`show stat`).")
     writer_backends: tuple[str, ...] = Field(
-        ("writer", "primary", "master", "rw"), description="Backend names (substrings) of writers."
+        ("writer", "primary", "master", "rw"),
+        description="Writer backends: names containing one of these (1-2 letters: as a whole word).",
     )
     reader_backends: tuple[str, ...] = Field(
-        ("reader", "replica", "standby", "ro"), description="Backend names (substrings) of readers."
+        ("reader", "replica", "standby", "ro"),
+        description="Reader backends: names containing one of these (1-2 letters: as a whole word).",
     )
     timeout: float = Field(2.0, gt=0, le=60, description="Seconds per stats request.")
     members: dict[str, str] = Field(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -99,7 +100,7 @@ class Problem:
 
 @dataclass(frozen=True)
 class Pools:
-    """How HAProxy backends are told apart: substrings of writer and reader backend names."""
+    """How HAProxy backends are told apart: patterns of writer and reader backend names (``matches``)."""
 
     writer: Sequence[str]
     reader: Sequence[str]
@@ -111,12 +112,26 @@ class Pools:
         return _kind(tuple(self.writer), tuple(self.reader), proxy)
 
 
+# A pattern this short must be a whole word of the backend name: "ro" is `pg_ro` or `postgres-ro`,
+# not `production`, `europe` or a cluster named `tron` (Patroni's example names its one pool after
+# the scope), which would make a writer pool a reader pool.
+_WORD_PATTERN_MAX = 2
+_WORD_SPLIT = re.compile(r"[^a-z]+")
+
+
+def matches(pattern: str, proxy: str) -> bool:
+    """Whether backend ``proxy`` matches ``pattern``: anywhere, or as a whole word when it is short."""
+    low, pat = proxy.lower(), pattern.lower()
+    if len(pat) <= _WORD_PATTERN_MAX:
+        return pat in _WORD_SPLIT.split(low)
+    return pat in low
+
+
 @functools.lru_cache(maxsize=256)
 def _kind(writer: tuple[str, ...], reader: tuple[str, ...], proxy: str) -> str | None:
-    low = proxy.lower()
-    if any(s.lower() in low for s in writer):
+    if any(matches(s, proxy) for s in writer):
         return "writer"
-    if any(s.lower() in low for s in reader):
+    if any(matches(s, proxy) for s in reader):
         return "reader"
     return None
 

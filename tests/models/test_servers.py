@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pgtop_ha.models.checks import disagreements, writes_ok
-from pgtop_ha.models.health import Pools, cluster_problems, member_problems, routes
+from pgtop_ha.models.health import DEFAULT_POOLS, Pools, cluster_problems, member_problems, routes
 from pgtop_ha.models.probe import member_at
 from pgtop_ha.models.servers import joined, known_names, member_of, split_addr, unjoined
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
@@ -204,3 +204,39 @@ def test_a_member_listed_by_name_and_by_address_is_one_member() -> None:
     # On one host (ports tell members apart), a member listed twice is still the only one there.
     twice = (("pg1", "localhost", 5433), ("pg1", "127.0.0.1", 5433), ("pg2", "localhost", 5434))
     assert member_at(twice, "10.9.9.9", 5433) == "pg1"
+
+
+@pytest.mark.parametrize(
+    ("backend", "kind"),
+    [
+        ("pg_writer", "writer"),
+        ("postgres-rw", "writer"),
+        ("pg_ro", "reader"),
+        ("postgres_ro1", "reader"),
+        ("PG-RO", "reader"),
+        ("standbys", "reader"),
+        ("pgreplicas", "reader"),
+        ("primary_ro", "writer"),  # the writer list is asked first
+        # Two letters inside a longer word are no pool: a cluster named after a place, a scope.
+        ("production", None),
+        ("europe", None),
+        ("tron", None),
+        ("crowd", None),
+        ("batman", None),
+    ],
+)
+def test_default_pools_match_short_patterns_as_whole_words(backend: str, kind: str | None) -> None:
+    assert DEFAULT_POOLS.kind(backend) == kind
+
+
+def test_a_scope_named_backend_is_never_taken_for_a_reader_pool() -> None:
+    # Patroni's example style (`listen <scope>`) with a scope that holds "ro": before, a reader pool
+    # routing to the leader, and neither the writer check nor the "no pool" warning said anything.
+    snap = backends_named(healthy(), {"pg_writer": "production"})
+    problems = cluster_problems(snap, T, DEFAULT_POOLS, snap.taken_at)
+    (problem,) = [p for p in problems if p.key == "haproxy pools"]
+    assert problem.text.startswith("HAProxy backend production is no writer or reader pool")
+    # Patterns the user gives follow the same rule.
+    assert Pools(("w",), ("ro",)).kind("pg_ro") == "reader"
+    assert Pools(("w",), ("ro",)).kind("prod_w") == "writer"
+    assert Pools(("prod",), ()).kind("production") == "writer"
