@@ -7,11 +7,9 @@ configured from Patroni's example (`server postgresql_10.0.0.11_5432 …`) the c
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from pgtop_ha.models.checks import disagreements, writes_ok
 from pgtop_ha.models.health import Pools, cluster_problems, routes
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
+from tests.support.lab_polls import until_seen
 
 pytestmark = pytest.mark.lab
 
@@ -81,19 +80,25 @@ def _settings(base: Settings, url: str, members: dict[str, str] | None = None) -
     return base.model_copy(update={"haproxy": haproxy})
 
 
-async def _until(poller: Poller, check: Callable[[ClusterSnapshot], bool], what: str) -> ClusterSnapshot:
-    deadline = time.monotonic() + 30
-    snap = await poller.cycle(budget=2.0)
-    while not check(snap):
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} not seen within 30 s: {snap.haproxy}, errors {snap.errors}")
-        await asyncio.sleep(0.5)  # pacing between polls, not synchronisation
-        snap = await poller.cycle(budget=2.0)
-    return snap
-
-
 def _writer_up(snap: ClusterSnapshot) -> bool:
     return any(s.proxy == "pg_writer" and (s.status or "").startswith("UP") for s in snap.haproxy.servers)
+
+
+async def _seen(settings: Settings, check: Callable[[ClusterSnapshot], bool], what: str) -> ClusterSnapshot:
+    """The first snapshot of a new poller on ``settings`` that passes ``check``."""
+    poller = Poller.from_settings(settings)
+    try:
+        return await until_seen(poller, check, 30, what)
+    finally:
+        await poller.aclose()
+
+
+def _led(snap: ClusterSnapshot) -> bool:
+    return _writer_up(snap) and snap.cluster.leader is not None
+
+
+def _all_reachable(snap: ClusterSnapshot) -> bool:
+    return all(n.reachable for n in snap.nodes)
 
 
 async def test_servers_joined_by_the_addresses_haproxy_shows(
@@ -102,11 +107,7 @@ async def test_servers_joined_by_the_addresses_haproxy_shows(
     legends, _ = example_haproxy
     settings = _settings(lab_settings, legends)
     pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
-    poller = Poller.from_settings(settings)
-    try:
-        snap = await _until(poller, lambda s: _writer_up(s) and s.cluster.leader is not None, "a writer UP")
-    finally:
-        await poller.aclose()
+    snap = await _seen(settings, _led, "a writer UP")
     assert all(s.server.startswith("postgresql_127.0.0.1_") for s in snap.haproxy.servers)
     assert {s.member for s in snap.haproxy.servers} == set(NODE_NAMES)
     up = [name for name, srv in routes(snap, pools, "writer").items() if (srv.status or "").startswith("UP")]
@@ -123,11 +124,7 @@ async def test_servers_without_addresses_are_said_then_mapped(
     _, plain = example_haproxy
     settings = _settings(lab_settings, plain)
     pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
-    poller = Poller.from_settings(settings)
-    try:
-        snap = await _until(poller, lambda s: _writer_up(s) and bool(s.members), "a writer UP")
-    finally:
-        await poller.aclose()
+    snap = await _seen(settings, lambda s: _writer_up(s) and bool(s.members), "a writer UP")
     assert all(s.addr is None and s.member is None for s in snap.haproxy.servers)
     problems = cluster_problems(snap, settings.thresholds, pools, snap.taken_at)
     unjoined = [p.text for p in problems if p.key == "haproxy unjoined"]
@@ -138,12 +135,7 @@ async def test_servers_without_addresses_are_said_then_mapped(
 
     ports = {m.name: m.port for m in snap.members}
     mapped = {f"postgresql_127.0.0.1_{port}": name for name, port in ports.items()}
-    settings = _settings(lab_settings, plain, mapped)
-    poller = Poller.from_settings(settings)
-    try:
-        snap = await _until(poller, lambda s: _writer_up(s) and s.cluster.leader is not None, "a writer UP")
-    finally:
-        await poller.aclose()
+    snap = await _seen(_settings(lab_settings, plain, mapped), _led, "a writer UP")
     assert writes_ok(snap, pools) is True
     assert {s.member for s in snap.haproxy.servers} == set(NODE_NAMES)
 
@@ -153,7 +145,7 @@ async def test_each_node_knows_the_address_its_server_answered_on(lab_settings: 
     # pooler shows (10.0.0.11): the server's own inet_server_addr(), read once per connection.
     poller = Poller.from_settings(lab_settings)
     try:
-        snap = await _until(poller, lambda s: all(n.reachable for n in s.nodes), "every node reachable")
+        snap = await until_seen(poller, _all_reachable, 30, "every node reachable")
         readers = [poller.membership.members[name].node for name in NODE_NAMES]
         assert [r.server_addr if r is not None else None for r in readers] == ["127.0.0.1"] * len(NODE_NAMES)
         for m in snap.members:

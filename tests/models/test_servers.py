@@ -82,13 +82,6 @@ def test_joined_by_address_routes_like_member_names() -> None:
     assert writes_ok(snap, POOLS) is True
     assert disagreements(snap, POOLS) == []
     assert cluster_problems(snap, T, POOLS, snap.taken_at) == []
-    # Two backends of members, neither a pool: said in one line.
-    both = backends_named(healthy(), {"pg_writer": "batman", "pg_reader": "robin"})
-    texts = [p.text for p in cluster_problems(both, T, POOLS, both.taken_at) if p.key == "haproxy pools"]
-    assert texts == [
-        "HAProxy backends batman, robin are no writer or reader pools, routing not judged; "
-        "add them to [haproxy] writer_backends or reader_backends"
-    ]
 
 
 def test_joined_by_the_users_map_before_anything_else() -> None:
