@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -116,15 +117,16 @@ class Pools:
 # not `production`, `europe` or a cluster named `tron` (Patroni's example names its one pool after
 # the scope), which would make a writer pool a reader pool.
 _WORD_PATTERN_MAX = 2
-_WORD_SPLIT = re.compile(r"[^a-z]+")
+_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
 
 def matches(pattern: str, proxy: str) -> bool:
     """Whether backend ``proxy`` matches ``pattern``: anywhere, or as a whole word when it is short."""
     low, pat = proxy.lower(), pattern.lower()
-    if len(pat) <= _WORD_PATTERN_MAX:
-        return pat in _WORD_SPLIT.split(low)
-    return pat in low
+    if len(pat) > _WORD_PATTERN_MAX:
+        return pat in low
+    # A numbered pool (`pg_ro2`) is still the word.
+    return any(word == pat or word.rstrip(string.digits) == pat for word in _WORD_SPLIT.split(low))
 
 
 @functools.lru_cache(maxsize=256)

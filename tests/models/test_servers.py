@@ -233,3 +233,5 @@ def test_a_scope_named_backend_is_never_taken_for_a_reader_pool() -> None:
     assert Pools(("w",), ("ro",)).kind("pg_ro") == "reader"
     assert Pools(("w",), ("ro",)).kind("prod_w") == "writer"
     assert Pools(("prod",), ()).kind("production") == "writer"
+    assert Pools(("w1",), ()).kind("pg-w1") == "writer"  # a short pattern with a digit still matches
+    assert Pools(("w1",), ()).kind("pg-w12") is None
