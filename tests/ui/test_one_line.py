@@ -114,8 +114,23 @@ def test_the_header_leaves_out_the_usual_interval_rather_than_cut_it() -> None:
     # 80 columns, three nodes: it was cut to "ever…"; now the nodes end the line.
     assert header(80).endswith("node3 ✔") and len(header(80)) <= 80
     assert header(120).endswith("every 1s") and header(None).endswith("every 1s")
-    # Polling faster than chosen is a warning: kept, whatever the width (cut if need be).
-    assert "every 0.5s (fast; idle 1s)" in header(80, cadence=0.5)
+    # Polling faster than chosen is a warning: kept whole, in the longest form the width holds.
+    assert header(120, cadence=0.5).endswith("node3 ✔  every 0.5s (fast; idle 1s)")
+    assert header(None, cadence=0.5).endswith("every 0.5s (fast; idle 1s)")
+    # At 80 it was cut at the screen's edge; the brand and the mode's reason give way to it.
+    at80 = header(80, cadence=0.25)
+    assert at80.endswith("node1 ✔ node2 ✔ node3 ✔  0.25s fast") and len(at80) <= 80, at80
+    assert header(100, cadence=0.25).endswith("node3 ✔  every 0.25s (fast)")
+
+
+def test_a_fast_cadence_is_never_cut_at_80_columns_with_a_clusters_own_names() -> None:
+    # Members named as hosts, during an incident: the header read "…1c-03 ✔  every 0.25s (…".
+    snap = fx.renamed(fx.healthy())
+    line = _header(snap, snap.taken_at, 80, cadence=0.25)
+    assert line.endswith(" …1a-01 ✔ …1b-02 ✔ …1c-03 ✔  0.25s fast") and len(line) <= 80, line
+    # Every node stale as well: the nodes and the cadence still end the line, names kept readable.
+    late = _header(snap, snap.taken_at + timedelta(seconds=21), 80, cadence=0.25)
+    assert late.endswith("✖20s  0.25s fast"), late
 
 
 def test_the_header_keeps_every_nodes_freshness_at_80_columns_when_one_is_stale() -> None:

@@ -84,24 +84,29 @@ def heartbeat_text(
                 t.append(f" (no data for {age(late)})", styles.get("crit"))
         return t
 
+    fast = cadence is not None and cadence < interval - 1e-9
+    # Polling faster than chosen: something is wrong (models/timeline.py cadence()). At 80 columns
+    # it was cut to "every 0.25s (…"; its shortest form is kept room for, as the nodes are.
+    fast_forms = _fast_forms(cadence, interval) if fast and cadence is not None else ()
+    reserve = len(fast_forms[-1]) if fast_forms else 0
     t = lead(_Fit())
     if snapshot is not None:
         nodes = _freshness(snapshot, now, thresholds, styles, _Fit())
-        if width is not None and t.cell_len + nodes.cell_len > width:
+        if width is not None and t.cell_len + nodes.cell_len + reserve > width:
             # At 80 columns a node frozen in a failure test pushed the last node out ("node3…"),
             # and a cluster's own names ("pg-prod-eu-central-1a-01") every node but the first.
             # Each node's freshness is what the line is for: what it can spare goes first.
             t, nodes = _narrower(
                 lambda f: (lead(f), _freshness(snapshot, now, thresholds, styles, f)),
-                width,
+                width - reserve,
                 snapshot.cluster.name or "",
                 member_names(snapshot),
             )
         t.append_text(nodes)
-    fast = cadence is not None and cadence < interval - 1e-9
-    if fast:
-        # Polling faster than chosen: something is wrong (models/timeline.py cadence()).
-        t.append(f"  every {cadence:g}s (fast; idle {interval:g}s)", styles.get("warn"))
+    if fast_forms:
+        room = None if width is None else width - t.cell_len
+        said = next((f for f in fast_forms if room is None or len(f) <= room), fast_forms[-1])
+        t.append(said, styles.get("warn"))
     if node_filter:
         t.append(f"  filter: {shown(node_filter, 64)}", styles.get("warn"))
     if note:
@@ -112,6 +117,15 @@ def heartbeat_text(
     if not fast and (width is None or t.cell_len + len(usual) <= width):
         t.append(usual)
     return t
+
+
+def _fast_forms(cadence: float, interval: float) -> tuple[str, ...]:
+    """The fast cadence as said, longest first: what the header's end can hold is written."""
+    return (
+        f"  every {cadence:g}s (fast; idle {interval:g}s)",
+        f"  every {cadence:g}s (fast)",
+        f"  {cadence:g}s fast",
+    )
 
 
 # At 80 columns: the cluster's name cut no shorter than this, a member's no shorter than NAME_MIN.
