@@ -26,7 +26,7 @@ import asyncpg
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import NODE_NAMES, SUPERUSER, Layout
+from pgtop_ha.lab.layout import SUPERUSER, Layout, saved_layout
 from pgtop_ha.settings import NodeSettings, Settings, load_settings
 
 STATEMENT_LIKE = "select json_build_object(%"
@@ -68,7 +68,7 @@ async def _superuser(layout: Layout, index: int) -> asyncpg.Connection:
 
 
 async def _reset_statements(layout: Layout, skip: str | None) -> None:
-    for i, name in enumerate(NODE_NAMES):
+    for i, name in enumerate(layout.names):
         if name == skip:
             continue
         conn = await _superuser(layout, i)
@@ -84,7 +84,7 @@ async def _db_time(
     """Mean server ms per node-cycle per node, and each statement variant's calls and mean."""
     out: dict[str, float] = {}
     variants: dict[str, str] = {}
-    for i, name in enumerate(NODE_NAMES):
+    for i, name in enumerate(layout.names):
         if name == skip:
             continue
         conn = await _superuser(layout, i)
@@ -108,10 +108,10 @@ async def _db_time(
 def _repeated(settings: Settings, layout: Layout, entries: int) -> Settings:
     nodes = []
     for k in range(entries):
-        i = k % len(NODE_NAMES)
+        i = k % len(layout.names)
         nodes.append(
             NodeSettings(
-                name=f"{NODE_NAMES[i]}-{k:03d}",
+                name=f"{layout.names[i]}-{k:03d}",
                 host="127.0.0.1",
                 port=layout.pg_port(i),
                 patroni_url=layout.patroni_url(i),
@@ -122,7 +122,7 @@ def _repeated(settings: Settings, layout: Layout, entries: int) -> Settings:
 
 def _pg_only(settings: Settings, layout: Layout) -> Settings:
     nodes = tuple(
-        NodeSettings(name=n, host="127.0.0.1", port=layout.pg_port(i)) for i, n in enumerate(NODE_NAMES)
+        NodeSettings(name=n, host="127.0.0.1", port=layout.pg_port(i)) for i, n in enumerate(layout.names)
     )
     haproxy = settings.haproxy.model_copy(update={"url": None, "socket": None})
     patroni = settings.patroni.model_copy(update={"urls": ()})
@@ -201,10 +201,11 @@ async def _scenario(
 async def main_async(args: argparse.Namespace) -> list[Result]:
     """Run every scenario and return the figures."""
     settings = load_settings(args.config, environ={})
-    layout = Layout(settings.lab.base_port, settings.lab.state_dir or Path(args.config).parent)
+    state = settings.lab.state_dir or Path(args.config).parent
+    layout = saved_layout(state) or Layout(settings.lab.base_port, state)  # the lab's own names
     lab = Lab(layout, out=io.StringIO())
     leader = lab.leader()
-    victim = next(n for n in NODE_NAMES if n != leader)
+    victim = next(n for n in layout.names if n != leader)
     results = [await _scenario("3 nodes, full (pg_monitor)", settings, layout, args.seconds)]
     if args.three_only:
         return results
