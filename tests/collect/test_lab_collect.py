@@ -9,7 +9,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -25,6 +25,7 @@ from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, NODE_NAMES, PERMANENT_SLOT, 
 from pgtop_ha.models import derive
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
+from tests.support.lab_polls import until_seen
 
 pytestmark = pytest.mark.lab
 
@@ -47,24 +48,6 @@ async def poller(lab_settings: Settings) -> AsyncIterator[Poller]:
         yield p
     finally:
         await p.aclose()
-
-
-async def until(
-    poller: Poller,
-    check: Callable[[ClusterSnapshot], bool],
-    within_s: float,
-    what: str,
-) -> ClusterSnapshot:
-    """Cycle until ``check`` holds; fail naming ``what`` with the last snapshot's errors."""
-    deadline = time.monotonic() + within_s
-    snap = await poller.cycle(budget=2.0)
-    while not check(snap):
-        if time.monotonic() > deadline:
-            errs = [n.error for n in snap.nodes if n.error] + list(snap.errors)
-            pytest.fail(f"{what} not seen within {within_s}s; errors: {errs}")
-        await asyncio.sleep(0.5)  # pacing between polls, not synchronisation
-        snap = await poller.cycle(budget=2.0)
-    return snap
 
 
 def leader_node(snap: ClusterSnapshot) -> str:
@@ -103,7 +86,7 @@ async def test_switchover_names_the_new_leader_next_cycle(lab: Lab, poller: Poll
     snap = await poller.cycle()
     assert snap.cluster.leader == new
     # PostgreSQL's own view follows as soon as the promotion is done.
-    snap = await until(
+    snap = await until_seen(
         poller,
         lambda s: (n := s.node(new)) is not None and n.in_recovery is False,
         30,
@@ -134,7 +117,7 @@ async def test_replication_rows_for_both_standbys(lab: Lab, poller: Poller) -> N
 
 async def test_permanent_slot_on_every_member(lab: Lab, poller: Poller) -> None:
     # Patroni creates the permanent slot on replicas after restarting them once: allow time.
-    snap = await until(
+    snap = await until_seen(
         poller,
         lambda s: all(
             v is True for v in derive.slot_presence(s, (PERMANENT_SLOT,)).present[PERMANENT_SLOT].values()
@@ -174,13 +157,13 @@ async def test_broken_archive_queues_and_fails(lab: Lab, poller: Poller) -> None
                 and s.cluster.leader == leader
             )
 
-        snap = await until(poller, broken, 120, "ready files and failed archiving")
+        snap = await until_seen(poller, broken, 120, "ready files and failed archiving")
         node = snap.node(leader)
         assert node is not None and node.archiver is not None
         assert node.archiver.last_failed_wal is not None
         assert node.archiver.segments_behind is not None and node.archiver.segments_behind >= 1
         first_failed = node.archiver.failed_count or 0
-        snap = await until(
+        snap = await until_seen(
             poller,
             lambda s: (
                 (n := s.node(leader)) is not None
@@ -192,7 +175,7 @@ async def test_broken_archive_queues_and_fails(lab: Lab, poller: Poller) -> None
         )
     finally:
         faults.fix_archive(quiet(lab))
-    await until(
+    await until_seen(
         poller,
         lambda s: (
             (n := s.node(leader)) is not None and n.archiver is not None and n.archiver.ready_count == 0
@@ -211,13 +194,13 @@ async def test_copy_rows_while_subscriber_syncs(lab: Lab, poller: Poller) -> Non
                 c.relation is not None and COPY_TABLE in c.relation for n in s.nodes for c in n.copy_progress
             )
 
-        snap = await until(poller, copying, 90, f"COPY of {COPY_TABLE}")
+        snap = await until_seen(poller, copying, 90, f"COPY of {COPY_TABLE}")
         rows = [c for n in snap.nodes for c in n.copy_progress if c.relation]
         row = rows[0]
         assert row.command is not None and row.command.startswith("COPY")
         assert row.tuples_processed is not None
         assert row.bytes_processed is not None
-        later = await until(
+        later = await until_seen(
             poller,
             lambda s: any(
                 c.pid == row.pid and (c.bytes_processed or 0) > (row.bytes_processed or 0)
@@ -376,7 +359,7 @@ async def test_frozen_node_does_not_delay_the_others(lab: Lab, poller: Poller) -
         assert time.monotonic() - frozen_at < 10
     finally:
         faults.thaw(quiet(lab), victim)
-    await until(poller, lambda s: all(n.error is None for n in s.nodes), 60, f"{victim} back after thaw")
+    await until_seen(poller, lambda s: all(n.error is None for n in s.nodes), 60, f"{victim} back after thaw")
 
 
 async def test_haproxy_routes_like_patroni(lab: Lab, poller: Poller) -> None:
@@ -385,7 +368,7 @@ async def test_haproxy_routes_like_patroni(lab: Lab, poller: Poller) -> None:
     def up(s: ClusterSnapshot, proxy: str) -> set[str]:
         return {x.server for x in s.haproxy.servers if x.proxy == proxy and x.status == "UP"}
 
-    snap = await until(
+    snap = await until_seen(
         poller,
         lambda s: (
             s.cluster.leader is not None

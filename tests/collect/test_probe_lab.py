@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import socket
 import sys
-import time
-from collections.abc import Callable
 
 import pytest
 
@@ -18,6 +15,7 @@ from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import OPERATOR_USER
 from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
 from pgtop_ha.settings import Settings
+from tests.support.lab_polls import until_seen
 
 pytestmark = pytest.mark.lab
 
@@ -44,19 +42,6 @@ def probe(snap: ClusterSnapshot, endpoint: str, kind: str | None = None) -> Prob
     found = [p for p in snap.probes if p.endpoint == endpoint and (kind is None or p.kind == kind)]
     assert len(found) == 1, snap.probes
     return found[0]
-
-
-async def until(
-    poller: Poller, check: Callable[[ClusterSnapshot], bool], within_s: float, what: str
-) -> ClusterSnapshot:
-    deadline = time.monotonic() + within_s
-    snap = await poller.cycle(budget=2.5)
-    while not check(snap):
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} not seen within {within_s}s; probes: {snap.probes}")
-        await asyncio.sleep(0.3)  # pacing between cycles, not synchronisation
-        snap = await poller.cycle(budget=2.5)
-    return snap
 
 
 def make_table(lab: Lab) -> int:
@@ -88,7 +73,7 @@ async def test_writer_answers_from_the_leader_reader_from_a_replica(lab: Lab, la
     dead = free_port()
     poller = Poller.from_settings(with_probes(lab_settings, lab, dead=dead))
     try:
-        snap = await until(
+        snap = await until_seen(
             poller,
             lambda s: probe(s, "writer").ok and probe(s, "reader").ok and s.cluster.leader is not None,
             20,
@@ -113,7 +98,9 @@ async def test_probes_follow_a_switchover_and_the_write_outage_is_measured(
     make_table(lab)
     poller = build_poller(with_probes(lab_settings, lab, table=TABLE), operator=True)
     try:
-        before = await until(poller, lambda s: probe(s, "writer", "write").ok, 20, "the write probe writing")
+        before = await until_seen(
+            poller, lambda s: probe(s, "writer", "write").ok, 20, "the write probe writing"
+        )
         old = lab.leader()
         assert probe(before, "writer", "write").answered_by == old
         written = rows_in(lab)
@@ -121,7 +108,7 @@ async def test_probes_follow_a_switchover_and_the_write_outage_is_measured(
         faults.switchover(Lab(lab.layout, out=io.StringIO()))
         new = lab.leader()
         assert new is not None and new != old
-        after = await until(
+        after = await until_seen(
             poller,
             lambda s: (
                 probe(s, "writer", "writer").answered_by == new
@@ -152,7 +139,7 @@ async def test_read_only_sends_no_write_probe(lab: Lab, lab_settings: Settings) 
     before = rows_in(lab)
     poller = build_poller(with_probes(lab_settings, lab, table=TABLE), operator=False)
     try:
-        snap = await until(poller, lambda s: probe(s, "writer").ok, 20, "the writer probe answering")
+        snap = await until_seen(poller, lambda s: probe(s, "writer").ok, 20, "the writer probe answering")
         for _ in range(3):
             snap = await poller.cycle(budget=2.5)
     finally:
@@ -166,12 +153,12 @@ async def test_kill_primary_shows_write_errors_while_patroni_still_names_the_lea
 ) -> None:
     poller = Poller.from_settings(with_probes(lab_settings, lab))
     try:
-        before = await until(poller, lambda s: probe(s, "writer").ok, 20, "the writer probe answering")
+        before = await until_seen(poller, lambda s: probe(s, "writer").ok, 20, "the writer probe answering")
         old = probe(before, "writer").answered_by
         assert old is not None and old == before.cluster.leader
         faults.kill_primary(Lab(lab.layout, out=io.StringIO()))
         # Patroni restarts PostgreSQL in place: the writer port fails while Patroni keeps the leader.
-        gap = await until(
+        gap = await until_seen(
             poller,
             lambda s: probe(s, "writer").errors >= 1 and s.cluster.leader == old,
             20,
@@ -180,7 +167,9 @@ async def test_kill_primary_shows_write_errors_while_patroni_still_names_the_lea
         failed = probe(gap, "writer")
         assert failed.first_error is not None and "\n" not in failed.first_error
         assert failed.last_ok_at is not None and failed.last_ok_at <= gap.taken_at
-        back = await until(poller, lambda s: probe(s, "writer").ok, 90, "the writer probe answering again")
+        back = await until_seen(
+            poller, lambda s: probe(s, "writer").ok, 90, "the writer probe answering again"
+        )
     finally:
         await poller.aclose()
     assert probe(back, "writer").errors == 0

@@ -44,5 +44,9 @@ async def until_seen(
         if cond(snap):
             return snap
         if loop.time() > deadline:
-            raise AssertionError(f"{what or cond} not seen within {within}s; last nodes: {snap.nodes}")
+            errors = [f"{n.name}: {n.error}" for n in snap.nodes if n.error] + list(snap.errors)
+            raise AssertionError(
+                f"{what or cond} not seen within {within}s; errors: {errors}; probes: {snap.probes}; "
+                f"last nodes: {snap.nodes}"
+            )
         await asyncio.sleep(PACE_S)
