@@ -25,8 +25,9 @@ import asyncpg
 
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.lab import faults
+from pgtop_ha.lab.cli import layout_from
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import SUPERUSER, Layout, saved_layout
+from pgtop_ha.lab.layout import SUPERUSER, Layout
 from pgtop_ha.settings import NodeSettings, Settings, load_settings
 
 STATEMENT_LIKE = "select json_build_object(%"
@@ -201,8 +202,7 @@ async def _scenario(
 async def main_async(args: argparse.Namespace) -> list[Result]:
     """Run every scenario and return the figures."""
     settings = load_settings(args.config, environ={})
-    state = settings.lab.state_dir or Path(args.config).parent
-    layout = saved_layout(state) or Layout(settings.lab.base_port, state)  # the lab's own names
+    layout = layout_from(argparse.Namespace(config=args.config))  # as `pgtop-ha lab --config` finds it
     lab = Lab(layout, out=io.StringIO())
     leader = lab.leader()
     victim = next(n for n in layout.names if n != leader)

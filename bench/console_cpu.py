@@ -213,13 +213,11 @@ def lab_info(config: Path) -> LabInfo:
     """The lab's leader port and credentials file, from the console config's [lab] section."""
     import io
 
+    from pgtop_ha.lab.cli import layout_from
     from pgtop_ha.lab.cluster import Lab
-    from pgtop_ha.lab.layout import DBNAME, SUPERUSER, Layout, saved_layout
-    from pgtop_ha.settings import load_settings
+    from pgtop_ha.lab.layout import DBNAME, SUPERUSER
 
-    settings = load_settings(config, environ={})
-    state = settings.lab.state_dir or config.parent
-    layout = saved_layout(state) or Layout(settings.lab.base_port, state)
+    layout = layout_from(argparse.Namespace(config=config))  # as `pgtop-ha lab --config` finds it
     lab = Lab(layout, out=io.StringIO())
     index = lab.leader_index()
     return LabInfo(

@@ -84,10 +84,9 @@ def heartbeat_text(
                 t.append(f" (no data for {age(late)})", styles.get("crit"))
         return t
 
-    fast = cadence is not None and cadence < interval - 1e-9
     # Polling faster than chosen: something is wrong (models/timeline.py cadence()). At 80 columns
     # it was cut to "every 0.25s (…"; its shortest form is kept room for, as the nodes are.
-    fast_forms = _fast_forms(cadence, interval) if fast and cadence is not None else ()
+    fast_forms = _fast_forms(cadence, interval) if cadence is not None and cadence < interval - 1e-9 else ()
     reserve = len(fast_forms[-1]) if fast_forms else 0
     t = lead(_Fit())
     if snapshot is not None:
@@ -114,7 +113,7 @@ def heartbeat_text(
     # The chosen interval is the least of the header: at 80 columns with three nodes it was
     # cut to "ever…"; an ellipsis would say something goes on that is not worth the room.
     usual = f"  every {interval:g}s"
-    if not fast and (width is None or t.cell_len + len(usual) <= width):
+    if not fast_forms and (width is None or t.cell_len + len(usual) <= width):
         t.append(usual)
     return t
 
