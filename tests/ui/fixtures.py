@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from pgtop_ha.models.events import Event
 from pgtop_ha.models.poolers import (
@@ -534,3 +535,25 @@ def renamed(snap: ClusterSnapshot, names: Sequence[str] = LONG_NAMES) -> Cluster
     """``snap`` with node1, node2 and node3 called ``names`` everywhere (members, HAProxy, slots)."""
     text = re.sub(r"node([1-3])", lambda m: names[int(m[1]) - 1], snap.model_dump_json())
     return ClusterSnapshot.model_validate_json(text)
+
+
+_Named = TypeVar("_Named", Member, NodeSnapshot, HAProxyServer)
+
+
+def grown(snap: ClusterSnapshot, size: int, like: str = "node3") -> ClusterSnapshot:
+    """``snap`` with node4…node<size> added as copies of ``like`` (members, nodes, HAProxy servers)."""
+
+    def copies(item: _Named) -> list[_Named]:
+        text = item.model_dump_json()
+        return [
+            type(item).model_validate_json(text.replace(f'"{like}"', f'"node{k}"'))
+            for k in range(4, size + 1)
+        ]
+
+    members = [*snap.members, *(c for m in snap.members if m.name == like for c in copies(m))]
+    nodes = [*snap.nodes, *(c for n in snap.nodes if n.name == like for c in copies(n))]
+    update: dict[str, object] = {"members": tuple(members), "nodes": tuple(nodes)}
+    if snap.haproxy is not None:
+        servers = [s2 for s in snap.haproxy.servers for s2 in (s, *(copies(s) if s.server == like else ()))]
+        update["haproxy"] = snap.haproxy.model_copy(update={"servers": tuple(servers)})
+    return snap.model_copy(update=update)

@@ -166,3 +166,22 @@ async def test_new_member_names_redraw_a_name_column() -> None:
         table.apply(rows)  # the very same rows: only the names moved
         await pilot.pause()
         assert [r[0] for r in table.visible_texts()] == ["…eu…1a-01", "…central-1b-02"]
+
+
+@pytest.mark.parametrize("scenario", ["kill-primary", "frozen", "failed-over"])
+async def test_seven_members_at_80x24_keep_the_stale_node_and_the_cadence_in_the_header(
+    scenario: str,
+) -> None:
+    # Two data centres and a witness: the header cut off its last nodes and the fast cadence.
+    app, source = make_app([fx.grown(s, 7, like="node2") for s in SCENARIOS[scenario]()])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, source)
+        header = app.screen.query_one(Heartbeat).render().plain
+        stale = "node3 ▲" if scenario == "frozen" else "node1 ▲"
+        assert stale in header and "+6 ✔" in header and header.rstrip().endswith("(fast)"), header
+        assert len(header.rstrip()) <= 80
+        members = app.screen.query_one("#t-overview-members", KeyedTable)
+        assert [row[0].split(" ", 1)[1] for row in members.visible_texts()] == [
+            f"node{i}" for i in range(1, 8)
+        ]
+        assert members.max_scroll_x == 0

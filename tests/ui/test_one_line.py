@@ -180,3 +180,28 @@ def test_the_header_gives_way_in_order_for_a_clusters_own_long_names() -> None:
     # Every node stale: the line cannot hold them all, and names stay readable, not "…e1".
     stale = _header(fx.healthy(), fx.T0 + timedelta(seconds=21), 80)
     assert "(no data for 20s) node1 ✖20s node2 ✖20s" in stale
+
+
+def test_the_header_counts_fresh_nodes_when_five_or_seven_do_not_fit_80_columns() -> None:
+    # Two data centres and a witness: with seven members the header cut off the last nodes and
+    # the fast cadence ("node5 …") in the very minute a failure test makes them matter.
+    five = fx.grown(fx.healthy(), 5)
+    assert _header(five, five.taken_at, 80).endswith(" node1 ✔ node2 ✔ node3 ✔ node4 ✔ node5 ✔")
+    seven = fx.grown(fx.healthy(), 7)
+    calm = _header(seven, seven.taken_at, 80)
+    assert calm.endswith(" last 03:04:05 all 7 ✔  every 1s") and "…" not in calm, calm
+    for snap, stale in ((fx.kill_primary(), "node1 ▲10s"), (fx.frozen(), "node3 ▲5s")):
+        for size, fresh in ((5, 4), (7, 6)):
+            big = fx.grown(snap, size, like="node2")
+            line = _header(big, big.taken_at + timedelta(seconds=1), 80, cadence=0.25)
+            assert line.endswith(f" {stale} +{fresh} ✔  every 0.25s (fast)") and len(line) <= 80, line
+    # Wide enough, every node is named as before.
+    wide = _header(fx.grown(fx.kill_primary(), 7), fx.kill_primary().taken_at, 200, cadence=0.25)
+    assert "node7 ✔" in wide and "+6" not in wide
+    # Three of five stale (a data centre cut off): those are named, cut as far as the line needs.
+    cut = _header(fx.grown(fx.frozen(), 5), fx.frozen().taken_at + timedelta(seconds=1), 80, cadence=0.25)
+    assert cut.endswith(" ▲5s +2 ✔  0.25s fast") and cut.count("▲5s") == 3 and len(cut) <= 80, cut
+    # Long names: the fresh ones are counted before any name is cut to unreadable ("…e1").
+    long7 = fx.renamed(fx.grown(fx.frozen(), 7, like="node2"))
+    line = _header(long7, long7.taken_at + timedelta(seconds=1), 80, cadence=0.25)
+    assert "1c-03 ▲5s +6 ✔  " in line and line.endswith(" fast") and len(line) <= 80, line

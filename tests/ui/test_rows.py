@@ -18,7 +18,7 @@ from pgtop_ha.models.health import (
     member_problems,
     stale_level,
 )
-from pgtop_ha.models.snapshot import Archiver, HAProxyState, NodeSnapshot, Process
+from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HAProxyState, NodeSnapshot, Process
 from pgtop_ha.models.thresholds import Level, grade
 from pgtop_ha.ui.format import age, age_step, bar, duration, human_bytes, lsn, rate, sparkline
 from pgtop_ha.ui.panes import (
@@ -303,6 +303,27 @@ def test_overview_archiver_after_a_crash_says_since_when_not_never() -> None:
         line(done.model_copy(update={"stats_reset": NOW - timedelta(hours=2)}))
         == "0 ready, last archived 10s ago"
     )
+
+
+def test_overview_archiver_unknown_says_why_instead_of_vanishing() -> None:
+    # After a kill of the leader the line went away, as if there were nothing to say about
+    # archiving in the minutes it stopped.
+    def line(snap: ClusterSnapshot) -> str:
+        return texts(overview.state_rows(snap, ctx()))["archiver"][1]
+
+    assert line(fx.kill_primary()) == "unknown: node1's PostgreSQL unreachable"
+    no_leader = fx.kill_primary().model_copy(
+        update={"cluster": fx.kill_primary().cluster.model_copy(update={"leader": None})}
+    )
+    no_leader = no_leader.model_copy(
+        update={"members": tuple(m.model_copy(update={"role": "replica"}) for m in no_leader.members)}
+    )
+    assert line(no_leader) == "unknown: no leader"
+    unread = fx.healthy().model_copy(
+        update={"nodes": tuple(n.model_copy(update={"archiver": None}) for n in fx.healthy().nodes)}
+    )
+    assert line(unread) == "unknown: not read on node1"
+    assert line(fx.healthy()).startswith("0 ready, last archived ")
 
 
 def test_memory_rows_rank_by_pss() -> None:

@@ -149,9 +149,7 @@ def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         figures = f": {human_bytes(s.retained_bytes)} retained, {shown(s.wal_status or '?', 16)}"
         text = _on(s.slot_name, where, names, figures)
         out.append(same_row("slot", {"what": cell("Worst slot"), "now": cell(text, level)}))
-    archiver = _archiver(snapshot, ctx)
-    if archiver is not None:
-        out.append(archiver)
+    out.append(_archiver(snapshot, ctx))
     rates = {} if ctx.previous is None else copy_rates(ctx.previous, snapshot)
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         for cp in node.copy_progress:
@@ -196,11 +194,19 @@ def _timeline(snapshot: ClusterSnapshot) -> Row:
     return same_row("tl", {"what": cell("Timeline"), "now": cell(text, level)})
 
 
-def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row | None:
+def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row:
     leader = find_leader(snapshot)
     node = snapshot.node(leader.name) if leader is not None else None
     if node is None or not node.reachable or node.archiver is None:
-        return None
+        # The line stays, saying why it is unknown: gone, it read as "nothing to say" in the
+        # very minutes after a kill of the leader, when archiving is what stopped.
+        if leader is None:
+            why = "no leader"
+        elif node is None or not node.reachable:
+            why = f"{fit_name(leader.name, ctx.names(snapshot), NODE_WIDTH)}'s PostgreSQL unreachable"
+        else:
+            why = f"not read on {fit_name(node.name, ctx.names(snapshot), NODE_WIDTH)}"
+        return same_row("archiver", {"what": cell("Archiver"), "now": cell(f"unknown: {why}")})
     a = node.archiver
     level = archiver_level(ctx.thresholds, a)
     if a.last_archived_time:

@@ -95,11 +95,14 @@ def heartbeat_text(
             # At 80 columns a node frozen in a failure test pushed the last node out ("node3…"),
             # and a cluster's own names ("pg-prod-eu-central-1a-01") every node but the first.
             # Each node's freshness is what the line is for: what it can spare goes first.
+            names = member_names(snapshot)
+            fresh = sum(node_freshness(snapshot, n, now, thresholds)[0] is Level.OK for n in names)
             t, nodes = _narrower(
                 lambda f: (lead(f), _freshness(snapshot, now, thresholds, styles, f)),
                 width - reserve,
                 snapshot.cluster.name or "",
-                member_names(snapshot),
+                names,
+                fresh,
             )
         t.append_text(nodes)
     if fast_forms:
@@ -130,6 +133,8 @@ def _fast_forms(cadence: float, interval: float) -> tuple[str, ...]:
 # At 80 columns: the cluster's name cut no shorter than this, a member's no shorter than NAME_MIN.
 CLUSTER_ROOM = 16
 NAME_MIN = 3
+# Fresh nodes are counted rather than named shorter than this ("…1a-01" reads; "…e1" does not).
+NAME_READABLE = 6
 
 
 @dataclass(frozen=True)
@@ -141,20 +146,34 @@ class _Fit:
     cluster: int = 64  # the cluster's name, in characters
     brand: bool = True  # " pgtop-ha "
     names: int = 64  # each member's name, in characters (format.fit_name)
+    counted: bool = False  # fresh nodes as one count ("+4 ✔"), the others by name
 
 
 def _narrower(
-    build: Callable[[_Fit], tuple[Text, Text]], width: int, cluster: str, names: Sequence[str]
+    build: Callable[[_Fit], tuple[Text, Text]], width: int, cluster: str, names: Sequence[str], fresh: int
 ) -> tuple[Text, Text]:
     """The header's lead and nodes with the least left out that fits ``width``, in that order."""
     fit = _Fit(compact=True)
     lead, nodes = build(fit)
     longest = max((len(shown(n, 64)) for n in names), default=0)
+
+    def cut_names(f: _Fit, over: int, least: int = NAME_MIN) -> _Fit:
+        named = len(names) - fresh if f.counted else len(names)
+        room = min(f.names, longest) - -(-over // max(1, named))
+        if room < least != NAME_MIN:
+            return f  # not cut to unreadable while fresh nodes can be counted instead
+        return replace(f, names=_name_room(room))
+
     steps: tuple[Callable[[_Fit, int], _Fit], ...] = (
         lambda f, over: replace(f, why=False),
         lambda f, over: replace(f, cluster=max(CLUSTER_ROOM, len(shown(cluster, f.cluster)) - over)),
         lambda f, over: replace(f, brand=False),
-        lambda f, over: replace(f, names=_name_room(longest - -(-over // max(1, len(names))))),
+        lambda f, over: cut_names(f, over, NAME_READABLE),
+        # Five or seven members (two data centres and a witness) did not fit 80 columns even so:
+        # the last nodes and the fast cadence were cut off in the very minute they matter. A node
+        # that is fresh needs no name here (the overview lists it); one that is not keeps its own.
+        lambda f, over: replace(f, counted=True, names=64) if fresh else f,
+        cut_names,
     )
     for step in steps:
         over = lead.cell_len + nodes.cell_len - width
@@ -181,8 +200,12 @@ def _freshness(
     gap, space = (" ", "") if fit.compact else ("  ", " ")
     t = Text()
     names = member_names(snapshot)
+    fresh = 0
     for name in names:
         level, since = node_freshness(snapshot, name, now, thresholds)
+        if fit.counted and level is Level.OK:
+            fresh += 1
+            continue
         label = fit_name(name, names, fit.names)
         t.append(gap)
         if level is Level.OK:
@@ -193,6 +216,9 @@ def _freshness(
                 f"{label} {mark}{space}{age(since) if since is not None else 'never'}",
                 styles.get("warn" if level is Level.WARN else "crit"),
             )
+    if fresh:
+        t.append(gap)
+        t.append(f"{'all ' if fresh == len(names) else '+'}{fresh} ✔", styles.get("ok"))
     return t
 
 
