@@ -142,6 +142,10 @@ class HAProxySettings(TLSSettings):
         description="Reader backends: names containing one of these (1-2 letters: as a whole word).",
     )
     timeout: float = Field(2.0, gt=0, le=60, description="Seconds per stats request.")
+    user: str | None = Field(
+        None, min_length=1, description="Stats page user, when HAProxy asks for one (`stats auth`)."
+    )
+    password_file: Path | None = Field(None, description="File holding the stats page password.")
     members: dict[str, str] = Field(
         default_factory=dict,
         max_length=256,
@@ -160,6 +164,15 @@ class HAProxySettings(TLSSettings):
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         return None if value is None else haproxy_stats_url(value)
+
+    @model_validator(mode="after")
+    def _login(self) -> HAProxySettings:
+        if (self.user is None) != (self.password_file is None):
+            given, missing = ("user", "password_file") if self.user is not None else ("password_file", "user")
+            raise ValueError(
+                f"{given} is set without {missing}; set both (the stats page's login) or neither"
+            )
+        return self
 
 
 class PgBackRestSettings(_Section):
@@ -350,14 +363,26 @@ class Settings(_Section):
             return self.patroni_password
         if self.patroni.password_file is None:
             return None
-        try:
-            text = self.patroni.password_file.read_text().strip()
-        except OSError as exc:
-            raise ConfigError(
-                f"patroni.password_file {self.patroni.password_file}: {exc.strerror}; "
-                "point it at a readable file holding the REST password"
-            ) from None
-        return SecretStr(text)
+        return _secret_file(self.patroni.password_file, "patroni.password_file", "the REST password")
+
+    def haproxy_login(self) -> tuple[str, SecretStr] | None:
+        """The stats page's user and password (haproxy.password_file), or None when not set."""
+        h = self.haproxy
+        if h.user is None or h.password_file is None:
+            return None
+        return h.user, _secret_file(h.password_file, "haproxy.password_file", "the stats page's password")
+
+
+def _secret_file(path: Path, key: str, what: str) -> SecretStr:
+    try:
+        text = path.read_text().strip()
+    except OSError as exc:
+        raise ConfigError(
+            f"{key} {path}: {exc.strerror}; point it at a readable file holding {what}"
+        ) from None
+    if not text:
+        raise ConfigError(f"{key} {path} is empty; write {what} in it")
+    return SecretStr(text)
 
 
 # Short env names people expect; everything else is PGTOP_HA_<SECTION>__<KEY>.
@@ -374,6 +399,8 @@ _ENV_ALIASES: dict[str, tuple[str, ...]] = {
     "HAPROXY": ("haproxy", "url"),
     "HAPROXY_URL": ("haproxy", "url"),
     "HAPROXY_SOCKET": ("haproxy", "socket"),
+    "HAPROXY_USER": ("haproxy", "user"),
+    "HAPROXY_PASSWORD_FILE": ("haproxy", "password_file"),
     "PG_USER": ("postgres", "user"),
     "PG_DBNAME": ("postgres", "dbname"),
     "PATRONI_PASSWORD": ("patroni_password",),

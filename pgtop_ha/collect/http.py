@@ -1,13 +1,16 @@
-"""A GET-only HTTP client: the read path cannot send anything but GET, nor any credentials."""
+"""A GET-only HTTP client: nothing but GET, and no credentials but HAProxy's own stats page login."""
 
 from __future__ import annotations
 
+import base64
 import functools
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 import httpx
+from pydantic import SecretStr
 
 from pgtop_ha.collect.transport import LeanGetTransport, Verify
 from pgtop_ha.collect.transport import RefusedAnswer as RefusedAnswer  # re-exported for describers
@@ -21,17 +24,44 @@ class ReadOnlyViolation(RuntimeError):
     """Something on the read path tried to send a request other than a plain GET."""
 
 
-class GetOnlyTransport(httpx.AsyncBaseTransport):
-    """Wraps a transport and refuses any method but GET and any Authorization header."""
+@dataclass(frozen=True)
+class StatsLogin:
+    """HAProxy's stats page login (`stats auth`), sent to that page's origin and nowhere else."""
 
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+    url: str  # the stats page the user configured: its scheme, host and port alone receive it
+    user: str
+    password: SecretStr = field(repr=False)
+
+    def origin(self) -> tuple[str, str, int | None]:
+        """(scheme, host, port) of the page the login is for."""
+        return _origin(httpx.URL(self.url))
+
+    def header(self) -> str:
+        """The Authorization header's value (Basic)."""
+        pair = f"{self.user}:{self.password.get_secret_value()}".encode()
+        return "Basic " + base64.b64encode(pair).decode("ascii")
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
+
+
+class GetOnlyTransport(httpx.AsyncBaseTransport):
+    """Wraps a transport and refuses any method but GET, and credentials but the stats page's own."""
+
+    def __init__(
+        self, inner: httpx.AsyncBaseTransport, login_origin: tuple[str, str, int | None] | None = None
+    ) -> None:
         self._inner = inner
+        self._login_origin = login_origin
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Forward a GET without credentials; raise ReadOnlyViolation for anything else."""
+        """Forward a GET; raise ReadOnlyViolation for another verb or credentials sent elsewhere."""
         if request.method != "GET":
             raise ReadOnlyViolation(f"the read path refuses HTTP {request.method} {request.url}")
-        if "authorization" in request.headers:
+        if "authorization" in request.headers and (
+            self._login_origin is None or _origin(request.url) != self._login_origin
+        ):
             raise ReadOnlyViolation(f"the read path sends no credentials ({request.url})")
         return await self._inner.handle_async_request(request)
 
@@ -86,20 +116,28 @@ class GetOnlyClient:
         timeout: float,
         verify: Verify = True,
         transport: httpx.AsyncBaseTransport | None = None,
+        login: StatsLogin | None = None,
     ) -> None:
         # Requests go straight to the GET-only transport, not through httpx.AsyncClient: its
         # machinery (auth, redirects, cookies, hooks, proxies from the environment) does nothing
         # for a credential-less GET and cost ~0.2 ms CPU of the ~0.6 ms each GET took here.
-        self._transport = GetOnlyTransport(transport or LeanGetTransport(verify=verify))
+        origin = None if login is None else login.origin()
+        self._transport = GetOnlyTransport(transport or LeanGetTransport(verify=verify), origin)
         self._timeout = timeout
         self._headers = {"Accept": "application/json, text/plain;q=0.9", "User-Agent": _USER_AGENT}
+        # Only a client made for HAProxy's stats page holds a login; the transport above refuses
+        # it for any other origin, so a server's answer can never steer it elsewhere.
+        self._login_headers = None if login is None else {**self._headers, "Authorization": login.header()}
+        self._login_origin = origin
 
     async def get(self, url: str, *, limit_s: float | None = None) -> httpx.Response:
         """GET ``url`` (user:password stripped), read in full; Redirected on a 3xx answer."""
         limit = self._timeout if limit_s is None else limit_s
-        request = httpx.Request(
-            "GET", _target(url), headers=self._headers, extensions={"timeout": _timeouts(limit)}
-        )
+        target = _target(url)
+        headers = self._headers
+        if self._login_headers is not None and _origin(target) == self._login_origin:
+            headers = self._login_headers
+        request = httpx.Request("GET", target, headers=headers, extensions={"timeout": _timeouts(limit)})
         response = await self._transport.handle_async_request(request)
         response.request = request  # raise_for_status() needs it; transports need not set it
         await response.aread()

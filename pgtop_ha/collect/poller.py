@@ -28,7 +28,7 @@ import httpx
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.collect import haproxy
 from pgtop_ha.collect.errors import ParseError
-from pgtop_ha.collect.http import GetOnlyClient
+from pgtop_ha.collect.http import GetOnlyClient, StatsLogin
 from pgtop_ha.collect.membership import Discovered, Membership, MemberSources, refusal
 from pgtop_ha.collect.patroni import (
     OwnView,
@@ -75,6 +75,15 @@ def _haproxy_problem(exc: BaseException, where: str) -> str:
         return str(exc)
     if isinstance(exc, httpx.ConnectError):
         return f"haproxy stats {where}: cannot connect ({exc or 'refused'}); is HAProxy running there?"
+    if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code == 401:
+        # HAProxy's `stats auth`: say what to set, or that what was set is refused. A user and
+        # password written in the URL are never sent (collect/http.py strips them).
+        fix = (
+            "login refused; check"
+            if "authorization" in exc.request.headers
+            else "the page asks for a login; set"
+        )
+        return f"haproxy stats {where}: HTTP 401, {fix} [haproxy] user and password_file"
     if isinstance(exc, httpx.HTTPError):
         return "haproxy stats: " + describe_http_error(exc, where)
     if isinstance(exc, OSError):
@@ -157,7 +166,11 @@ class Poller:
         haproxy_http = None
         if settings.haproxy.url:
             haproxy_tls = context_maker("haproxy", settings.haproxy)
-            haproxy_http = GetOnlyClient(timeout=settings.haproxy.timeout, verify=haproxy_tls)
+            login = settings.haproxy_login()
+            stats_login = None if login is None else StatsLogin(settings.haproxy.url, *login)
+            haproxy_http = GetOnlyClient(
+                timeout=settings.haproxy.timeout, verify=haproxy_tls, login=stats_login
+            )
         return cls(settings, clock, patroni_http, haproxy_http)
 
     def add_probe(self, runner: ProbeRunner) -> None:

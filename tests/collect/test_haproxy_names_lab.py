@@ -29,11 +29,15 @@ from tests.support.lab_polls import until_seen
 pytestmark = pytest.mark.lab
 
 
-def _second_haproxy_cfg(lab: Lab, socket: Path) -> tuple[str, str, str]:
+# The login of the second HAProxy's third stats page (`stats auth`, as production pages often are).
+STATS_USER, STATS_PASSWORD = "stats-reader", "Str0ng-stats-pw"
+
+
+def _second_haproxy_cfg(lab: Lab, socket: Path) -> tuple[str, str, str, str]:
     """The lab's HAProxy config, servers named as Patroni's example names them, on other ports.
 
-    Returns the config and two stats URLs: one with `stats show-legends` (addresses shown), one
-    without (HAProxy's default: no addresses).
+    Returns the config and three stats URLs: one with `stats show-legends` (addresses shown), one
+    without (HAProxy's default: no addresses), one behind a login (`stats auth`) with legends.
     """
     layout = lab.layout
     text = configs.haproxy_cfg(layout)
@@ -48,14 +52,32 @@ def _second_haproxy_cfg(lab: Lab, socket: Path) -> tuple[str, str, str]:
     )
     plain_stats = ("listen plain_stats", "    mode http", f"    bind 127.0.0.1:{plain}", "    stats enable")
     text += "\n" + "\n".join((*plain_stats, "    stats uri /stats", ""))
+    login = layout.base_port + 8  # unused by the lab (layout.py)
+    text += "\n" + "\n".join(
+        (
+            "listen login_stats",
+            "    mode http",
+            f"    bind 127.0.0.1:{login}",
+            "    stats enable",
+            "    stats uri /stats",
+            "    stats show-legends",
+            f"    stats auth {STATS_USER}:{STATS_PASSWORD}",
+            "",
+        )
+    )
     assert "server node" not in text and "show-legends" in text
-    return text, f"http://127.0.0.1:{legends}/stats", f"http://127.0.0.1:{plain}/stats"
+    return (
+        text,
+        f"http://127.0.0.1:{legends}/stats",
+        f"http://127.0.0.1:{plain}/stats",
+        f"http://127.0.0.1:{login}/stats",
+    )
 
 
 @pytest.fixture
-def example_haproxy(lab: Lab, tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """A second, real HAProxy in front of the lab's nodes; its two stats URLs. Ended by PID."""
-    cfg_text, legends, plain = _second_haproxy_cfg(lab, tmp_path / "haproxy.sock")
+def example_haproxy(lab: Lab, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """A second, real HAProxy in front of the lab's nodes; its three stats URLs. Ended by PID."""
+    cfg_text, legends, plain, login = _second_haproxy_cfg(lab, tmp_path / "haproxy.sock")
     cfg = tmp_path / "haproxy.cfg"
     cfg.write_text(cfg_text)
     haproxy = str(find_tools().haproxy)
@@ -64,7 +86,7 @@ def example_haproxy(lab: Lab, tmp_path: Path) -> Iterator[tuple[str, str]]:
     log = (tmp_path / "haproxy.log").open("wb")
     proc = subprocess.Popen([haproxy, "-db", "-f", str(cfg)], stdout=log, stderr=subprocess.STDOUT)
     try:
-        yield legends, plain
+        yield legends, plain, login
     finally:
         procs.terminate([proc.pid], grace=5)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -102,9 +124,9 @@ def _all_reachable(snap: ClusterSnapshot) -> bool:
 
 
 async def test_servers_joined_by_the_addresses_haproxy_shows(
-    lab_settings: Settings, example_haproxy: tuple[str, str]
+    lab_settings: Settings, example_haproxy: tuple[str, str, str]
 ) -> None:
-    legends, _ = example_haproxy
+    legends, _, _ = example_haproxy
     settings = _settings(lab_settings, legends)
     pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
     snap = await _seen(settings, _led, "a writer UP")
@@ -119,9 +141,9 @@ async def test_servers_joined_by_the_addresses_haproxy_shows(
 
 
 async def test_servers_without_addresses_are_said_then_mapped(
-    lab_settings: Settings, example_haproxy: tuple[str, str]
+    lab_settings: Settings, example_haproxy: tuple[str, str, str]
 ) -> None:
-    _, plain = example_haproxy
+    _, plain, _ = example_haproxy
     settings = _settings(lab_settings, plain)
     pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
     snap = await _seen(settings, lambda s: _writer_up(s) and bool(s.members), "a writer UP")
@@ -138,6 +160,44 @@ async def test_servers_without_addresses_are_said_then_mapped(
     snap = await _seen(_settings(lab_settings, plain, mapped), _led, "a writer UP")
     assert writes_ok(snap, pools) is True
     assert {s.member for s in snap.haproxy.servers} == set(NODE_NAMES)
+
+
+async def test_a_stats_page_behind_a_login(
+    lab_settings: Settings, example_haproxy: tuple[str, str, str], tmp_path: Path
+) -> None:
+    # `stats auth` on the page, as production pages often have: the console said "HTTP 401" and
+    # had no way to give a login (a user:password in the URL is stripped, by design).
+    _, _, login = example_haproxy
+    right, wrong = tmp_path / "right", tmp_path / "wrong"
+    right.write_text(STATS_PASSWORD + "\n")
+    wrong.write_text("not-the-password\n")
+
+    def with_login(url: str, password_file: Path | None) -> Settings:
+        s = _settings(lab_settings, url)
+        user = None if password_file is None else STATS_USER
+        return s.model_copy(
+            update={"haproxy": s.haproxy.model_copy(update={"user": user, "password_file": password_file})}
+        )
+
+    def failed(snap: ClusterSnapshot) -> bool:
+        return "HTTP 401" in (snap.haproxy.error or "")  # the new HAProxy may not listen yet at first
+
+    in_url = login.replace("http://", f"http://{STATS_USER}:{STATS_PASSWORD}@")
+    for url, password_file, said in (
+        (login, None, "HTTP 401, the page asks for a login; set [haproxy] user and password_file"),
+        (in_url, None, "HTTP 401, the page asks for a login; set [haproxy] user and password_file"),
+        (login, wrong, "HTTP 401, login refused; check [haproxy] user and password_file"),
+    ):
+        snap = await _seen(with_login(url, password_file), failed, "the stats page refused")
+        assert snap.haproxy.error is not None and snap.haproxy.error.endswith(said), snap.haproxy.error
+        assert STATS_PASSWORD not in snap.model_dump_json()
+    settings = with_login(login, right)
+    pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
+    snap = await _seen(settings, _led, "a writer UP behind the login")
+    assert snap.haproxy.error is None
+    assert {s.member for s in snap.haproxy.servers} == set(NODE_NAMES)  # legends: joined by address
+    assert writes_ok(snap, pools) is True
+    assert STATS_PASSWORD not in snap.model_dump_json()
 
 
 async def test_each_node_knows_the_address_its_server_answered_on(lab_settings: Settings) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from pgtop_ha.collect.http import (
     GetOnlyClient,
     GetOnlyTransport,
     ReadOnlyViolation,
+    StatsLogin,
     strip_userinfo,
 )
 
@@ -61,3 +63,25 @@ async def test_transport_refuses_other_methods(method: str) -> None:
 def test_strip_userinfo() -> None:
     assert strip_userinfo("http://a:b@h:1/p") == "http://h:1/p"
     assert strip_userinfo("http://h:1/p") == "http://h:1/p"
+
+
+async def test_a_stats_login_goes_to_its_own_page_and_nowhere_else() -> None:
+    # HAProxy's `stats auth`: the one credential the read path sends, to the origin configured.
+    seen, transport = _recording()
+    login = StatsLogin("http://127.0.0.1:7000/stats", "reader", SecretStr("pw-7000"))
+    assert "pw-7000" not in repr(login)
+    client = GetOnlyClient(timeout=1, transport=transport, login=login)
+    try:
+        await client.get("http://127.0.0.1:7000/stats;csv")
+        await client.get("http://127.0.0.1:7001/stats;csv")  # another port: another origin
+        await client.get("https://127.0.0.1:7000/stats;csv")  # another scheme
+        await client.get("http://localhost:7000/stats;csv")  # another host name
+    finally:
+        await client.aclose()
+    assert seen[0].headers["authorization"] == "Basic cmVhZGVyOnB3LTcwMDA="  # reader:pw-7000
+    assert ["authorization" in r.headers for r in seen] == [True, False, False, False]
+    # The transport under it refuses the login for any other origin, whoever builds the request.
+    async with httpx.AsyncClient(transport=GetOnlyTransport(_recording()[1], login.origin())) as raw:
+        await raw.get("http://127.0.0.1:7000/stats", auth=("reader", "pw-7000"))
+        with pytest.raises(ReadOnlyViolation, match="no credentials"):
+            await raw.get("http://127.0.0.1:8008/patroni", auth=("reader", "pw-7000"))

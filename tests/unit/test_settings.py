@@ -73,6 +73,35 @@ def test_patroni_password_only_from_env_or_file(tmp_path: Path) -> None:
         load_settings(cfg, environ={})
 
 
+def test_haproxy_stats_login_is_a_user_and_a_password_file(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    pw = tmp_path / "stats-pw"
+    pw.write_text("st4ts\n")
+    cfg.write_text(
+        f'[haproxy]\nurl = "http://127.0.0.1:7000/stats"\nuser = "reader"\npassword_file = "{pw}"\n'
+    )
+    s = load_settings(cfg, environ={})
+    login = s.haproxy_login()
+    assert login is not None and login[0] == "reader" and login[1].get_secret_value() == "st4ts"
+    assert "st4ts" not in repr(s) and "st4ts" not in s.model_dump_json()
+    env = load_settings(
+        None, environ={"PGTOP_HA_HAPROXY_USER": "reader", "PGTOP_HA_HAPROXY_PASSWORD_FILE": str(pw)}
+    )
+    assert env.haproxy_login() == login
+    # Half a login is a typo, not a page read without one; a file that cannot serve is one line.
+    cfg.write_text('[haproxy]\nuser = "reader"\n')
+    with pytest.raises(ConfigError, match="user is set without password_file; set both"):
+        load_settings(cfg, environ={})
+    for text, said in (("", "is empty; write the stats page's password in it"), (None, "No such file")):
+        missing = tmp_path / "absent"
+        if text is not None:
+            missing.write_text(text)
+        cfg.write_text(f'[haproxy]\nuser = "reader"\npassword_file = "{missing}"\n')
+        with pytest.raises(ConfigError, match=said):
+            load_settings(cfg, environ={}).haproxy_login()
+        missing.unlink(missing_ok=True)
+
+
 SSH = {"SSH_CONNECTION": "10.0.0.1 5 10.0.0.2 22"}
 
 
