@@ -52,8 +52,8 @@ def heartbeat_text(
     """The header as rich text; ``styles`` maps ok/warn/crit/badge names to theme styles.
 
     With ``width``, what the line can spare gives way first (``_narrower``: the mode's reason, a
-    long cluster name, the brand, members' names), and the usual cadence ("every 1s") is left
-    out rather than cut when the rest fills it.
+    long cluster name, the brand, members' names, then fresh members counted, not named), and
+    the usual cadence ("every 1s") is left out rather than cut when the rest fills it.
     """
 
     # Names, the filter and the note (an error's text) come from servers or users: each goes
@@ -157,10 +157,10 @@ def _narrower(
     lead, nodes = build(fit)
     longest = max((len(shown(n, 64)) for n in names), default=0)
 
-    def cut_names(f: _Fit, over: int, least: int = NAME_MIN) -> _Fit:
+    def cut_names(f: _Fit, over: int, readable: bool = False) -> _Fit:
         named = len(names) - fresh if f.counted else len(names)
         room = min(f.names, longest) - -(-over // max(1, named))
-        if room < least != NAME_MIN:
+        if readable and room < NAME_READABLE:
             return f  # not cut to unreadable while fresh nodes can be counted instead
         return replace(f, names=_name_room(room))
 
@@ -168,7 +168,7 @@ def _narrower(
         lambda f, over: replace(f, why=False),
         lambda f, over: replace(f, cluster=max(CLUSTER_ROOM, len(shown(cluster, f.cluster)) - over)),
         lambda f, over: replace(f, brand=False),
-        lambda f, over: cut_names(f, over, NAME_READABLE),
+        lambda f, over: cut_names(f, over, readable=True),
         # Five or seven members (two data centres and a witness) did not fit 80 columns even so:
         # the last nodes and the fast cadence were cut off in the very minute they matter. A node
         # that is fresh needs no name here (the overview lists it); one that is not keeps its own.
