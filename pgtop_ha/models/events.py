@@ -21,6 +21,7 @@ from pgtop_ha.models.health import (
     missing_permanent_slots,
     node_state,
     source_state,
+    state_word,
 )
 from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member
@@ -65,12 +66,6 @@ Describer = Callable[[Key, Fact | None, Fact | None], tuple[str, int] | None]
 
 
 # -- reading facts from one snapshot ------------------------------------------------------------
-
-
-def _state_word(status: str | None) -> str:
-    """HAProxy's status without its transition counter: 'UP 1/3' is UP, 'DOWN 1/2' is DOWN."""
-    word = (status or "?").split(" ")[0].upper()
-    return word or "?"
 
 
 def listed(m: Member) -> bool:
@@ -163,7 +158,7 @@ def _haproxy_facts(snap: ClusterSnapshot) -> Iterable[tuple[Key, Fact]]:
     yield ("haproxy_stats",), Fact(stats, "haproxy", "haproxy", label=h.error or "")
     for srv in h.servers:
         label = f"HAProxy {srv.proxy}/{srv.server}"
-        word = _state_word(srv.status)
+        word = state_word(srv.status)
         node = member_of(srv)
         fact = Fact(word, "haproxy", "haproxy", node=node, scope="haproxy", label=label)
         yield ("haproxy", srv.proxy, srv.server), fact

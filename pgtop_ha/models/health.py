@@ -142,9 +142,15 @@ def _kind(writer: tuple[str, ...], reader: tuple[str, ...], proxy: str) -> str |
 DEFAULT_POOLS = Pools(("writer", "primary", "master", "rw"), ("reader", "replica", "standby", "ro"))
 
 
+def state_word(status: str | None) -> str:
+    """HAProxy's status without its transition counter: 'UP 1/3' is UP, 'DOWN 1/2' is DOWN."""
+    word = (status or "?").split(" ")[0].upper()
+    return word or "?"
+
+
 def is_up(server: HAProxyServer) -> bool:
-    """True when HAProxy would send traffic to the server (UP, or UP going down)."""
-    return (server.status or "").upper().startswith("UP")
+    """True when HAProxy would send traffic to the server (UP, or UP going down: 'UP 1/2')."""
+    return state_word(server.status) == "UP"
 
 
 Routing = frozenset[tuple[str, str, str | None]]

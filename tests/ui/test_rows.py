@@ -523,6 +523,26 @@ def test_lag_times_of_a_caught_up_replica_are_zero_not_unknown() -> None:
     assert stages["node1|node3"] == ["0", "0", "-"]
 
 
+def test_overview_route_reads_haproxys_transition_states_as_the_cluster_pane_does() -> None:
+    # A frozen leader: one check failed, HAProxy says "UP 1/2" and still sends it writes. The
+    # overview's Route said "-" beside a banner saying HAProxy still routes writes to it.
+    snap = fx.kill_primary()
+    steps = {
+        ("pg_writer", "node1"): "UP 1/2",
+        ("pg_reader", "node2"): "DOWN 1/2",
+        ("pg_reader", "node3"): "NOLB",
+    }
+    servers = tuple(
+        s.model_copy(update={"status": steps.get((s.proxy, s.server), s.status)})
+        for s in snap.haproxy.servers
+    )
+    snap = snap.model_copy(update={"haproxy": snap.haproxy.model_copy(update={"servers": servers})})
+    route = {r.key: r.cells["route"] for r in overview.member_rows(snap, ctx())}
+    assert route["node1"].text == "W" and route["node1"].level == Level.CRIT  # writes to a dead PG
+    assert route["node2"].text == "-"  # DOWN 1/2: coming back, not yet taking reads
+    assert route["node3"].text == "-"  # NOLB: no new sessions
+
+
 def test_overview_event_text_takes_the_room_short_node_names_leave() -> None:
     text = "replication pid 26920: startup from node2 — for 0.3 s, then a few more words"
     evs = [fx.event("node3", text)]

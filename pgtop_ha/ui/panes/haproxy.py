@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from pgtop_ha.models.health import is_leader, is_up
+from pgtop_ha.models.health import is_leader, is_up, state_word
 from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level
@@ -42,7 +42,6 @@ def server_level(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer
     known = snapshot.member(name) is not None
     node = snapshot.node(name)
     up = is_up(srv)
-    status = (srv.status or "").upper()
     if kind == "writer":
         if up and known and not leader:
             return Level.CRIT
@@ -53,7 +52,7 @@ def server_level(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer
         return Level.OK
     if kind == "reader" and not up and known and not leader:
         return Level.WARN
-    if status.startswith("DOWN") and kind is None:
+    if state_word(srv.status) == "DOWN" and kind is None:
         return Level.WARN
     return Level.OK
 

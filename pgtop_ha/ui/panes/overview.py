@@ -19,6 +19,7 @@ from pgtop_ha.models.health import (
     archiver_level,
     is_leader,
     lag_level,
+    state_word,
     worst_slot,
 )
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -96,7 +97,9 @@ def _who(node: str | None, text: str, names: Sequence[str]) -> str:
 
 
 def _route(writer: Cell, reader: Cell) -> Cell:
-    words = [w for w, c in (("W", writer), ("R", reader)) if c.text == "UP"]
+    # HAProxy's own word, as the Cluster pane shows it: "UP 1/2" (a check failed, not yet down)
+    # still takes traffic. Read as "not UP", a frozen leader still taking writes showed "-".
+    words = [w for w, c in (("W", writer), ("R", reader)) if state_word(c.text) == "UP"]
     levels = [c.level for c in (writer, reader) if c.level is not None and c.level != Level.OK]
     return cell("+".join(words) or "-", max(levels, default=None))
 
