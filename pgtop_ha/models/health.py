@@ -438,17 +438,23 @@ def slot_level(t: Thresholds, slot: Slot) -> Level:
 
 
 def worst_slot(snapshot: ClusterSnapshot, t: Thresholds) -> tuple[str, Slot, Level] | None:
-    """(node, slot, level) of the worst slot on any reachable node: graded first, then retained."""
+    """(node, slot, level) of the worst slot on any reachable node: graded, then wal_status, then retained."""
+    # Patroni keeps copies of a permanent slot on each member, often with the same retained
+    # bytes: the leader's "extended" (past max_wal_size) lost to a standby's "reserved" by name.
     found = [
-        (slot_level(t, s), s.retained_bytes or 0, n.name, s)
+        (slot_level(t, s), _WAL_STATUS_RANK.get(s.wal_status or "", 0), s.retained_bytes or 0, n.name, s)
         for n in snapshot.nodes
         if n.reachable
         for s in n.slots
     ]
     if not found:
         return None
-    level, _, node, slot = max(found, key=lambda f: (f[0], f[1], f[2], f[3].slot_name))
+    level, _, _, node, slot = max(found, key=lambda f: (*f[:4], f[4].slot_name))
     return node, slot, level
+
+
+# How far a slot's WAL is from being lost (pg_replication_slots.wal_status), worst highest.
+_WAL_STATUS_RANK = {"reserved": 0, "extended": 1, "unreserved": 2, "lost": 3}
 
 
 def permanent_slots(snapshot: ClusterSnapshot, *, logical_only: bool = False) -> dict[str, str]:

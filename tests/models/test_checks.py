@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from pgtop_ha.models.checks import disagreements, writes_ok
-from pgtop_ha.models.health import Pools, cluster_problems
+from pgtop_ha.models.health import Pools, cluster_problems, worst_slot
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.timeline import Timeline
 from tests.models.builders import feed, healthy, leader, member, node, only, pg_down, t, writers
@@ -126,3 +126,32 @@ def test_a_disagreement_present_from_the_start_is_an_event() -> None:
     feed(tl, [healthy(1)])
     first = only(tl, "HAProxy writer pool routes to no server")
     assert first.at == t(0) and first.duration_s == 1.0
+
+
+def test_the_worst_slot_is_the_one_nearest_to_losing_wal_when_bytes_tie() -> None:
+    # Patroni's copies of a permanent slot retain the same bytes on every member: the leader's
+    # "extended" (past max_wal_size) lost to a standby's "reserved" because "node3" > "node1".
+    snap = healthy()
+    gib = 2 * 1024**3
+
+    def slots(status: str) -> dict[str, object]:
+        n = snap.node("node1")
+        assert n is not None
+        return {
+            "slots": tuple(
+                s.model_copy(update={"retained_bytes": gib, "wal_status": status}) for s in n.slots
+            )
+        }
+
+    snap = node(
+        node(node(snap, "node1", **slots("extended")), "node2", **slots("reserved")),
+        "node3",
+        **slots("reserved"),
+    )
+    found = worst_slot(snap, fx.settings().thresholds)
+    assert found is not None
+    where, slot, _ = found
+    assert (where, slot.wal_status) == ("node1", "extended")
+    snap = node(snap, "node2", **slots("unreserved"))
+    found = worst_slot(snap, fx.settings().thresholds)
+    assert found is not None and found[0] == "node2"
