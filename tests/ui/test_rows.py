@@ -35,6 +35,7 @@ from pgtop_ha.ui.panes import (
 )
 from pgtop_ha.ui.panes.base import Context, Row, SameInputs
 from pgtop_ha.ui.themes import available, level_styles, load_theme, resolve
+from pgtop_ha.ui.widgets.pane import matches
 from tests.ui import fixtures as fx
 
 S = fx.settings()
@@ -541,6 +542,45 @@ def test_overview_route_reads_haproxys_transition_states_as_the_cluster_pane_doe
     assert route["node1"].text == "W" and route["node1"].level == Level.CRIT  # writes to a dead PG
     assert route["node2"].text == "-"  # DOWN 1/2: coming back, not yet taking reads
     assert route["node3"].text == "-"  # NOLB: no new sessions
+
+
+def test_overview_says_the_same_problem_on_several_members_once() -> None:
+    # Patroni's copies of a permanent slot retain the same WAL on each member: three of the
+    # four problem lines at 80x24 said it three times, and the archiver's failure fell off.
+    def retaining(snap: ClusterSnapshot, sizes: dict[str, int]) -> ClusterSnapshot:
+        nodes = tuple(
+            n.model_copy(
+                update={
+                    "slots": tuple(
+                        s.model_copy(update={"retained_bytes": sizes[n.name]})
+                        if s.slot_name == "lab_sub"
+                        else s
+                        for s in n.slots
+                    )
+                }
+            )
+            if n.name in sizes
+            else n
+            for n in snap.nodes
+        )
+        return snap.model_copy(update={"nodes": nodes})
+
+    gib = 3 * 1024**3
+    three = retaining(fx.healthy(), {"node1": gib, "node2": gib, "node3": gib})
+    rows = overview.alert_rows(three, ctx())
+    said = [r.cells["text"].text for r in rows]
+    assert said == ["node1, node2, node3: slot lab_sub retains 3.0 GiB"], said
+    assert matches(rows[0], "node3") and not matches(rows[0], "node9")
+    seven = fx.grown(three, 7)
+    assert [r.cells["text"].text for r in overview.alert_rows(seven, ctx())] == [
+        "node1 +6: slot lab_sub retains 3.0 GiB"
+    ]
+    # Figures that differ are different lines: each member's own.
+    apart = retaining(fx.healthy(), {"node1": gib, "node2": 2 * gib, "node3": gib})
+    assert {r.cells["text"].text for r in overview.alert_rows(apart, ctx())} == {
+        "node1, node3: slot lab_sub retains 3.0 GiB",
+        "node2: slot lab_sub retains 6.0 GiB",
+    }
 
 
 def test_overview_event_text_takes_the_room_short_node_names_leave() -> None:

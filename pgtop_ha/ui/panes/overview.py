@@ -14,6 +14,7 @@ from pgtop_ha.models.derive import CopyRate, copy_rates, replay_lag_seconds, wal
 from pgtop_ha.models.eligibility import find_leader
 from pgtop_ha.models.events import Event
 from pgtop_ha.models.health import (
+    Problem,
     age_s,
     archive_failing,
     archiver_level,
@@ -76,24 +77,40 @@ EVENT_COLUMNS = (
 
 def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The worst current problems (none while healthy: the table then hides)."""
-    problems = ctx.problems(snapshot)
     names = ctx.names(snapshot)
-    out = [
-        same_row(
-            p.ident,
-            {"level": state(p.level), "text": cell(_who(p.node, p.text, names), p.level)},
-            p.node,
+    # The same problem on several members is one line: Patroni's copies of a permanent slot
+    # retain the same WAL on every member, and said once each they took three of the four
+    # lines at 80x24 (seven with seven members), pushing the archiver's failure out of view.
+    groups: dict[tuple[Level, str | None, str], list[Problem]] = {}
+    for p in ctx.problems(snapshot):
+        groups.setdefault((p.level, None if p.node else p.ident, p.text), []).append(p)
+    merged = list(groups.values())
+    out = []
+    for same in merged[:MAX_ALERTS]:
+        first = same[0]
+        text = _who([p.node for p in same], first.text, names)
+        # The key names every member (the node filter reads it); one member keeps its own node.
+        node = first.node if len(same) == 1 else None
+        out.append(
+            same_row(
+                "+".join(p.ident for p in same),
+                {"level": state(first.level), "text": cell(text, first.level)},
+                node,
+            )
         )
-        for p in problems[:MAX_ALERTS]
-    ]
-    if len(problems) > MAX_ALERTS:
-        more = f"… {len(problems) - MAX_ALERTS} more: the Problems pane on the dashboard, or key 1"
+    if len(merged) > MAX_ALERTS:
+        more = f"… {len(merged) - MAX_ALERTS} more: the Problems pane on the dashboard, or key 1"
         out.append(same_row("|more", {"level": cell(""), "text": cell(more)}))
     return dedupe(out)
 
 
-def _who(node: str | None, text: str, names: Sequence[str]) -> str:
-    return f"{fit_name(node, names, NODE_WIDTH)}: {text}" if node else text
+def _who(nodes: Sequence[str | None], text: str, names: Sequence[str]) -> str:
+    said = [fit_name(n, names, NODE_WIDTH) for n in nodes if n]
+    if not said:
+        return text
+    if len(said) > 2 and len(", ".join(said)) > NODE_WIDTH * 2:
+        return f"{said[0]} +{len(said) - 1}: {text}"  # "node1 +6: slot lab_sub retains 2.4 GiB"
+    return f"{', '.join(said)}: {text}"
 
 
 def _route(writer: Cell, reader: Cell) -> Cell:
