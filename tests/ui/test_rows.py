@@ -632,6 +632,14 @@ def test_overview_cuts_an_events_text_never_how_long_it_lasted() -> None:
     assert events.rows(fx.healthy(), ctx(events=[ev]))[0].cells["text"].text == f"{text} — for 2.4 s"
 
 
+def test_a_state_that_lasted_under_a_tenth_of_a_second_is_not_said_to_last_zero() -> None:
+    # After a thaw, Patroni's REST answered a few ms past the cycle's budget: "— for 0.0 s".
+    ev = fx.event("node2", "Patroni REST slow (last answer kept)")
+    assert events.lasted(ev.model_copy(update={"duration_s": 0.004})) == " — for <0.1 s"
+    assert events.lasted(ev.model_copy(update={"duration_s": 0.05})) == " — for 0.1 s"
+    assert events.lasted(ev.model_copy(update={"duration_s": 0.3})) == " — for 0.3 s"
+
+
 def test_event_rows_are_the_same_objects_until_an_event_changes() -> None:
     # After an incident the timeline keeps 500 events: their rows were built again every second.
     evs = [fx.event("node1", f"change {i}").model_copy(update={"id": 9000 + i}) for i in range(40)]

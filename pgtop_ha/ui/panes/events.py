@@ -24,7 +24,8 @@ def lasted(ev: Event) -> str:
         span = f" in {ev.duration_s:.1f} s" if ev.duration_s is not None else ", still flapping"
         return f" — ×{ev.count}{span}"
     if ev.duration_s is not None:
-        return f" — for {ev.duration_s:.1f} s"
+        # A source slow by a few ms past its budget read "for 0.0 s": it did last, briefly.
+        return " — for <0.1 s" if ev.duration_s < 0.05 else f" — for {ev.duration_s:.1f} s"
     return ""
 
 
