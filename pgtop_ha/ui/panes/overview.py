@@ -220,12 +220,13 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row:
     if node is None or not node.reachable or node.archiver is None:
         # The line stays, saying why it is unknown: gone, it read as "nothing to say" in the
         # very minutes after a kill of the leader, when archiving is what stopped.
+        who = fit_name(leader.name, ctx.names(snapshot), NODE_WIDTH) if leader is not None else ""
         if leader is None:
             why = "no leader"
-        elif node is None or not node.reachable:
-            why = f"{fit_name(leader.name, ctx.names(snapshot), NODE_WIDTH)}'s PostgreSQL unreachable"
+        elif node is not None and not node.reachable:
+            why = f"{who}'s PostgreSQL unreachable"
         else:
-            why = f"not read on {fit_name(node.name, ctx.names(snapshot), NODE_WIDTH)}"
+            why = f"not read on {who}"  # not polled (yet), or pg_stat_archiver not in its answer
         return same_row("archiver", {"what": cell("Archiver"), "now": cell(f"unknown: {why}")})
     a = node.archiver
     level = archiver_level(ctx.thresholds, a)
