@@ -1,1 +1,1 @@
-"""The local sandbox cluster: etcd, three Patroni-managed PostgreSQL nodes, HAProxy, pgBackRest."""
+"""The local sandbox cluster: etcd, Patroni-run PostgreSQL (three nodes by default), HAProxy, pgBackRest."""

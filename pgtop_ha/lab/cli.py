@@ -73,7 +73,8 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
         "--names",
         default=None,
         metavar="A,B,C",
-        help="the members' names, as a real cluster's (default node1,node2,node3; a new lab only)",
+        help="the members' names, as a real cluster's, 2 to 7 of them (default node1,node2,node3;"
+        " a new lab only)",
     )
     up.add_argument(
         "--haproxy-servers",

@@ -222,7 +222,7 @@ class Lab:
         return next((m["name"] for m in data.get("members", []) if m.get("role") == "leader"), None)
 
     def healthy(self) -> bool:
-        """One leader running and two replicas streaming, by /cluster and by each node itself."""
+        """One leader running and every other member streaming, by /cluster and by each node itself."""
         members = (self.cluster() or {}).get("members", [])
         leaders = [m for m in members if m.get("role") == "leader" and m.get("state") == "running"]
         streaming = [m for m in members if m.get("role") != "leader" and m.get("state") == "streaming"]
@@ -267,7 +267,7 @@ class Lab:
 
     # ----- up -------------------------------------------------------------------------------
     def up(self, rows: int = DEFAULT_ROWS, with_: tuple[str, ...] = ()) -> None:
-        """Start whatever is not running yet and wait for one leader and two streaming replicas.
+        """Start whatever is not running yet and wait for one leader and the others streaming.
 
         ``with_`` adds poolers (pgbouncer, pgpool); those a previous `up` started are kept.
         """
@@ -317,7 +317,7 @@ class Lab:
         # Patroni restarts each replica once to create the permanent slot there: wait it out.
         self._wait_members(progress, timeout=240)
         progress.done(
-            f"lab up: one leader and two streaming replicas; console: pgtop-ha --config "
+            f"lab up: one leader and {self._replicas()}; console: pgtop-ha --config "
             f"{self.layout.console_config}"
         )
 
@@ -428,14 +428,18 @@ class Lab:
         def ready() -> bool:
             members = (self.cluster() or {}).get("members", [])
             seen = ", ".join(f"{m['name']} {m.get('role')}/{m.get('state')}" for m in members)
-            progress.note(f"waiting for one leader and two streaming replicas: {seen or 'none yet'}")
+            progress.note(f"waiting for one leader and {self._replicas()}: {seen or 'none yet'}")
             return self.healthy()
 
         if not procs.poll(ready, timeout, interval=0.5):
             raise UserError(
-                f"the cluster did not reach one leader and two streaming replicas in {timeout:.0f}s;"
+                f"the cluster did not reach one leader and {self._replicas()} in {timeout:.0f}s;"
                 f" see the logs in {self.layout.log_dir}"
             )
+
+    def _replicas(self) -> str:
+        n = len(self.layout.names) - 1
+        return "one streaming replica" if n == 1 else f"{n} streaming replicas"
 
     def leader_index(self) -> int:
         """Index of the current leader (an error when there is none)."""

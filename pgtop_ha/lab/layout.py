@@ -28,13 +28,17 @@ _ADDED_LATER = frozenset({"pgbouncer", "pgpool", "pgpool_pcp"})  # ports a lab's
 # pgpool's scripts (a replication slot's name is Patroni's slug of it).
 _MEMBER_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,61}[a-z0-9])?$")
 HAPROXY_SERVER_STYLES = ("members", "addresses")
+# A lab of two members (a leader and one replica) to seven (two data centres and a witness): each
+# member's PostgreSQL and REST ports sit in ten-port blocks (pg_port, rest_port), and seven
+# Patronis are what two cores carry beside a console.
+MIN_MEMBERS, MAX_MEMBERS = 2, 7
 
 
 def member_names(text: str) -> tuple[str, ...]:
-    """``--names a,b,c``: the lab's three member names, checked; UserError naming the fix."""
+    """``--names a,b,c``: the lab's member names (2 to 7), checked; UserError naming the fix."""
     names = tuple(n.strip() for n in text.split(","))
-    if len(names) != len(NODE_NAMES):
-        raise UserError(f"--names {text!r}: give {len(NODE_NAMES)} names, comma-separated")
+    if not MIN_MEMBERS <= len(names) <= MAX_MEMBERS:
+        raise UserError(f"--names {text!r}: give {MIN_MEMBERS} to {MAX_MEMBERS} names, comma-separated")
     for name in names:
         if not _MEMBER_NAME.match(name):
             raise UserError(
@@ -116,7 +120,7 @@ class Layout:
 
     @property
     def pgpool_port(self) -> int:
-        """pgpool-II (`lab up --with pgpool`), in front of the three nodes."""
+        """pgpool-II (`lab up --with pgpool`), in front of the nodes."""
         return self.base_port + 34
 
     @property

@@ -113,7 +113,8 @@ def test_a_layout_with_a_clusters_own_names_round_trips(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("a,b", "give 3 names"),
+        ("a", "give 2 to 7 names"),
+        ("a,b,c,d,e,f,g,h", "give 2 to 7 names"),
         ("a,b,a", "each member needs its own name"),
         ("a,B,c", "'B' is not a usable member name"),
         ("a,b c,d", "'b c' is not a usable member name"),
