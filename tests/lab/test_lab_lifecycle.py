@@ -22,6 +22,7 @@ from pgtop_ha.lab.cluster import Lab, claim_layout
 from pgtop_ha.lab.layout import NODE_NAMES, PERMANENT_SLOT, saved_layout
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings, load_settings
+from pgtop_ha.ui.widgets.heartbeat import heartbeat_text
 
 pytestmark = pytest.mark.lab
 
@@ -247,12 +248,12 @@ def test_load_runs_pgbench_through_the_writer(lab: Lab) -> None:
 
 
 def test_a_lab_with_a_clusters_own_names_then_down_leaves_no_process(lab: Lab) -> None:
-    # A second, small lab of its own (the session's lab stays up for the other tests), named as
-    # a cluster we have not seen: members as hosts are named, HAProxy's servers as Patroni's
-    # example haproxy.cfg names them.
+    # A second, small lab of its own (the session's lab stays up for the other tests), shaped as
+    # a cluster we have not seen: five members (two data centres and a witness) named as hosts
+    # are, HAProxy's servers named as Patroni's example haproxy.cfg names them.
     layout = claim_layout(None)
     base, state = layout.base_port, layout.state_dir
-    names = ("pg-prod-eu-central-1a-01", "pg-prod-eu-central-1b-02", "pg-prod-eu-central-1c-03")
+    names = tuple(f"pg-prod-eu-central-1{z}-0{i}" for i, z in enumerate("aabbc", start=1))
     args = ["--base-port", str(base), "--state-dir", str(state)]
     down = [sys.executable, "-m", "pgtop_ha", "lab", "down", *args]
     try:
@@ -267,9 +268,15 @@ def test_a_lab_with_a_clusters_own_names_then_down_leaves_no_process(lab: Lab) -
         assert sorted(_members(second)) == sorted(names)
         settings = load_settings(second.layout.console_config, environ={})
         snap = asyncio.run(_one_snapshot(settings))
-        example = {f"postgresql_127.0.0.1_{base + 10 + i}" for i in range(3)}  # Patroni's example's names
+        example = {f"postgresql_127.0.0.1_{base + 10 + i}" for i in range(5)}  # Patroni's example's names
         assert {s.server for s in snap.haproxy.servers} == example
         assert {s.member for s in snap.haproxy.servers} == set(names)  # joined by the address HAProxy shows
+        # The header of that live snapshot at 80 columns, mid-incident cadence: nothing cut off.
+        header = heartbeat_text(
+            snapshot=snap, now=snap.taken_at, thresholds=settings.thresholds, read_only=True, paused=False,
+            interval=1.0, node_filter="", note="", styles={}, cadence=0.25, width=80,
+        ).plain  # fmt: skip
+        assert len(header) <= 80 and "0.25s" in header and "fast" in header and "all 5 ✔" in header, header
         pids = list(second.running_pids().values()) + second.stray_pids()
         assert len(pids) >= 5
         stopped = subprocess.run(down, capture_output=True, text=True, timeout=300)
@@ -289,7 +296,7 @@ async def _one_snapshot(settings: Settings) -> ClusterSnapshot:
         while True:
             snap = await poller.cycle(budget=2.0)
             writer = any(s.proxy == "pg_writer" and s.status == "UP" for s in snap.haproxy.servers)
-            if (writer and len(snap.members) == 3) or time.monotonic() > deadline:
+            if (writer and len(snap.members) == len(settings.patroni.urls)) or time.monotonic() > deadline:
                 return snap
             await asyncio.sleep(0.5)  # pacing between polls, not synchronisation
     finally:
