@@ -640,6 +640,26 @@ def test_a_state_that_lasted_under_a_tenth_of_a_second_is_not_said_to_last_zero(
     assert events.lasted(ev.model_copy(update={"duration_s": 0.3})) == " — for 0.3 s"
 
 
+def test_overview_says_one_change_on_every_member_once() -> None:
+    # A parameter pending restart on every member: three (or seven) identical lines at 80x24.
+    at = fx.T0 + timedelta(seconds=3)
+    evs = [
+        fx.event(n, "pending restart", at).model_copy(update={"id": 40 + i})
+        for i, n in enumerate(("node1", "node2", "node3"))
+    ]
+    rows = overview.event_rows(fx.healthy(), ctx(events=evs))
+    assert [(r.cells["node"].text, r.cells["text"].text) for r in rows] == [("all nodes", "pending restart")]
+    assert matches(rows[0], "node2")
+    two = overview.event_rows(fx.healthy(), ctx(events=evs[:2]))
+    assert [(r.cells["node"].text, r.cells["text"].text) for r in two] == [("node2 +1", "pending restart")]
+    # Another second, other words or the same member twice stay lines of their own.
+    later = evs[2].model_copy(update={"at": at + timedelta(seconds=1), "id": 50})
+    other = evs[1].model_copy(update={"text": "pending restart — max_connections", "id": 51})
+    again = evs[0].model_copy(update={"id": 52})
+    for apart in ([evs[0], later], [evs[0], other], [evs[0], again]):
+        assert len(overview.event_rows(fx.healthy(), ctx(events=apart))) == 2
+
+
 def test_event_rows_are_the_same_objects_until_an_event_changes() -> None:
     # After an incident the timeline keeps 500 events: their rows were built again every second.
     evs = [fx.event("node1", f"change {i}").model_copy(update={"id": 9000 + i}) for i in range(40)]

@@ -7,7 +7,7 @@ archiver, a running COPY) and the last events. The full views stay one key away.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from pgtop_ha.models.derive import CopyRate, copy_rates, replay_lag_seconds, walsender_for
@@ -89,19 +89,22 @@ def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for same in merged[:MAX_ALERTS]:
         first = same[0]
         text = _who([p.node for p in same], first.text, names)
-        # The key names every member (the node filter reads it); one member keeps its own node.
-        node = first.node if len(same) == 1 else None
         out.append(
             same_row(
                 "+".join(p.ident for p in same),
                 {"level": state(first.level), "text": cell(text, first.level)},
-                node,
+                _members_of(same),
             )
         )
     if len(merged) > MAX_ALERTS:
         more = f"… {len(merged) - MAX_ALERTS} more: the Problems pane on the dashboard, or key 1"
         out.append(same_row("|more", {"level": cell(""), "text": cell(more)}))
     return dedupe(out)
+
+
+def _members_of(items: Iterable[Problem | Event]) -> str | None:
+    """The row's node for the node filter: each member a merged line speaks of ("node1,node2")."""
+    return ",".join(dict.fromkeys(i.node for i in items if i.node)) or None
 
 
 def _who(nodes: Sequence[str | None], text: str, names: Sequence[str]) -> str:
@@ -257,19 +260,51 @@ def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[Row]:
     shown_events = newest[::-1]
     full_rows = [events.event_row(ev) for ev in shown_events]
-    nodes = [cell(_node(ev, names)) for ev in shown_events]
+    # A change of the whole cluster (a parameter pending restart, a timeline) is one event per
+    # member, and at 80x24 the same line three or seven times: the same second and the same
+    # words on several members are one line here (the Events pane keeps each).
+    runs: list[list[int]] = []
+    for i, ev in enumerate(shown_events):
+        run = runs[-1] if runs else None
+        if (
+            run is not None
+            and _same_change(shown_events[run[0]], ev, full_rows[run[0]], full_rows[i])
+            and ev.node not in {shown_events[k].node for k in run}
+        ):
+            run.append(i)
+        else:
+            runs.append([i])
+    nodes = [cell(_node([shown_events[k] for k in run], names)) for run in runs]
     # What the widest node name shown leaves of 80 columns: "for 0.3 s" was cut at 52 beside "node3".
     node_width = max([len("Node"), *(len(n.text) for n in nodes)])
     room = EVENT_ROOM - node_width
     out = []
-    for ev, full, node in zip(shown_events, full_rows, nodes, strict=True):
+    for run, node in zip(runs, nodes, strict=True):
+        ev, full = shown_events[run[0]], full_rows[run[0]]
         c = full.cells
         text = replace(c["text"], text=events.event_text(ev, room))
-        out.append(same_row(full.key, {"time": c["time"], "node": node, "text": text}, full.node))
+        key = "+".join(full_rows[k].key for k in run)
+        members = _members_of(shown_events[k] for k in run) if len(run) > 1 else full.node
+        out.append(same_row(key, {"time": c["time"], "node": node, "text": text}, members))
     return dedupe(out)
 
 
-def _node(ev: Event, names: Sequence[str]) -> str:
+def _same_change(a: Event, b: Event, row_a: Row, row_b: Row) -> bool:
+    return (
+        a.node is not None
+        and b.node is not None
+        and row_a.cells["time"].text == row_b.cells["time"].text
+        and events.event_text(a) == events.event_text(b)
+    )
+
+
+def _node(run: Sequence[Event], names: Sequence[str]) -> str:
+    ev = run[0]
+    if len(run) > 1:
+        if {e.node for e in run} >= set(names):
+            return "all nodes"
+        more = f" +{len(run) - 1}"
+        return fit_name(ev.node or "-", names, NODE_WIDTH - len(more)) + more
     if ev.node:
         return fit_name(ev.node, names, NODE_WIDTH)
     # No Kind column at 80: a DBA's marker ("pgtop-ha mark") read as "-", like HAProxy's pool.
