@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pgtop_ha.models.events import diff
+from pgtop_ha.models.events import Event, diff
 from pgtop_ha.models.health import (
     Pools,
     Problem,
@@ -20,7 +20,7 @@ from pgtop_ha.models.health import (
 )
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HAProxyState, NodeSnapshot, Process
 from pgtop_ha.models.thresholds import Level, grade
-from pgtop_ha.ui.format import age, age_step, bar, duration, human_bytes, lsn, rate, sparkline
+from pgtop_ha.ui.format import age, age_step, bar, duration, fit_name, human_bytes, lsn, rate, sparkline
 from pgtop_ha.ui.panes import (
     archiver,
     cluster,
@@ -648,16 +648,34 @@ def test_overview_says_one_change_on_every_member_once() -> None:
         for i, n in enumerate(("node1", "node2", "node3"))
     ]
     rows = overview.event_rows(fx.healthy(), ctx(events=evs))
-    assert [(r.cells["node"].text, r.cells["text"].text) for r in rows] == [("all nodes", "pending restart")]
+    assert [(r.cells["node"].text, r.cells["text"].text) for r in rows] == [("all", "pending restart")]
     assert matches(rows[0], "node2")
+    # Part of the members stay a line each: a label wider than a name ("node2 +1") widened the
+    # Node column, which keeps its width a while, and the texts cut for the narrower one ran past
+    # the pane's border.
     two = overview.event_rows(fx.healthy(), ctx(events=evs[:2]))
-    assert [(r.cells["node"].text, r.cells["text"].text) for r in two] == [("node2 +1", "pending restart")]
+    assert [(r.cells["node"].text, r.cells["text"].text) for r in two] == [
+        ("node2", "pending restart"),
+        ("node1", "pending restart"),
+    ]
     # Another second, other words or the same member twice stay lines of their own.
     later = evs[2].model_copy(update={"at": at + timedelta(seconds=1), "id": 50})
     other = evs[1].model_copy(update={"text": "pending restart — max_connections", "id": 51})
     again = evs[0].model_copy(update={"id": 52})
     for apart in ([evs[0], later], [evs[0], other], [evs[0], again]):
         assert len(overview.event_rows(fx.healthy(), ctx(events=apart))) == 2
+
+
+def test_overview_event_texts_are_cut_for_the_widest_member_not_the_widest_shown() -> None:
+    # The Node column keeps its width a while after its widest cell leaves the list (the table's
+    # SHRINK_AFTER_S): texts cut for the narrower names shown then ran past the pane's border
+    # (seen live at 80x24, a horizontal scrollbar under the events).
+    snap = fx.renamed(fx.healthy(), ("db1", "db2", "db-replica-9"))
+    long_text = "writes through HAProxy reach the leader db2 again: outage of 1.2 s, and more words"
+    ev = Event(at=fx.T0, kind="action", node="db1", text=long_text, severity=1, id=70)
+    row = overview.event_rows(snap, ctx(events=[ev]))[0]
+    widest = len(fit_name("db-replica-9", ["db1", "db2", "db-replica-9"], overview.NODE_WIDTH))
+    assert len(row.cells["text"].text) == overview.EVENT_ROOM - widest, row.cells["text"].text
 
 
 def test_event_rows_are_the_same_objects_until_an_event_changes() -> None:

@@ -86,7 +86,7 @@ async def test_overview_events_fill_the_pane_newest_first_without_a_scrollbar() 
         shown = [row[2] for row in texts(app, "overview-events")[:lines]]
         assert shown == [f"marker {i}" for i in range(29, 29 - lines, -1)]
         # No Kind column at 80: the Node column says what a DBA's marker is (it said "-").
-        assert {row[1] for row in texts(app, "overview-events")} == {"marker"}
+        assert {row[1] for row in texts(app, "overview-events")} == {"mark"}
         assert events.scroll_y == 0  # the newest on its first line, not scrolled to the oldest
 
 

@@ -262,7 +262,7 @@ def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[R
     full_rows = [events.event_row(ev) for ev in shown_events]
     # A change of the whole cluster (a parameter pending restart, a timeline) is one event per
     # member, and at 80x24 the same line three or seven times: the same second and the same
-    # words on several members are one line here (the Events pane keeps each).
+    # words on every member are one line here (the Events pane keeps each).
     runs: list[list[int]] = []
     for i, ev in enumerate(shown_events):
         run = runs[-1] if runs else None
@@ -274,9 +274,19 @@ def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[R
             run.append(i)
         else:
             runs.append([i])
+    # Only a change of every member is merged, and said "all": a merged label wider than a member's
+    # ("node2 +1") widened the Node column, which keeps its width for a while after (the table's
+    # SHRINK_AFTER_S) while the texts were cut for the narrower one: they ran past the border.
+    runs = [
+        part for run in runs for part in ([run] if _covers(shown_events, run, names) else [[k] for k in run])
+    ]
     nodes = [cell(_node([shown_events[k] for k in run], names)) for run in runs]
-    # What the widest node name shown leaves of 80 columns: "for 0.3 s" was cut at 52 beside "node3".
-    node_width = max([len("Node"), *(len(n.text) for n in nodes)])
+    # What the widest node name leaves of 80 columns: "for 0.3 s" was cut at 52 beside "node3".
+    # Every member's label counts, not only those shown: the Node column keeps a width for a
+    # while after its widest cell leaves (the table's SHRINK_AFTER_S), and texts cut for a
+    # narrower one ran past the border (a longer name's row leaving the list).
+    widest = max(len(fit_name(n, names, NODE_WIDTH)) for n in names) if names else 0
+    node_width = max([len("Node"), widest, *(len(n.text) for n in nodes)])
     room = EVENT_ROOM - node_width
     out = []
     for run, node in zip(runs, nodes, strict=True):
@@ -298,17 +308,19 @@ def _same_change(a: Event, b: Event, row_a: Row, row_b: Row) -> bool:
     )
 
 
+def _covers(shown_events: Sequence[Event], run: Sequence[int], names: Sequence[str]) -> bool:
+    return len(run) > 1 and {shown_events[k].node for k in run} >= set(names)
+
+
 def _node(run: Sequence[Event], names: Sequence[str]) -> str:
     ev = run[0]
     if len(run) > 1:
-        if {e.node for e in run} >= set(names):
-            return "all nodes"
-        more = f" +{len(run) - 1}"
-        return fit_name(ev.node or "-", names, NODE_WIDTH - len(more)) + more
+        return "all"  # every member (_covers): no wider than the column's own title
     if ev.node:
         return fit_name(ev.node, names, NODE_WIDTH)
     # No Kind column at 80: a DBA's marker ("pgtop-ha mark") read as "-", like HAProxy's pool.
-    return "marker" if ev.kind == "marker" else "-"
+    # "mark", as the command, is no wider than the column's title (see node_width above).
+    return "mark" if ev.kind == "marker" else "-"
 
 
 PANE = PaneSpec(
