@@ -29,7 +29,6 @@ from pgtop_ha.collect.poller import Poller
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import Layout, saved_layout
-from pgtop_ha.models.health import Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.timeline import Timeline, cadence
 from pgtop_ha.settings import load_settings
@@ -101,7 +100,7 @@ async def measure(lab: Lab, switchovers: int, settle: float) -> dict[str, object
     """Run ``switchovers`` switchovers; the console's delay behind /cluster for each."""
     settings = load_settings(lab.layout.console_config, environ={})
     poller = Poller.from_settings(settings)
-    timeline = Timeline(pools=Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends))
+    timeline = Timeline(pools=settings.haproxy.pools())
     shown: list[tuple[float, str | None]] = []  # (when, leader) at each change, as snapshots said
     paced: dict[float, float] = {}  # the cadence in force when each change was shown
     intervals: list[float] = []

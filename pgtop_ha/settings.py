@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from pgtop_ha.errors import ConfigError
+from pgtop_ha.models.health import Pools
 from pgtop_ha.models.thresholds import Thresholds
 from pgtop_ha.models.trust import check_host_pattern
 from pgtop_ha.models.urls import haproxy_stats_url, patroni_root, redact
@@ -164,6 +165,10 @@ class HAProxySettings(TLSSettings):
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         return None if value is None else haproxy_stats_url(value)
+
+    def pools(self) -> Pools:
+        """The writer and reader backend patterns, as the models tell pools apart."""
+        return Pools(self.writer_backends, self.reader_backends)
 
     @model_validator(mode="after")
     def _login(self) -> HAProxySettings:

@@ -22,6 +22,7 @@ from pgtop_ha.models.health import (
     node_state,
     source_state,
     state_word,
+    wal_status_rank,
 )
 from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member
@@ -365,8 +366,8 @@ def _slot_active(_key: Key, b: Fact | None, a: Fact | None) -> tuple[str, int] |
 def _slot_wal(_key: Key, b: Fact | None, a: Fact | None) -> tuple[str, int] | None:
     if b is None or a is None:
         return None
-    bad = {"lost": 2, "unreserved": 2, "extended": 1}
-    return f"{a.label} wal_status {b.value} → {a.value}", bad.get(str(a.value), 0)
+    # Extended is a warning; unreserved and lost are as bad as an event gets (severity 2).
+    return f"{a.label} wal_status {b.value} → {a.value}", min(wal_status_rank(str(a.value)), 2)
 
 
 def _permanent_slot(_key: Key, b: Fact | None, a: Fact | None) -> tuple[str, int] | None:

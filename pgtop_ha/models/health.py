@@ -442,7 +442,7 @@ def worst_slot(snapshot: ClusterSnapshot, t: Thresholds) -> tuple[str, Slot, Lev
     # Patroni keeps copies of a permanent slot on each member, often with the same retained
     # bytes: the leader's "extended" (past max_wal_size) lost to a standby's "reserved" by name.
     found = [
-        (slot_level(t, s), _WAL_STATUS_RANK.get(s.wal_status or "", 0), s.retained_bytes or 0, n.name, s)
+        (slot_level(t, s), wal_status_rank(s.wal_status), s.retained_bytes or 0, n.name, s)
         for n in snapshot.nodes
         if n.reachable
         for s in n.slots
@@ -453,8 +453,12 @@ def worst_slot(snapshot: ClusterSnapshot, t: Thresholds) -> tuple[str, Slot, Lev
     return node, slot, level
 
 
-# How far a slot's WAL is from being lost (pg_replication_slots.wal_status), worst highest.
 _WAL_STATUS_RANK = {"reserved": 0, "extended": 1, "unreserved": 2, "lost": 3}
+
+
+def wal_status_rank(wal_status: str | None) -> int:
+    """How near a slot is to losing its WAL (pg_replication_slots.wal_status): 0 reserved … 3 lost."""
+    return _WAL_STATUS_RANK.get(wal_status or "", 0)
 
 
 def permanent_slots(snapshot: ClusterSnapshot, *, logical_only: bool = False) -> dict[str, str]:

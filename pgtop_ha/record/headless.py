@@ -16,7 +16,6 @@ from typing import Protocol, TextIO
 
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.errors import ConfigError
-from pgtop_ha.models.health import Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.text import clean
 from pgtop_ha.models.timeline import Timeline, cadence
@@ -76,7 +75,7 @@ async def record(
 
         source = Poller.from_settings(settings, clock)
     recorder = Recorder.create(path, settings, limit, role="recorder", clock=clock)
-    pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
+    pools = settings.haproxy.pools()
     timeline = Timeline(pools=pools, keep=KEEP_EVENTS)
     inbox = MarkerInbox("recorder", str(path))
     loop = asyncio.get_running_loop()

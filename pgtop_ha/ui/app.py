@@ -15,7 +15,6 @@ from textual.worker import Worker, WorkerState
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.crash import write_report
 from pgtop_ha.models.events import Event
-from pgtop_ha.models.health import Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.timeline import Timeline, cadence
 from pgtop_ha.settings import Mode, Settings
@@ -97,8 +96,7 @@ class PgtopApp(CalmApp[None]):
         self.clock = clock
         self.history: deque[ClusterSnapshot] = deque(maxlen=HISTORY)
         # One timeline for every event: snapshots' changes, checks, the stopwatch, markers, actions.
-        pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
-        self.timeline = Timeline(pools=pools, keep=EVENTS)
+        self.timeline = Timeline(pools=settings.haproxy.pools(), keep=EVENTS)
         self.received = 0  # snapshots received, shown or not (pause)
         self._poll: Worker[None] | None = None
         self.recorder = recorder  # --record FILE: every cycle and event goes there too

@@ -21,7 +21,7 @@ from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import NODE_NAMES
 from pgtop_ha.lab.tools import find_tools
 from pgtop_ha.models.checks import disagreements, writes_ok
-from pgtop_ha.models.health import Pools, cluster_problems, routes
+from pgtop_ha.models.health import cluster_problems, routes
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
 from tests.support.lab_polls import until_seen
@@ -128,7 +128,7 @@ async def test_servers_joined_by_the_addresses_haproxy_shows(
 ) -> None:
     legends, _, _ = example_haproxy
     settings = _settings(lab_settings, legends)
-    pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
+    pools = settings.haproxy.pools()
     snap = await _seen(settings, _led, "a writer UP")
     assert all(s.server.startswith("postgresql_127.0.0.1_") for s in snap.haproxy.servers)
     assert {s.member for s in snap.haproxy.servers} == set(NODE_NAMES)
@@ -145,7 +145,7 @@ async def test_servers_without_addresses_are_said_then_mapped(
 ) -> None:
     _, plain, _ = example_haproxy
     settings = _settings(lab_settings, plain)
-    pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
+    pools = settings.haproxy.pools()
     snap = await _seen(settings, lambda s: _writer_up(s) and bool(s.members), "a writer UP")
     assert all(s.addr is None and s.member is None for s in snap.haproxy.servers)
     problems = cluster_problems(snap, settings.thresholds, pools, snap.taken_at)
@@ -192,7 +192,7 @@ async def test_a_stats_page_behind_a_login(
         assert snap.haproxy.error is not None and snap.haproxy.error.endswith(said), snap.haproxy.error
         assert STATS_PASSWORD not in snap.model_dump_json()
     settings = with_login(login, right)
-    pools = Pools(settings.haproxy.writer_backends, settings.haproxy.reader_backends)
+    pools = settings.haproxy.pools()
     snap = await _seen(settings, _led, "a writer UP behind the login")
     assert snap.haproxy.error is None
     assert {s.member for s in snap.haproxy.servers} == set(NODE_NAMES)  # legends: joined by address

@@ -27,7 +27,6 @@ from pgtop_ha.collect.haproxy import parse_stat_csv
 from pgtop_ha.collect.patroni import decode_json, parse_cluster
 from pgtop_ha.models.eligibility import takeover_plan
 from pgtop_ha.models.events import diff
-from pgtop_ha.models.health import Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member, Process, Replication
 from pgtop_ha.ui import format as fmt
 from pgtop_ha.ui.operator.takeover_modal import candidate_line
@@ -250,7 +249,7 @@ def test_rows_of_every_pane_never_raise(prev: ClusterSnapshot, snap: ClusterSnap
     events = diff(prev, snap)  # what the app records from the same two snapshots
     ctx = Context(
         thresholds=s.thresholds,
-        pools=Pools(s.haproxy.writer_backends, s.haproxy.reader_backends),
+        pools=s.haproxy.pools(),
         now=snap.taken_at + timedelta(seconds=3),
         history=(prev,),
         events=events,

@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 from pgtop_ha.models.checks import disagreements, writes_ok
-from pgtop_ha.models.health import Pools, cluster_problems, worst_slot
+from pgtop_ha.models.health import cluster_problems, worst_slot
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.timeline import Timeline
 from tests.models.builders import feed, healthy, leader, member, node, only, pg_down, t, writers
 from tests.ui import fixtures as fx
 
 SETTINGS = fx.settings()
-POOLS = Pools(SETTINGS.haproxy.writer_backends, SETTINGS.haproxy.reader_backends)
+POOLS = SETTINGS.haproxy.pools()
 
 
 def keys(snap: ClusterSnapshot) -> list[str]:

@@ -15,7 +15,7 @@ from tests.models.test_stopwatch import _failover as failover
 from tests.ui import fixtures as fx
 
 SETTINGS = fx.settings()
-POOLS = Pools(SETTINGS.haproxy.writer_backends, SETTINGS.haproxy.reader_backends)
+POOLS = SETTINGS.haproxy.pools()
 NAMES = ("node1", "node2", "node3")
 T = SETTINGS.thresholds
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from pgtop_ha.models.events import SOURCES, diff
-from pgtop_ha.models.health import Pools, cluster_problems
+from pgtop_ha.models.health import cluster_problems
 from pgtop_ha.models.snapshot import Archiver, HistoryEntry, Replication, Slot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.timeline import Timeline, cadence
@@ -25,7 +25,7 @@ from tests.models.builders import (
 from tests.ui import fixtures as fx
 
 SETTINGS = fx.settings()
-POOLS = Pools(SETTINGS.haproxy.writer_backends, SETTINGS.haproxy.reader_backends)
+POOLS = SETTINGS.haproxy.pools()
 
 
 # -- debounce: one event with a duration ------------------------------------------------------------

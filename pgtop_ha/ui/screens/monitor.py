@@ -16,7 +16,7 @@ from textual.containers import Grid
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from pgtop_ha.models.health import Pools, member_names
+from pgtop_ha.models.health import member_names
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.compositor import BandCompositor
@@ -256,7 +256,7 @@ class MonitorScreen(Screen[None]):
             history = history[:at]  # paused: only what came before the shown snapshot
         return Context(
             thresholds=s.thresholds,
-            pools=Pools(s.haproxy.writer_backends, s.haproxy.reader_backends),
+            pools=s.haproxy.pools(),
             now=app.clock(),
             interval=app.interval,
             history=tuple(history),
