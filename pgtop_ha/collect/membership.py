@@ -2,10 +2,12 @@
 
 Membership follows Patroni's /cluster (or the configured [[nodes]]): a member listed gets its
 sources (its own /patroni poll and its PostgreSQL reader), a member whose address changes gets new
-ones, a member gone is kept FORGET_AFTER_S and never beyond max_members. /cluster itself is asked
-of the preferred REST root first, then (after HEDGE_S) of every other root at once. Every host is
-checked against the allowed-hosts policy before anything is sent to it. The cycle that polls these
-sources and assembles a snapshot is the Poller's (collect/poller.py).
+ones, a member gone is kept FORGET_AFTER_S and never beyond max_members (one at a configured REST
+root is never forgotten), and a configured root that no listed member answers at is a member of
+its own (``configured``): a console started after a member's Patroni stopped still shows it.
+/cluster itself is asked of the preferred REST root first, then (after HEDGE_S) of every other
+root at once. Every host is checked against the allowed-hosts policy before anything is sent to
+it. The cycle that polls these sources and assembles a snapshot is the Poller's (collect/poller.py).
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ class MemberSources:
     key: tuple[str | None, str | None, int | None] = (None, None, None)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     own_started: float | None = None  # loop time of the last own /patroni GET started
+    # Made from a configured REST root that /cluster does not list (its only source is /patroni).
+    configured: bool = False
 
     def start(self, own: bool = True) -> set[asyncio.Task[None]]:
         """Start (or rejoin) this member's polls; ``own``: its /patroni GET too (else only a running one)."""
@@ -149,6 +153,10 @@ class Membership:
         self._needs: Needs = frozenset({"memory"})  # until the screen says what it shows
         self._signature: object | None = None  # /cluster's roles, states and timelines last seen
         self._unsettled_until: datetime | None = None
+        # Each configured root's member name, as /cluster or its own /patroni last said it.
+        self._root_names: dict[str, str] = {}
+        # Configured roots that answered for a listed member (a VIP, a host name for an address).
+        self._aliases: set[str] = set()
         for node in settings.nodes:
             api = api_refusal = None
             if node.patroni_url:
@@ -295,7 +303,7 @@ class Membership:
             pg_port=(port or 5432) if host else None,
         )
 
-    def _apply(self, view: ClusterView) -> list[MemberSources]:
+    def _apply(self, view: ClusterView, root: str | None = None) -> list[MemberSources]:
         """Follow /cluster's membership; returns slots to close (replaced or forgotten)."""
         loop_now = asyncio.get_running_loop().time()
         listed = {m.name for m in view.members}
@@ -327,12 +335,13 @@ class Membership:
             _follow(slot, entry)
             slot.gone_since = None
         for name, slot in list(self.members.items()):
-            if name in listed or slot.static:
+            if name in listed or slot.static or slot.configured:
                 continue
             slot.cluster_entry = None
             if slot.gone_since is None:
                 slot.gone_since = loop_now
-            elif loop_now - slot.gone_since > FORGET_AFTER_S:
+            elif loop_now - slot.gone_since > FORGET_AFTER_S and self._root(slot) not in self._roots:
+                # One at a configured root stays: the configuration says it is a member.
                 retired.append(self.members.pop(name))
         # Members no longer listed are still polled a while, but never beyond max_members in
         # all: the longest gone are forgotten first.
@@ -344,7 +353,77 @@ class Membership:
             )
             for slot in gone[:excess]:
                 retired.append(self.members.pop(slot.name))
+        if not self._settings.nodes:
+            retired += self._follow_roots(root)
         return retired
+
+    @staticmethod
+    def _root(slot: MemberSources) -> str | None:
+        return root_of(slot.own_url) if slot.own_url else None
+
+    def _follow_roots(self, answered: str | None) -> list[MemberSources]:
+        """A slot for each configured root no member answers at; returns slots to close.
+
+        ``answered``, the root /cluster came from, is a running Patroni of this cluster: no
+        member missing there, and not worth a /patroni GET each cycle to learn so.
+        """
+        retired: list[MemberSources] = []
+        for slot in self.members.values():
+            root = self._root(slot)
+            if root in self._roots and not slot.configured:
+                self._root_names[root] = slot.name
+        covered = {self._root(s) for s in self.members.values() if not s.configured} | {answered}
+        for name, slot in list(self.members.items()):
+            if not slot.configured:
+                continue
+            root = self._root(slot)
+            said = slot.own.reading().value if slot.own is not None else None
+            own_name = said.name if said is not None else None
+            alias = own_name is not None and own_name != name and own_name in self.members
+            if root in covered or alias:
+                # Listed after all, or the root answers for a member shown (a VIP, a host name).
+                if alias and root is not None:
+                    self._aliases.add(root)
+                retired.append(self.members.pop(name))
+            elif own_name and own_name != name and root is not None:
+                # Its Patroni answers but /cluster does not list it: show it by its own name.
+                self._root_names[root] = own_name
+                retired.append(self.members.pop(name))
+        covered |= {self._root(s) for s in self.members.values()}
+        for root in self._roots:
+            if root in covered or root in self._aliases:
+                continue
+            name = self._root_names.get(root) or self._root_label(root)
+            if name in self.members:
+                name = self._root_label(root)
+            if name in self.members:
+                continue
+            slot = self.sources_for(name, f"{root}/patroni", None, None, None, None)
+            slot.configured = True
+            self.members[name] = slot
+        return retired
+
+    def unsure(self, slot: MemberSources) -> bool:
+        """A configured root's slot not to show: no answer yet, no name in it, or a listed member's."""
+        # Shown once its root has answered or failed: one that answers for a listed member (a
+        # VIP, a host name for the address /cluster gives) is no member of its own, and must not
+        # flash up as one in the cycle before _follow_roots retires it.
+        if slot.own is None:
+            return False
+        reading = slot.own.reading()
+        if reading.value is None:
+            return reading.error is None
+        # An answer without a name (Patroni before 3.0) cannot tell a member from another name
+        # for one: only a root that does not answer at all is shown then.
+        said = reading.value.name
+        return said is None or (said != slot.name and said in self.members)
+
+    def _root_label(self, root: str) -> str:
+        """A configured root's name while its member's is unknown: its host, or host:port when shared."""
+        host = host_of(root) or root
+        if sum(host_of(r) == host for r in self._roots) == 1:
+            return host
+        return root.split("://", 1)[-1]
 
     def candidate_roots(self) -> list[str]:
         """Configured roots, then those of members listed now (so at most max_members more)."""
@@ -434,4 +513,4 @@ class Membership:
         if found.history is not None or found.config is not None:
             self._since_refresh = 0
         self._note_changes(found.view)
-        return self._apply(found.view)
+        return self._apply(found.view, found.root)

@@ -321,7 +321,11 @@ class Poller:
         members: list[Member] = []
         nodes: list[NodeSnapshot] = []
         for slot in self.membership.members.values():
+            if slot.configured and (not live or self.membership.unsure(slot)):
+                continue
             members.append(self._member(slot, live))
+            if slot.configured:
+                continue  # where its PostgreSQL listens is /cluster's to say: not known
             if slot.node is not None:
                 nodes.append(slot.node.view())
             elif slot.pg_refusal is not None:
@@ -382,9 +386,12 @@ class Poller:
             reading = slot.own.reading()
         own = reading.value
         error = reading.error
-        if live and entry is None and slot.gone_since is not None:
-            error = "not listed by Patroni's /cluster any more" + (f"; {error}" if error else "")
+        unlisted = live and entry is None and (slot.gone_since is not None or slot.configured)
+        if unlisted:
+            why = "configured in [patroni] urls, not listed" if slot.configured else "not listed any more"
+            error = f"{why} by Patroni's /cluster" + (f"; {error}" if error else "")
         update.update(
+            unlisted=unlisted,
             reachable=own is not None,
             error=error,
             last_ok_at=reading.last_ok_at,

@@ -220,6 +220,13 @@ def member_problems(
     elif pg == "pending":
         out.append(Problem(Level.WARN, name, "PostgreSQL: no answer yet", "PG no answer yet"))
     rest = member_state(m) if m is not None else None
+    if m is not None and m.unlisted:
+        # No failover candidate while Patroni does not list it, whatever else it answers: one
+        # line, with its REST API's state when that is down too (its Patroni stopped).
+        text = "not in Patroni's /cluster" + (", REST unreachable" if rest == "unreachable" else "")
+        out.append(Problem(Level.CRIT, name, text, "not in /cluster", key="unlisted"))
+        if rest == "unreachable":
+            rest = None
     if rest == "unreachable":
         # No age in the text: a problem keeps its row (and its key) while it lasts.
         out.append(Problem(Level.CRIT, name, "Patroni REST unreachable", "REST unreachable"))

@@ -114,6 +114,8 @@ class Member(Bounded):
     patroni_version: str | None = None
     # The own /patroni poll still running within its timeout: the last answer is kept (slow).
     slow_s: float | None = None
+    # /cluster was read and does not list it: it left, or only [patroni] urls name its REST.
+    unlisted: bool = False
 
 
 class HistoryEntry(Bounded):

@@ -84,6 +84,7 @@ class Timeline:
         self._keep = keep
         self._prev: ClusterSnapshot | None = None
         self._facts: dict[Key, Fact] = {}
+        self._scopes: set[str] = set()  # sources (Fact.scope) that have answered at least once
         self._episodes: dict[Key, _Episode] = {}
         self._events: dict[int, Event] = {}
         self._next_id = 1
@@ -103,10 +104,19 @@ class Timeline:
         touched: dict[int, None] = {}
         cur = facts(snap)
         cur.update(self._check_facts(snap))
+        unknown = unknown_scopes(snap)
         if self._prev is None:
             # The first snapshot is the baseline, except a disagreement: it is news from the start.
             self._facts = {k: f for k, f in cur.items() if k[0] != "check"}
-        cur = carry(self._facts, cur, unknown_scopes(snap))
+        answered = {f.scope for f in cur.values() if f.scope is not None} - unknown
+        for key, fact in cur.items():
+            if fact.scope in answered and fact.scope not in self._scopes and key not in self._facts:
+                # A source heard for the first time (a member's PostgreSQL that answers late, a
+                # member a console started after its Patroni stopped sees join): what it says
+                # is where it starts. Its slots existed before; they were not "created" now.
+                self._facts[key] = fact
+        self._scopes |= answered
+        cur = carry(self._facts, cur, unknown)
         for change in changes(self._facts, cur):
             self._change(change, at, touched)
         self._facts = cur

@@ -53,6 +53,7 @@ NAME_ROOM = 11
 # Where a member's name may be cut: a Kubernetes pod's "-0", a host's "-1a-01" or ".example.com".
 _NAME_BREAKS = "-_."
 _PARTS = re.compile(r"[^-_.]*[-_.]|[^-_.]+")
+_PORT_TAIL = re.compile(r":\d+$")  # a name that is an address: host:port
 
 
 def fit_name(name: str, names: Sequence[str], room: int) -> str:
@@ -100,6 +101,11 @@ def _split(name: str) -> list[str]:
 def _fit_one(name: str, others: list[str], room: int) -> str:
     if len(name) <= room:
         return name
+    if _PORT_TAIL.search(name) and room > 4:
+        # A member known only by its REST address ("127.0.0.1:27622"): the port tells it apart,
+        # so the host gives way, from a break on ("…0.1:27622").
+        tails = (name[i + 1 :] for i, c in enumerate(name) if c in ":" + _NAME_BREAKS)
+        return "…" + next((tail for tail in tails if len(tail) < room), name[-(room - 1) :])
     # The first character no other name has at that place, then the breaks around it.
     first = max((_shared(name, o) for o in others), default=0)
     breaks = [0, *(i + 1 for i, c in enumerate(name) if c in _NAME_BREAKS), len(name) + 1]

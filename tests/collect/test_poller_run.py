@@ -4,6 +4,7 @@ and the messages that name the source actually missing."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from pgtop_ha.collect.poller import Poller
 from pgtop_ha.collect.snapshot_cli import nothing_reachable, run_snapshot
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import NodeSettings, Settings
-from tests.hostile.fakes import answer, fake_server
+from tests.hostile.fakes import Handler, Received, answer, fake_server
 from tests.support.clocks import StepClock
 
 
@@ -178,10 +179,6 @@ def test_unreachable_haproxy_only_run_blames_haproxy(capsys: pytest.CaptureFixtu
 
 async def test_a_leader_change_is_handed_over_without_waiting_for_slow_sources() -> None:
     """The cycle that first sees a new leader in /cluster returns at once; a slow member does not hold it."""
-    import json
-
-    from tests.hostile.fakes import Received
-
     state = {"leader": "a"}
 
     async def cluster(_got: Received, writer: asyncio.StreamWriter) -> None:
@@ -220,3 +217,49 @@ async def test_a_leader_change_is_handed_over_without_waiting_for_slow_sources()
             await poller.aclose()
     assert changed.cluster.leader == "b"
     assert took < 1.0, f"the cycle waited {took:.2f}s for slow members"
+
+
+async def test_a_configured_root_that_answers_unlisted_is_its_own_member() -> None:
+    """A member whose Patroni runs but is not in /cluster (its DCS key lost) shows by its own name.
+
+    A fake: a live Patroni left out of /cluster (DCS trouble) cannot be made on demand.
+    """
+
+    def own_answer(name: str) -> Handler:
+        async def own(_got: Received, writer: asyncio.StreamWriter) -> None:
+            body = json.dumps({"role": "replica", "state": "running", "patroni": {"name": name}})
+            writer.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body.encode())
+
+        return own
+
+    async with (
+        fake_server({"/patroni": own_answer("a")}) as alias,
+        fake_server({"/patroni": own_answer("c")}) as lost,
+    ):
+
+        async def cluster(_got: Received, writer: asyncio.StreamWriter) -> None:
+            api_url = f"{listed.url}/patroni"
+            members = [{"name": "a", "role": "leader", "state": "running", "api_url": api_url}]
+            body = json.dumps({"members": members}).encode()
+            writer.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body)
+
+        async with fake_server({"/cluster": cluster, "/patroni": own_answer("a")}) as listed:
+            urls = (listed.url, alias.url, lost.url)
+            poller = Poller.from_settings(Settings(patroni={"urls": urls, "timeout": 2.0}), StepClock())
+            seen: list[ClusterSnapshot] = []
+            try:
+                for _ in range(40):
+                    seen.append(await poller.cycle(budget=1.0))
+                    if seen[-1].member("c") is not None:
+                        break
+                    await asyncio.sleep(0.05)  # pacing between cycles; the loop's bound is the deadline
+            finally:
+                await poller.aclose()
+    last = seen[-1]
+    c = last.member("c")
+    assert c is not None, [m.name for m in last.members]
+    assert c.unlisted and c.reachable and c.own_state == "running"
+    assert c.error is not None and c.error.startswith("configured in [patroni] urls, not listed")
+    # The root answering for the listed member "a" is "a" under another name: never a member.
+    assert all(m.name in ("a", "c") or m.name == f"127.0.0.1:{lost.port}" for s in seen for m in s.members)
+    assert [m.name for m in last.members] == ["a", "c"]

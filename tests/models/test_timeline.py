@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from pgtop_ha.models.events import SOURCES, diff
 from pgtop_ha.models.health import cluster_problems
-from pgtop_ha.models.snapshot import Archiver, HistoryEntry, Replication, Slot
+from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HistoryEntry, Replication, Slot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.timeline import Timeline, cadence
 from tests.models.builders import (
@@ -380,3 +380,24 @@ def test_event_times_are_observation_times() -> None:
     feed(tl, snaps)
     assert all(e.at == snaps[1].taken_at for e in tl.events())
     assert snaps[1].taken_at - snaps[0].taken_at == timedelta(seconds=1.5)
+
+
+def test_a_member_heard_for_the_first_time_starts_there_not_news() -> None:
+    # A console started while node3's Patroni was stopped: node3 is no member until it joins.
+    # When it joins, its slots existed on disk all along: "member joined", never "slot … created".
+    def without_node3(snap: ClusterSnapshot) -> ClusterSnapshot:
+        members = tuple(m for m in snap.members if m.name != "node3")
+        nodes = tuple(n for n in snap.nodes if n.name != "node3")
+        return snap.model_copy(update={"members": members, "nodes": nodes})
+
+    three = healthy(0).node("node3")
+    assert three is not None and three.slots  # the fixture's standby has slots to speak of
+    tl = Timeline()
+    feed(tl, [without_node3(healthy(0)), without_node3(healthy(1)), healthy(2)])
+    said = [(e.node, e.text) for e in tl.events()]
+    assert ("node3", "member joined") in said
+    assert not [x for x in said if x[0] == "node3" and x[1].endswith(" created")], said
+    # A node heard before is no news source of its own: a slot it did not have is news.
+    extra = three.slots[0].model_copy(update={"slot_name": "new_one"})
+    feed(tl, [node(healthy(3), "node3", slots=(*three.slots, extra))])
+    assert only(tl, "slot new_one created").node == "node3"

@@ -63,9 +63,9 @@ async def test_kill_primary_contradiction_is_crit_in_words() -> None:
         assert node1[3] == "DOWN"
         assert node1[4] == "PG DOWN, still routed"
         assert node1[5] == "UP"  # HAProxy still sends writes there
-        # The heartbeat shows node1 stale (last success 13 s before the clock's now), and the fast
-        # cadence whole: at 80 columns the nodes go compact to leave it room.
-        assert header(app).endswith(" node1 ▲10s node2 ✔ node3 ✔  0.25s fast")
+        # The heartbeat shows node1 failed (CRIT as its row; last success 13 s before the clock's
+        # now), and the fast cadence whole: at 80 columns the nodes go compact to leave it room.
+        assert header(app).endswith(" node1 ✖10s node2 ✔ node3 ✔  0.25s fast")
 
 
 async def test_failover_shows_old_leader_unreachable_new_leader_leading() -> None:

@@ -64,6 +64,9 @@ def test_a_name_keeps_what_tells_it_apart() -> None:
     assert [fit_name(n, hosts, 11) for n in hosts] == ["db1.prod…", "db2.prod…"]
     # Names that fit are never touched; a name that differs at its start keeps its start, cut at a break.
     assert fit_name("node1", ["node2"], 11) == "node1"
+    # A member known only by its configured REST address: the port tells it apart, not the host.
+    assert fit_name("127.0.0.1:27622", ["node1", "node2"], 11) == "…0.1:27622"
+    assert fit_name("db3.prod.example.com", ["node1"], 11) == "db3.prod…"
     assert fit_name("alpha-db-server-primary", ["beta-db-server-standby"], 11) == "alpha-db…"
     # A tail another name ends with too: each part that differs is kept.
     regions = ["pg-prod-eu-central-1a-01", "pg-prod-eu-central-1b-02", "pg-prod-us-central-1a-01"]
@@ -177,7 +180,8 @@ async def test_seven_members_at_80x24_keep_the_stale_node_and_the_cadence_in_the
     async with app.run_test(size=(80, 24)) as pilot:
         await settled(pilot, app, source)
         header = app.screen.query_one(Heartbeat).render().plain
-        stale = "node3 ▲" if scenario == "frozen" else "node1 ▲"
+        # A frozen replica is slow (its reads still running); a killed primary's read failed: CRIT.
+        stale = "node3 ▲" if scenario == "frozen" else "node1 ✖"
         assert stale in header and "+6 ✔" in header and header.rstrip().endswith("(fast)"), header
         assert len(header.rstrip()) <= 80
         members = app.screen.query_one("#t-overview-members", KeyedTable)

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.strip import Strip
 from textual.widget import Widget
 
-from pgtop_ha.models.health import age_s, member_names, stale_level
+from pgtop_ha.models.health import age_s, member_names, member_state, node_state, stale_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, shown
@@ -20,7 +20,11 @@ from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, shown
 def node_freshness(
     snapshot: ClusterSnapshot, name: str, now: datetime, t: Thresholds
 ) -> tuple[Level, float | None]:
-    """How stale a node's data is: the older of its Patroni and PostgreSQL last successes."""
+    """How stale a node's data is: the older of its Patroni and PostgreSQL last successes.
+
+    CRIT as soon as either source's last read failed, however recent its last answer: the row
+    below says "REST+PG 4s" in CRIT then, and a header still saying ✔ contradicted it.
+    """
     stamps = []
     m, n = snapshot.member(name), snapshot.node(name)
     if m is not None:
@@ -31,7 +35,10 @@ def node_freshness(
         return Level.CRIT, None
     oldest = min(s for s in stamps if s is not None)
     since = age_s(now, oldest)
-    return stale_level(t, since), since
+    failed = (m is not None and member_state(m) == "unreachable") or (
+        n is not None and node_state(n) == "unreachable"
+    )
+    return (Level.CRIT if failed else stale_level(t, since)), since
 
 
 def heartbeat_text(
