@@ -198,6 +198,10 @@ class Membership:
         if self.cluster is not None and self.cluster.reading().error is not None:
             return True
         for slot in self.members.values():
+            if slot.cluster_entry is None and not slot.static:
+                # Not listed (it left, or only a configured root names it): its leaving made the
+                # UNSETTLED_S above; a member stopped for hours keeps nothing restless.
+                continue
             if slot.node is not None and slot.node.unsettled():
                 return True
             if slot.own is not None and slot.own.reading().error is not None:

@@ -88,3 +88,19 @@ async def test_a_new_patroni_state_ends_the_postgresql_readers_backoff() -> None
     assert reader._retry_at == later
     m._apply(view("running"))
     assert reader._retry_at == 0.0 and reader._failures == 4  # failing again backs off where it was
+
+
+async def test_a_member_no_longer_listed_keeps_nothing_restless() -> None:
+    # A member stopped for maintenance stays on screen (its URL configured: for good), failing
+    # each read; it made every member's /patroni and every probe run each cycle for as long.
+    m = membership(5.0, Clock())
+    reader = NodeReader(
+        Target("n2", "127.0.0.1", 1, "postgres"), PostgresSettings(), Clock(), proc=Path("/proc")
+    )
+    m.members["n2"] = MemberSources(name="n2", api_url=None, node=reader, own=None)
+    m._apply(view("running"))
+    assert reader.unsettled() and m.restless()  # listed and not answering: restless
+    alone = ClusterView(info=ClusterInfo(leader="n1"), members=view("running").members[:1])
+    m._apply(alone)
+    assert "n2" in m.members and m.members["n2"].gone_since is not None
+    assert reader.unsettled() and not m.restless()
