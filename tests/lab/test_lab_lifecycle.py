@@ -296,7 +296,11 @@ async def _one_snapshot(settings: Settings) -> ClusterSnapshot:
         while True:
             snap = await poller.cycle(budget=2.0)
             writer = any(s.proxy == "pg_writer" and s.status == "UP" for s in snap.haproxy.servers)
-            if (writer and len(snap.members) == len(settings.patroni.urls)) or time.monotonic() > deadline:
+            # Listed by /cluster, not only named by a configured URL (a member still starting is
+            # shown that way), each running or streaming, each PostgreSQL read.
+            listed = [m for m in snap.members if not m.unlisted and m.state in ("running", "streaming")]
+            read = all(n.last_ok_at is not None for n in snap.nodes)
+            if (writer and read and len(listed) == len(settings.patroni.urls)) or time.monotonic() > deadline:
                 return snap
             await asyncio.sleep(0.5)  # pacing between polls, not synchronisation
     finally:
