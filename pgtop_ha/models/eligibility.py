@@ -97,7 +97,11 @@ def _judge(
     reasons: list[str] = []
     warnings: list[str] = []
     state = member.state
-    if state not in GOOD_STATES:
+    if member.unlisted:
+        # Patroni promotes only members it lists: one shown by its configured URL, or one that
+        # left, is no candidate whatever its own /patroni says.
+        reasons.append("not in Patroni's /cluster: Patroni will not promote it")
+    elif state not in GOOD_STATES:
         reasons.append(f"state is {state or 'unknown'}, not streaming/running")
     if _no_failover(member.tags):
         reasons.append("tagged nofailover (or failover_priority 0): Patroni will not promote it")

@@ -195,3 +195,17 @@ def test_postgres_view_adds_warnings() -> None:
     plan = takeover_plan(s)
     assert "PostgreSQL not reachable from the console" in plan.candidate("node2").warnings  # type: ignore[union-attr]
     assert plan.default == "node3"
+
+
+def test_a_member_not_in_patronis_cluster_is_no_candidate() -> None:
+    # Shown by its configured URL (its Patroni stopped before the console started), or left /cluster
+    # while its own /patroni still answers: Patroni cannot promote what it does not list.
+    shown = Member(name="127.0.0.1:27622", unlisted=True, reachable=False, error="no answer")
+    answering = Member(
+        name="node3", own_state="running", reachable=True, timeline=3, lag_bytes=0, unlisted=True
+    )
+    plan = takeover_plan(snap(member("node1", "leader"), member("node2"), shown, answering))
+    by = {c.name: c for c in plan.candidates}
+    assert by["node3"].reasons == ("not in Patroni's /cluster: Patroni will not promote it",)
+    assert by["127.0.0.1:27622"].reasons[0] == "not in Patroni's /cluster: Patroni will not promote it"
+    assert [c.name for c in plan.eligible] == ["node2"] and plan.default == "node2"
