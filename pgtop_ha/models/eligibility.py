@@ -105,7 +105,7 @@ def _judge(
         reasons.append(f"state is {state or 'unknown'}, not streaming/running")
     if _no_failover(member.tags):
         reasons.append("tagged nofailover (or failover_priority 0): Patroni will not promote it")
-    if not member.reachable:
+    if not member.reachable and not member.unlisted:  # unlisted: the reason above says enough
         why = f": {member.error}" if member.error else ""
         reasons.append(f"Patroni REST API not reachable{why}")
     leader_tl = leader.timeline if leader is not None else None

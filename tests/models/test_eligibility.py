@@ -207,5 +207,5 @@ def test_a_member_not_in_patronis_cluster_is_no_candidate() -> None:
     plan = takeover_plan(snap(member("node1", "leader"), member("node2"), shown, answering))
     by = {c.name: c for c in plan.candidates}
     assert by["node3"].reasons == ("not in Patroni's /cluster: Patroni will not promote it",)
-    assert by["127.0.0.1:27622"].reasons[0] == "not in Patroni's /cluster: Patroni will not promote it"
+    assert by["127.0.0.1:27622"].reasons == ("not in Patroni's /cluster: Patroni will not promote it",)
     assert [c.name for c in plan.eligible] == ["node2"] and plan.default == "node2"
