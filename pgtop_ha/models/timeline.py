@@ -36,6 +36,7 @@ FAST_FACTOR = 4.0  # poll this many times faster while something is wrong
 FASTEST_S = 0.2  # ...but never faster than this
 CALM_AFTER_S = 30.0  # a leader change keeps the fast cadence this long
 
+EPISODES_SWEEP = 2048  # past this many remembered flips, the ended ones are swept
 _ABSENT = ("<absent>",)  # the value of a fact a snapshot does not state
 
 
@@ -84,7 +85,7 @@ class Timeline:
         self._keep = keep
         self._prev: ClusterSnapshot | None = None
         self._facts: dict[Key, Fact] = {}
-        self._scopes: set[str] = set()  # sources (Fact.scope) that have answered at least once
+        self._scopes: set[str] = set()  # sources (Fact.scope) heard, of those still in the snapshot
         self._episodes: dict[Key, _Episode] = {}
         self._events: dict[int, Event] = {}
         self._next_id = 1
@@ -115,16 +116,35 @@ class Timeline:
                 # member a console started after its Patroni stopped sees join): what it says
                 # is where it starts. Its slots existed before; they were not "created" now.
                 self._facts[key] = fact
-        self._scopes |= answered
+        # Only sources still in the snapshot (answering or silent) are remembered: a bounded set
+        # however many names a hostile /cluster makes up, and a member forgotten and back starts over.
+        self._scopes = (self._scopes & unknown) | answered
         cur = carry(self._facts, cur, unknown)
         for change in changes(self._facts, cur):
             self._change(change, at, touched)
         self._facts = cur
+        if len(self._episodes) > EPISODES_SWEEP:
+            self._sweep(at)
         self._timeline_bump(snap, touched)
         for tag, event in self._stopwatch.observe(snap):
             touched[self._tagged(tag, event).id] = None
         self._prev = snap
         return [self._events[i] for i in touched if i in self._events]
+
+    def _sweep(self, at: datetime) -> None:
+        """Forget flips no change can join: ended past the debounce window, then the oldest gone."""
+        # One episode per key, for good: COPY and walsender pids over weeks, or a /cluster that
+        # makes up member names each cycle. An open one whose key is gone would only give its
+        # event a duration if the key came back; past the bound the oldest of those go first.
+        kept = {
+            key: ep
+            for key, ep in self._episodes.items()
+            if ep.ended is None or _secs(ep.ended, at) <= self.debounce_s
+        }
+        gone = sorted((key for key in kept if key not in self._facts), key=lambda k: kept[k].started)
+        for key in gone[: max(0, len(kept) - EPISODES_SWEEP // 2)]:
+            del kept[key]
+        self._episodes = kept
 
     def _check_facts(self, snap: ClusterSnapshot) -> dict[Key, Fact]:
         at = snap.taken_at

@@ -8,7 +8,7 @@ from pgtop_ha.models.events import SOURCES, diff
 from pgtop_ha.models.health import cluster_problems
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HistoryEntry, Replication, Slot
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.models.timeline import Timeline, cadence
+from pgtop_ha.models.timeline import EPISODES_SWEEP, Timeline, cadence
 from tests.models.builders import (
     feed,
     healthy,
@@ -401,3 +401,18 @@ def test_a_member_heard_for_the_first_time_starts_there_not_news() -> None:
     extra = three.slots[0].model_copy(update={"slot_name": "new_one"})
     feed(tl, [node(healthy(3), "node3", slots=(*three.slots, extra))])
     assert only(tl, "slot new_one created").node == "node3"
+
+
+def test_the_sources_heard_stay_bounded_when_a_server_makes_up_names() -> None:
+    # A hostile /cluster naming new members every cycle must not grow what the timeline keeps.
+    def named(snap: ClusterSnapshot, cycle: int) -> ClusterSnapshot:
+        members = tuple(m.model_copy(update={"name": f"{m.name}-{cycle}"}) for m in snap.members)
+        nodes = tuple(n.model_copy(update={"name": f"{n.name}-{cycle}"}) for n in snap.nodes)
+        return snap.model_copy(update={"members": members, "nodes": nodes})
+
+    tl = Timeline()
+    feed(tl, [named(healthy(i), i) for i in range(200)])
+    assert len(tl._scopes) <= 2 * len(healthy(0).members) + 4, sorted(tl._scopes)
+    # The flips of those names (joined, then gone the next cycle) are swept once they ended.
+    feed(tl, [named(healthy(i), i) for i in range(200, 1200)])
+    assert len(tl._episodes) <= EPISODES_SWEEP + 50, len(tl._episodes)
