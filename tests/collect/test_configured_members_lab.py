@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -33,10 +34,14 @@ def quiet(lab: Lab) -> Lab:
 
 
 async def cycles(
-    poller: Poller, timeline: Timeline, seen: list[ClusterSnapshot], cond: object, within: float, what: str
+    poller: Poller,
+    timeline: Timeline,
+    seen: list[ClusterSnapshot],
+    cond: Callable[[ClusterSnapshot], bool],
+    within: float,
+    what: str,
 ) -> ClusterSnapshot:
     """Cycle (each snapshot folded into ``timeline`` and kept) until ``cond(snapshot)``; a deadline."""
-    assert callable(cond)
     deadline = time.monotonic() + within
     while True:
         snap = await poller.cycle(budget=3.0)
@@ -98,6 +103,7 @@ async def test_a_member_stopped_before_the_console_started_is_shown(lab: Lab, la
         snap = await cycles(poller, timeline, seen, back, 60, f"{victim} listed and read")
         assert snap.member(label) is None and not any(m.unlisted for m in snap.members)
         # The alias answered for a listed member from the first cycle: never a member of its own.
+        assert alias in poller.membership._aliases  # asked, and known for what it is
         assert all(
             m.name != "localhost" and not m.name.startswith("localhost:") for s in seen for m in s.members
         )
