@@ -22,12 +22,13 @@ from pgtop_ha.actions.audit import AuditLog
 from pgtop_ha.actions.operator import Actions
 from pgtop_ha.actions.patroni_writer import PatroniWriter
 from pgtop_ha.actions.stats_reset import StatsResetter
+from pgtop_ha.models.eligibility import Candidate
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.app import PgtopApp
 from pgtop_ha.ui.operator.modal_base import OperatorModal
 from pgtop_ha.ui.operator.reset_modal import ResetModal
 from pgtop_ha.ui.operator.screen import OperatorScreen
-from pgtop_ha.ui.operator.takeover_modal import TakeoverModal, parse_when
+from pgtop_ha.ui.operator.takeover_modal import TakeoverModal, candidate_line, name_width, parse_when
 from pgtop_ha.ui.screens.monitor import MonitorScreen
 from tests.support.scripted import ScriptedSource
 from tests.ui import fixtures
@@ -272,3 +273,12 @@ def test_parse_when() -> None:
     for bad, why in (("tomorrow", "not understood"), ("2024-01-01T00:00+00:00", "in the past")):
         with pytest.raises(ValueError, match=why):
             parse_when(bad, now)
+
+
+def test_candidates_line_up_beside_a_member_known_by_its_url() -> None:
+    # A member shown by its configured URL ("127.0.0.1:27622") pushed its verdict past the others'.
+    plain = Candidate(name="node1", role="replica", state="streaming", timeline=2, lag_bytes=0, eligible=True)
+    url = Candidate(name="127.0.0.1:27622", eligible=False, reasons=("not in Patroni's /cluster",))
+    width = name_width([plain, url])
+    assert width == len("127.0.0.1:27622") and name_width([plain]) == 12
+    assert candidate_line(plain, width).index("ELIGIBLE") == candidate_line(url, width).index("BLOCKED")

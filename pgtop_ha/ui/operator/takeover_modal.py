@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from textual.app import ComposeResult
@@ -43,14 +43,20 @@ def parse_when(text: str, now: datetime) -> datetime | None:
     return when
 
 
-def candidate_line(c: Candidate) -> str:
+def name_width(candidates: Sequence[Candidate]) -> int:
+    """The names' column in the dialog: the longest name shown, at least 12."""
+    return max([12, *(len(shown(c.name, 64)) for c in candidates)])
+
+
+def candidate_line(c: Candidate, width: int = 12) -> str:
     """One candidate as the dialog lists it: verdict, facts, then reasons or warnings."""
     # Names, roles, states and reasons (which quote errors) come from servers: shown() each.
     verdict = "ELIGIBLE" if c.eligible else "BLOCKED "
     lag = "lag ?" if c.lag_bytes is None else f"lag {human_bytes(c.lag_bytes)}"
     tl = count(c.timeline) if c.timeline else "?"
     role, state = shown(c.role or "?", 32), shown(c.state or "?", 32)
-    facts = f"{shown(c.name, 64):<12} {verdict} {role}, {state}, tl {tl}, {lag}"
+    # ``width``: the longest name's, so the verdicts line up ("127.0.0.1:27622" beside "node1").
+    facts = f"{shown(c.name, 64):<{width}} {verdict} {role}, {state}, tl {tl}, {lag}"
     why = shown("; ".join(c.reasons or c.warnings))
     return f"{facts}\n    {why}" if why else facts
 
@@ -92,7 +98,8 @@ class TakeoverModal(OperatorModal):
             if plan.notes:
                 yield plain("\n".join(shown(note) for note in plan.notes), id="notes")
             # No option ids: two members may carry the same name, and an id must be unique.
-            options = [Option(candidate_line(c), disabled=not c.eligible) for c in plan.candidates]
+            width = name_width(plan.candidates)
+            options = [Option(candidate_line(c, width), disabled=not c.eligible) for c in plan.candidates]
             yield OptionList(*options, id="candidates", markup=False)
             yield plain(id="choice")
             if plan.kind == "switchover" and not plan.paused:
