@@ -153,8 +153,6 @@ class Membership:
         self._needs: Needs = frozenset({"memory"})  # until the screen says what it shows
         self._signature: object | None = None  # /cluster's roles, states and timelines last seen
         self._unsettled_until: datetime | None = None
-        # Each configured root's member name, as /cluster or its own /patroni last said it.
-        self._root_names: dict[str, str] = {}
         # Configured roots that answered for a listed member (a VIP, a host name for an address).
         self._aliases: set[str] = set()
         for node in settings.nodes:
@@ -372,40 +370,43 @@ class Membership:
         member missing there, and not worth a /patroni GET each cycle to learn so.
         """
         retired: list[MemberSources] = []
-        for slot in self.members.values():
-            root = self._root(slot)
-            if root in self._roots and not slot.configured:
-                self._root_names[root] = slot.name
         covered = {self._root(s) for s in self.members.values() if not s.configured} | {answered}
         for name, slot in list(self.members.items()):
-            if not slot.configured:
-                continue
             root = self._root(slot)
-            said = slot.own.reading().value if slot.own is not None else None
-            own_name = said.name if said is not None else None
-            alias = own_name is not None and own_name != name and own_name in self.members
-            if root in covered or alias:
+            if not slot.configured or root is None:
+                continue
+            said = self._said(slot)
+            if root in covered or self._alias(slot):
                 # Listed after all, or the root answers for a member shown (a VIP, a host name).
-                if alias and root is not None:
+                if self._alias(slot):
                     self._aliases.add(root)
                 retired.append(self.members.pop(name))
-            elif own_name and own_name != name and root is not None:
-                # Its Patroni answers but /cluster does not list it: show it by its own name.
-                self._root_names[root] = own_name
+            elif said and said != name and said not in self.members:
+                # Its Patroni answers but /cluster does not list it: shown by its own name.
                 retired.append(self.members.pop(name))
+                self._add_configured(root, said)
         covered |= {self._root(s) for s in self.members.values()}
         for root in self._roots:
-            if root in covered or root in self._aliases:
-                continue
-            name = self._root_names.get(root) or self._root_label(root)
-            if name in self.members:
-                name = self._root_label(root)
-            if name in self.members:
-                continue
+            if root not in covered and root not in self._aliases:
+                self._add_configured(root, self._root_label(root))
+        return retired
+
+    def _add_configured(self, root: str, name: str) -> None:
+        if name not in self.members:
             slot = self.sources_for(name, f"{root}/patroni", None, None, None, None)
             slot.configured = True
             self.members[name] = slot
-        return retired
+
+    @staticmethod
+    def _said(slot: MemberSources) -> str | None:
+        """The member name a slot's own /patroni last answered with (None: no answer, or no name)."""
+        value = slot.own.reading().value if slot.own is not None else None
+        return value.name if value is not None else None
+
+    def _alias(self, slot: MemberSources) -> bool:
+        """Its root answers for another member shown (a VIP, a host name for an address)."""
+        said = self._said(slot)
+        return said is not None and said != slot.name and said in self.members
 
     def unsure(self, slot: MemberSources) -> bool:
         """A configured root's slot not to show: no answer yet, no name in it, or a listed member's."""
@@ -419,8 +420,7 @@ class Membership:
             return reading.error is None
         # An answer without a name (Patroni before 3.0) cannot tell a member from another name
         # for one: only a root that does not answer at all is shown then.
-        said = reading.value.name
-        return said is None or (said != slot.name and said in self.members)
+        return self._said(slot) is None or self._alias(slot)
 
     def _root_label(self, root: str) -> str:
         """A configured root's name while its member's is unknown: its host, or host:port when shared."""

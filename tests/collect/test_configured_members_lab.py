@@ -9,9 +9,6 @@ nodes. Every configured REST root no listed member answers at is now a member of
 from __future__ import annotations
 
 import asyncio
-import io
-import time
-from collections.abc import Callable
 
 import pytest
 
@@ -19,38 +16,15 @@ from pgtop_ha.collect.poller import Poller
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import NODE_NAMES
+from pgtop_ha.lab.procs import poll
 from pgtop_ha.models.health import member_problems
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.settings import Settings
+from tests.support.lab_polls import quiet, until_seen
 
 pytestmark = pytest.mark.lab
-
-
-def quiet(lab: Lab) -> Lab:
-    """The same lab with its progress output swallowed."""
-    return Lab(lab.layout, out=io.StringIO())
-
-
-async def cycles(
-    poller: Poller,
-    timeline: Timeline,
-    seen: list[ClusterSnapshot],
-    cond: Callable[[ClusterSnapshot], bool],
-    within: float,
-    what: str,
-) -> ClusterSnapshot:
-    """Cycle (each snapshot folded into ``timeline`` and kept) until ``cond(snapshot)``; a deadline."""
-    deadline = time.monotonic() + within
-    while True:
-        snap = await poller.cycle(budget=3.0)
-        seen.append(snap)
-        timeline.observe(snap)
-        if cond(snap):
-            return snap
-        assert time.monotonic() < deadline, f"{what} not seen within {within}s: {snap.members}"
-        await asyncio.sleep(0.3)  # pacing between cycles, as the console's; not synchronisation
 
 
 async def test_a_member_stopped_before_the_console_started_is_shown(lab: Lab, lab_settings: Settings) -> None:
@@ -65,17 +39,23 @@ async def test_a_member_stopped_before_the_console_started_is_shown(lab: Lab, la
     settings = lab_settings.model_copy(update={"patroni": patroni})
 
     await asyncio.to_thread(faults.stop_patroni, quiet(lab), victim)
-    deadline = time.monotonic() + 60
-    while victim in {m["name"] for m in (await asyncio.to_thread(lab.cluster) or {}).get("members", [])}:
-        assert time.monotonic() < deadline, f"{victim} still listed by /cluster 60s after its Patroni stopped"
-        await asyncio.sleep(0.5)
+
+    def gone() -> bool:
+        return victim not in {m["name"] for m in (lab.cluster() or {}).get("members", [])}
+
+    assert await asyncio.to_thread(poll, gone, 60), f"{victim} still listed 60s after its Patroni stopped"
 
     poller = Poller.from_settings(settings)
     timeline = Timeline()
     seen: list[ClusterSnapshot] = []
+
+    def keep(snap: ClusterSnapshot) -> None:
+        seen.append(snap)
+        timeline.observe(snap)
+
     try:
-        snap = await cycles(
-            poller, timeline, seen, lambda s: s.member(label) is not None, 20, f"{label} as a member"
+        snap = await until_seen(
+            poller, lambda s: s.member(label) is not None, 20, f"{label} as a member", keep
         )
         member = snap.member(label)
         assert member is not None and member.unlisted and not member.reachable
@@ -100,7 +80,7 @@ async def test_a_member_stopped_before_the_console_started_is_shown(lab: Lab, la
                 and n.timeline is not None
             )
 
-        snap = await cycles(poller, timeline, seen, back, 60, f"{victim} listed and read")
+        snap = await until_seen(poller, back, 60, f"{victim} listed and read", keep)
         assert snap.member(label) is None and not any(m.unlisted for m in snap.members)
         # The alias answered for a listed member from the first cycle: never a member of its own.
         assert alias in poller.membership._aliases  # asked, and known for what it is

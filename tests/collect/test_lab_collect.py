@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import itertools
 import json
 import os
@@ -25,14 +24,9 @@ from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, NODE_NAMES, PERMANENT_SLOT, 
 from pgtop_ha.models import derive
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
-from tests.support.lab_polls import until_seen
+from tests.support.lab_polls import quiet, until_seen
 
 pytestmark = pytest.mark.lab
-
-
-def quiet(lab: Lab) -> Lab:
-    """The same lab with its progress output swallowed."""
-    return Lab(lab.layout, out=io.StringIO())
 
 
 def as_superuser(settings: Settings) -> Settings:

@@ -16,6 +16,7 @@ from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import NodeSettings, Settings
 from tests.hostile.fakes import Handler, Received, answer, fake_server
 from tests.support.clocks import StepClock
+from tests.support.lab_polls import until_seen
 
 
 def _closed_port() -> int:
@@ -247,12 +248,12 @@ async def test_a_configured_root_that_answers_unlisted_is_its_own_member() -> No
             urls = (listed.url, alias.url, lost.url)
             poller = Poller.from_settings(Settings(patroni={"urls": urls, "timeout": 2.0}), StepClock())
             seen: list[ClusterSnapshot] = []
+
+            def named(snap: ClusterSnapshot) -> bool:
+                return snap.member("c") is not None
+
             try:
-                for _ in range(40):
-                    seen.append(await poller.cycle(budget=1.0))
-                    if seen[-1].member("c") is not None:
-                        break
-                    await asyncio.sleep(0.05)  # pacing between cycles; the loop's bound is the deadline
+                await until_seen(poller, named, 20, "c by its name", seen.append)
             finally:
                 await poller.aclose()
     last = seen[-1]

@@ -4,7 +4,6 @@ a pgBackRest backup the source reads back, and the cache extensions (checked wit
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import subprocess
 from collections.abc import Callable
@@ -18,19 +17,15 @@ from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.configs import STANZA
 from pgtop_ha.lab.layout import NODE_NAMES
 from pgtop_ha.lab.tools import find_tools
-from tests.support.lab_polls import running
+from tests.support.lab_polls import quiet, running
 
 pytestmark = pytest.mark.lab
 
 
-def _quiet(lab: Lab) -> Lab:
-    return Lab(lab.layout, out=io.StringIO())
-
-
 def test_lock_holds_access_exclusive_with_waiters(lab: Lab) -> None:
-    quiet = _quiet(lab)
+    silent = quiet(lab)
     i = lab.leader_index()
-    with running(lambda: faults.lock(quiet, seconds=15, waiters=2), 60):
+    with running(lambda: faults.lock(silent, seconds=15, waiters=2), 60):
         holder = (
             "SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.granted "
             f"AND l.mode = 'AccessExclusiveLock' AND l.relation = to_regclass('{faults.LOCK_TABLE}')"
@@ -48,13 +43,13 @@ def test_lock_holds_access_exclusive_with_waiters(lab: Lab) -> None:
 
 
 def test_slow_reader_makes_the_server_wait_on_client_write(lab: Lab) -> None:
-    quiet = _quiet(lab)
+    silent = quiet(lab)
     i = lab.leader_index()
     query = (
         "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lab-fault-slow-reader' "
         "AND wait_event = 'ClientWrite'"
     )
-    with running(lambda: faults.slow_reader(quiet, seconds=12), 60):
+    with running(lambda: faults.slow_reader(silent, seconds=12), 60):
         assert procs.poll(lambda: lab.psql(query, i) == "1", 30, interval=0.3)
     gone = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lab-fault-slow-reader'"
     assert procs.poll(lambda: lab.psql(gone, i) == "0", 15, interval=0.3)
@@ -65,14 +60,14 @@ def _shows(lab: Lab, sql: str, node: int, expected: str) -> Callable[[], bool]:
 
 
 def test_pending_restart_shows_on_every_node_and_undoes(lab: Lab) -> None:
-    quiet = _quiet(lab)
+    silent = quiet(lab)
     pending = "SELECT name FROM pg_settings WHERE pending_restart"
     try:
-        faults.pending_restart(quiet)
+        faults.pending_restart(silent)
         for i in range(len(NODE_NAMES)):
             assert procs.poll(_shows(lab, pending, i, "max_connections"), 20, interval=0.3)
     finally:
-        faults.pending_restart(quiet, undo=True)
+        faults.pending_restart(silent, undo=True)
     for i in range(len(NODE_NAMES)):
         assert procs.poll(_shows(lab, pending, i, ""), 20, interval=0.3)
 
@@ -85,7 +80,7 @@ def test_cache_extensions_on_every_node(lab: Lab) -> None:
 
 
 def test_backup_is_listed_and_read_by_the_source(lab: Lab) -> None:
-    faults.backup(_quiet(lab))
+    faults.backup(quiet(lab))
     config = lab.layout.state_dir / "pgbackrest.conf"
     info = subprocess.run(
         [str(find_tools().pgbackrest), f"--config={config}", f"--stanza={STANZA}", "--output=json", "info"],

@@ -23,12 +23,9 @@ from pgtop_ha.lab.layout import NODE_NAMES, PERMANENT_SLOT, saved_layout
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings, load_settings
 from pgtop_ha.ui.widgets.heartbeat import heartbeat_text
+from tests.support.lab_polls import quiet
 
 pytestmark = pytest.mark.lab
-
-
-def _quiet(lab: Lab) -> Lab:
-    return Lab(lab.layout, out=io.StringIO())
 
 
 def _members(lab: Lab) -> dict[str, dict[str, object]]:
@@ -108,7 +105,7 @@ def test_rest_api_refuses_writes_without_credentials(lab: Lab) -> None:
 
 def test_up_is_idempotent(lab: Lab) -> None:
     before = lab.running_pids()
-    _quiet(lab).up()
+    quiet(lab).up()
     assert lab.running_pids() == before
 
 
@@ -145,7 +142,7 @@ def test_kill_primary_kills_the_postmaster_and_patroni_recovers(lab: Lab) -> Non
     i = lab.index(leader)
     old = procs.postmaster_pid(lab.layout.data_dir(i))
     assert old is not None
-    faults.kill_primary(_quiet(lab))
+    faults.kill_primary(quiet(lab))
     assert procs.wait_gone([old], deadline_in(10)) == []
     # Patroni restarts PostgreSQL (in place, or after a failover): a new postmaster appears.
     assert procs.poll(lambda: lab.healthy(), 120, interval=0.5)
@@ -160,11 +157,11 @@ def deadline_in(seconds: float) -> float:
 def test_crash_then_start_patroni(lab: Lab) -> None:
     node = _replicas(lab)[0]
     i = lab.index(node)
-    faults.crash(_quiet(lab), node)
+    faults.crash(quiet(lab), node)
     assert lab.book.running(f"patroni-{node}") is None
     assert procs.postmaster_pid(lab.layout.data_dir(i)) is None
     assert lab.own_state(node) is None
-    faults.start_patroni(_quiet(lab), node)
+    faults.start_patroni(quiet(lab), node)
     assert lab.own_state(node) == "running"
     assert procs.poll(lambda: lab.healthy(), 120, interval=0.5)
 
@@ -172,10 +169,10 @@ def test_crash_then_start_patroni(lab: Lab) -> None:
 def test_stop_patroni_on_leader_hands_over(lab: Lab) -> None:
     leader = lab.leader()
     assert leader is not None
-    faults.stop_patroni(_quiet(lab), leader)
+    faults.stop_patroni(quiet(lab), leader)
     assert procs.poll(lambda: lab.leader() not in (None, leader), 60, interval=0.5)
     assert procs.postmaster_pid(lab.layout.data_dir(lab.index(leader))) is None
-    faults.start_patroni(_quiet(lab), leader)
+    faults.start_patroni(quiet(lab), leader)
     assert procs.poll(lambda: lab.healthy(), 120, interval=0.5)
 
 
@@ -188,7 +185,7 @@ def _stopped(pid: int) -> bool:
 
 def test_freeze_and_thaw(lab: Lab) -> None:
     node = _replicas(lab)[0]
-    faults.freeze(_quiet(lab), node)
+    faults.freeze(quiet(lab), node)
     try:
         pid = lab.book.running(f"patroni-{node}")
         assert pid is not None
@@ -197,7 +194,7 @@ def test_freeze_and_thaw(lab: Lab) -> None:
         assert procs.poll(lambda: _stopped(pid), 10, interval=0.05)
         assert lab.own_state(node, timeout=1) is None
     finally:
-        faults.thaw(_quiet(lab), node)
+        faults.thaw(quiet(lab), node)
     assert procs.poll(lambda: lab.healthy(), 60, interval=0.5)
 
 
@@ -205,7 +202,7 @@ def test_break_and_fix_archive(lab: Lab) -> None:
     leader = lab.leader()
     assert leader is not None
     failed = int(lab.psql("SELECT failed_count FROM pg_stat_archiver", leader))
-    faults.break_archive(_quiet(lab))
+    faults.break_archive(quiet(lab))
     try:
         lab.psql("SELECT pg_switch_wal()", leader)
 
@@ -217,7 +214,7 @@ def test_break_and_fix_archive(lab: Lab) -> None:
         ready = lab.psql("SELECT count(*) FROM pg_ls_archive_statusdir() WHERE name LIKE '%.ready'", leader)
         assert int(ready) > 0
     finally:
-        faults.fix_archive(_quiet(lab))
+        faults.fix_archive(quiet(lab))
     archived = int(lab.psql("SELECT archived_count FROM pg_stat_archiver", leader))
 
     def archiving() -> bool:
@@ -230,7 +227,7 @@ def test_break_and_fix_archive(lab: Lab) -> None:
 
 def test_switchover_to_a_named_node(lab: Lab) -> None:
     target = _replicas(lab)[-1]
-    faults.switchover(_quiet(lab), to=target)
+    faults.switchover(quiet(lab), to=target)
     assert lab.leader() == target
     assert lab.psql("SELECT pg_is_in_recovery()", target) == "f"
 
@@ -239,7 +236,7 @@ def test_load_runs_pgbench_through_the_writer(lab: Lab) -> None:
     leader = lab.leader()
     assert leader is not None
     before = int(lab.psql("SELECT coalesce(sum(n_tup_upd), 0) FROM pg_stat_user_tables", leader))
-    message = faults.load(_quiet(lab), 3)
+    message = faults.load(quiet(lab), 3)
     assert "pgbench ran 3s" in message
     after = int(
         lab.psql("SELECT coalesce(sum(n_tup_upd), 0) FROM pg_stat_user_tables", lab.leader() or leader)

@@ -1,17 +1,25 @@
-"""Lab-test helpers: a fault that blocks for its duration run beside the test, and polling a real
-Poller until its snapshot shows something (a deadline, never a fixed number of cycles)."""
+"""Lab-test helpers: the lab without its progress output, a fault that blocks for its duration run
+beside the test, and polling a real Poller until its snapshot shows something (a deadline, never a
+fixed number of cycles)."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from pgtop_ha.collect.poller import Poller
+from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.models.snapshot import ClusterSnapshot
 
 PACE_S = 0.3  # between polls, as the console paces its cycles; not synchronisation
+
+
+def quiet(lab: Lab) -> Lab:
+    """The same lab with its progress output swallowed."""
+    return Lab(lab.layout, out=io.StringIO())
 
 
 @contextmanager
@@ -34,13 +42,19 @@ def running(fault: Callable[[], str], limit: float) -> Iterator[None]:
 
 
 async def until_seen(
-    poller: Poller, cond: Callable[[ClusterSnapshot], bool], within: float, what: str = ""
+    poller: Poller,
+    cond: Callable[[ClusterSnapshot], bool],
+    within: float,
+    what: str = "",
+    each: Callable[[ClusterSnapshot], object] | None = None,
 ) -> ClusterSnapshot:
-    """Poll until ``cond(snapshot)`` holds; fail after ``within`` seconds with the last snapshot."""
+    """Poll until ``cond(snapshot)`` holds (``each`` sees every snapshot); fail after ``within`` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
     while True:
         snap = await poller.cycle(budget=3.0)
+        if each is not None:
+            each(snap)
         if cond(snap):
             return snap
         if loop.time() > deadline:

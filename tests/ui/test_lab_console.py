@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import io
 
 import pytest
 
@@ -13,14 +12,10 @@ from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import NODE_NAMES
 from pgtop_ha.settings import Settings
 from pgtop_ha.ui.app import PgtopApp
+from tests.support.lab_polls import quiet
 from tests.ui.harness import texts, until
 
 pytestmark = pytest.mark.lab
-
-
-def quiet(lab: Lab) -> Lab:
-    """The same lab with its progress output swallowed."""
-    return Lab(lab.layout, out=io.StringIO())
 
 
 def cluster_rows(app: PgtopApp) -> dict[str, list[str]]:
