@@ -63,6 +63,23 @@ def heartbeat_text(
     the usual cadence ("every 1s") is left out rather than cut when the rest fills it.
     """
 
+    # Polling faster than chosen: something is wrong (models/timeline.py cadence()). At 80 columns
+    # it was cut to "every 0.25s (…"; its shortest form is kept room for, as the nodes are.
+    fast_forms = _fast_forms(cadence, interval) if cadence is not None and cadence < interval - 1e-9 else ()
+    reserve = len(fast_forms[-1]) if fast_forms else 0
+    marks = (
+        [(n, *node_freshness(snapshot, n, now, thresholds)) for n in member_names(snapshot)]
+        if snapshot is not None
+        else []
+    )
+    fresh = sum(level is Level.OK for _, level, _ in marks)
+    # The seconds of the last snapshot changed the header, and so drew a frame, every second on
+    # a calm screen: a sixth of the quiet 80x24 console's CPU (docs/benchmarks.md, issue 10).
+    # While every node is fresh (a ✔ is itself "read within stale_s") and nothing hurries the
+    # polls, the minute says as much; the seconds come back with the first stale or failed read,
+    # the fast cadence or a pause, the moments a DBA sets the screen against a watch.
+    steady = bool(marks) and fresh == len(marks) and not fast_forms and not paused
+
     # Names, the filter and the note (an error's text) come from servers or users: each goes
     # through shown() and is appended as plain text, never parsed as markup.
     def lead(fit: _Fit) -> Text:
@@ -85,30 +102,24 @@ def heartbeat_text(
             t.append("  waiting for the first snapshot…")
         else:
             when = snapshot.taken_at.astimezone()  # local time: what the DBA's watch says
-            t.append(f"  last {when:%H:%M:%S}")
+            t.append(f"  last {when:%H:%M}" if steady else f"  last {when:%H:%M:%S}")
             late = age_s(now, snapshot.taken_at) or 0.0
             if late > max(3 * interval, thresholds.stale_s.warn):
                 t.append(f" (no data for {age(late)})", styles.get("crit"))
         return t
 
-    # Polling faster than chosen: something is wrong (models/timeline.py cadence()). At 80 columns
-    # it was cut to "every 0.25s (…"; its shortest form is kept room for, as the nodes are.
-    fast_forms = _fast_forms(cadence, interval) if cadence is not None and cadence < interval - 1e-9 else ()
-    reserve = len(fast_forms[-1]) if fast_forms else 0
     t = lead(_Fit())
     if snapshot is not None:
-        nodes = _freshness(snapshot, now, thresholds, styles, _Fit())
+        nodes = _freshness(marks, styles, _Fit())
         if width is not None and t.cell_len + nodes.cell_len + reserve > width:
             # At 80 columns a node frozen in a failure test pushed the last node out ("node3…"),
             # and a cluster's own names ("pg-prod-eu-central-1a-01") every node but the first.
             # Each node's freshness is what the line is for: what it can spare goes first.
-            names = member_names(snapshot)
-            fresh = sum(node_freshness(snapshot, n, now, thresholds)[0] is Level.OK for n in names)
             t, nodes = _narrower(
-                lambda f: (lead(f), _freshness(snapshot, now, thresholds, styles, f)),
+                lambda f: (lead(f), _freshness(marks, styles, f)),
                 width - reserve,
                 snapshot.cluster.name or "",
-                names,
+                [n for n, _, _ in marks],
                 fresh,
             )
         t.append_text(nodes)
@@ -198,18 +209,13 @@ def _name_room(room: int) -> int:
 
 
 def _freshness(
-    snapshot: ClusterSnapshot,
-    now: datetime,
-    thresholds: Thresholds,
-    styles: Mapping[str, Style],
-    fit: _Fit,
+    marks: Sequence[tuple[str, Level, float | None]], styles: Mapping[str, Style], fit: _Fit
 ) -> Text:
     gap, space = (" ", "") if fit.compact else ("  ", " ")
     t = Text()
-    names = member_names(snapshot)
+    names = [name for name, _, _ in marks]
     fresh = 0
-    for name in names:
-        level, since = node_freshness(snapshot, name, now, thresholds)
+    for name, level, since in marks:
         if fit.counted and level is Level.OK:
             fresh += 1
             continue
