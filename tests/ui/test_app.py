@@ -194,6 +194,29 @@ async def test_in_place_update_touches_only_changed_cells() -> None:
         assert row_of(app, "cluster", "node3")[1] == "▲ WARN"
 
 
+async def test_a_calm_header_is_not_repainted_each_second_and_a_failed_read_repaints_it() -> None:
+    # The header's seconds drew a frame every second of a calm screen (a sixth of the quiet
+    # console's CPU, issue 10): the same cluster a second later now leaves the header alone.
+    now = [fx.T0]
+    source = ScriptedSource([fx.healthy()])
+    app = PgtopApp(fx.settings(), source, clock=lambda: now[0])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, source)
+        line = app.screen.query_one(Heartbeat)
+        before, shown = line.repaints, header(app)
+        for second in range(1, 6):  # 03:04:06 to 03:04:10, every node fresh
+            now[0] = fx.T0 + timedelta(seconds=second)
+            source.push(fx.healthy(now[0]))
+            await until(pilot, lambda: app.received == source.sent)
+            await pilot.pause()
+        assert line.repaints == before and header(app) == shown, header(app)
+        killed = fx.kill_primary(fx.T0 + timedelta(seconds=6))
+        now[0] = killed.taken_at
+        source.push(killed)
+        await until(pilot, lambda: line.repaints > before, what="the header repainted")
+        assert f"last {killed.taken_at.astimezone():%H:%M:%S}" in header(app) and "✖" in header(app)
+
+
 async def test_hidden_panes_do_no_work() -> None:
     app, source = make_app([fx.healthy()])
     async with app.run_test(size=(80, 24)) as pilot:
