@@ -195,7 +195,7 @@ async def test_in_place_update_touches_only_changed_cells() -> None:
 
 
 async def test_a_calm_header_is_not_repainted_each_second_and_a_failed_read_repaints_it() -> None:
-    # The header's seconds drew a frame every second of a calm screen (a sixth of the quiet
+    # The header's seconds drew a frame every second of a calm screen (an eighth of the quiet
     # console's CPU, issue 10): the same cluster a second later now leaves the header alone.
     now = [fx.T0]
     source = ScriptedSource([fx.healthy()])

@@ -110,8 +110,8 @@ def _header(
 
 
 def test_the_header_gives_the_minute_while_calm_and_the_seconds_once_anything_is_not() -> None:
-    # The seconds changed the header, and so drew a frame, every second on a calm screen: a
-    # sixth of the quiet console's CPU. Every node fresh and the usual cadence: the minute.
+    # The seconds changed the header, and so drew a frame, every second on a calm screen: an
+    # eighth of the quiet console's CPU. Every node fresh and the usual cadence: the minute.
     healthy = fx.healthy()
     stamp = f"last {healthy.taken_at.astimezone():%H:%M}"
     calm = _header(healthy, healthy.taken_at, 80)

@@ -74,7 +74,7 @@ def heartbeat_text(
     )
     fresh = sum(level is Level.OK for _, level, _ in marks)
     # The seconds of the last snapshot changed the header, and so drew a frame, every second on
-    # a calm screen: a sixth of the quiet 80x24 console's CPU (docs/benchmarks.md, issue 10).
+    # a calm screen: 0.34 CPU s/min at 80x24 with them, 0.30 without (docs/benchmarks.md, issue 10).
     # While every node is fresh (a ✔ is itself "read within stale_s") and nothing hurries the
     # polls, the minute says as much; the seconds come back with the first stale or failed read,
     # the fast cadence or a pause, the moments a DBA sets the screen against a watch.
