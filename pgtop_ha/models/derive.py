@@ -9,7 +9,7 @@ import re
 from datetime import datetime
 
 from pgtop_ha.models.base import Frozen
-from pgtop_ha.models.health import member_names, permanent_slots
+from pgtop_ha.models.health import age_s, member_names, permanent_slots
 from pgtop_ha.models.poolers import PgBouncerState, PgpoolState
 from pgtop_ha.models.snapshot import (
     ClusterSnapshot,
@@ -161,12 +161,27 @@ def walsender_for(snapshot: ClusterSnapshot, member: str) -> Replication | None:
     return None
 
 
-def stage_lag_seconds(sender: Replication) -> tuple[float | None, float | None, float | None]:
+# A standby replies at least every wal_receiver_status_interval (10 s by default), and at once
+# when the walsender asks (half of wal_sender_timeout).
+REPLY_ON_TIME_S = 10
+# Past two of those without a reply the standby has stopped answering (frozen, hung, cut off):
+# the walsender's row is what it last heard, and a NULL time no longer means "caught up".
+REPLY_SILENT_S = 2 * REPLY_ON_TIME_S
+
+
+def standby_silent(sender: Replication, now: datetime) -> bool:
+    """Has the standby gone without a reply past REPLY_SILENT_S? (No reply_time before PG 12: no.)"""
+    return (age_s(now, sender.reply_time) or 0.0) > REPLY_SILENT_S
+
+
+def stage_lag_seconds(sender: Replication, now: datetime) -> tuple[float | None, float | None, float | None]:
     """A standby's write, flush and replay lag in seconds; 0 for a stage holding all WAL, not unknown."""
     # PostgreSQL shows each stage's time NULL once the standby has caught up and no WAL comes
     # (the times are measured on WAL that arrives): on a quiet cluster "-" against every
     # replica read as "not measured" beside a lag of 0 B. Bytes behind with no time: unknown.
-    streaming = sender.state == "streaming"
+    # A standby frozen in a failure test kept "0" in the overview's Lag t for the whole
+    # wal_sender_timeout (a minute), beside its DOWN and its unknown lag in bytes.
+    streaming = sender.state == "streaming" and not standby_silent(sender, now)
     stages = (
         (sender.write_lag_s, sender.write_lag_bytes),
         (sender.flush_lag_s, sender.flush_lag_bytes),
@@ -176,9 +191,9 @@ def stage_lag_seconds(sender: Replication) -> tuple[float | None, float | None, 
     return write, flush, replay
 
 
-def replay_lag_seconds(sender: Replication) -> float | None:
+def replay_lag_seconds(sender: Replication, now: datetime) -> float | None:
     """A standby's replay lag in seconds; 0 when it has replayed all WAL, not unknown."""
-    return stage_lag_seconds(sender)[2]
+    return stage_lag_seconds(sender, now)[2]
 
 
 def standby_lag_bytes(node: NodeSnapshot) -> int | None:

@@ -510,18 +510,48 @@ def test_lag_times_of_a_caught_up_replica_are_zero_not_unknown() -> None:
         n.model_copy(update={"replication": senders}) if n.name == "node1" else n for n in snap.nodes
     )
     quiet = snap.model_copy(update={"nodes": nodes})
-    rows = {r.key: r.cells for r in overview.member_rows(quiet, ctx())}
+    live = ctx(now=quiet.taken_at)  # each standby replied a second or two ago
+    rows = {r.key: r.cells for r in overview.member_rows(quiet, live)}
     lag_s = {key: cells["lag_s"].text for key, cells in rows.items()}
     assert lag_s["node2"] == "0"  # 0 B behind: nothing to replay
     assert lag_s["node3"] == "-"  # 2 MiB behind with no measured time: unknown, not 0
     assert lag_s["node1"] == "-"  # the leader has no replay lag
     stages = {
         r.key: [r.cells[c].text for c in ("write_s", "flush_s", "replay_s")]
-        for r in replication.rows(quiet, ctx())
+        for r in replication.rows(quiet, live)
     }
     assert stages["node1|node2"] == ["0", "0", "0"]
     # node3 has written and flushed everything but has 2 MiB to replay: only replay is unknown.
     assert stages["node1|node3"] == ["0", "0", "-"]
+    assert {r.key: r.cells["health"].text for r in replication.rows(quiet, live)}["node1|node2"] == "✔ OK"
+
+
+def test_a_standby_that_stopped_replying_is_not_caught_up_in_time() -> None:
+    # A replica frozen in a failure test: its walsender on the leader still said streaming with
+    # 0 B behind (what it last heard) until wal_sender_timeout, and the overview said "Lag t 0"
+    # beside its DOWN for that minute. Past two status intervals without a reply, unknown.
+    snap = fx.healthy()
+    leader = snap.node("node1")
+    assert leader is not None
+    idle = {"write_lag_s": None, "flush_lag_s": None, "replay_lag_s": None}
+    senders = tuple(r.model_copy(update=idle) for r in leader.replication)
+    quiet = snap.model_copy(
+        update={
+            "nodes": tuple(
+                n.model_copy(update={"replication": senders}) if n.name == "node1" else n for n in snap.nodes
+            )
+        }
+    )
+    node2_reply = next(r.reply_time for r in senders if r.application_name == "node2")
+    assert node2_reply is not None
+    for after, said, health in ((19, "0", "✔ OK"), (21, "-", "▲ WARN")):
+        at = ctx(now=node2_reply + timedelta(seconds=after))
+        lag_s = {r.key: r.cells["lag_s"].text for r in overview.member_rows(quiet, at)}
+        assert lag_s["node2"] == said, (after, lag_s)
+        walsender = {r.key: r for r in replication.rows(quiet, at)}["node1|node2"]
+        assert [walsender.cells[c].text for c in ("write_s", "flush_s", "replay_s")] == [said] * 3
+        assert walsender.cells["health"].text == health
+        assert walsender.cells["sent"].text == "0 B"  # the walsender's own word stays, as PostgreSQL says it
 
 
 def test_overview_route_reads_haproxys_transition_states_as_the_cluster_pane_does() -> None:

@@ -140,7 +140,7 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         else:
             patroni = c["state"]
         sender = None if is_leader(m) else walsender_for(snapshot, name)
-        lag_s = replay_lag_seconds(sender) if sender is not None else None
+        lag_s = replay_lag_seconds(sender, ctx.now) if sender is not None else None
         out.append(
             same_row(
                 full.key,

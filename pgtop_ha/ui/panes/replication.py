@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from pgtop_ha.models.derive import stage_lag_seconds
+from pgtop_ha.models.derive import REPLY_ON_TIME_S, stage_lag_seconds, standby_silent
 from pgtop_ha.models.health import age_s, lag_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
 from pgtop_ha.models.thresholds import Level
@@ -42,9 +42,6 @@ def _history(ctx: Context, upstream: str, name: str) -> list[float | None]:
     return out
 
 
-REPLY_ON_TIME_S = 10  # PostgreSQL's default wal_receiver_status_interval
-
-
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """One row per walsender on every reachable node (the primary, and cascading standbys)."""
     out = []
@@ -53,10 +50,10 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             continue
         for r in node.replication:
             name = _name(r)
-            lag_s = stage_lag_seconds(r)  # a caught-up stage is 0 s, not "-" (models/derive.py)
+            lag_s = stage_lag_seconds(r, ctx.now)  # a caught-up stage is 0 s, not "-" (models/derive.py)
             level = lag_level(ctx.thresholds, r.replay_lag_bytes, lag_s[2])
-            if r.state not in (None, "streaming"):
-                level = max(level, Level.WARN)
+            if r.state not in (None, "streaming") or standby_silent(r, ctx.now):
+                level = max(level, Level.WARN)  # the Reply column says for how long
             out.append(
                 _walsender_row(
                     node.name,
