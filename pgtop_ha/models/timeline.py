@@ -120,8 +120,12 @@ class Timeline:
         # however many names a hostile /cluster makes up, and a member forgotten and back starts over.
         self._scopes = (self._scopes & unknown) | answered
         cur = carry(self._facts, cur, unknown)
+        # A member Patroni stops listing takes its role and state with it: they were not seen
+        # to end, so their open flips get no duration ("stopped — for 20.1 s" read as back).
+        listed = {k[1] for k in cur if k[0] == "member"}
+        left = frozenset(k[1] for k in self._facts if k[0] == "member" and k[1] not in listed)
         for change in changes(self._facts, cur):
-            self._change(change, at, touched)
+            self._change(change, at, touched, left)
         self._facts = cur
         if len(self._episodes) > EPISODES_SWEEP:
             self._sweep(at)
@@ -159,7 +163,11 @@ class Timeline:
         return out
 
     def _change(
-        self, change: tuple[Key, Fact | None, Fact | None], at: datetime, touched: dict[int, None]
+        self,
+        change: tuple[Key, Fact | None, Fact | None],
+        at: datetime,
+        touched: dict[int, None],
+        left: frozenset[str] = frozenset(),
     ) -> None:
         key, b, a = change
         bv = _ABSENT if b is None else b.value
@@ -181,7 +189,8 @@ class Timeline:
             count = (old.count if old is not None else 1) + 1
             self._update(ep.event_id, touched, ended_at=None, duration_s=None, count=count)
             return
-        if ep is not None and ep.ended is None:
+        unseen = (a is None or a.value is None) and b is not None and b.node in left and key[0] != "member"
+        if ep is not None and ep.ended is None and not unseen:
             ep.ended = at
             self._update(ep.event_id, touched, ended_at=at, duration_s=_secs(ep.started, at))
         event = describe(change, at)

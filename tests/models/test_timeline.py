@@ -416,3 +416,21 @@ def test_the_sources_heard_stay_bounded_when_a_server_makes_up_names() -> None:
     # The flips of those names (joined, then gone the next cycle) are swept once they ended.
     feed(tl, [named(healthy(i), i) for i in range(200, 1200)])
     assert len(tl._episodes) <= EPISODES_SWEEP + 50, len(tl._episodes)
+
+
+def test_a_state_is_not_said_to_have_ended_when_its_member_leaves_the_cluster() -> None:
+    # Read live beside `lab fault stop-patroni`: "Patroni state streaming → stopped — for 20.1 s"
+    # once the member's key expired, read as "back after 20 s" while it was stopped all along.
+    stopped = member(healthy(1), "node2", state="stopped")
+    gone = member(
+        healthy(21), "node2", role=None, state=None, error="not listed by Patroni's /cluster any more"
+    )
+    tl = Timeline(debounce_s=30.0)
+    feed(tl, [healthy(0), stopped, gone])
+    event = only(tl, "Patroni state streaming → stopped")
+    assert event.duration_s is None and event.ended_at is None
+    assert only(tl, "member left").node == "node2"
+    # A state that does change while the member is listed still gets its duration.
+    tl = Timeline(debounce_s=30.0)
+    feed(tl, [healthy(0), stopped, healthy(21)])
+    assert only(tl, "Patroni state streaming → stopped").duration_s == 20.0
