@@ -135,6 +135,12 @@ def fix_archive(lab: Lab) -> str:
     return "archive repository writable again"
 
 
+# Patroni's 412 while no replica qualifies yet; any other refusal is final.
+NO_CANDIDATE_YET = "no good candidates have been found"
+CANDIDATE_WAIT_S = 30.0
+CANDIDATE_RETRY_S = 1.0
+
+
 def switchover(lab: Lab, to: str | None = None, timeout: float = 90) -> str:
     """Switch over through Patroni's REST API (for scripts) and wait for the new leader."""
     leader = lab.leader()
@@ -151,14 +157,32 @@ def switchover(lab: Lab, to: str | None = None, timeout: float = 90) -> str:
     progress = Progress(total=2, out=lab.out)
     progress.step(f"POST /switchover from {leader}" + (f" to {to}" if to else ""))
     url = lab.layout.patroni_url(lab.index(leader))
-    try:
-        resp = httpx.post(
-            f"{url}/switchover", json=body, auth=(REST_USER, password), timeout=60, trust_env=False
+    refused: list[httpx.Response] = []
+
+    def accepted() -> bool:
+        try:
+            resp = httpx.post(
+                f"{url}/switchover", json=body, auth=(REST_USER, password), timeout=60, trust_env=False
+            )
+        except httpx.HTTPError as exc:
+            raise UserError(f"switchover request to {url} failed: {exc}") from None
+        if resp.status_code == 200:
+            return True
+        if resp.status_code != 412 or NO_CANDIDATE_YET not in resp.text:
+            raise UserError(f"Patroni refused the switchover ({resp.status_code}): {resp.text.strip()}")
+        # Patroni asks each replica's /patroni before it agrees: one restarting (Patroni restarts
+        # each replica once to create the permanent slot) or a moment behind is "no good
+        # candidate" for now, not for good (seen once in CI right after the lab was healthy).
+        refused.append(resp)
+        progress.note("Patroni: no good candidate yet (a replica restarting or behind); asking again")
+        return False
+
+    if not procs.poll(accepted, CANDIDATE_WAIT_S, interval=CANDIDATE_RETRY_S):
+        last = refused[-1]
+        raise UserError(
+            f"Patroni refused the switchover ({last.status_code}) for {CANDIDATE_WAIT_S:.0f}s: "
+            f"{last.text.strip()}; see `pgtop-ha lab status`"
         )
-    except httpx.HTTPError as exc:
-        raise UserError(f"switchover request to {url} failed: {exc}") from None
-    if resp.status_code != 200:
-        raise UserError(f"Patroni refused the switchover ({resp.status_code}): {resp.text.strip()}")
     progress.step("waiting for the new leader")
 
     def moved() -> bool:
