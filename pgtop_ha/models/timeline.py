@@ -167,7 +167,7 @@ class Timeline:
         change: tuple[Key, Fact | None, Fact | None],
         at: datetime,
         touched: dict[int, None],
-        left: frozenset[str] = frozenset(),
+        left: frozenset[str],
     ) -> None:
         key, b, a = change
         bv = _ABSENT if b is None else b.value
