@@ -153,6 +153,19 @@ def is_up(server: HAProxyServer) -> bool:
     return state_word(server.status) == "UP"
 
 
+# HAProxy's last check results in which the server's health endpoint (Patroni's REST API) gave
+# no answer a healthy member gives: refused, timed out, garbled. L7STS is an answer (503: not
+# the role this pool wants), the normal state of every replica in the writer pool.
+_CHECK_UNANSWERED = frozenset({"SOCKERR", "L4TOUT", "L4CON", "L6TOUT", "L6RSP", "L7TOUT", "L7RSP"})
+
+
+def check_unanswered(server: HAProxyServer) -> bool:
+    """Is the server DOWN because HAProxy's check got no answer (L4CON, L7TOUT…), not a 503?"""
+    # A check under way is shown as "* L4CON": its last result, prefixed.
+    result = (server.check_status or "").removeprefix("* ").strip().upper()
+    return state_word(server.status) == "DOWN" and result in _CHECK_UNANSWERED
+
+
 Routing = frozenset[tuple[str, str, str | None]]
 """Each (backend, server, status) HAProxy lists: see routing()."""
 

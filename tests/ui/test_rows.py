@@ -196,6 +196,44 @@ def test_haproxy_rows_flag_routing_against_roles() -> None:
     assert next(iter(rows)) == "pg_writer|"  # the writer pool comes first
 
 
+def test_a_haproxy_check_that_gets_no_answer_is_never_ok() -> None:
+    # A member's Patroni stopped before the console started: HAProxy's server for it joined no
+    # member and read "DOWN L4CON ✔ OK". A check refused or timed out is no pool's normal state,
+    # joined or not; a 503 (L7STS) is every replica's normal state in the writer pool.
+    snap = fx.healthy()
+
+    def level(server: str, status: str, check: str, proxy: str = "pg_writer") -> str:
+        servers = tuple(
+            s.model_copy(update={"status": status, "check_status": check})
+            if (s.server, s.proxy) == (server, proxy)
+            else s
+            for s in snap.haproxy.servers
+        )
+        rows = texts(
+            haproxy.rows(
+                snap.model_copy(update={"haproxy": snap.haproxy.model_copy(update={"servers": servers})}),
+                ctx(),
+            )
+        )
+        return rows[f"{proxy}|{server}"][3]
+
+    assert level("node2", "DOWN", "L7STS") == "✔ OK"  # a replica answering 503 to the writer check
+    assert level("node2", "DOWN", "L4CON") == "▲ WARN"  # its Patroni refused the connection
+    assert level("node3", "DOWN", "* L7TOUT") == "▲ WARN"  # timed out; a new check under way
+    assert level("node3", "MAINT", "L4CON") == "✔ OK"  # put out by hand: its checks do not run
+    unjoined = snap.haproxy.model_copy(
+        update={
+            "servers": tuple(
+                s.model_copy(update={"server": "old-db"}) if s.server == "node3" else s
+                for s in snap.haproxy.servers
+            )
+        }
+    )
+    snap = snap.model_copy(update={"haproxy": unjoined})
+    assert level("old-db", "DOWN", "L4CON", proxy="pg_reader") == "▲ WARN"
+    assert level("old-db", "DOWN", "L7STS", proxy="pg_reader") == "✔ OK"  # it answered: not judged
+
+
 def test_replication_rows_with_trend() -> None:
     history = [fx.lagging(fx.healthy(fx.T0 + timedelta(seconds=i)), lag=i * fx.MiB) for i in range(1, 5)]
     cur = fx.lagging(fx.healthy(fx.T0 + timedelta(seconds=5)), lag=8 * fx.MiB)

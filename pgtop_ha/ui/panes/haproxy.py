@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from pgtop_ha.models.health import is_leader, is_up, state_word
+from pgtop_ha.models.health import check_unanswered, is_leader, is_up, state_word
 from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level
@@ -37,6 +37,13 @@ COLUMNS = (
 
 def server_level(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer) -> Level:
     """Is this server's status what its pool expects of its member's Patroni role?"""
+    expected = _pool_level(snapshot, kind, srv)
+    # A check that gets no answer (Patroni stopped, its host gone) is never what a pool expects,
+    # joined to a member or not: a server known only by HAProxy read "DOWN L4CON ✔ OK".
+    return max(expected, Level.WARN) if check_unanswered(srv) else expected
+
+
+def _pool_level(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer) -> Level:
     name = member_of(srv)
     leader = is_leader(snapshot.member(name))
     known = snapshot.member(name) is not None
