@@ -375,10 +375,10 @@ class Membership:
             root = self._root(slot)
             if not slot.configured or root is None:
                 continue
-            said = self._said(slot)
-            if root in covered or self._alias(slot):
+            said, alias = self._said(slot), self._alias(slot)
+            if root in covered or alias:
                 # Listed after all, or the root answers for a member shown (a VIP, a host name).
-                if self._alias(slot):
+                if alias:
                     self._aliases.add(root)
                 retired.append(self.members.pop(name))
             elif said and said != name and said not in self.members:

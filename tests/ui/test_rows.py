@@ -532,22 +532,23 @@ def test_rows_are_the_same_objects_while_what_they_show_stays() -> None:
     assert now_rows[1] is not haproxy.rows(snap, ctx())[1] and now_rows[1].cells["lastchg"].text == "1m"
 
 
+def _idle(snap: ClusterSnapshot) -> ClusterSnapshot:
+    """``snap`` with node1's walsenders' lag times NULL, as PostgreSQL shows them once no WAL comes."""
+    idle = {"write_lag_s": None, "flush_lag_s": None, "replay_lag_s": None}
+    nodes = tuple(
+        n.model_copy(update={"replication": tuple(r.model_copy(update=idle) for r in n.replication)})
+        if n.name == "node1"
+        else n
+        for n in snap.nodes
+    )
+    return snap.model_copy(update={"nodes": nodes})
+
+
 def test_lag_times_of_a_caught_up_replica_are_zero_not_unknown() -> None:
     # PostgreSQL shows each stage's lag time NULL once a standby has caught up and no WAL comes:
     # beside "0 B" the overview and the Replication pane said "-" for every replica of a quiet
     # cluster.
-    snap = fx.healthy()
-    leader = snap.node("node1")
-    assert leader is not None
-    idle = {"write_lag_s": None, "flush_lag_s": None, "replay_lag_s": None}
-    senders = tuple(
-        r.model_copy(update=idle) if r.application_name in ("node2", "node3") else r
-        for r in leader.replication
-    )
-    nodes = tuple(
-        n.model_copy(update={"replication": senders}) if n.name == "node1" else n for n in snap.nodes
-    )
-    quiet = snap.model_copy(update={"nodes": nodes})
+    quiet = _idle(fx.healthy())
     live = ctx(now=quiet.taken_at)  # each standby replied a second or two ago
     rows = {r.key: r.cells for r in overview.member_rows(quiet, live)}
     lag_s = {key: cells["lag_s"].text for key, cells in rows.items()}
@@ -568,19 +569,10 @@ def test_a_standby_that_stopped_replying_is_not_caught_up_in_time() -> None:
     # A replica frozen in a failure test: its walsender on the leader still said streaming with
     # 0 B behind (what it last heard) until wal_sender_timeout, and the overview said "Lag t 0"
     # beside its DOWN for that minute. Past two status intervals without a reply, unknown.
-    snap = fx.healthy()
-    leader = snap.node("node1")
+    quiet = _idle(fx.healthy())
+    leader = quiet.node("node1")
     assert leader is not None
-    idle = {"write_lag_s": None, "flush_lag_s": None, "replay_lag_s": None}
-    senders = tuple(r.model_copy(update=idle) for r in leader.replication)
-    quiet = snap.model_copy(
-        update={
-            "nodes": tuple(
-                n.model_copy(update={"replication": senders}) if n.name == "node1" else n for n in snap.nodes
-            )
-        }
-    )
-    node2_reply = next(r.reply_time for r in senders if r.application_name == "node2")
+    node2_reply = next(r.reply_time for r in leader.replication if r.application_name == "node2")
     assert node2_reply is not None
     for after, said, health in ((19, "0", "✔ OK"), (21, "-", "▲ WARN")):
         at = ctx(now=node2_reply + timedelta(seconds=after))

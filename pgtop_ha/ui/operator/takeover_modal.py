@@ -43,12 +43,15 @@ def parse_when(text: str, now: datetime) -> datetime | None:
     return when
 
 
+NAME_COLUMN = 12  # the dialog's names' column at its narrowest
+
+
 def name_width(candidates: Sequence[Candidate]) -> int:
-    """The names' column in the dialog: the longest name shown, at least 12."""
-    return max([12, *(len(shown(c.name, 64)) for c in candidates)])
+    """The names' column in the dialog: the longest name shown, at least NAME_COLUMN."""
+    return max([NAME_COLUMN, *(len(shown(c.name, 64)) for c in candidates)])
 
 
-def candidate_line(c: Candidate, width: int = 12) -> str:
+def candidate_line(c: Candidate, width: int = NAME_COLUMN) -> str:
     """One candidate as the dialog lists it: verdict, facts, then reasons or warnings."""
     # Names, roles, states and reasons (which quote errors) come from servers: shown() each.
     verdict = "ELIGIBLE" if c.eligible else "BLOCKED "
