@@ -12,10 +12,11 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pgtop_ha.clock import Clock
 from pgtop_ha.collect.errors import ParseError
@@ -254,16 +255,31 @@ async def _read_bounded(stream: asyncio.StreamReader, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-_REAPING: set[asyncio.Future[None]] = set()
+_REAPING: set[asyncio.Future[int]] = set()
 
 
-async def _reap(proc: asyncio.subprocess.Process) -> None:
-    """Drain what a killed process left in its pipes (else wait() never returns) and wait for it."""
-    for stream in (proc.stdout, proc.stderr):
-        if stream is not None:
-            while await stream.read(65536):
-                pass
-    await proc.wait()
+def _spawn(argv: Sequence[str]) -> subprocess.Popen[bytes]:
+    # subprocess.Popen starts the child with vfork(): the console's page tables are not copied.
+    # uvloop's create_subprocess_exec forks, which copied them and then took a copy-on-write
+    # fault for each page the console wrote afterwards: ~20 ms of the console's CPU per run at
+    # its size, several times the child's own (docs/benchmarks.md, issue 10).
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+async def _pipe(pipe: IO[bytes] | None, transports: list[asyncio.BaseTransport]) -> asyncio.StreamReader:
+    """A child's output pipe read on the loop (the transport, kept to be closed, owns the pipe)."""
+    assert pipe is not None
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    transports.append(transport)
+    return reader
 
 
 async def run_info(argv: Sequence[str], config: Path | None, stanza: str | None) -> bytes:
@@ -276,31 +292,30 @@ async def run_info(argv: Sequence[str], config: Path | None, stanza: str | None)
     # Errors on stderr only (stdout is the JSON); no log file written by a read.
     full += ["--log-level-console=off", "--log-level-stderr=error", "--log-level-file=off"]
     full += ["--output=json", "info"]
-    proc = await asyncio.create_subprocess_exec(
-        *full,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
+    proc = _spawn(full)
+    transports: list[asyncio.BaseTransport] = []
     try:
-        assert proc.stdout is not None and proc.stderr is not None
-        errors = asyncio.ensure_future(_read_bounded(proc.stderr, 4096))
+        stdout = await _pipe(proc.stdout, transports)
+        stderr = await _pipe(proc.stderr, transports)
+        errors = asyncio.ensure_future(_read_bounded(stderr, 4096))
         try:
-            out = await _read_bounded(proc.stdout, MAX_OUTPUT + 1)
+            out = await _read_bounded(stdout, MAX_OUTPUT + 1)
             if len(out) > MAX_OUTPUT:
                 raise ParseError(f"pgbackrest info: output over {MAX_OUTPUT // 1024 // 1024} MiB; not read")
         except BaseException:
             errors.cancel()
             raise
         err = await errors
-        code = await proc.wait()
+        # Both pipes are at their end: the child is exiting. waitpid() blocks, so a thread waits.
+        code = await asyncio.to_thread(proc.wait)
     finally:
+        for transport in transports:
+            transport.close()  # the pipes' read ends: a killed child cannot block on a full one
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             # Reaped in the background: a cancelled poll (its time limit) must not wait for it.
-            reaper = asyncio.ensure_future(_reap(proc))
+            reaper = asyncio.ensure_future(asyncio.to_thread(proc.wait))
             _REAPING.add(reaper)
             reaper.add_done_callback(_REAPING.discard)
     if code != 0:
