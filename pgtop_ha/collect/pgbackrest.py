@@ -282,8 +282,8 @@ async def _pipe(pipe: IO[bytes] | None, transports: list[asyncio.BaseTransport])
     return reader
 
 
-async def run_info(argv: Sequence[str], config: Path | None, stanza: str | None) -> bytes:
-    """Run `<argv> [--config=…] [--stanza=…] info --output=json`; its stdout, bounded."""
+def info_argv(argv: Sequence[str], config: Path | None, stanza: str | None) -> list[str]:
+    """`<argv> [--config=…] [--stanza=…] … --output=json info`: the command run_info runs."""
     full = [*argv]
     if config is not None:
         full.append(f"--config={config}")
@@ -291,8 +291,12 @@ async def run_info(argv: Sequence[str], config: Path | None, stanza: str | None)
         full.append(f"--stanza={stanza}")
     # Errors on stderr only (stdout is the JSON); no log file written by a read.
     full += ["--log-level-console=off", "--log-level-stderr=error", "--log-level-file=off"]
-    full += ["--output=json", "info"]
-    proc = _spawn(full)
+    return [*full, "--output=json", "info"]
+
+
+async def run_info(argv: Sequence[str], config: Path | None, stanza: str | None) -> bytes:
+    """Run `<argv> [--config=…] [--stanza=…] info --output=json`; its stdout, bounded."""
+    proc = _spawn(info_argv(argv, config, stanza))
     transports: list[asyncio.BaseTransport] = []
     try:
         stdout = await _pipe(proc.stdout, transports)
