@@ -95,6 +95,7 @@ class Timeline:
         self._max_tl: int | None = None
         self._bump: tuple[int, int] | None = None  # (event id, old timeline) awaiting /history
         self._leader_changed_at: datetime | None = None
+        self._changed_at: datetime | None = None  # when an event was last added or updated
         self._stopwatch = Stopwatch(pools)
 
     # -- folding snapshots ----------------------------------------------------------------------
@@ -133,6 +134,8 @@ class Timeline:
         for tag, event in self._stopwatch.observe(snap):
             touched[self._tagged(tag, event).id] = None
         self._prev = snap
+        if touched:
+            self._changed_at = at
         return [self._events[i] for i in touched if i in self._events]
 
     def _sweep(self, at: datetime) -> None:
@@ -287,6 +290,11 @@ class Timeline:
         """The last snapshot folded in."""
         return self._prev
 
+    @property
+    def changed_at(self) -> datetime | None:
+        """When an event was last added or updated (a snapshot's taken_at, a marker's time)."""
+        return self._changed_at
+
     def checks(self) -> list[ActiveCheck]:
         """Disagreements of the last snapshot that are past their grace period, oldest first."""
         if self._prev is None:
@@ -333,6 +341,8 @@ class Timeline:
     # -- storage --------------------------------------------------------------------------------
 
     def _add(self, event: Event) -> Event:
+        if self._changed_at is None or event.at > self._changed_at:
+            self._changed_at = event.at
         stored = event.model_copy(update={"id": self._next_id})
         self._next_id += 1
         self._events[stored.id] = stored

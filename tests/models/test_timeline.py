@@ -45,6 +45,21 @@ def test_flip_and_flip_back_within_debounce_is_one_event_with_a_duration() -> No
     assert only(tl, "HAProxy pg_writer/node1 UP → DOWN").duration_s == 3.0
 
 
+def test_the_timeline_says_when_an_event_was_last_added_or_updated() -> None:
+    # The header keeps its seconds that long after the last event (ui/widgets/heartbeat.py).
+    tl = Timeline(debounce_s=5.0)
+    feed(tl, [healthy(0), healthy(1)])
+    assert tl.changed_at is None  # calm snapshots are no news
+    feed(tl, [pg_down(healthy(2), "node1"), pg_down(healthy(3), "node1")])
+    assert tl.changed_at == t(2)  # added when observed; the same state again moves nothing
+    feed(tl, [healthy(4), healthy(5)])
+    assert tl.changed_at == t(4)  # the flip back: its event got a duration
+    tl.mark(t(9), "kill -9 node1")
+    assert tl.changed_at == t(9)
+    feed(tl, [healthy(10)])
+    assert tl.changed_at == t(9)
+
+
 def test_a_flip_back_after_the_debounce_is_two_events() -> None:
     tl = Timeline(debounce_s=5.0)
     feed(tl, [healthy(0), pg_down(healthy(1), "node1"), healthy(31)])

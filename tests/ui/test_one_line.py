@@ -14,6 +14,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.timeline import CALM_AFTER_S
 from pgtop_ha.ui.widgets.heartbeat import OneLine, heartbeat_text
 from tests.ui import fixtures as fx
 
@@ -90,7 +91,12 @@ async def test_new_text_and_a_new_theme_are_drawn_again() -> None:
 
 
 def _header(
-    snapshot: ClusterSnapshot, now: datetime, width: int | None, cadence: float = 1.0, paused: bool = False
+    snapshot: ClusterSnapshot,
+    now: datetime,
+    width: int | None,
+    cadence: float = 1.0,
+    paused: bool = False,
+    changed_at: datetime | None = None,
 ) -> str:
     """The read-only header's text at ``width``, polling every second."""
     return heartbeat_text(
@@ -106,6 +112,7 @@ def _header(
         mode_why="flag",
         cadence=cadence,
         width=width,
+        changed_at=changed_at,
     ).plain
 
 
@@ -126,6 +133,12 @@ def test_the_header_gives_the_minute_while_calm_and_the_seconds_once_anything_is
     assert f"last {killed.taken_at.astimezone():%H:%M:%S}" in _header(
         killed, killed.taken_at, 80
     )  # a failed read
+    # A primary PostgreSQL restarted in place is back and fresh within 2 s: the seconds stay for
+    # CALM_AFTER_S after the last event, the minutes the DBA reads the screen closest.
+    after = healthy.taken_at - timedelta(seconds=CALM_AFTER_S - 1)
+    assert seconds in _header(healthy, healthy.taken_at, 80, changed_at=after)
+    long_after = healthy.taken_at - timedelta(seconds=CALM_AFTER_S)
+    assert _header(healthy, healthy.taken_at, 80, changed_at=long_after) == calm
 
 
 def test_the_header_leaves_out_the_usual_interval_rather_than_cut_it() -> None:

@@ -31,7 +31,7 @@ States are words and symbols as well as colours: ✔ OK, ▲ WARN, ✖ CRIT.
 Header: a node is ✔ when read within the stale threshold (5 s by default).
 While every node is ✔ and the polls are calm, "last" gives the minute
 (last 03:04); the seconds come back with a stale or failed read, a pause
-or the fast cadence (last 03:04:19).
+or the fast cadence (last 03:04:19), and stay 30 s after the last event.
 "PG DOWN, still routed" = Patroni says leader and HAProxy sends writes there,
 but PostgreSQL does not answer.
 """

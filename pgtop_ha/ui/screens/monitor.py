@@ -316,6 +316,7 @@ class MonitorScreen(Screen[None]):
             mode_why=app.mode_why,
             cadence=app.cadence(),
             width=self.size.width - lead.cell_len,
+            changed_at=app.timeline.changed_at,
         )
         self.query_one(Heartbeat).show(lead + text)
         timeline = app.timeline

@@ -14,6 +14,7 @@ from textual.widget import Widget
 from pgtop_ha.models.health import age_s, member_names, member_state, node_state, stale_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
+from pgtop_ha.models.timeline import CALM_AFTER_S
 from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, shown
 
 
@@ -55,6 +56,7 @@ def heartbeat_text(
     mode_why: str = "",
     cadence: float | None = None,
     width: int | None = None,
+    changed_at: datetime | None = None,
 ) -> Text:
     """The header as rich text; ``styles`` maps ok/warn/crit/badge names to theme styles.
 
@@ -77,8 +79,11 @@ def heartbeat_text(
     # a calm screen: 0.34 CPU s/min at 80x24 with them, 0.30 without (docs/benchmarks.md, issue 10).
     # While every node is fresh (a ✔ is itself "read within stale_s") and nothing hurries the
     # polls, the minute says as much; the seconds come back with the first stale or failed read,
-    # the fast cadence or a pause, the moments a DBA sets the screen against a watch.
-    steady = bool(marks) and fresh == len(marks) and not fast_forms and not paused
+    # the fast cadence or a pause, the moments a DBA sets the screen against a watch. They stay
+    # for CALM_AFTER_S after the last event (``changed_at``): a primary PostgreSQL restarted in
+    # place is back in 2 s, and the minutes after it are when the DBA reads the screen closest.
+    settling = changed_at is not None and (age_s(now, changed_at) or 0.0) < CALM_AFTER_S
+    steady = bool(marks) and fresh == len(marks) and not fast_forms and not paused and not settling
 
     # Names, the filter and the note (an error's text) come from servers or users: each goes
     # through shown() and is appended as plain text, never parsed as markup.
