@@ -167,6 +167,16 @@ def test_a_fast_cadence_is_never_cut_at_80_columns_with_a_clusters_own_names() -
     assert late.endswith("✖20s  0.25s fast"), late
 
 
+def test_a_node_whose_read_is_slow_is_never_fresh_in_the_header() -> None:
+    # Two seconds into `lab fault freeze node1` the row read "▲ REST+PG slow 2s" and the
+    # header "node1 ✔": its last answer was within stale_s, but a read was being waited for.
+    snap = fx.frozen(node="node1")
+    at = snap.taken_at - timedelta(seconds=2)  # its last answer 2 s old, the read still out
+    line = _header(snap, at, None)
+    assert "  node1 ▲ 2s  node2 ✔  node3 ✔" in line, line
+    assert f"last {snap.taken_at.astimezone():%H:%M:%S}" in line  # not calm: the seconds
+
+
 def test_the_header_keeps_every_nodes_freshness_at_80_columns_when_one_is_stale() -> None:
     # A replica frozen in a failure test: "node1 ▲ 5s" pushed the last node out ("node3…").
     snap = fx.frozen(node="node1")

@@ -24,7 +24,8 @@ def node_freshness(
     """How stale a node's data is: the older of its Patroni and PostgreSQL last successes.
 
     CRIT as soon as either source's last read failed, however recent its last answer: the row
-    below says "REST+PG 4s" in CRIT then, and a header still saying ✔ contradicted it.
+    below says "REST+PG 4s" in CRIT then, and a header still saying ✔ contradicted it. At least
+    WARN while a read is slow (its last answer kept), as the row's "▲ REST+PG slow 2s" is.
     """
     stamps = []
     m, n = snapshot.member(name), snapshot.node(name)
@@ -36,10 +37,11 @@ def node_freshness(
         return Level.CRIT, None
     oldest = min(s for s in stamps if s is not None)
     since = age_s(now, oldest)
-    failed = (m is not None and member_state(m) == "unreachable") or (
-        n is not None and node_state(n) == "unreachable"
-    )
-    return (Level.CRIT if failed else stale_level(t, since)), since
+    states = {member_state(m) if m is not None else None, node_state(n) if n is not None else None}
+    if "unreachable" in states:
+        return Level.CRIT, since
+    level = stale_level(t, since)
+    return (max(level, Level.WARN) if "slow" in states else level), since
 
 
 def heartbeat_text(
