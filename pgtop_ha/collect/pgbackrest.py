@@ -261,8 +261,8 @@ _REAPING: set[asyncio.Future[int]] = set()
 def _spawn(argv: Sequence[str]) -> subprocess.Popen[bytes]:
     # subprocess.Popen starts the child with vfork(): the console's page tables are not copied.
     # uvloop's create_subprocess_exec forks, which copied them and then took a copy-on-write
-    # fault for each page the console wrote afterwards: ~20 ms of the console's CPU per run at
-    # its size, several times the child's own (docs/benchmarks.md, issue 10).
+    # fault for each page the console wrote afterwards: ~7 ms of the console's CPU per run at
+    # its size, against ~1 ms now (bench/spawn_cost.py, docs/benchmarks.md, issue 10).
     return subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,

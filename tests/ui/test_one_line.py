@@ -134,7 +134,7 @@ def test_the_header_gives_the_minute_while_calm_and_the_seconds_once_anything_is
         killed, killed.taken_at, 80
     )  # a failed read
     # A primary PostgreSQL restarted in place is back and fresh within 2 s: the seconds stay for
-    # CALM_AFTER_S after the last event, the minutes the DBA reads the screen closest.
+    # CALM_AFTER_S after the last event, when the DBA reads the screen closest.
     after = healthy.taken_at - timedelta(seconds=CALM_AFTER_S - 1)
     assert seconds in _header(healthy, healthy.taken_at, 80, changed_at=after)
     long_after = healthy.taken_at - timedelta(seconds=CALM_AFTER_S)

@@ -83,7 +83,7 @@ def heartbeat_text(
     # polls, the minute says as much; the seconds come back with the first stale or failed read,
     # the fast cadence or a pause, the moments a DBA sets the screen against a watch. They stay
     # for CALM_AFTER_S after the last event (``changed_at``): a primary PostgreSQL restarted in
-    # place is back in 2 s, and the minutes after it are when the DBA reads the screen closest.
+    # place is back in 2 s, and the half minute after it is when the DBA reads the screen closest.
     settling = changed_at is not None and (age_s(now, changed_at) or 0.0) < CALM_AFTER_S
     steady = bool(marks) and fresh == len(marks) and not fast_forms and not paused and not settling
 
