@@ -166,7 +166,7 @@ class Stopwatch:
         self._reports[-1] = updated
         out: list[Tagged] = []
         if end is not None:
-            text = f"the write probe writes again: client writes were down {secs:.1f} s"
+            text = f"client writes down {secs:.1f} s: the write probe writes again"
             out.append((None, _event(end, text, 1, r.new_leader)))
         out.append((self._tag(), self._summary_event(updated)))
         return out
@@ -223,16 +223,19 @@ class Stopwatch:
             assert isinstance(outage_from, datetime)
             upd.update(write_outage_to=at, write_outage_s=_secs(outage_from, at))
             lasted = _secs(outage_from, at)
-            text = f"writes through HAProxy reach the leader {leader} again: outage {lasted:.1f} s"
+            # Each figure comes early in its line: the overview gives an event ~58 columns at 80
+            # and cut "…the leader node2 again: outag…" (issue 10).
+            text = f"write outage {lasted:.1f} s: HAProxy routes writes to the leader {leader} again"
             out.append((None, _event(at, text, 1, leader)))
         if r.new_leader is None and leader is not None:
             upd.update(new_leader=leader, elected_at=at, election_s=_secs(r.lost_at, at))
-            text = (
-                f"new leader {leader}, {_secs(r.lost_at, at):.1f} s after {r.old_leader} lost the leader key"
-            )
+            keyless = f"{_secs(r.lost_at, at):.1f} s after {r.old_leader} lost the leader key"
+            text = f"new leader {leader} {keyless}"
             if r.leader_down_at is not None:
                 upd["down_to_elected_s"] = _secs(r.leader_down_at, at)
-                text += f", {_secs(r.leader_down_at, at):.1f} s after it stopped answering"
+                # From the old leader's silence first: the time the cluster had no leader to write to.
+                down = f"{_secs(r.leader_down_at, at):.1f} s after {r.old_leader} stopped answering"
+                text = f"new leader {leader} {down}, {keyless}"
             out.append((None, _event(at, text, 1, leader)))
         new = upd.get("new_leader", r.new_leader)
         if isinstance(new, str):
@@ -253,7 +256,7 @@ class Stopwatch:
             if tl is not None and r.replicas_streaming_at is None and self._streaming(snap, new, tl):
                 upd.update(replicas_streaming_at=at, replicas_streaming_s=_secs(r.lost_at, at))
                 since = _secs(r.lost_at, at)
-                text = f"every replica streams from {new} on timeline {tl}, {since:.1f} s after the loss"
+                text = f"every replica streams from {new} {since:.1f} s after the loss (timeline {tl})"
                 out.append((None, _event(at, text, 0, new)))
         r2 = r.model_copy(update=upd) if upd else r
         complete = (

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from pgtop_ha.models.probe import WriteOutage
 from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry, Probe, WalReceiver
 from pgtop_ha.models.stopwatch import summary
+from pgtop_ha.models.thresholds import Thresholds
 from pgtop_ha.models.timeline import Timeline
+from pgtop_ha.ui.panes import overview
+from pgtop_ha.ui.panes.base import Context
 from pgtop_ha.ui.widgets.banner import banner_text, stopwatch_text
 from tests.models.builders import feed, healthy, leader, member, node, only, pg_down, rest_down, t, writers
 
@@ -88,11 +92,26 @@ def test_failover_is_kept_in_the_timeline_as_events() -> None:
         "write outage 5.0 s, lag at promotion 500 B, "
         "replicas streaming 11.0 s, permanent slots ok"
     )
-    text = "new leader node2, 2.0 s after node1 lost the leader key, 4.0 s after it stopped answering"
+    text = "new leader node2 4.0 s after node1 stopped answering, 2.0 s after node1 lost the leader key"
     assert only(tl, text).at == t(5)
-    assert only(tl, "writes through HAProxy reach the leader node2 again: outage 5.0 s").at == t(8)
-    assert only(tl, "every replica streams from node2 on timeline 4, 11.0 s after the loss").at == t(14)
+    assert only(tl, "write outage 5.0 s: HAProxy routes writes to the leader node2 again").at == t(8)
+    assert only(tl, "every replica streams from node2 11.0 s after the loss (timeline 4)").at == t(14)
     assert only(tl, "every permanent logical slot exists on the new leader node2").severity == 0
+
+
+def test_each_milestone_keeps_its_first_figure_in_the_overview_at_80_columns() -> None:
+    # The overview gives an event's text what 80 columns leave beside the Node column: after a
+    # crash of the leader it read "writes through HAProxy reach the leader node2 again: outag…".
+    tl = Timeline()
+    snaps = _failover()
+    feed(tl, snaps)
+    said = [e for e in tl.events() if e.kind == "failover" and not e.text.startswith("failover ")]
+    figures = {e.id: m.group(0) for e in said if (m := re.search(r"\d+\.\d s", e.text))}
+    assert len(figures) >= 3  # the election, the write outage, the replicas
+    ctx = Context(thresholds=Thresholds(), pools=tl.pools, now=t(20), events=tuple(said))
+    shown = {row.key: row.cells["text"].text for row in overview.event_rows(snaps[-1], ctx)}
+    for event_id, figure in figures.items():
+        assert figure in shown[f"#{event_id}"], shown[f"#{event_id}"]
 
 
 def test_lag_before_history_is_the_last_replay_position_seen() -> None:
@@ -210,7 +229,7 @@ def test_write_probe_outage_is_the_client_figure_while_running_and_final() -> No
     assert len(lines) == 2 and all(len(line) <= 80 for line in lines), lines
     assert lines[0].startswith(" ⏱ node1 → node2 · elected ") and lines[1].endswith("slots ok ")
     assert banner_text([], done, t(15), {}, names=names, width=200).plain.count("\n") == 0
-    assert only(tl, "the write probe writes again: client writes were down 6.0 s").at == t(7.5)
+    assert only(tl, "client writes down 6.0 s: the write probe writes again").at == t(7.5)
     (s,) = [e for e in tl.events() if e.kind == "failover" and e.text.startswith("failover ")]
     assert s.text == summary(done)
 
