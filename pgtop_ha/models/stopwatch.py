@@ -256,7 +256,7 @@ class Stopwatch:
             if tl is not None and r.replicas_streaming_at is None and self._streaming(snap, new, tl):
                 upd.update(replicas_streaming_at=at, replicas_streaming_s=_secs(r.lost_at, at))
                 since = _secs(r.lost_at, at)
-                text = f"every replica streams from {new} {since:.1f} s after the loss (timeline {tl})"
+                text = f"all replicas stream from {new} {since:.1f} s after the loss (timeline {tl})"
                 out.append((None, _event(at, text, 0, new)))
         r2 = r.model_copy(update=upd) if upd else r
         complete = (

@@ -95,7 +95,7 @@ def test_failover_is_kept_in_the_timeline_as_events() -> None:
     text = "new leader node2 4.0 s after node1 stopped answering, 2.0 s after node1 lost the leader key"
     assert only(tl, text).at == t(5)
     assert only(tl, "write outage 5.0 s: HAProxy routes writes to the leader node2 again").at == t(8)
-    assert only(tl, "every replica streams from node2 11.0 s after the loss (timeline 4)").at == t(14)
+    assert only(tl, "all replicas stream from node2 11.0 s after the loss (timeline 4)").at == t(14)
     assert only(tl, "every permanent logical slot exists on the new leader node2").severity == 0
 
 
