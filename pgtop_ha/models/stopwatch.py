@@ -229,13 +229,16 @@ class Stopwatch:
             out.append((None, _event(at, text, 1, leader)))
         if r.new_leader is None and leader is not None:
             upd.update(new_leader=leader, elected_at=at, election_s=_secs(r.lost_at, at))
-            keyless = f"{_secs(r.lost_at, at):.1f} s after {r.old_leader} lost the leader key"
-            text = f"new leader {leader} {keyless}"
+            key_s = _secs(r.lost_at, at)
+            text = f"new leader {leader} {key_s:.1f} s after {r.old_leader} lost the leader key"
             if r.leader_down_at is not None:
-                upd["down_to_elected_s"] = _secs(r.leader_down_at, at)
+                down_s = _secs(r.leader_down_at, at)
+                upd["down_to_elected_s"] = down_s
                 # From the old leader's silence first: the time the cluster had no leader to write to.
-                down = f"{_secs(r.leader_down_at, at):.1f} s after {r.old_leader} stopped answering"
-                text = f"new leader {leader} {down}, {keyless}"
+                text = (
+                    f"new leader {leader} {down_s:.1f} s after {r.old_leader} stopped answering,"
+                    f" {key_s:.1f} s after it lost the leader key"
+                )
             out.append((None, _event(at, text, 1, leader)))
         new = upd.get("new_leader", r.new_leader)
         if isinstance(new, str):

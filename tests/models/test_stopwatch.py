@@ -92,7 +92,7 @@ def test_failover_is_kept_in_the_timeline_as_events() -> None:
         "write outage 5.0 s, lag at promotion 500 B, "
         "replicas streaming 11.0 s, permanent slots ok"
     )
-    text = "new leader node2 4.0 s after node1 stopped answering, 2.0 s after node1 lost the leader key"
+    text = "new leader node2 4.0 s after node1 stopped answering, 2.0 s after it lost the leader key"
     assert only(tl, text).at == t(5)
     assert only(tl, "write outage 5.0 s: HAProxy routes writes to the leader node2 again").at == t(8)
     assert only(tl, "all replicas stream from node2 11.0 s after the loss (timeline 4)").at == t(14)
