@@ -41,6 +41,20 @@ def node_state(n: NodeSnapshot) -> SourceState:
     return source_state(n.reachable, n.slow_s)
 
 
+def unreachable(m: Member | None, n: NodeSnapshot | None) -> tuple[tuple[str, ...], datetime | None]:
+    """Which of a node's sources are unreachable ("REST", "PG") and the newest last answer among them."""
+    # One reading for the header's age and the row's ("✖ REST+PG 10s"): the age of what stopped
+    # answering, not of a source read on a calmer cadence (a /patroni read 5 s ago).
+    sources: tuple[tuple[str, Member | NodeSnapshot | None], ...] = (("REST", m), ("PG", n))
+    down = [
+        (what, x)
+        for what, x in sources
+        if x is not None and source_state(x.reachable, x.slow_s) == "unreachable"
+    ]
+    known = [x.last_ok_at for _, x in down if x.last_ok_at is not None]
+    return tuple(what for what, _ in down), max(known) if known else None
+
+
 def lag_level(t: Thresholds, lag_bytes: int | None, lag_s: float | None = None) -> Level:
     """Replication lag graded by bytes and by seconds, the worse of the two."""
     return max(t.lag_bytes.grade(lag_bytes), t.lag_s.grade(lag_s))

@@ -54,6 +54,20 @@ class FailoverReport(Frozen):
     client_write_outage_s: float | None = None
 
 
+class LeaderSilence(Frozen):
+    """The leader Patroni still names has stopped answering: a failover may be starting."""
+
+    leader: str
+    since: datetime  # the first poll that found its REST or PostgreSQL unreachable (not merely slow)
+    rest_since: datetime  # the first poll that found its REST unreachable (always, while silent)
+    pg_down: bool  # its PostgreSQL unreachable too
+    # Patroni's ttl: the key lapses at most this long after its last renewal, which came before
+    # its REST stopped answering (unless only this console lost it: then the key stays).
+    ttl_s: int | None = None
+    paused: bool = False  # maintenance mode: Patroni fails nothing over
+    writes_down_since: datetime | None = None  # HAProxy routes writes to no leader since then
+
+
 def _secs(a: datetime, b: datetime) -> float:
     return round(max(0.0, (b - a).total_seconds()), 3)
 
@@ -103,6 +117,11 @@ class Stopwatch:
         self._reports: list[FailoverReport] = []
         self._haproxy_seen = False
         self._leader_down_since: datetime | None = None
+        self._silence: LeaderSilence | None = None
+
+    def silence(self) -> LeaderSilence | None:
+        """The leader's silence before Patroni names another (None once a failover is timed)."""
+        return self._silence if self.running() is None else None
 
     def reports(self) -> list[FailoverReport]:
         """Every leader loss so far, oldest first; the last may still be running."""
@@ -176,13 +195,28 @@ class Stopwatch:
         if self._leader is None or self.running() is not None:
             return
         m, n = snap.member(self._leader), snap.node(self._leader)
-        dead = (m is not None and member_state(m) == "unreachable") or (
-            n is not None and node_state(n) == "unreachable"
-        )
-        if not dead:
-            self._leader_down_since = None
-        elif self._leader_down_since is None:
+        rest = m is not None and member_state(m) == "unreachable"
+        pg = n is not None and node_state(n) == "unreachable"
+        if not (rest or pg):
+            self._leader_down_since = self._silence = None
+            return
+        if self._leader_down_since is None:
             self._leader_down_since = snap.taken_at
+        if not rest:
+            # Its Patroni answers: it restarts PostgreSQL in place and keeps the key (a problem
+            # line says so); only a silent Patroni lets the key lapse and a failover follow.
+            self._silence = None
+            return
+        config = snap.patroni_config
+        self._silence = LeaderSilence(
+            leader=self._leader,
+            since=self._leader_down_since,
+            rest_since=self._silence.rest_since if self._silence is not None else snap.taken_at,
+            pg_down=pg,
+            ttl_s=config.ttl if config is not None else None,
+            paused=bool(snap.cluster.pause or (config is not None and config.pause)),
+            writes_down_since=self._outage_since,
+        )
 
     # -- steps --------------------------------------------------------------------------------
 
@@ -202,7 +236,7 @@ class Stopwatch:
             write_outage_from=self._outage_since,
             leader_down_at=self._leader_down_since,
         )
-        self._leader_down_since = None
+        self._leader_down_since = self._silence = None
         self._reports.append(report)
         self._haproxy_seen = False
         out.append((self._tag(), self._summary_event(report)))

@@ -28,7 +28,7 @@ from pgtop_ha.models.events import (
 )
 from pgtop_ha.models.health import DEFAULT_POOLS, Pools, member_state, node_state, source_state
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.stopwatch import FailoverReport, Stopwatch
+from pgtop_ha.models.stopwatch import FailoverReport, LeaderSilence, Stopwatch
 
 __all__ = ["ActiveCheck", "FailoverReport", "Timeline", "cadence"]
 
@@ -284,6 +284,10 @@ class Timeline:
     def running_failover(self) -> FailoverReport | None:
         """The failover being timed now, if any."""
         return self._stopwatch.running()
+
+    def leader_silence(self) -> LeaderSilence | None:
+        """The leader's silence before Patroni names another, if it has stopped answering."""
+        return self._stopwatch.silence()
 
     @property
     def last(self) -> ClusterSnapshot | None:

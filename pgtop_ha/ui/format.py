@@ -170,8 +170,11 @@ def human_bytes(value: int | None, *, signed: bool = False) -> str:
     return _human_bytes(value)
 
 
-def age(seconds: float | None, floor: int = 0) -> str:
-    """An age, coarser as it grows: 7s, 30s, 4m, 2h05m, 3d; '<10s' under a ``floor`` of 10."""
+def age(seconds: float | None, floor: int = 0, *, exact: int = 10) -> str:
+    """An age, coarser as it grows: 7s, 30s, 4m, 2h05m, 3d; '<10s' under a ``floor`` of 10.
+
+    Each second is shown below ``exact`` seconds (60: 42s, where 40s by default).
+    """
     if seconds is None:
         return "-"
     known = finite(seconds)
@@ -180,7 +183,7 @@ def age(seconds: float | None, floor: int = 0) -> str:
     s = int(known)
     if s < floor:
         return f"<{floor}s"
-    if s < 10:
+    if s < max(10, min(exact, 60)):
         return f"{s}s"
     if s < 60:
         return f"{s // 10 * 10}s"

@@ -7,12 +7,12 @@ from datetime import datetime
 
 from pgtop_ha.models.probe import WriteOutage
 from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry, Probe, WalReceiver
-from pgtop_ha.models.stopwatch import summary
+from pgtop_ha.models.stopwatch import LeaderSilence, summary
 from pgtop_ha.models.thresholds import Thresholds
 from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.ui.panes import overview
 from pgtop_ha.ui.panes.base import Context
-from pgtop_ha.ui.widgets.banner import banner_text, stopwatch_text
+from pgtop_ha.ui.widgets.banner import banner_text, silence_text, stopwatch_text
 from tests.models.builders import feed, healthy, leader, member, node, only, pg_down, rest_down, t, writers
 
 L = 0x5000000  # the old leader's last LSN seen while it was primary
@@ -261,3 +261,86 @@ def test_no_write_probe_or_unrelated_outages_leave_the_client_figure_empty() -> 
         (r,) = tl.failovers()
         assert r.client_write_outage_from is None and r.client_write_outage_s is None
         assert "client" not in summary(r) and "client" not in stopwatch_text(r, t(15))
+
+
+def _silent(s: float, *, pg: bool = True) -> ClusterSnapshot:
+    """node1, the leader Patroni still names, with its REST (and PostgreSQL) not answering."""
+    snap = rest_down(_before(s), "node1")
+    return pg_down(snap, "node1") if pg else snap
+
+
+def _crash() -> list[ClusterSnapshot]:
+    """A power cut of the leader at t1; HAProxy's checks fail at t3; Patroni's key still names it."""
+    return [_before(0), _silent(1), writers(_silent(3)), writers(_silent(10))]
+
+
+def test_the_stopwatch_runs_from_the_leaders_silence_before_patroni_names_another() -> None:
+    # After `lab fault crash` of the leader, the banner said only "HAProxy writer pool routes to
+    # no server (10s)" for the 18 s until the key lapsed; the stopwatch began at the election.
+    tl = Timeline()
+    feed(tl, _crash())
+    s = tl.leader_silence()
+    assert s is not None and tl.running_failover() is None
+    assert (s.leader, s.since, s.rest_since, s.pg_down) == ("node1", t(1), t(1), True)
+    assert (s.ttl_s, s.paused, s.writes_down_since) == (30, False, t(3))
+    assert stopwatch_silence(s, t(10)) == "⏱ leader node1 silent 9s · key lapses ≤21s · writes down 7s…"
+    assert stopwatch_silence(s, t(10), compact=False) == (
+        "⏱ leader node1 silent 9s: Patroni and PostgreSQL unreachable · "
+        "its leader key lapses within 21s (ttl 30s) · writes down 7s…"
+    )
+    # Past the ttl Patroni still names it: a partition from here, or no replica may take over.
+    assert "· 9s past ttl 30s ·" in stopwatch_silence(s, t(40))
+    # Patroni names another: the failover's own stopwatch takes over, timed from the silence.
+    feed(tl, [_after(19)])
+    assert tl.leader_silence() is None
+    (r,) = tl.failovers()
+    assert r.leader_down_at == t(1) and r.down_to_elected_s == 18.0
+
+
+def test_no_silence_while_the_leaders_patroni_answers_or_once_it_answers_again() -> None:
+    tl = Timeline()
+    # kill -9 of the postmaster: Patroni answers, restarts it in place and keeps the key.
+    feed(tl, [_before(0), pg_down(_before(1), "node1"), pg_down(_before(2), "node1")])
+    assert tl.leader_silence() is None
+    feed(tl, [_silent(3, pg=False)])  # its REST stops too: silent since its PostgreSQL did
+    s = tl.leader_silence()
+    assert s is not None and (s.since, s.rest_since, s.pg_down) == (t(1), t(3), False)
+    # The ttl counts from the REST's silence: its last renewal came before that, not before t1.
+    assert stopwatch_silence(s, t(5)) == "⏱ leader node1 REST down 4s · key lapses ≤28s"
+    feed(tl, [_before(6)])
+    assert tl.leader_silence() is None and tl.failovers() == []
+
+
+def test_a_paused_cluster_says_no_failover_follows() -> None:
+    tl = Timeline()
+    paused = [
+        snap.model_copy(update={"cluster": snap.cluster.model_copy(update={"pause": True})})
+        for snap in _crash()
+    ]
+    feed(tl, paused)
+    s = tl.leader_silence()
+    assert s is not None and s.paused
+    assert "· paused: no failover ·" in stopwatch_silence(s, t(10))
+    assert "key" not in stopwatch_silence(s, t(10))
+
+
+def test_at_80_columns_the_silence_and_the_problems_each_keep_a_whole_line() -> None:
+    tl = Timeline()
+    feed(tl, _crash())
+    checks = tl.checks()
+    assert any("writer pool" in a.check.text for a in checks)
+    text = banner_text(
+        checks, None, t(14), {}, names=("node1", "node2", "node3"), width=80, silence=tl.leader_silence()
+    )
+    first, second = text.plain.split("\n")
+    assert first.strip() == "⏱ leader node1 silent 13s · key lapses ≤17s · writes down 11s…"
+    assert len(second) <= 80 and not second.rstrip().endswith("…"), second
+    # The problems count each second in their first minute, as the stopwatch beside them does.
+    assert second.endswith("routes to no server (11s)"), second  # "(10s)" from 10 s to 19 s before
+    wide = banner_text(checks, None, t(14), {}, width=200, silence=tl.leader_silence()).plain
+    assert "\n" not in wide and "its leader key lapses within 17s (ttl 30s)" in wide
+
+
+def stopwatch_silence(s: LeaderSilence, now: datetime, *, compact: bool = True) -> str:
+    """The silence's banner words at ``now`` (compact: as at 80 columns)."""
+    return silence_text(s, now, compact=compact)

@@ -14,8 +14,9 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.models.timeline import CALM_AFTER_S
-from pgtop_ha.ui.widgets.heartbeat import OneLine, heartbeat_text
+from pgtop_ha.ui.widgets.heartbeat import OneLine, heartbeat_text, node_freshness
 from tests.ui import fixtures as fx
 
 Cell = tuple[str, Style | None]
@@ -250,3 +251,23 @@ def test_the_header_counts_fresh_nodes_when_five_or_seven_do_not_fit_80_columns(
     long7 = fx.renamed(fx.grown(fx.frozen(), 7, like="node2"))
     line = _header(long7, long7.taken_at + timedelta(seconds=1), 80, cadence=0.25)
     assert "1c-03 ▲5s +6 ✔  " in line and line.endswith(" fast") and len(line) <= 80, line
+
+
+def test_a_node_that_stopped_answering_is_aged_from_what_stopped() -> None:
+    # One second after `lab fault kill-primary` the header read "node1 ✖5s", then "✖3s": the age
+    # of its /patroni read (every 5 s while calm), not of the PostgreSQL that had just gone.
+    snap = fx.healthy()
+    read_at = snap.taken_at - timedelta(seconds=5)
+    gone_at = snap.taken_at - timedelta(seconds=1)
+    members = tuple(
+        m.model_copy(update={"last_ok_at": read_at}) if m.name == "node1" else m for m in snap.members
+    )
+    nodes = tuple(
+        n.model_copy(update={"reachable": False, "error": "connection refused", "last_ok_at": gone_at})
+        if n.name == "node1"
+        else n
+        for n in snap.nodes
+    )
+    down = snap.model_copy(update={"members": members, "nodes": nodes})
+    assert node_freshness(down, "node1", snap.taken_at, Thresholds()) == (Level.CRIT, 1.0)
+    assert "node1 ✖ 1s" in _header(down, snap.taken_at, None)

@@ -11,6 +11,7 @@ from pgtop_ha.models.health import (
     member_state,
     node_state,
     routes,
+    unreachable,
 )
 from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
@@ -119,12 +120,7 @@ def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context) -> Cell:
         "REST": member_state(m) if m is not None else None,
         "PG": node_state(n) if n is not None else None,
     }
-    down = [what for what, st in states.items() if st == "unreachable"]
-    last = [
-        x.last_ok_at
-        for x, st in ((m, states["REST"]), (n, states["PG"]))
-        if x is not None and st == "unreachable"
-    ]
+    down, last = unreachable(m, n)
     if not down:
         # Slow is not down: the last answer is kept and shown, marked with how long it is waited for.
         waits = [
@@ -136,8 +132,7 @@ def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context) -> Cell:
             text = "▲ " + "+".join(w for w, _ in waits) + f" slow {max(s for _, s in waits):.0f}s"
             return cell(text, Level.WARN, max(s for _, s in waits))
         return cell("ok", Level.OK)
-    known = [t for t in last if t is not None]
-    since = age_s(ctx.now, max(known)) if known else None
+    since = age_s(ctx.now, last) if last is not None else None
     ago = f" {age(since)}" if since is not None else " never"
     return cell("✖ " + "+".join(down) + ago, Level.CRIT, since or 0.0)
 

@@ -34,6 +34,9 @@ While every node is ✔ and the polls are calm, "last" gives the minute
 or the fast cadence (last 03:04:19), and stay 30 s after the last event.
 "PG DOWN, still routed" = Patroni says leader and HAProxy sends writes there,
 but PostgreSQL does not answer.
+Banner: "⏱ leader node1 silent 9s · key lapses ≤11s" while the leader's Patroni
+does not answer and Patroni still names it (its ttl bounds the election);
+then the failover's stopwatch: election, write outage, lag, replicas.
 """
 
 

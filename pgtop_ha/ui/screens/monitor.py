@@ -321,13 +321,16 @@ class MonitorScreen(Screen[None]):
         self.query_one(Heartbeat).show(lead + text)
         timeline = app.timeline
         failovers = timeline.failovers()
+        silence = timeline.leader_silence()
+        timed = bool(failovers) or silence is not None
         banner = banner_text(
             timeline.checks(),
             failovers[-1] if failovers else None,
             now,
             self._header_styles,
-            names=member_names(app.snapshot) if failovers and app.snapshot is not None else (),
+            names=member_names(app.snapshot) if timed and app.snapshot is not None else (),
             width=self.size.width,
+            silence=silence,
         )
         self.query_one(Banner).show(banner)
 

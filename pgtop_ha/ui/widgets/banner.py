@@ -1,5 +1,6 @@
-"""The contradiction banner: one line above the panes, shown only while sources disagree or a
-failover is being timed (hidden otherwise, so a calm screen is unchanged)."""
+"""The contradiction banner: one line above the panes, shown only while sources disagree, the
+leader has stopped answering or a failover is being timed (hidden otherwise, so a calm screen is
+unchanged)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.style import Style
 from rich.text import Text
 
 from pgtop_ha.models.health import human_bytes
-from pgtop_ha.models.stopwatch import FailoverReport
+from pgtop_ha.models.stopwatch import FailoverReport, LeaderSilence
 from pgtop_ha.models.timeline import ActiveCheck
 from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, shown
 from pgtop_ha.ui.widgets.heartbeat import OneLine
@@ -69,6 +70,45 @@ def stopwatch_text(
     return " · ".join(parts)
 
 
+def silence_text(s: LeaderSilence, now: datetime, *, names: Sequence[str] = (), compact: bool = False) -> str:
+    """The stopwatch before Patroni names another leader: how long the leader has been silent.
+
+    Patroni's ttl bounds when its key lapses (the last renewal came before its REST stopped
+    answering), so the DBA reads how long the election can still take; past it, something else
+    keeps the leader (a partition between this console and it, or no replica allowed to take over).
+    """
+    room = NAME_ROOM if compact else 32
+    who = fit_name(s.leader, names, room)
+    silent = int(_since(s.since, now))
+    if s.pg_down:
+        parts = [
+            f"⏱ leader {who} silent {silent}s" + ("" if compact else ": Patroni and PostgreSQL unreachable")
+        ]
+    else:
+        parts = [f"⏱ leader {who} REST down {silent}s" + ("" if compact else " (its PostgreSQL answers)")]
+    if s.paused:
+        parts.append("paused: no failover" if compact else "cluster paused: Patroni fails nothing over")
+    elif s.ttl_s is not None:
+        left = s.ttl_s - int(_since(s.rest_since, now))
+        if left > 0:
+            parts.append(
+                f"key lapses ≤{left}s"
+                if compact
+                else f"its leader key lapses within {left}s (ttl {s.ttl_s}s)"
+            )
+        else:
+            # Past the ttl and Patroni still names it: its Patroni renews the key unseen from here
+            # (a partition), or no replica may take over (nofailover, maximum_lag_on_failover).
+            parts.append(
+                f"{-left}s past ttl {s.ttl_s}s"
+                if compact
+                else f"{-left}s past ttl {s.ttl_s}s, Patroni still names it"
+            )
+    if s.writes_down_since is not None:
+        parts.append(f"writes down {_since(s.writes_down_since, now):.0f}s…")
+    return " · ".join(parts)
+
+
 def banner_text(
     checks: Sequence[ActiveCheck],
     failover: FailoverReport | None,
@@ -77,14 +117,29 @@ def banner_text(
     *,
     names: Sequence[str] = (),
     width: int | None = None,
+    silence: LeaderSilence | None = None,
 ) -> Text:
     """The banner line; empty when there is nothing to say.
+
+    ``silence``: the leader has stopped answering and no failover is timed yet; its stopwatch
+    takes the place of the last failover's figures.
 
     With ``width``, a stopwatch that would not fit is written compact, so that at 80 columns the
     outage figures are read, not cut.
     """
     t = Text(no_wrap=True, overflow="ellipsis")
-    if failover is not None and (
+    # Each second for the first minute, as the stopwatch beside it counts (a coarse "(10s)"
+    # read for ten seconds beside "writes down 14s…").
+    said = [f"⚠ {shown(a.check.text, 120)} ({age(a.lasted_s(now), exact=60)})" for a in checks]
+    if silence is not None:
+        text = silence_text(silence, now, names=names)
+        beside = sum(len(c) + 1 for c in said)
+        if width is not None and len(text) + 2 + beside > width:
+            text = silence_text(silence, now, names=names, compact=True)
+            if said and len(text) + 2 + beside > width:
+                text += " \n"  # the problems on a line of their own, not cut after the stopwatch
+        t.append(f" {text} ", styles.get("crit"))
+    elif failover is not None and (
         not failover.done or (failover.ended_at is not None and _since(failover.ended_at, now) < SHOW_DONE_S)
     ):
         text = stopwatch_text(failover, now, names=names)
@@ -93,11 +148,9 @@ def banner_text(
             # compact words, on a second line when they still do not fit.
             text = _two_lines(stopwatch_text(failover, now, names=names, compact=True), width - 2)
         t.append(" " + text.replace("\n", " \n ") + " ", styles.get("warn" if failover.done else "crit"))
-    for active in checks:
-        c = active.check
+    for active, words in zip(checks, said, strict=True):
         t.append(" ")
-        style = styles.get("crit" if c.severity >= 2 else "warn")
-        t.append(f"⚠ {shown(c.text, 120)} ({age(active.lasted_s(now))})", style)
+        t.append(words, styles.get("crit" if active.check.severity >= 2 else "warn"))
     return t
 
 

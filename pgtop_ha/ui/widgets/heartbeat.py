@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.strip import Strip
 from textual.widget import Widget
 
-from pgtop_ha.models.health import age_s, member_names, member_state, node_state, stale_level
+from pgtop_ha.models.health import age_s, member_names, member_state, node_state, stale_level, unreachable
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.models.timeline import CALM_AFTER_S
@@ -23,8 +23,9 @@ def node_freshness(
 ) -> tuple[Level, float | None]:
     """How stale a node's data is: the older of its Patroni and PostgreSQL last successes.
 
-    CRIT as soon as either source's last read failed, however recent its last answer: the row
-    below says "REST+PG 4s" in CRIT then, and a header still saying ✔ contradicted it. At least
+    CRIT as soon as either source's last read failed, however recent its last answer, aged from
+    the last answer of what failed: the row below says "REST+PG 4s" in CRIT then, and a header
+    still saying ✔ contradicted it. At least
     WARN while a read is slow (its last answer kept), as the row's "▲ REST+PG slow 2s" is.
     """
     stamps = []
@@ -39,7 +40,10 @@ def node_freshness(
     since = age_s(now, oldest)
     states = {member_state(m) if m is not None else None, node_state(n) if n is not None else None}
     if "unreachable" in states:
-        return Level.CRIT, since
+        # The age of what stopped answering, as its row says it: the /patroni read on its calm
+        # cadence made a PostgreSQL down for 0 s read "✖5s", then "✖3s" on the next read.
+        _, last = unreachable(m, n)
+        return Level.CRIT, age_s(now, last) if last is not None else since
     level = stale_level(t, since)
     return (max(level, Level.WARN) if "slow" in states else level), since
 
