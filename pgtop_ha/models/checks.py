@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pgtop_ha.models.health import Pools, is_leader, is_up, member_state, node_state
+from pgtop_ha.models.health import Pools, exact_timeline, is_leader, is_up, member_state, node_state
 from pgtop_ha.models.roles import is_standby_leader
 from pgtop_ha.models.servers import known_names, member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -89,7 +89,9 @@ def disagreements(snap: ClusterSnapshot, pools: Pools, *, role_grace_s: float = 
             text = f"{m.name}: PostgreSQL is primary, Patroni says {said}"
             out.append(Check(f"role:{m.name}", text, m.name, 2, role_grace_s))
     timelines = {
-        n.name: n.timeline for n in snap.nodes if node_state(n) == "fresh" and n.timeline is not None
+        n.name: tl
+        for n in snap.nodes
+        if node_state(n) == "fresh" and (tl := exact_timeline(n, snap.member(n.name))) is not None
     }
     if len(set(timelines.values())) > 1:
         shown = ", ".join(f"{k} {v}" for k, v in sorted(timelines.items()))

@@ -55,6 +55,20 @@ def unreachable(m: Member | None, n: NodeSnapshot | None) -> tuple[tuple[str, ..
     return tuple(what for what, _ in down), max(known) if known else None
 
 
+def exact_timeline(n: NodeSnapshot, m: Member | None) -> int | None:
+    """A node's timeline where it is exact: a primary's, its WAL receiver's, else Patroni's word for it."""
+    # Without a WAL receiver a standby's timeline comes from its last restartpoint, minutes old
+    # after a switch (a lower bound): once the leader crashed, "timelines differ: node1 4,
+    # node2 5" was read of a replica on 5 since a switchover. Patroni asks the replica itself
+    # (IDENTIFY_SYSTEM, once a loop): the newer of the two.
+    if n.in_recovery is False:
+        return n.timeline
+    if n.wal_receiver is not None and n.wal_receiver.received_tli is not None:
+        return n.wal_receiver.received_tli
+    known = [tl for tl in (n.timeline, m.timeline if m is not None else None) if tl is not None]
+    return max(known) if known else None
+
+
 def lag_level(t: Thresholds, lag_bytes: int | None, lag_s: float | None = None) -> Level:
     """Replication lag graded by bytes and by seconds, the worse of the two."""
     return max(t.lag_bytes.grade(lag_bytes), t.lag_s.grade(lag_s))

@@ -6,8 +6,11 @@ from datetime import timedelta
 
 from pgtop_ha.models.checks import disagreements, writes_ok
 from pgtop_ha.models.health import cluster_problems, worst_slot
-from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.snapshot import ClusterSnapshot, WalReceiver
+from pgtop_ha.models.thresholds import Thresholds
 from pgtop_ha.models.timeline import Timeline
+from pgtop_ha.ui.panes import overview
+from pgtop_ha.ui.panes.base import Context
 from tests.models.builders import feed, healthy, leader, member, node, only, pg_down, t, writers
 from tests.ui import fixtures as fx
 
@@ -155,3 +158,24 @@ def test_the_worst_slot_is_the_one_nearest_to_losing_wal_when_bytes_tie() -> Non
     snap = node(snap, "node2", **slots("unreserved"))
     found = worst_slot(snap, fx.settings().thresholds)
     assert found is not None and found[0] == "node2"
+
+
+def test_a_standby_without_wal_receiver_is_on_patronis_timeline_not_its_last_restartpoints() -> None:
+    # Read after a switchover then a crash of the new leader: node1, a replica on timeline 5 for
+    # minutes, lost its WAL receiver; its last restartpoint was still on 4, and the overview read
+    # "timelines differ: node1 4, node2 5" and "Timeline 5 — node1 on 4" of a replica on 5.
+    snap = healthy()
+    for name in ("node1", "node2", "node3"):
+        snap = member(node(snap, name, timeline=5), name, timeline=5)
+    snap = node(snap, "node3", timeline=4)  # pg_control_checkpoint(): its last restartpoint
+    assert keys(snap) == []
+    ctx = Context(thresholds=Thresholds(), pools=POOLS, now=t(0))
+    (row,) = [r for r in overview.state_rows(snap, ctx) if r.key == "tl"]
+    assert row.cells["now"].text == "5 (leader node1)"
+    # Patroni's own word (IDENTIFY_SYSTEM on the replica) says 4: it is stuck there.
+    stuck = member(snap, "node3", timeline=4)
+    (check,) = disagreements(stuck, POOLS)
+    assert check.text == "timelines differ: node1 5, node2 5, node3 4"
+    # A WAL receiver's timeline is exact, whatever its restartpoint says.
+    receiving = node(stuck, "node3", wal_receiver=WalReceiver(status="streaming", received_tli=5))
+    assert keys(receiving) == []

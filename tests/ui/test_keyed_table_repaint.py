@@ -218,7 +218,8 @@ async def test_rows_that_come_and_go_in_a_full_box_do_not_lay_the_screen_out(
     # Under load a problem that comes and goes, or a column that widens, laid the whole screen out
     # (25-50 ms at 160x48) every few seconds (issue 10). A table whose rows overflow its box before
     # and after keeps its box: only the table and its scrollbar are drawn again. A box whose rows
-    # went away keeps its height and scrollbar for SHRINK_AFTER_S, as a column keeps its width.
+    # went away keeps its height and scrollbar for SHRINK_AFTER_S, as a column keeps its width,
+    # once a row has come back after going (rows that flap).
     from textual.screen import Screen
 
     app = PaneApp()
@@ -249,6 +250,8 @@ async def test_rows_that_come_and_go_in_a_full_box_do_not_lay_the_screen_out(
         assert table.vertical_scrollbar.window_virtual_size == 10  # the thumb follows the rows
         assert table.visible_texts()[8] == ["row 8", "123456789"]
         assert "123456789" in table.render_line(1).text
+        table.apply(many(10, "123456789"))  # a row that went comes back: the rows flap
+        await pilot.pause()
         table.apply(many(3))  # now the rows fit, but the box and its scrollbar stay a while
         await pilot.pause()
         assert layouts == [] and table.region == box and table.show_vertical_scrollbar
@@ -273,10 +276,10 @@ async def test_rows_that_come_and_go_in_a_full_box_do_not_lay_the_screen_out(
         await pilot.pause()
         assert layouts == [] and table.region.height == 4
         assert table.visible_texts()[2] == ["row 2", "123456789012"]
-        table.apply(many(2))  # a row fewer in a box that was not full: kept, not laid out
+        table.apply(many(2))  # a row fewer, long after the last flap: the box follows at once
         await pilot.pause()
-        assert layouts == [] and table.region.height == 4
-        table.apply(many(12))  # more rows than the box holds: it grows at once
+        assert layouts and table.region.height == 3
+        table.apply(many(12))  # more rows than the box holds: it grows at once (row 2 is back: flaps)
         await pilot.pause()
         assert layouts and table.region == box and table.show_vertical_scrollbar
         layouts.clear()
@@ -291,6 +294,34 @@ async def test_rows_that_come_and_go_in_a_full_box_do_not_lay_the_screen_out(
         table.apply(many(9, "9" * 70))  # wider than the pane: a horizontal scrollbar, a layout
         await pilot.pause()
         assert layouts and table.show_horizontal_scrollbar
+
+
+async def test_rows_that_go_once_shrink_the_box_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # After a failover the overview's problems resolved and their box kept its height for 30 s:
+    # blank lines at 80x24 where the newest events would be read. Only rows that flap keep it.
+    app = PaneApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(KeyedTable)
+        now = [1000.0]
+        table.clock = lambda: now[0]
+        table.apply(many(4))
+        await pilot.pause()
+        assert table.region.height == 5  # the header and 4 rows
+        now[0] += 20
+        table.apply(many(2))  # two problems resolved
+        await pilot.pause()
+        assert table.region.height == 3 and table.visible_texts() == [["row 0", "10"], ["row 1", "10"]]
+        now[0] += 5
+        table.apply(many(3))  # one of them back within SHRINK_AFTER_S: it flaps
+        await pilot.pause()
+        assert table.region.height == 4
+        table.apply(many(2))  # gone again: now the box keeps its height a while
+        await pilot.pause()
+        assert table.region.height == 4
+        now[0] += keyed_table.SHRINK_AFTER_S
+        table.apply(many(2))
+        await pilot.pause()
+        assert table.region.height == 3
 
 
 async def test_rows_are_marked_for_repaint_where_datatable_would_mark_them() -> None:

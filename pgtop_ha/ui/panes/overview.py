@@ -18,6 +18,7 @@ from pgtop_ha.models.health import (
     age_s,
     archive_failing,
     archiver_level,
+    exact_timeline,
     is_leader,
     lag_level,
     state_word,
@@ -199,12 +200,12 @@ def _on(what: str, node: str, names: Sequence[str], figures: str) -> str:
 def _timeline(snapshot: ClusterSnapshot) -> Row:
     seen: dict[int, list[str]] = {}
     for full in snapshot.nodes:
-        if full.reachable and full.timeline is not None:
-            seen.setdefault(full.timeline, []).append(full.name)
+        if full.reachable and (tl := exact_timeline(full, snapshot.member(full.name))) is not None:
+            seen.setdefault(tl, []).append(full.name)
     found = find_leader(snapshot)
     leader = found.name if found is not None else None
     lead_node = snapshot.node(leader) if leader else None
-    main = lead_node.timeline if lead_node is not None and lead_node.timeline is not None else None
+    main = exact_timeline(lead_node, snapshot.member(lead_node.name)) if lead_node is not None else None
     if main is None and seen:
         main = max(seen)
     text = count(main) if main is not None else "?"

@@ -121,6 +121,8 @@ class KeyedTable(DataTable[CellText]):
         self.clock: Callable[[], float] = time.monotonic  # when a column may narrow (tests set it)
         self._narrow_since: dict[str, float] = {}  # column -> since when it is wider than needed
         self._kept: KeptBox | None = None  # a box kept at its height though its rows shrank
+        self._gone: dict[str, float] = {}  # row key -> when it went away (for SHRINK_AFTER_S)
+        self._flapping_until = float("-inf")  # a row came back after going: keep the box till then
         self._painted: dict[RowKey, PaintedRow] = {}  # body rows as last put together
         self._metas: dict[tuple[int, int], Style] = {}  # (row, column) -> the meta a click reads
         self._paint_style: Style | None = None  # the widget's style while render_lines runs
@@ -385,7 +387,10 @@ class KeyedTable(DataTable[CellText]):
         rewritten: dict[str, set[str]] = {}  # row -> columns written in place
         narrowed: set[str] = set()  # columns whose widest value went away: they may shrink
         laying_out = self._layout_required
-        for key in [k for k in self._shown if k not in wanted]:
+        now = self.clock()
+        leaving = [k for k in self._shown if k not in wanted]
+        self._note_comings_and_goings(wanted, leaving, now)
+        for key in leaving:
             narrowed |= self._widest_in(key)
             with contextlib.suppress(RowDoesNotExist):
                 self.remove_row(key)
@@ -428,7 +433,6 @@ class KeyedTable(DataTable[CellText]):
             # idle, where _update_dimensions decides whether the table's box changed at all.
             self._layout_required = False
         if narrowed:
-            now = self.clock()
             for key in narrowed:
                 self._narrow_since.setdefault(key, now)
         if rewritten:
@@ -443,6 +447,18 @@ class KeyedTable(DataTable[CellText]):
             self._restore_cursor(cursor_key)
         self.touched += written
         return written
+
+    def _note_comings_and_goings(self, wanted: set[str], leaving: list[str], now: float) -> None:
+        # A row that comes back within SHRINK_AFTER_S of going away flaps (a problem at its
+        # threshold under load): from then on the box keeps its height when rows go. Rows that
+        # go once (problems resolved after a failover) shrink it at once: kept, they left blank
+        # lines for 30 s where the overview's newest events are read at 80x24.
+        if self._gone:
+            if any(k in wanted and now - t < SHRINK_AFTER_S for k, t in self._gone.items()):
+                self._flapping_until = now + SHRINK_AFTER_S
+            self._gone = {k: t for k, t in self._gone.items() if k not in wanted and now - t < SHRINK_AFTER_S}
+        for key in leaving:
+            self._gone[key] = now
 
     def _unchanged(self, rows: Sequence[Row]) -> bool:
         # The very Rows shown last time, in the same order (cached row builders, panes/base.py):
@@ -474,7 +490,12 @@ class KeyedTable(DataTable[CellText]):
                 self._let_box_go()  # more rows than the kept box holds: it grows at once
                 return
             self._kept = replace(self._kept, since=self.clock())  # the wait starts over
-        elif after < before and self._auto_height() and not self._box_holds(before, after):
+        elif (
+            after < before
+            and self._auto_height()
+            and not self._box_holds(before, after)
+            and self.clock() < self._flapping_until
+        ):
             self._keep_box()
         bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
         self._scroll_update(self.virtual_size)  # scrollbars' visibility, sizes, the scroll offset
@@ -492,7 +513,8 @@ class KeyedTable(DataTable[CellText]):
     def _keep_box(self) -> None:
         # Rows that went away would shrink the table's box (and hide its scrollbar): the rows
         # below move up and the screen is laid out again. Under load a problem at its threshold
-        # comes and goes every few seconds (issue 10: 27 layouts in 2 minutes, 25-50 ms each).
+        # comes and goes every few seconds (issue 10: 27 layouts in 2 minutes, 25-50 ms each);
+        # only then (_note_comings_and_goings) is the box kept.
         # The box keeps its height (and its scrollbar) until the rows have been fewer for
         # SHRINK_AFTER_S, as a column keeps its width. More rows than it holds grow it at once,
         # unless it was already as tall as its pane allows (capped): they scroll in it, as before.
