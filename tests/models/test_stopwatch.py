@@ -344,3 +344,17 @@ def test_at_80_columns_the_silence_and_the_problems_each_keep_a_whole_line() -> 
 def stopwatch_silence(s: LeaderSilence, now: datetime, *, compact: bool = True) -> str:
     """The silence's banner words at ``now`` (compact: as at 80 columns)."""
     return silence_text(s, now, compact=compact)
+
+
+def test_at_80_columns_a_running_failover_leaves_its_problems_a_line_of_their_own() -> None:
+    # Read after `lab fault freeze` of the leader, its key lapsed and no leader yet:
+    # "⏱ failover node3 → … · no leader 17s · writes down 13s…  ⚠ HAProxy writer pool…".
+    tl = Timeline()
+    feed(tl, [*_crash(), writers(leader(_silent(19), None))])
+    running = tl.running_failover()
+    assert running is not None and running.new_leader is None and tl.leader_silence() is None
+    checks = tl.checks()
+    text = banner_text(checks, running, t(20), {}, names=("node1", "node2", "node3"), width=80).plain
+    first, second = text.split("\n")
+    assert first.strip() == "⏱ node1 → … · no leader 19s · writes down 17s…", text
+    assert second.strip().startswith("⚠") and not second.rstrip().endswith("…") and len(second) <= 80, text

@@ -4,7 +4,7 @@ unchanged)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from rich.style import Style
@@ -131,27 +131,46 @@ def banner_text(
     # Each second for the first minute, as the stopwatch beside it counts (a coarse "(10s)"
     # read for ten seconds beside "writes down 14s…").
     said = [f"⚠ {shown(a.check.text, 120)} ({age(a.lasted_s(now), exact=60)})" for a in checks]
+    beside = sum(len(c) + 1 for c in said)
     if silence is not None:
-        text = silence_text(silence, now, names=names)
-        beside = sum(len(c) + 1 for c in said)
-        if width is not None and len(text) + 2 + beside > width:
-            text = silence_text(silence, now, names=names, compact=True)
-            if said and len(text) + 2 + beside > width:
-                text += " \n"  # the problems on a line of their own, not cut after the stopwatch
-        t.append(f" {text} ", styles.get("crit"))
+        quiet = silence  # bound for the lambda: mypy's narrowing does not reach into it
+        text = _fit(
+            silence_text(quiet, now, names=names),
+            beside,
+            width,
+            lambda: silence_text(quiet, now, names=names, compact=True),
+        )
+        t.append(" " + text.replace("\n", " \n ") + " ", styles.get("crit"))
     elif failover is not None and (
         not failover.done or (failover.ended_at is not None and _since(failover.ended_at, now) < SHOW_DONE_S)
     ):
-        text = stopwatch_text(failover, now, names=names)
-        if width is not None and len(text) + 2 > width:
-            # At 80 columns the figures a failover test is run for were cut ("· lag…"): the
-            # compact words, on a second line when they still do not fit.
-            text = _two_lines(stopwatch_text(failover, now, names=names, compact=True), width - 2)
+        report = failover  # bound for the lambda, as above
+        text = _fit(
+            stopwatch_text(report, now, names=names),
+            beside,
+            width,
+            lambda: stopwatch_text(report, now, names=names, compact=True),
+        )
         t.append(" " + text.replace("\n", " \n ") + " ", styles.get("warn" if failover.done else "crit"))
     for active, words in zip(checks, said, strict=True):
         t.append(" ")
         t.append(words, styles.get("crit" if active.check.severity >= 2 else "warn"))
     return t
+
+
+def _fit(full: str, beside: int, width: int | None, compact: Callable[[], str]) -> str:
+    """A stopwatch's words for ``width`` with ``beside`` columns of problems after it."""
+    # At 80 columns the figures a failover test is run for were cut ("· lag…"), and the
+    # problems after them ("⚠ HAProxy writer pool…"): the compact words, then a second line,
+    # for the stopwatch's own figures or for the problems after it.
+    if width is None or len(full) + 2 + beside <= width:
+        return full
+    short = compact()
+    if len(short) + 2 > width:
+        return _two_lines(short, width - 2)
+    if beside and len(short) + 2 + beside > width:
+        return short + "\n"
+    return short
 
 
 def _two_lines(text: str, width: int) -> str:
