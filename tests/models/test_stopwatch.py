@@ -334,7 +334,7 @@ def test_at_80_columns_the_silence_and_the_problems_each_keep_a_whole_line() -> 
     )
     first, second = text.plain.split("\n")
     assert first.strip() == "⏱ leader node1 silent 13s · key lapses ≤17s · writes down 11s…"
-    assert len(second) <= 80 and not second.rstrip().endswith("…"), second
+    assert second.startswith(" ⚠") and len(second) <= 80 and not second.rstrip().endswith("…"), second
     # The problems count each second in their first minute, as the stopwatch beside them does.
     assert second.endswith("routes to no server (11s)"), second  # "(10s)" from 10 s to 19 s before
     wide = banner_text(checks, None, t(14), {}, width=200, silence=tl.leader_silence()).plain

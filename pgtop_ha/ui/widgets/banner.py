@@ -140,7 +140,7 @@ def banner_text(
             width,
             lambda: silence_text(quiet, now, names=names, compact=True),
         )
-        t.append(" " + text.replace("\n", " \n ") + " ", styles.get("crit"))
+        t.append(_padded(text), styles.get("crit"))
     elif failover is not None and (
         not failover.done or (failover.ended_at is not None and _since(failover.ended_at, now) < SHOW_DONE_S)
     ):
@@ -151,7 +151,7 @@ def banner_text(
             width,
             lambda: stopwatch_text(report, now, names=names, compact=True),
         )
-        t.append(" " + text.replace("\n", " \n ") + " ", styles.get("warn" if failover.done else "crit"))
+        t.append(_padded(text), styles.get("warn" if failover.done else "crit"))
     for active, words in zip(checks, said, strict=True):
         t.append(" ")
         t.append(words, styles.get("crit" if active.check.severity >= 2 else "warn"))
@@ -171,6 +171,13 @@ def _fit(full: str, beside: int, width: int | None, compact: Callable[[], str]) 
     if beside and len(short) + 2 + beside > width:
         return short + "\n"
     return short
+
+
+def _padded(text: str) -> str:
+    """The stopwatch's lines, a space either side; a line left to the problems starts bare."""
+    if text.endswith("\n"):
+        return " " + text[:-1] + " \n"  # the problems add their own space
+    return " " + text.replace("\n", " \n ") + " "
 
 
 def _two_lines(text: str, width: int) -> str:
