@@ -18,6 +18,9 @@ from pgtop_ha.models.events import Event, listed
 from pgtop_ha.models.health import Pools, human_bytes, member_state, node_state, permanent_slots
 from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
 
+# Patroni's word for a member whose PostgreSQL it stopped (`stop-patroni`, a shutdown): its key stays
+# listed until its ttl, and "replicas catching up…" waited for it after a failover had settled.
+STOPPED = frozenset({"stopped", "stopping"})
 GIVE_UP_S = 600.0  # a report still incomplete this long after the loss is closed as it is
 
 
@@ -294,6 +297,11 @@ class Stopwatch:
                 upd.update(replicas_streaming_at=at, replicas_streaming_s=_secs(r.lost_at, at))
                 since = _secs(r.lost_at, at)
                 text = f"all replicas stream from {new} {since:.1f} s after the loss (timeline {tl})"
+                stopped = sorted(
+                    m.name for m in snap.members if m.name != new and listed(m) and m.state in STOPPED
+                )
+                if stopped:
+                    text += f"; {', '.join(stopped)} stopped"
                 out.append((None, _event(at, text, 0, new)))
         r2 = r.model_copy(update=upd) if upd else r
         complete = (
@@ -347,8 +355,8 @@ class Stopwatch:
 
     def _streaming(self, snap: ClusterSnapshot, new: str, tl: int) -> bool:
         for m in snap.members:
-            if m.name == new or not listed(m):
-                continue  # a member gone from /cluster (its key expired) is no replica to wait for
+            if m.name == new or not listed(m) or m.state in STOPPED:
+                continue  # gone from /cluster (its key expired), or stopped: no replica to wait for
             n = snap.node(m.name)
             if n is None or node_state(n) != "fresh" or not n.in_recovery or n.timeline != tl:
                 return False

@@ -26,9 +26,17 @@ def _before(s: float) -> ClusterSnapshot:
 
 
 def _after(
-    s: float, *, node1_back: bool = False, node3_tl: int = 4, writer: tuple[str, ...] = ()
+    s: float,
+    *,
+    node1_back: bool = False,
+    node3_tl: int = 4,
+    writer: tuple[str, ...] = (),
+    node1_state: str = "running",
 ) -> ClusterSnapshot:
-    """node2 leads on timeline 4; node1 down unless back; the writer pool as given."""
+    """node2 leads on timeline 4; node1 down unless back; the writer pool as given.
+
+    node1's member key keeps the last state its Patroni wrote (a crash: "running") until it expires.
+    """
     snap = healthy(s, leader="node2")
     snap = node(snap, "node2", timeline=4, current_lsn=L + 4096)
     streaming = WalReceiver(status="streaming", received_tli=4)
@@ -39,7 +47,7 @@ def _after(
         snap = node(snap, "node1", timeline=4, wal_receiver=streaming)
     else:
         snap = rest_down(pg_down(snap, "node1"), "node1")
-        snap = member(snap, "node1", state="stopped")
+        snap = member(snap, "node1", state=node1_state)
     return writers(snap, *writer)
 
 
@@ -358,3 +366,22 @@ def test_at_80_columns_a_running_failover_leaves_its_problems_a_line_of_their_ow
     first, second = text.split("\n")
     assert first.strip() == "⏱ node1 → … · no leader 19s · writes down 17s…", text
     assert second.strip().startswith("⚠") and not second.rstrip().endswith("…") and len(second) <= 80, text
+
+
+def test_a_stopped_member_is_no_replica_to_wait_for() -> None:
+    # `lab fault stop-patroni` of the leader: its Patroni released the key at once, and its member
+    # key stayed listed ("stopped") for its ttl; the banner said "replicas catching up…" 20 s
+    # after node1 had streamed from the new leader.
+    stopped = [
+        _before(0),
+        writers(leader(pg_down(_before(1), "node1"), None), "node1"),
+        _after(3, node1_state="stopped"),
+        _after(5, node1_state="stopped", writer=("node2",)),
+    ]
+    tl = Timeline()
+    feed(tl, stopped)
+    (r,) = tl.failovers()
+    assert r.replicas_streaming_at == t(3) and r.done and r.ended_at == t(5)
+    assert only(
+        tl, "all replicas stream from node2 2.0 s after the loss (timeline 4); node1 stopped"
+    ).at == t(3)

@@ -65,6 +65,7 @@ class PaintedRow:
 # rates change width every second, and a column that followed them would move the table's
 # columns (and repaint all of it) each second.
 SHRINK_AFTER_S = 30.0
+FLAPS = 3  # comebacks within SHRINK_AFTER_S that make rows flapping (their box is kept)
 
 
 def cell_line(text: CellText, inner: int, padding: int, pre: Style, post: Style) -> list[Segment] | None:
@@ -122,7 +123,8 @@ class KeyedTable(DataTable[CellText]):
         self._narrow_since: dict[str, float] = {}  # column -> since when it is wider than needed
         self._kept: KeptBox | None = None  # a box kept at its height though its rows shrank
         self._gone: dict[str, float] = {}  # row key -> when it went away (for SHRINK_AFTER_S)
-        self._flapping_until = float("-inf")  # a row came back after going: keep the box till then
+        self._comebacks: list[float] = []  # when rows came back within SHRINK_AFTER_S of going
+        self._flapping_until = float("-inf")  # rows keep coming back: keep the box till then
         self._painted: dict[RowKey, PaintedRow] = {}  # body rows as last put together
         self._metas: dict[tuple[int, int], Style] = {}  # (row, column) -> the meta a click reads
         self._paint_style: Style | None = None  # the widget's style while render_lines runs
@@ -449,13 +451,16 @@ class KeyedTable(DataTable[CellText]):
         return written
 
     def _note_comings_and_goings(self, wanted: set[str], leaving: list[str], now: float) -> None:
-        # A row that comes back within SHRINK_AFTER_S of going away flaps (a problem at its
-        # threshold under load): from then on the box keeps its height when rows go. Rows that
-        # go once (problems resolved after a failover) shrink it at once: kept, they left blank
-        # lines for 30 s where the overview's newest events are read at 80x24.
+        # Rows that keep coming back within SHRINK_AFTER_S of going (FLAPS times: a problem at its
+        # threshold under load) flap: from then on the box keeps its height when rows go. Rows
+        # that go for good, or come back once or twice while a failover settles, shrink it at
+        # once: kept, they left blank lines for 30 s where the newest events are read at 80x24.
         if self._gone:
-            if any(k in wanted and now - t < SHRINK_AFTER_S for k, t in self._gone.items()):
-                self._flapping_until = now + SHRINK_AFTER_S
+            back = sum(1 for k, t in self._gone.items() if k in wanted and now - t < SHRINK_AFTER_S)
+            if back:
+                self._comebacks = [t for t in self._comebacks if now - t < SHRINK_AFTER_S] + [now] * back
+                if len(self._comebacks) >= FLAPS:
+                    self._flapping_until = now + SHRINK_AFTER_S
             self._gone = {k: t for k, t in self._gone.items() if k not in wanted and now - t < SHRINK_AFTER_S}
         for key in leaving:
             self._gone[key] = now
