@@ -8,6 +8,7 @@ import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from math import isfinite
 from typing import Literal
 
 from pgtop_ha.models.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
@@ -456,6 +457,18 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
         lv = lag_level(t, r.replay_lag_bytes, r.replay_lag_s)
         if lv > Level.OK:
             yield Problem(lv, n.name, f"standby {r.application_name} replay lag")
+    # Sessions queued behind a lock (an ALTER TABLE behind a long transaction stops every query
+    # of the table): read every cycle from pg_stat_activity, so the overview says it while the
+    # Locks pane is not on screen. Graded by the longest waiting query's run time (an upper
+    # bound of its wait: PostgreSQL gives a wait's start only in pg_locks).
+    waits = [p.lock_query_s for p in n.processes if p.lock_query_s is not None and isfinite(p.lock_query_s)]
+    if waits:
+        longest = max(waits)
+        lv = t.lock_wait_s.grade(longest)
+        if lv > Level.OK:
+            who = "1 session waits" if len(waits) == 1 else f"{len(waits)} sessions wait"
+            text = f"{who} on a lock, longest query {int(longest)}s (l: Locks)"
+            yield Problem(lv, n.name, text, key="lock waits")
 
 
 def _names(snapshot: ClusterSnapshot) -> list[str]:

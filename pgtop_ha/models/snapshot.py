@@ -271,6 +271,7 @@ class Process(Bounded):
     wait_event: str | None = None
     backend_start: datetime | None = None
     query: str | None = None
+    lock_query_s: float | None = None  # waiting on a heavyweight lock: how long its query has run
     pss_bytes: int | None = None
     uss_bytes: int | None = None
     rss_bytes: int | None = None

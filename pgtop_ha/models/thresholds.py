@@ -80,6 +80,9 @@ class Thresholds(Frozen):
     slot_retained_bytes: Band = Field(Band(warn=GiB, crit=8 * GiB), description="Slot retained WAL.")
     archive_ready: Band = Field(Band(warn=10, crit=100), description="Queued .ready files.")
     stale_s: Band = Field(Band(warn=5.0, crit=15.0), description="Seconds without fresh data.")
+    lock_wait_s: Band = Field(
+        Band(warn=10.0, crit=60.0), description="Seconds the query of a session waiting on a lock has run."
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -9,6 +9,7 @@ import pytest
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
+from pgtop_ha.models.health import cluster_problems
 from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
 from pgtop_ha.models.waits import kind
@@ -64,6 +65,34 @@ async def test_locks_are_not_read_while_nobody_looks(lab: Lab, lab_settings: Set
     try:
         snap = await until_seen(poller, lambda s: all(n.reachable for n in s.nodes), 30, "every node")
         assert all(n.locks == () and n.lock_counts == () for n in snap.nodes)
+    finally:
+        await poller.aclose()
+
+
+async def test_sessions_queued_behind_a_lock_are_read_while_nobody_looks_at_locks(
+    lab: Lab, lab_settings: Settings
+) -> None:
+    # The overview at 80x24 said nothing through `lab fault lock`: the Locks pane was off screen.
+    poller = Poller.from_settings(lab_settings)
+    poller.set_needs(frozenset())
+    quiet = Lab(lab.layout, out=io.StringIO())
+    try:
+        with running(lambda: faults.lock(quiet, seconds=30, waiters=2), 90):
+
+            def queued(snap: ClusterSnapshot) -> bool:
+                problems = cluster_problems(
+                    snap, lab_settings.thresholds, lab_settings.haproxy.pools(), snap.taken_at
+                )
+                return any(p.key == "lock waits" and p.node == lab.leader() for p in problems)
+
+            snap = await until_seen(poller, queued, 45, "the queued sessions' problem line")
+            node = _leader_node(lab, snap)
+            assert node is not None and node.locks == ()  # the Locks pane's read stayed off
+            waits = sorted(p.lock_query_s for p in node.processes if p.lock_query_s is not None)
+            assert len(waits) == 2 and waits[-1] >= lab_settings.thresholds.lock_wait_s.warn
+            # Only the queued sessions carry it: the holder and every other process read NULL.
+            holder = [p for p in node.processes if p.application_name == "lab-fault-lock-holder"]
+            assert holder and all(p.lock_query_s is None for p in holder)
     finally:
         await poller.aclose()
 

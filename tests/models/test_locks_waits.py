@@ -11,9 +11,12 @@ from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.pgquery import Capabilities
 from pgtop_ha.collect.postgres import parse_document
 from pgtop_ha.models.derive import shared_memory_on_hugepages
+from pgtop_ha.models.health import Pools, cluster_problems
 from pgtop_ha.models.locks import blocking_trees
 from pgtop_ha.models.snapshot import HugePages, LockProcess, Process
+from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.models.waits import kind, wait_counts, waiting
+from tests.models.builders import healthy, node
 
 FIXTURES = Path(__file__).parent.parent / "collect" / "fixtures"
 
@@ -111,3 +114,38 @@ def test_a_bad_locks_part_is_one_parse_error() -> None:
 )
 def test_shared_memory_on_hugepages(huge: HugePages | None, expected: bool | None) -> None:
     assert shared_memory_on_hugepages(huge) is expected
+
+
+def _queued(*query_s: float | None) -> list[Process]:
+    waiting = [
+        Process(pid=900 + i, wait_event_type="Lock", wait_event="relation", lock_query_s=s)
+        for i, s in enumerate(query_s)
+    ]
+    return [Process(pid=10, state="active"), *waiting]
+
+
+@pytest.mark.parametrize(
+    ("query_s", "level", "text"),
+    [
+        ((3.0, 8.0), None, None),  # queued a few seconds: the Locks pane's business, not a problem
+        ((12.5,), Level.WARN, "1 session waits on a lock, longest query 12s (l: Locks)"),
+        ((4.0, 75.0, float("nan")), Level.CRIT, "2 sessions wait on a lock, longest query 75s (l: Locks)"),
+    ],
+)
+def test_sessions_queued_behind_a_lock_are_a_problem_on_every_screen(
+    query_s: tuple[float, ...], level: Level | None, text: str | None
+) -> None:
+    # `lab fault lock` (an AccessExclusiveLock held, two sessions queued behind it for 40 s): the
+    # overview at 80x24 said nothing, its Locks pane being off screen.
+    snap = healthy()
+    snap = node(snap, "node1", processes=tuple(_queued(*query_s)))
+    found = [
+        p
+        for p in cluster_problems(snap, Thresholds(), Pools(("pg_writer",), ("pg_reader",)), snap.taken_at)
+        if p.key == "lock waits"
+    ]
+    if level is None:
+        assert found == []
+    else:
+        (problem,) = found
+        assert (problem.level, problem.node, problem.text) == (level, "node1", text)
