@@ -250,10 +250,9 @@ async def test_rows_that_come_and_go_in_a_full_box_do_not_lay_the_screen_out(
         assert table.vertical_scrollbar.window_virtual_size == 10  # the thumb follows the rows
         assert table.visible_texts()[8] == ["row 8", "123456789"]
         assert "123456789" in table.render_line(1).text
-        table.apply(many(10, "123456789"))  # rows that went come back, again and again: they flap
-        await pilot.pause()
-        table.apply(many(12, "123456789"))
-        await pilot.pause()
+        for n in (10, 9, 12, 9, 12):  # rows that went come back, again and again: they flap
+            table.apply(many(n, "123456789"))
+            await pilot.pause()
         table.apply(many(3))  # now the rows fit, but the box and its scrollbar stay a while
         await pilot.pause()
         assert layouts == [] and table.region == box and table.show_vertical_scrollbar
@@ -335,6 +334,30 @@ async def test_rows_that_go_once_shrink_the_box_at_once(monkeypatch: pytest.Monk
         table.apply(many(2))
         await pilot.pause()
         assert table.region.height == 3
+
+
+async def test_rows_that_churn_keep_the_box_though_no_row_comes_back() -> None:
+    # Under load the Memory pane's processes start and end (new pids each time): no row comes
+    # back, but the rows are fewer then more again, and each shrink laid the screen out.
+    app = PaneApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(KeyedTable)
+        now = [1000.0]
+        table.clock = lambda: now[0]
+
+        def pids(first: int, n: int) -> list[Row]:
+            return [
+                Row(key=f"pid{first + i}", cells={"name": Cell(f"pid {first + i}"), "total": Cell("1")})
+                for i in range(n)
+            ]
+
+        first = 0
+        for n in (4, 2) + (3, 2) * keyed_table.FLAPS:
+            first += 10  # every process new
+            table.apply(pids(first, n))
+            await pilot.pause()
+            now[0] += 1
+        assert table.region.height == 4  # kept at three rows' height: they flap
 
 
 async def test_rows_are_marked_for_repaint_where_datatable_would_mark_them() -> None:

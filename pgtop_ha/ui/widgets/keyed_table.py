@@ -65,7 +65,7 @@ class PaintedRow:
 # rates change width every second, and a column that followed them would move the table's
 # columns (and repaint all of it) each second.
 SHRINK_AFTER_S = 30.0
-FLAPS = 3  # comebacks within SHRINK_AFTER_S that make rows flapping (their box is kept)
+FLAPS = 3  # rows fewer then more again, this often within SHRINK_AFTER_S: they flap (the box is kept)
 
 
 def cell_line(text: CellText, inner: int, padding: int, pre: Style, post: Style) -> list[Segment] | None:
@@ -122,8 +122,8 @@ class KeyedTable(DataTable[CellText]):
         self.clock: Callable[[], float] = time.monotonic  # when a column may narrow (tests set it)
         self._narrow_since: dict[str, float] = {}  # column -> since when it is wider than needed
         self._kept: KeptBox | None = None  # a box kept at its height though its rows shrank
-        self._gone: dict[str, float] = {}  # row key -> when it went away (for SHRINK_AFTER_S)
-        self._comebacks: list[float] = []  # when rows came back within SHRINK_AFTER_S of going
+        self._shrunk_at = float("-inf")  # when the rows last became fewer
+        self._comebacks: list[float] = []  # when they became more again within SHRINK_AFTER_S
         self._flapping_until = float("-inf")  # rows keep coming back: keep the box till then
         self._painted: dict[RowKey, PaintedRow] = {}  # body rows as last put together
         self._metas: dict[tuple[int, int], Style] = {}  # (row, column) -> the meta a click reads
@@ -390,9 +390,8 @@ class KeyedTable(DataTable[CellText]):
         narrowed: set[str] = set()  # columns whose widest value went away: they may shrink
         laying_out = self._layout_required
         now = self.clock()
-        leaving = [k for k in self._shown if k not in wanted]
-        self._note_comings_and_goings(wanted, leaving, now)
-        for key in leaving:
+        self._note_comings_and_goings(len(self._shown), len(rows), now)
+        for key in [k for k in self._shown if k not in wanted]:
             narrowed |= self._widest_in(key)
             with contextlib.suppress(RowDoesNotExist):
                 self.remove_row(key)
@@ -450,20 +449,19 @@ class KeyedTable(DataTable[CellText]):
         self.touched += written
         return written
 
-    def _note_comings_and_goings(self, wanted: set[str], leaving: list[str], now: float) -> None:
-        # Rows that keep coming back within SHRINK_AFTER_S of going (FLAPS times: a problem at its
-        # threshold under load) flap: from then on the box keeps its height when rows go. Rows
-        # that go for good, or come back once or twice while a failover settles, shrink it at
-        # once: kept, they left blank lines for 30 s where the newest events are read at 80x24.
-        if self._gone:
-            back = sum(1 for k, t in self._gone.items() if k in wanted and now - t < SHRINK_AFTER_S)
-            if back:
-                self._comebacks = [t for t in self._comebacks if now - t < SHRINK_AFTER_S] + [now] * back
-                if len(self._comebacks) >= FLAPS:
-                    self._flapping_until = now + SHRINK_AFTER_S
-            self._gone = {k: t for k, t in self._gone.items() if k not in wanted and now - t < SHRINK_AFTER_S}
-        for key in leaving:
-            self._gone[key] = now
+    def _note_comings_and_goings(self, before: int, after: int, now: float) -> None:
+        # Rows that keep coming back within SHRINK_AFTER_S of going (FLAPS times: a problem at
+        # its threshold, processes starting and ending under load) flap: from then on the box
+        # keeps its height when rows go. Rows that go for good, or come back once or twice while
+        # a failover settles, shrink it at once: kept, they left blank lines for 30 s where the
+        # newest events are read at 80x24.
+        if after < before:
+            self._shrunk_at = now
+        elif after > before and now - self._shrunk_at < SHRINK_AFTER_S:
+            self._shrunk_at = float("-inf")  # one comeback per going
+            self._comebacks = [t for t in self._comebacks if now - t < SHRINK_AFTER_S] + [now]
+            if len(self._comebacks) >= FLAPS:
+                self._flapping_until = now + SHRINK_AFTER_S
 
     def _unchanged(self, rows: Sequence[Row]) -> bool:
         # The very Rows shown last time, in the same order (cached row builders, panes/base.py):
