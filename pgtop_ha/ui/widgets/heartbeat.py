@@ -25,8 +25,8 @@ def node_freshness(
 
     CRIT as soon as either source's last read failed, however recent its last answer, aged from
     the last answer of what failed: the row below says "REST+PG 4s" in CRIT then, and a header
-    still saying ✔ contradicted it. At least
-    WARN while a read is slow (its last answer kept), as the row's "▲ REST+PG slow 2s" is.
+    still saying ✔ contradicted it. At least WARN while a read is slow (its last answer kept),
+    as the row's "▲ REST+PG slow 2s" is.
     """
     stamps = []
     m, n = snapshot.member(name), snapshot.node(name)
