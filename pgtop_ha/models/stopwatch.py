@@ -16,7 +16,7 @@ from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.checks import writes_ok
 from pgtop_ha.models.events import Event, listed
 from pgtop_ha.models.health import Pools, human_bytes, member_state, node_state, permanent_slots
-from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
+from pgtop_ha.models.snapshot import ClusterSnapshot, Member, Probe
 
 # Patroni's word for a member whose PostgreSQL it stopped (`stop-patroni`, a shutdown): its key stays
 # listed until its ttl, and "replicas catching up…" waited for it after a failover had settled.
@@ -69,6 +69,11 @@ class LeaderSilence(Frozen):
     ttl_s: int | None = None
     paused: bool = False  # maintenance mode: Patroni fails nothing over
     writes_down_since: datetime | None = None  # HAProxy routes writes to no leader since then
+
+
+def _stopped(m: Member) -> bool:
+    """Listed by /cluster as a member whose PostgreSQL Patroni stopped: no replica to wait for."""
+    return listed(m) and m.state in STOPPED
 
 
 def _secs(a: datetime, b: datetime) -> float:
@@ -297,9 +302,7 @@ class Stopwatch:
                 upd.update(replicas_streaming_at=at, replicas_streaming_s=_secs(r.lost_at, at))
                 since = _secs(r.lost_at, at)
                 text = f"all replicas stream from {new} {since:.1f} s after the loss (timeline {tl})"
-                stopped = sorted(
-                    m.name for m in snap.members if m.name != new and listed(m) and m.state in STOPPED
-                )
+                stopped = sorted(m.name for m in snap.members if m.name != new and _stopped(m))
                 if stopped:
                     text += f"; {', '.join(stopped)} stopped"
                 out.append((None, _event(at, text, 0, new)))
@@ -355,7 +358,7 @@ class Stopwatch:
 
     def _streaming(self, snap: ClusterSnapshot, new: str, tl: int) -> bool:
         for m in snap.members:
-            if m.name == new or not listed(m) or m.state in STOPPED:
+            if m.name == new or not listed(m) or _stopped(m):
                 continue  # gone from /cluster (its key expired), or stopped: no replica to wait for
             n = snap.node(m.name)
             if n is None or node_state(n) != "fresh" or not n.in_recovery or n.timeline != tl:

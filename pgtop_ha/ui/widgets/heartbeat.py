@@ -36,16 +36,15 @@ def node_freshness(
         stamps.append(n.last_ok_at)
     if not stamps or any(s is None for s in stamps):
         return Level.CRIT, None
-    oldest = min(s for s in stamps if s is not None)
-    since = age_s(now, oldest)
-    states = {member_state(m) if m is not None else None, node_state(n) if n is not None else None}
-    if "unreachable" in states:
+    down, last = unreachable(m, n)
+    if down:
         # The age of what stopped answering, as its row says it: the /patroni read on its calm
         # cadence made a PostgreSQL down for 0 s read "✖5s", then "✖3s" on the next read.
-        _, last = unreachable(m, n)
-        return Level.CRIT, age_s(now, last) if last is not None else since
+        return Level.CRIT, age_s(now, last)
+    since = age_s(now, min(s for s in stamps if s is not None))
     level = stale_level(t, since)
-    return (max(level, Level.WARN) if "slow" in states else level), since
+    slow = (m is not None and member_state(m) == "slow") or (n is not None and node_state(n) == "slow")
+    return (max(level, Level.WARN) if slow else level), since
 
 
 def heartbeat_text(
