@@ -13,7 +13,9 @@ per size and the ratio console / reference. Example:
 `--baseline-tree DIR` runs a second console from a copy of an older tree in the same windows
 (before/after under the same load). `--load` runs `pgtop-ha lab fault load` (pgbench through the
 writer port) for the whole benchmark. `--floor` also runs, in the same windows, the floor of the
-prescribed stack (bench/floor.py): its reads alone, its screen alone, and both in one process.
+prescribed stack (bench/floor.py): its reads alone, its screen alone, both in one process (a line
+drawn each second, or once a minute as a calm console's header), the stock table; `--floor
+poll,calm` runs only those.
 pg_activity is looked for at --pg-activity (install it into its own venv, e.g.
 `python3 -m venv /tmp/pga-venv && /tmp/pga-venv/bin/pip install 'pg_activity[psycopg]==3.6.2'`;
 it is not a dependency of pgtop-ha).
@@ -150,11 +152,20 @@ def tree_command(tree: Path | None, *args: str) -> list[str]:
     return [*env, sys.executable, "-P", "-m", "pgtop_ha", *args]
 
 
-FLOORS = ("poll", "screen", "both", "shown")
+FLOORS = ("poll", "screen", "both", "calm", "shown")
+
+
+def floors(args: argparse.Namespace) -> list[str]:
+    """The floors asked for by ``--floor`` (all when it names none)."""
+    asked = [what for what in str(args.floor or "").split(",") if what]
+    unknown = sorted(set(asked) - set(FLOORS))
+    if unknown:
+        raise SystemExit(f"--floor: unknown floor {', '.join(unknown)}; choose from {', '.join(FLOORS)}")
+    return asked
 
 
 def floor_command(args: argparse.Namespace, what: str) -> list[str]:
-    """bench/floor.py's command line: the prescribed stack's floor (``poll``, ``screen`` or ``both``)."""
+    """bench/floor.py's command line: one of the prescribed stack's floors (``FLOORS``)."""
     script = str(Path(__file__).resolve().with_name("floor.py"))
     return [
         sys.executable,
@@ -255,7 +266,7 @@ def measure(args: argparse.Namespace, lab: LabInfo | None, size: str, index: int
     if args.baseline_tree is not None:
         tools["baseline"] = console_command(args, args.baseline_tree)
     if args.floor:
-        for what in FLOORS:
+        for what in floors(args):
             tools[f"floor {what}"] = floor_command(args, what)
     if lab is not None:
         ref = reference_command(args, lab)
@@ -328,7 +339,12 @@ def main() -> int:
         type=Path,
         help="a copy of an older source tree: its console runs in the same windows (before/after)",
     )
-    p.add_argument("--floor", action="store_true", help="also run the stack's floor (bench/floor.py)")
+    p.add_argument(
+        "--floor",
+        nargs="?",
+        const=",".join(FLOORS),
+        help=f"also run the stack's floor (bench/floor.py): all, or some of {','.join(FLOORS)}",
+    )
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -381,7 +397,7 @@ def main() -> int:
     if args.floor:
         print("\n| size | floor | CPU s/min (runs) | RSS MB |\n|---|---|---|---|")
         for size in sizes:
-            for what in FLOORS:
+            for what in floors(args):
                 cpu = [r[f"floor {what}"].cpu_s_per_min for r in results[size]]
                 rss = max(r[f"floor {what}"].rss_mb for r in results[size])
                 cell = f"**{statistics.median(cpu):.2f}** ({', '.join(f'{x:.2f}' for x in cpu)})"

@@ -13,6 +13,9 @@ console can be read against what no console of this stack can go below:
 - ``screen``: a Textual app in the terminal whose one header line changes each second (the
   console's heartbeat), below it a table of 12 rows that never change.
 - ``both``: the two in one process, the header line counting what was read.
+- ``calm``: the reads and the screen in one process, the header line changing once a minute
+  (``HH:MM``), as a calm console's header does: the reads each second reach the app and change
+  nothing on screen. The floor of a calm 80x24 overview, which draws no frame in most seconds.
 - ``shown``: the reads, and what they returned in Textual's stock DataTable: a row per member,
   HAProxy server, walsender, slot and process (its first values), a cell written
   (``update_cell``) only when its text changed. Not a floor but the stack's stock way of showing
@@ -35,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
 
-WHAT = ("poll", "screen", "both", "shown")
+WHAT = ("poll", "screen", "both", "calm", "shown")
 WIDTH = 7  # cells of a ``shown`` row: where it came from, what it is, its first five values
 Cells = tuple[str, ...]
 
@@ -140,7 +143,7 @@ class Reads:
             await asyncio.sleep(interval - (time.monotonic() - began) % interval)
 
 
-def screen_app(reads: Reads | None, interval: float, shown: bool = False) -> Any:
+def screen_app(reads: Reads | None, interval: float, shown: bool = False, calm: bool = False) -> Any:
     """The app of ``screen``, ``both`` and ``shown``: a line that changes each second, a table."""
     from textual.app import App, ComposeResult
     from textual.widgets import DataTable, Static
@@ -179,6 +182,13 @@ def screen_app(reads: Reads | None, interval: float, shown: bool = False) -> Any
                 self.shown[key] = cells
 
         def tick(self) -> None:
+            if calm:
+                # A calm console's header: the minute, written only when it changes.
+                text = time.strftime("%H:%M")
+                if text != getattr(self, "last", None):
+                    self.last = text
+                    self.query_one("#header", Static).update(text)
+                return
             read = f"{reads.cycles} cycles, {reads.bytes} bytes" if reads is not None else ""
             self.query_one("#header", Static).update(f"{time.strftime('%H:%M:%S')}  {read}")
 
@@ -199,9 +209,10 @@ def main() -> int:
     else:
         runtime.run_app(
             screen_app(
-                Reads(args.config) if args.what in ("both", "shown") else None,
+                Reads(args.config) if args.what in ("both", "calm", "shown") else None,
                 args.interval,
-                args.what == "shown",
+                shown=args.what == "shown",
+                calm=args.what == "calm",
             )
         )
     return 0
