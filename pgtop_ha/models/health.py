@@ -499,18 +499,27 @@ def slot_level(t: Thresholds, slot: Slot) -> Level:
 
 
 def worst_slot(snapshot: ClusterSnapshot, t: Thresholds) -> tuple[str, Slot, Level] | None:
-    """(node, slot, level) of the worst slot on any reachable node: graded, then wal_status, then retained."""
+    """(node, slot, level) of the worst slot on any reachable node: graded, wal_status, retained, the primary's."""
     # Patroni keeps copies of a permanent slot on each member, often with the same retained
-    # bytes: the leader's "extended" (past max_wal_size) lost to a standby's "reserved" by name.
+    # bytes: the leader's "extended" (past max_wal_size) lost to a standby's "reserved" by name,
+    # and on a full tie the overview named a replica's copy ("lab_sub on node3") where the slot
+    # its consumer reads is the primary's.
     found = [
-        (slot_level(t, s), wal_status_rank(s.wal_status), s.retained_bytes or 0, n.name, s)
+        (
+            slot_level(t, s),
+            wal_status_rank(s.wal_status),
+            s.retained_bytes or 0,
+            _pg_primary(n) is True,
+            n.name,
+            s,
+        )
         for n in snapshot.nodes
         if n.reachable
         for s in n.slots
     ]
     if not found:
         return None
-    level, _, _, node, slot = max(found, key=lambda f: (*f[:4], f[4].slot_name))
+    level, _, _, _, node, slot = max(found, key=lambda f: (*f[:5], f[5].slot_name))
     return node, slot, level
 
 

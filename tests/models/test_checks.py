@@ -160,6 +160,22 @@ def test_the_worst_slot_is_the_one_nearest_to_losing_wal_when_bytes_tie() -> Non
     assert found is not None and found[0] == "node2"
 
 
+def test_the_worst_slot_on_a_full_tie_is_the_primarys_not_a_copys() -> None:
+    # Read on the lab: the permanent slot's copies retained 337 MiB, reserved, on every member,
+    # and the overview said "lab_sub on node3" (the last name) of a replica's copy.
+    snap = healthy()
+    leader = next(n.name for n in snap.nodes if n.in_recovery is False)
+    n = snap.node(leader)
+    assert n is not None and leader != max(x.name for x in snap.nodes)
+    same = tuple(
+        s.model_copy(update={"retained_bytes": 337 * 2**20, "wal_status": "reserved"}) for s in n.slots
+    )
+    for name in [x.name for x in snap.nodes]:
+        snap = node(snap, name, slots=same)
+    found = worst_slot(snap, fx.settings().thresholds)
+    assert found is not None and found[0] == leader
+
+
 def test_a_standby_without_wal_receiver_is_on_patronis_timeline_not_its_last_restartpoints() -> None:
     # Read after a switchover then a crash of the new leader: node1, a replica on timeline 5 for
     # minutes, lost its WAL receiver; its last restartpoint was still on 4, and the overview read

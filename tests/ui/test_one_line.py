@@ -271,3 +271,41 @@ def test_a_node_that_stopped_answering_is_aged_from_what_stopped() -> None:
     down = snap.model_copy(update={"members": members, "nodes": nodes})
     assert node_freshness(down, "node1", snap.taken_at, Thresholds()) == (Level.CRIT, 1.0)
     assert "node1 ✖ 1s" in _header(down, snap.taken_at, None)
+
+
+def _calm_reads(snap: ClusterSnapshot, rest_age_s: float, slow: str | None = None) -> ClusterSnapshot:
+    """Each /patroni read ``rest_age_s`` before the snapshot (calm cadence); ``slow``'s PG waited on."""
+    read_at = snap.taken_at - timedelta(seconds=rest_age_s)
+    members = tuple(m.model_copy(update={"last_ok_at": read_at}) for m in snap.members)
+    nodes = tuple(
+        n.model_copy(update={"slow_s": 1.5, "last_ok_at": snap.taken_at - timedelta(seconds=1.5)})
+        if n.name == slow
+        else n
+        for n in snap.nodes
+    )
+    return snap.model_copy(update={"members": members, "nodes": nodes})
+
+
+def test_healthy_nodes_stay_fresh_while_a_cycle_waits_for_a_frozen_one() -> None:
+    # Two seconds into `lab fault freeze node1` the header read "node1 ▲5s node2 ▲5s node3 ▲5s":
+    # the cycle waited its budget for node1, and the others' /patroni, read every 5 s while calm,
+    # had passed stale_s.warn (5 s) by the time the header ticked.
+    snap = _calm_reads(fx.healthy(), 4.5, slow="node1")
+    now = snap.taken_at + timedelta(seconds=1.5)
+    assert node_freshness(snap, "node2", now, Thresholds()) == (Level.OK, 6.0)
+    text = _header(snap, now, 200)
+    assert "node2 ✔" in text and "node3 ✔" in text and "node1 ▲" in text
+    assert "no data" not in text
+
+
+def test_every_node_ages_once_the_snapshots_stop() -> None:
+    # The poll itself stopped (no snapshot for three cycles and stale_s.warn): what is shown
+    # grows old, node by node, and the header says for how long.
+    snap = _calm_reads(fx.healthy(), 1.0)
+    now = snap.taken_at + timedelta(seconds=7)
+    text = _header(snap, now, 200)
+    assert "(no data for 7s)" in text
+    assert "node2 ▲ 8s" in text, text
+    assert node_freshness(snap, "node2", now, Thresholds(), stalled=True) == (Level.WARN, 8.0)
+    later = snap.taken_at + timedelta(seconds=20)
+    assert "node2 ✖ 20s" in _header(snap, later, 200)  # CRIT past stale_s.crit (ages in coarse steps)

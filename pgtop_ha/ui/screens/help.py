@@ -28,7 +28,8 @@ KEYS = """\
   q        quit
 
 States are words and symbols as well as colours: ✔ OK, ▲ WARN, ✖ CRIT.
-Header: a node is ✔ when read within the stale threshold (5 s by default).
+Header: a node is ✔ when its last reads answered, ▲ while one is slow, ✖ once
+one failed; with no snapshot for the stale threshold (5 s) "(no data for …)".
 While every node is ✔ and the polls are calm, "last" gives the minute
 (last 03:04); the seconds come back with a stale or failed read, a pause
 or the fast cadence (last 03:04:19), and stay 30 s after the last event.

@@ -19,14 +19,15 @@ from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, shown
 
 
 def node_freshness(
-    snapshot: ClusterSnapshot, name: str, now: datetime, t: Thresholds
+    snapshot: ClusterSnapshot, name: str, now: datetime, t: Thresholds, *, stalled: bool = False
 ) -> tuple[Level, float | None]:
-    """How stale a node's data is: the older of its Patroni and PostgreSQL last successes.
+    """How a node answers, and how old its data is: the older of its Patroni and PostgreSQL last successes.
 
     CRIT as soon as either source's last read failed, however recent its last answer, aged from
     the last answer of what failed: the row below says "REST+PG 4s" in CRIT then, and a header
     still saying ✔ contradicted it. At least WARN while a read is slow (its last answer kept),
-    as the row's "▲ REST+PG slow 2s" is.
+    as the row's "▲ REST+PG slow 2s" is. A source that answered its last read is fresh while
+    snapshots come; once they stop (``stalled``), its data is graded by its age (``stale_s``).
     """
     stamps = []
     m, n = snapshot.member(name), snapshot.node(name)
@@ -42,9 +43,18 @@ def node_freshness(
         # cadence made a PostgreSQL down for 0 s read "✖5s", then "✖3s" on the next read.
         return Level.CRIT, age_s(now, last)
     since = age_s(now, min(s for s in stamps if s is not None))
-    level = stale_level(t, since)
+    # A member's own /patroni is read every patroni.calm_interval (5 s) while calm, as old by
+    # design as stale_s.warn: a cycle that waited its budget for a frozen node1 made the header
+    # read "node1 ▲5s node2 ▲5s node3 ▲5s" for a second, every healthy node a warning.
+    level = stale_level(t, since) if stalled else Level.OK
     slow = (m is not None and member_state(m) == "slow") or (n is not None and node_state(n) == "slow")
     return (max(level, Level.WARN) if slow else level), since
+
+
+def _stalled_after(interval: float, t: Thresholds) -> float:
+    # A cycle waits at most its budget for a slow source, so a snapshot comes each interval;
+    # three missed, and at least stale_s.warn, is a poll that stopped.
+    return max(3 * interval, t.stale_s.warn)
 
 
 def heartbeat_text(
@@ -74,8 +84,12 @@ def heartbeat_text(
     # it was cut to "every 0.25s (…"; its shortest form is kept room for, as the nodes are.
     fast_forms = _fast_forms(cadence, interval) if cadence is not None and cadence < interval - 1e-9 else ()
     reserve = len(fast_forms[-1]) if fast_forms else 0
+    # No snapshot for longer than a few cycles: the poll itself stopped ("no data for" below).
+    stalled = snapshot is not None and (age_s(now, snapshot.taken_at) or 0.0) > _stalled_after(
+        interval, thresholds
+    )
     marks = (
-        [(n, *node_freshness(snapshot, n, now, thresholds)) for n in member_names(snapshot)]
+        [(n, *node_freshness(snapshot, n, now, thresholds, stalled=stalled)) for n in member_names(snapshot)]
         if snapshot is not None
         else []
     )
@@ -113,9 +127,8 @@ def heartbeat_text(
         else:
             when = snapshot.taken_at.astimezone()  # local time: what the DBA's watch says
             t.append(f"  last {when:%H:%M}" if steady else f"  last {when:%H:%M:%S}")
-            late = age_s(now, snapshot.taken_at) or 0.0
-            if late > max(3 * interval, thresholds.stale_s.warn):
-                t.append(f" (no data for {age(late)})", styles.get("crit"))
+            if stalled:
+                t.append(f" (no data for {age(age_s(now, snapshot.taken_at))})", styles.get("crit"))
         return t
 
     t = lead(_Fit())
