@@ -342,6 +342,11 @@ def test_overview_archiver_after_a_crash_says_since_when_not_never() -> None:
         line(done.model_copy(update={"stats_reset": NOW - timedelta(hours=2)}))
         == "0 ready, last archived 10s ago"
     )
+    failing = done.model_copy(
+        update={"failed_count": 1, "ready_count": 4, "last_failed_time": NOW - timedelta(seconds=1)}
+    )
+    assert line(failing) == "4 ready, last archived 10s ago, FAILING (1 failure)"  # read "(1 failures)"
+    assert line(failing.model_copy(update={"failed_count": 16})).endswith("FAILING (16 failures)")
 
 
 def test_overview_archiver_unknown_says_why_instead_of_vanishing() -> None:

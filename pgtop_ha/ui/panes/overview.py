@@ -244,7 +244,7 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row:
         done = "nothing archived yet"
     text = f"{count(a.ready_count)} ready, {done}"
     if archive_failing(a):
-        text += f", FAILING ({count(a.failed_count)} failures)"
+        text += f", FAILING ({count(a.failed_count)} {'failure' if a.failed_count == 1 else 'failures'})"
     return same_row("archiver", {"what": cell("Archiver"), "now": cell(text, level)}, node.name)
 
 
