@@ -729,6 +729,14 @@ def test_overview_says_one_change_on_every_member_once() -> None:
     again = evs[0].model_copy(update={"id": 52})
     for apart in ([evs[0], later], [evs[0], other], [evs[0], again]):
         assert len(overview.event_rows(fx.healthy(), ctx(events=apart))) == 2
+    # Each Patroni applies /config in its own loop: read live, 10:13:38, 10:13:38 and 10:13:39
+    # were three lines. Within a loop_wait it is one, at the first member's time.
+    spread = [evs[0], evs[1], later]
+    rows = overview.event_rows(fx.healthy(), ctx(events=spread))
+    assert [(r.cells["node"].text, r.cells["text"].text) for r in rows] == [("all", "pending restart")]
+    assert rows[0].cells["time"].text == events.event_row(evs[0]).cells["time"].text
+    beyond = later.model_copy(update={"at": at + timedelta(seconds=overview.MERGE_WITHIN_S + 1)})
+    assert len(overview.event_rows(fx.healthy(), ctx(events=[evs[0], evs[1], beyond]))) == 3
 
 
 def test_overview_event_texts_are_cut_for_the_widest_member_not_the_widest_shown() -> None:

@@ -251,6 +251,13 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row:
 _EVENT_ROWS = SameInputs(limit=2)
 
 
+# Each member's Patroni applies a change of the cluster's /config in its own loop: read live,
+# `lab fault pending-restart` was "pending restart" at 10:13:38, 10:13:38 and 10:13:39, three
+# lines beside "all" for the same second. Within a loop (Patroni's default loop_wait) is the same
+# change.
+MERGE_WITHIN_S = 10.0
+
+
 def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """The newest events of the timeline, newest first (as many as the pane has room for)."""
     newest = tuple(ctx.events[-RECENT_EVENTS:])  # not all 500 kept
@@ -262,8 +269,9 @@ def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[R
     shown_events = newest[::-1]
     full_rows = [events.event_row(ev) for ev in shown_events]
     # A change of the whole cluster (a parameter pending restart, a timeline) is one event per
-    # member, and at 80x24 the same line three or seven times: the same second and the same
-    # words on every member are one line here (the Events pane keeps each).
+    # member, and at 80x24 the same line three or seven times: the same words on every member
+    # within MERGE_WITHIN_S are one line here, at the first member's time (the Events pane keeps
+    # each).
     runs: list[list[int]] = []
     for i, ev in enumerate(shown_events):
         run = runs[-1] if runs else None
@@ -296,7 +304,8 @@ def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[R
         text = replace(c["text"], text=events.event_text(ev, room))
         key = "+".join(full_rows[k].key for k in run)
         members = _members_of(shown_events[k] for k in run) if len(run) > 1 else full.node
-        out.append(same_row(key, {"time": c["time"], "node": node, "text": text}, members))
+        first = full_rows[run[-1]].cells["time"]  # newest first: the run's last is its first seen
+        out.append(same_row(key, {"time": first, "node": node, "text": text}, members))
     return dedupe(out)
 
 
@@ -304,7 +313,7 @@ def _same_change(a: Event, b: Event, row_a: Row, row_b: Row) -> bool:
     return (
         a.node is not None
         and b.node is not None
-        and row_a.cells["time"].text == row_b.cells["time"].text
+        and abs((a.at - b.at).total_seconds()) <= MERGE_WITHIN_S
         and events.event_text(a) == events.event_text(b)
     )
 
