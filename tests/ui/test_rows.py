@@ -737,6 +737,17 @@ def test_overview_says_one_change_on_every_member_once() -> None:
     assert rows[0].cells["time"].text == events.event_row(evs[0]).cells["time"].text
     beyond = later.model_copy(update={"at": at + timedelta(seconds=overview.MERGE_WITHIN_S + 1)})
     assert len(overview.event_rows(fx.healthy(), ctx(events=[evs[0], evs[1], beyond]))) == 3
+    # Undone, each says how long it lasted, a second apart: still one line, the longest.
+    ended = at + timedelta(seconds=140)
+    over = [
+        e.model_copy(update={"ended_at": ended, "duration_s": (ended - e.at).total_seconds()}) for e in spread
+    ]
+    rows = overview.event_rows(fx.healthy(), ctx(events=over))
+    assert [(r.cells["node"].text, r.cells["text"].text) for r in rows] == [
+        ("all", "pending restart — for 140.0 s")
+    ]
+    # One member's still pending is not the same as the others' over.
+    assert len(overview.event_rows(fx.healthy(), ctx(events=[*over[:2], later]))) == 3
 
 
 def test_overview_event_texts_are_cut_for_the_widest_member_not_the_widest_shown() -> None:

@@ -277,7 +277,7 @@ def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[R
         run = runs[-1] if runs else None
         if (
             run is not None
-            and _same_change(shown_events[run[0]], ev, full_rows[run[0]], full_rows[i])
+            and _same_change(shown_events[run[0]], ev)
             and ev.node not in {shown_events[k].node for k in run}
         ):
             run.append(i)
@@ -299,22 +299,25 @@ def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[R
     room = EVENT_ROOM - node_width
     out = []
     for run, node in zip(runs, nodes, strict=True):
-        ev, full = shown_events[run[0]], full_rows[run[0]]
+        # Newest first: a run's last is the change first seen, with the longest it lasted.
+        ev, full = shown_events[run[-1]], full_rows[run[-1]]
         c = full.cells
         text = replace(c["text"], text=events.event_text(ev, room))
         key = "+".join(full_rows[k].key for k in run)
         members = _members_of(shown_events[k] for k in run) if len(run) > 1 else full.node
-        first = full_rows[run[-1]].cells["time"]  # newest first: the run's last is its first seen
-        out.append(same_row(key, {"time": first, "node": node, "text": text}, members))
+        out.append(same_row(key, {"time": c["time"], "node": node, "text": text}, members))
     return dedupe(out)
 
 
-def _same_change(a: Event, b: Event, row_a: Row, row_b: Row) -> bool:
+def _same_change(a: Event, b: Event) -> bool:
+    # The same words, both still so or both over: how long each lasted differs by the same
+    # second or two its members took to see it ("pending restart — for 136.1 s", "137.1 s").
     return (
         a.node is not None
         and b.node is not None
         and abs((a.at - b.at).total_seconds()) <= MERGE_WITHIN_S
-        and events.event_text(a) == events.event_text(b)
+        and a.text.removeprefix(f"{a.node}: ") == b.text.removeprefix(f"{b.node}: ")
+        and (a.ended_at is None) == (b.ended_at is None)
     )
 
 
