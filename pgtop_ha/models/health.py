@@ -499,7 +499,7 @@ def slot_level(t: Thresholds, slot: Slot) -> Level:
 
 
 def worst_slot(snapshot: ClusterSnapshot, t: Thresholds) -> tuple[str, Slot, Level] | None:
-    """(node, slot, level) of the worst slot on any reachable node: graded, wal_status, retained, the primary's."""
+    """(node, slot, level) of the worst slot on a reachable node: graded, wal_status, bytes, the primary's."""
     # Patroni keeps copies of a permanent slot on each member, often with the same retained
     # bytes: the leader's "extended" (past max_wal_size) lost to a standby's "reserved" by name,
     # and on a full tie the overview named a replica's copy ("lab_sub on node3") where the slot
