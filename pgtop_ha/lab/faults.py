@@ -16,7 +16,7 @@ import httpx
 from pgtop_ha.errors import UserError
 from pgtop_ha.lab import procs
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, REST_USER, SUPERUSER
+from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, PERMANENT_SLOT, REST_USER, SUPERUSER
 from pgtop_ha.lab.progress import Progress
 from pgtop_ha.lab.tools import find_tools
 
@@ -247,7 +247,28 @@ def load(lab: Lab, seconds: int, floor: int = LOAD_DISK_FLOOR) -> str:
         raise UserError(f"load stopped: {exc}") from None
     if code != 0:
         raise UserError(f"pgbench failed (exit {code}); is the writer port up?")
-    return f"load finished: pgbench ran {seconds}s through {via}, 127.0.0.1:{port}"
+    done = f"load finished: pgbench ran {seconds}s through {via}, 127.0.0.1:{port}"
+    return done + _retained_after_load(lab)
+
+
+def _retained_after_load(lab: Lab) -> str:
+    # Two benchmark sets of load left every member retaining 21 GiB for the permanent slot, the
+    # disk at 99 %: the floor above guards a load while it runs, this says what stays after it.
+    try:
+        retained = lab.psql(
+            "SELECT pg_size_pretty(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)) "
+            f"FROM pg_replication_slots WHERE slot_name = '{PERMANENT_SLOT}'",
+            lab.leader_index(),
+            timeout=10,
+        )
+    except UserError:
+        return ""  # the load's own result stands; the slot is a note
+    if not retained:
+        return ""
+    return (
+        f"; the permanent slot {PERMANENT_SLOT} now retains {retained} of WAL on each member "
+        "(`pgtop-ha lab down` frees it)"
+    )
 
 
 # ----- faults that feed the panes inside a node -------------------------------------------------

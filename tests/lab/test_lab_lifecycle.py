@@ -7,6 +7,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -238,6 +239,10 @@ def test_load_runs_pgbench_through_the_writer(lab: Lab) -> None:
     before = int(lab.psql("SELECT coalesce(sum(n_tup_upd), 0) FROM pg_stat_user_tables", leader))
     message = faults.load(quiet(lab), 3)
     assert "pgbench ran 3s" in message
+    # What the load leaves behind is said: the permanent slot keeps its WAL on every member.
+    assert re.search(
+        r"the permanent slot lab_sub now retains \d+ (bytes|[kMGT]B) of WAL on each member", message
+    ), message
     after = int(
         lab.psql("SELECT coalesce(sum(n_tup_upd), 0) FROM pg_stat_user_tables", lab.leader() or leader)
     )
