@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 
+from pgtop_ha.models.probe import member_at
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 
 UNJOINED_FIX = "map them in [haproxy] members, or let HAProxy show addresses (stats show-legends)"
@@ -57,6 +58,14 @@ def joined(
             changed = True
         out.append(srv)
     return tuple(out) if changed else servers
+
+
+def member_listening(snapshot: ClusterSnapshot, host: str | None, port: int | None) -> str | None:
+    """The member whose PostgreSQL listens at ``host``:``port`` (a WAL receiver's sender), or None."""
+    known = tuple((n.name, n.host, n.port) for n in snapshot.nodes) + tuple(
+        (m.name, m.host, m.port) for m in snapshot.members
+    )
+    return member_at(known, host, port)
 
 
 def known_names(snapshot: ClusterSnapshot) -> frozenset[str]:

@@ -18,7 +18,14 @@ from pgtop_ha.models.health import (
     member_problems,
     stale_level,
 )
-from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HAProxyState, NodeSnapshot, Process
+from pgtop_ha.models.snapshot import (
+    Archiver,
+    ClusterSnapshot,
+    HAProxyState,
+    NodeSnapshot,
+    Process,
+    WalReceiver,
+)
 from pgtop_ha.models.thresholds import Level, grade
 from pgtop_ha.ui.format import age, age_step, bar, duration, fit_name, human_bytes, lsn, rate, sparkline
 from pgtop_ha.ui.panes import (
@@ -777,3 +784,27 @@ def test_event_rows_are_the_same_objects_until_an_event_changes() -> None:
     assert all(a is b for a, b in zip(first, later, strict=True) if a.key != "#9005")
     over = overview.event_rows(fx.healthy(), ctx(events=tuple(evs)))
     assert over[34].key == "#9005" and over[34].cells["text"].text.endswith("— for 3.0 s")
+
+
+def test_a_standbys_own_view_names_its_upstream_as_a_member() -> None:
+    # The leader frozen: no primary reports its standbys, so their rows come from their own WAL
+    # receivers, and the From column read "…0.0.1:25410" beside "node1" everywhere else.
+    snap = fx.healthy()
+
+    def receiving(host: str, port: int) -> ClusterSnapshot:
+        nodes = tuple(
+            n.model_copy(update={"reachable": False, "replication": ()})
+            if n.name == "node1"
+            else n.model_copy(
+                update={"wal_receiver": WalReceiver(status="streaming", sender_host=host, sender_port=port)}
+            )
+            for n in snap.nodes
+        )
+        return snap.model_copy(update={"nodes": nodes})
+
+    rows = {r.key: r for r in replication.rows(receiving("127.0.0.1", 25410), ctx())}
+    assert rows["?|node2"].cells["upstream"].text == "node1"
+    assert rows["?|node3"].cells["upstream"].text == "node1"
+    # A sender no member listens at stays its address.
+    rows = {r.key: r for r in replication.rows(receiving("10.9.9.9", 6432), ctx())}
+    assert rows["?|node2"].cells["upstream"].text == "10.9.9.9:6432"

@@ -6,6 +6,7 @@ import functools
 
 from pgtop_ha.models.derive import REPLY_ON_TIME_S, stage_lag_seconds, standby_silent
 from pgtop_ha.models.health import age_s, lag_level
+from pgtop_ha.models.servers import member_listening
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, age_step, duration, human_bytes, sparkline
@@ -126,7 +127,11 @@ def _standby_side(snapshot: ClusterSnapshot, covered: set[str | None]) -> list[R
         level = Level.OK if status == "streaming" else Level.WARN
         sender = "?"
         if wr is not None and wr.sender_host:
-            sender = wr.sender_host + (f":{wr.sender_port}" if wr.sender_port else "")
+            # Its upstream by name, as the primary's own rows say it: "…0.0.1:27612" was read
+            # beside "node3" everywhere else while the leader was frozen.
+            sender = member_listening(snapshot, wr.sender_host, wr.sender_port) or (
+                wr.sender_host + (f":{wr.sender_port}" if wr.sender_port else "")
+            )
         backlog = None
         if node.receive_lsn is not None and node.replay_lsn is not None:
             backlog = max(0, node.receive_lsn - node.replay_lsn)
