@@ -261,7 +261,7 @@ def _retained_after_load(lab: Lab) -> str:
             lab.leader_index(),
             timeout=10,
         )
-    except UserError:
+    except (UserError, subprocess.TimeoutExpired):
         return ""  # the load's own result stands; the slot is a note
     if not retained:
         return ""
