@@ -27,6 +27,7 @@ from pgtop_ha.models.snapshot import (
     WalReceiver,
 )
 from pgtop_ha.models.thresholds import Level, grade
+from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.ui.format import age, age_step, bar, duration, fit_name, human_bytes, lsn, rate, sparkline
 from pgtop_ha.ui.panes import (
     archiver,
@@ -808,3 +809,34 @@ def test_a_standbys_own_view_names_its_upstream_as_a_member() -> None:
     # A sender no member listens at stays its address.
     rows = {r.key: r for r in replication.rows(receiving("10.9.9.9", 6432), ctx())}
     assert rows["?|node2"].cells["upstream"].text == "10.9.9.9:6432"
+
+
+def test_overview_leaves_out_a_slowness_that_became_unreachable() -> None:
+    # `lab fault stop-patroni node2`, `crash`: "Patroni REST slow (last answer kept) — for 0.2 s"
+    # above "Patroni REST unreachable" in the same second, two of the overview's few lines for
+    # one thing. A slowness that ended in an answer stays (a switchover's 1.1 s wait).
+    tl = Timeline()
+    tl.observe(fx.healthy(fx.T0 + timedelta(seconds=1)))
+    slow = fx.frozen(fx.T0 + timedelta(seconds=5))
+    tl.observe(slow)
+    gone = slow.model_copy(
+        update={
+            "taken_at": fx.T0 + timedelta(seconds=6),
+            "members": tuple(
+                m.model_copy(update={"reachable": False, "slow_s": None, "error": "refused"})
+                if m.name == "node3"
+                else m
+                for m in slow.members
+            ),
+        }
+    )
+    tl.observe(gone)
+    evs = tuple(tl.events())
+    texts_all = [e.text for e in evs]
+    assert "Patroni REST slow (last answer kept)" in texts_all and "Patroni REST unreachable" in texts_all
+    shown_texts = [r.cells["text"].text for r in overview.event_rows(gone, ctx(events=evs))]
+    assert "Patroni REST unreachable" in shown_texts
+    assert not any(t.startswith("Patroni REST slow") for t in shown_texts), shown_texts
+    # PostgreSQL still only slow: its line stays; the Events pane keeps every one.
+    assert any(t.startswith("PostgreSQL slow") for t in shown_texts), shown_texts
+    assert len(events.rows(gone, ctx(events=evs))) == len(evs)

@@ -266,7 +266,7 @@ def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 
 
 def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[Row]:
-    shown_events = newest[::-1]
+    shown_events = _without_preludes(newest)[::-1]
     full_rows = [events.event_row(ev) for ev in shown_events]
     # A change of the whole cluster (a parameter pending restart, a timeline) is one event per
     # member, and at 80x24 the same line three or seven times: the same words on every member
@@ -307,6 +307,33 @@ def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[R
         members = _members_of(shown_events[k] for k in run) if len(run) > 1 else full.node
         out.append(same_row(key, {"time": c["time"], "node": node, "text": text}, members))
     return dedupe(out)
+
+
+SLOW_WORDS = " slow (last answer kept)"
+
+
+def _without_preludes(evs: tuple[Event, ...]) -> tuple[Event, ...]:
+    """``evs`` without a read's slowness that ended as that source's unreachability.
+
+    A crash or a stop reads as "Patroni REST slow (last answer kept) — for 0.2 s" then "Patroni
+    REST unreachable" in the same second: two of the overview's few lines for one thing. The
+    Events pane and the recording keep both.
+    """
+    down = {
+        (e.node, e.at, e.text.removesuffix(" unreachable"))
+        for e in evs
+        if e.kind == "reachability" and e.text.endswith(" unreachable")
+    }
+    kept = tuple(
+        e
+        for e in evs
+        if not (
+            e.kind == "reachability"
+            and e.text.endswith(SLOW_WORDS)
+            and (e.node, e.ended_at, e.text.removesuffix(SLOW_WORDS)) in down
+        )
+    )
+    return evs if len(kept) == len(evs) else kept
 
 
 def _same_change(a: Event, b: Event) -> bool:
