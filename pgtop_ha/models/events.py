@@ -284,18 +284,45 @@ def _state(_key: Key, b: Fact | None, a: Fact | None) -> tuple[str, int] | None:
     return f"Patroni state {b.value} → {a.value}", 1 if bad else 0
 
 
+UNREACHABLE_WORDS = " unreachable"
+SLOW_WORDS = " slow (last answer kept)"
+
+
 def _reach(_key: Key, b: Fact | None, a: Fact | None) -> tuple[str, int] | None:
     """A source between fresh, slow (last answer kept) and unreachable (timeout or refused)."""
     if b is None or a is None:
         return None
     old, new, what = b.value, a.value, a.label
     if new == "unreachable":
-        return f"{what} unreachable", 2
+        return what + UNREACHABLE_WORDS, 2
     if old == "unreachable":
         return (f"{what} reachable again", 0) if new == "fresh" else (f"{what} reachable again, slow", 1)
     if new == "slow":
-        return f"{what} slow (last answer kept)", 1
+        return what + SLOW_WORDS, 1
     return f"{what} answers in time again", 0
+
+
+def without_preludes(evs: tuple[Event, ...]) -> tuple[Event, ...]:
+    """``evs`` without a read's slowness that ended as that source's unreachability.
+
+    A crash or a stop reads as "Patroni REST slow (last answer kept) — for 0.2 s" then "Patroni
+    REST unreachable" in the same second: one thing, said twice (the overview shows one).
+    """
+    down = {
+        (e.node, e.at, e.text.removesuffix(UNREACHABLE_WORDS))
+        for e in evs
+        if e.kind == "reachability" and e.text.endswith(UNREACHABLE_WORDS)
+    }
+    kept = tuple(
+        e
+        for e in evs
+        if not (
+            e.kind == "reachability"
+            and e.text.endswith(SLOW_WORDS)
+            and (e.node, e.ended_at, e.text.removesuffix(SLOW_WORDS)) in down
+        )
+    )
+    return evs if len(kept) == len(evs) else kept
 
 
 def _recovery(_key: Key, b: Fact | None, a: Fact | None) -> tuple[str, int] | None:

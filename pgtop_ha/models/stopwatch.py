@@ -15,7 +15,7 @@ from datetime import datetime
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.checks import writes_ok
 from pgtop_ha.models.events import Event, listed
-from pgtop_ha.models.health import Pools, human_bytes, member_state, node_state, permanent_slots
+from pgtop_ha.models.health import Pools, human_bytes, node_state, permanent_slots, unreachable
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member, Probe
 
 # Patroni's word for a member whose PostgreSQL it stopped (`stop-patroni`, a shutdown): its key stays
@@ -203,8 +203,8 @@ class Stopwatch:
         if self._leader is None or self.running() is not None:
             return
         m, n = snap.member(self._leader), snap.node(self._leader)
-        rest = m is not None and member_state(m) == "unreachable"
-        pg = n is not None and node_state(n) == "unreachable"
+        down, _ = unreachable(m, n)
+        rest, pg = "REST" in down, "PG" in down
         if not (rest or pg):
             self._leader_down_since = self._silence = None
             return

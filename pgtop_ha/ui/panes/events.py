@@ -43,11 +43,16 @@ def event_row(ev: Event) -> Row:
     return _ROWS.rows(str(ev.id), (ev,), lambda: [_build(ev)])[0]
 
 
+def bare_text(ev: Event) -> str:
+    """What changed, without the node the Node column names."""
+    # "node1: PostgreSQL down" in node1's row said it twice and cost the 80x24 overview a tenth
+    # of its text (the event itself keeps its full text).
+    return ev.text.removeprefix(f"{ev.node}: ") if ev.node else ev.text
+
+
 def event_text(ev: Event, width: int | None = None) -> str:
     """What changed, with how long it lasted; cut to ``width`` in its text, never in the duration."""
-    # The Node column names it: "node1: PostgreSQL down" in node1's row said it twice and
-    # cost the 80x24 overview a tenth of its text (the event itself keeps its full text).
-    text = ev.text.removeprefix(f"{ev.node}: ") if ev.node else ev.text
+    text = bare_text(ev)
     suffix = lasted(ev)
     if width is None:
         return shown(text) + suffix

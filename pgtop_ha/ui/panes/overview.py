@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from pgtop_ha.models.derive import CopyRate, copy_rates, replay_lag_seconds, walsender_for
 from pgtop_ha.models.eligibility import find_leader
-from pgtop_ha.models.events import Event
+from pgtop_ha.models.events import Event, without_preludes
 from pgtop_ha.models.health import (
     Problem,
     age_s,
@@ -266,7 +266,8 @@ def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 
 
 def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[Row]:
-    shown_events = _without_preludes(newest)[::-1]
+    # A read's slowness that ended as its source's unreachability is left to the Events pane.
+    shown_events = without_preludes(newest)[::-1]
     full_rows = [events.event_row(ev) for ev in shown_events]
     # A change of the whole cluster (a parameter pending restart, a timeline) is one event per
     # member, and at 80x24 the same line three or seven times: the same words on every member
@@ -309,33 +310,6 @@ def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[R
     return dedupe(out)
 
 
-SLOW_WORDS = " slow (last answer kept)"
-
-
-def _without_preludes(evs: tuple[Event, ...]) -> tuple[Event, ...]:
-    """``evs`` without a read's slowness that ended as that source's unreachability.
-
-    A crash or a stop reads as "Patroni REST slow (last answer kept) — for 0.2 s" then "Patroni
-    REST unreachable" in the same second: two of the overview's few lines for one thing. The
-    Events pane and the recording keep both.
-    """
-    down = {
-        (e.node, e.at, e.text.removesuffix(" unreachable"))
-        for e in evs
-        if e.kind == "reachability" and e.text.endswith(" unreachable")
-    }
-    kept = tuple(
-        e
-        for e in evs
-        if not (
-            e.kind == "reachability"
-            and e.text.endswith(SLOW_WORDS)
-            and (e.node, e.ended_at, e.text.removesuffix(SLOW_WORDS)) in down
-        )
-    )
-    return evs if len(kept) == len(evs) else kept
-
-
 def _same_change(a: Event, b: Event) -> bool:
     # The same words, both still so or both over: how long each lasted differs by the same
     # second or two its members took to see it ("pending restart — for 136.1 s", "137.1 s").
@@ -343,7 +317,7 @@ def _same_change(a: Event, b: Event) -> bool:
         a.node is not None
         and b.node is not None
         and abs((a.at - b.at).total_seconds()) <= MERGE_WITHIN_S
-        and a.text.removeprefix(f"{a.node}: ") == b.text.removeprefix(f"{b.node}: ")
+        and events.bare_text(a) == events.bare_text(b)
         and (a.ended_at is None) == (b.ended_at is None)
     )
 

@@ -85,9 +85,8 @@ def heartbeat_text(
     fast_forms = _fast_forms(cadence, interval) if cadence is not None and cadence < interval - 1e-9 else ()
     reserve = len(fast_forms[-1]) if fast_forms else 0
     # No snapshot for longer than a few cycles: the poll itself stopped ("no data for" below).
-    stalled = snapshot is not None and (age_s(now, snapshot.taken_at) or 0.0) > _stalled_after(
-        interval, thresholds
-    )
+    late = (age_s(now, snapshot.taken_at) or 0.0) if snapshot is not None else 0.0
+    stalled = late > _stalled_after(interval, thresholds)
     marks = (
         [(n, *node_freshness(snapshot, n, now, thresholds, stalled=stalled)) for n in member_names(snapshot)]
         if snapshot is not None
@@ -128,7 +127,7 @@ def heartbeat_text(
             when = snapshot.taken_at.astimezone()  # local time: what the DBA's watch says
             t.append(f"  last {when:%H:%M}" if steady else f"  last {when:%H:%M:%S}")
             if stalled:
-                t.append(f" (no data for {age(age_s(now, snapshot.taken_at))})", styles.get("crit"))
+                t.append(f" (no data for {age(late)})", styles.get("crit"))
         return t
 
     t = lead(_Fit())
