@@ -99,8 +99,9 @@ class PatroniSettings(TLSSettings):
         5.0,
         ge=0,
         le=60,
-        description="Seconds between each member's own /patroni GET while calm (0: every cycle; every"
-        " cycle anyway while a node or REST API is not answering and 30 s after /cluster changed).",
+        description="Seconds between /cluster GETs, and each member's own /patroni GET, while calm (0:"
+        " every cycle; every cycle anyway while a node or REST API is not answering or slow, and for 30 s"
+        " after a member's role, state or timeline changed or a server's status changed in HAProxy).",
     )
     allowed_hosts: Hosts = Field((), description="CIDRs/host names REST requests may go to (empty: any).")
 

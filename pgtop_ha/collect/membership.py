@@ -6,8 +6,9 @@ ones, a member gone is kept FORGET_AFTER_S and never beyond max_members (one at 
 root is never forgotten), and a configured root that no listed member answers at is a member of
 its own (``configured``): a console started after a member's Patroni stopped still shows it.
 /cluster itself is asked of the preferred REST root first, then (after HEDGE_S) of every other
-root at once. Every host is checked against the allowed-hosts policy before anything is sent to
-it. The cycle that polls these sources and assembles a snapshot is the Poller's (collect/poller.py).
+root at once: every cycle while restless, every patroni.calm_interval while calm (restless()).
+Every host is checked against the allowed-hosts policy before anything is sent to it. The cycle
+that polls these sources and assembles a snapshot is the Poller's (collect/poller.py).
 """
 
 from __future__ import annotations
@@ -152,6 +153,9 @@ class Membership:
         self._applied: object | None = None
         self._needs: Needs = frozenset({"memory"})  # until the screen says what it shows
         self._signature: object | None = None  # /cluster's roles, states and timelines last seen
+        # Each member's own role and timeline, as PostgreSQL and its /patroni last said (note_views).
+        self._views: dict[str, tuple[object, object]] = {}
+        self._cluster_started: float | None = None  # loop time of the last /cluster GET started
         self._unsettled_until: datetime | None = None
         # Configured roots that answered for a listed member (a VIP, a host name for an address).
         self._aliases: set[str] = set()
@@ -186,10 +190,10 @@ class Membership:
         """True while anything looks unsettled: every source is then asked every cycle.
 
         Unsettled: a node's PostgreSQL not answering (or waiting a second or more), a member's
-        REST API failing, /cluster failing, or /cluster's roles, states or timelines changed in
-        the last UNSETTLED_S. A killed primary that Patroni restarts in place is down for a few
-        seconds only: a probe or a /patroni GET every calm interval would miss what they exist
-        to show.
+        REST API failing, /cluster failing, or a member's role, state or timeline changed in the
+        last UNSETTLED_S (as /cluster, its PostgreSQL or its own /patroni said it: note_views).
+        A killed primary that Patroni restarts in place is down for a few seconds only: a probe
+        or a Patroni GET every calm interval would miss what they exist to show.
         """
         if self._unsettled_until is not None and self._clock() < self._unsettled_until:
             return True
@@ -208,11 +212,56 @@ class Membership:
 
     def own_due(self, slot: MemberSources, restless: bool) -> bool:
         """Whether this member's own /patroni is asked this cycle (see PatroniSettings.calm_interval)."""
+        return self._due(slot.own_started, restless)
+
+    def cluster_due(self, restless: bool) -> bool:
+        """Whether /cluster is asked this cycle: every cycle while restless, else each calm_interval."""
+        return self._due(self._cluster_started, restless)
+
+    def _due(self, started: float | None, restless: bool) -> bool:
         calm = self._settings.patroni.calm_interval
-        if calm <= 0 or restless or slot.own_started is None:
+        if calm <= 0 or restless or started is None:
             return True
         # A little slack so a 5 s calm interval at a 1 s cadence asks every 5th cycle, not 6th.
-        return asyncio.get_running_loop().time() - slot.own_started >= calm - 0.2
+        return asyncio.get_running_loop().time() - started >= calm - 0.2
+
+    def start_cluster(self, due: bool) -> asyncio.Task[None] | None:
+        """The /cluster GET of this cycle: a new one when ``due``, else only the one still running."""
+        source = self.cluster
+        if source is None or not (due or source.running_for() is not None):
+            return None
+        if source.running_for() is None:
+            self._cluster_started = asyncio.get_running_loop().time()
+        return source.start()
+
+    def note_views(self) -> None:
+        """A member's own role or timeline changed (PostgreSQL's or its /patroni's): restless a while.
+
+        While calm /cluster is asked every calm_interval, not each cycle; what Patroni does next
+        (a promotion, a demotion, a new timeline) shows first in the members' own reads, and from
+        then on /cluster is asked every cycle for UNSETTLED_S, as after a change it showed itself.
+        """
+        views: dict[str, tuple[object, object]] = {
+            name: (
+                slot.node.role_key() if slot.node is not None else None,
+                (own.role, own.state, own.timeline) if (own := self._own_value(slot)) is not None else None,
+            )
+            for name, slot in self.members.items()
+        }
+        before, self._views = self._views, views
+        # A first answer (a console starting, a member joining) is news of nothing changed; a
+        # source that fails is restless on its own (restless()): only a known value that moved.
+        if any(
+            old is not None and old != new
+            for name, was in before.items()
+            if name in views
+            for old, new in zip(was, views[name], strict=True)
+        ):
+            self._unsettled_until = self._clock() + timedelta(seconds=UNSETTLED_S)
+
+    @staticmethod
+    def _own_value(slot: MemberSources) -> OwnView | None:
+        return slot.own.reading().value if slot.own is not None else None
 
     def _note_changes(self, view: ClusterView) -> None:
         """A change in /cluster's roles, states or timelines makes the next UNSETTLED_S restless."""
@@ -400,7 +449,7 @@ class Membership:
     @staticmethod
     def _said(slot: MemberSources) -> str | None:
         """The member name a slot's own /patroni last answered with (None: no answer, or no name)."""
-        value = slot.own.reading().value if slot.own is not None else None
+        value = Membership._own_value(slot)
         return value.name if value is not None else None
 
     def _alias(self, slot: MemberSources) -> bool:

@@ -240,8 +240,12 @@ class Poller:
         if self.membership.cluster is not None:
             # /cluster may have answered after the previous cycle ended: use it first.
             retired += self.membership.take_cluster(self.membership.cluster.reading())
-            cluster_task = self.membership.cluster.start()
-            pending.add(cluster_task)
+            # Every cycle while anything is unsettled, every patroni.calm_interval while calm:
+            # a calm /cluster answers the same each second, and a new TCP connection a second
+            # (Patroni's HTTP/1.0 server closes each) was the poller's dearest read (issue 10).
+            cluster_task = self.membership.start_cluster(self.membership.cluster_due(self.restless()))
+            if cluster_task is not None:
+                pending.add(cluster_task)
         if self._haproxy is not None:
             pending.add(self._haproxy.start())
         if self._pgbackrest is not None and (first := self._pgbackrest.start()) is not None:
@@ -266,6 +270,13 @@ class Poller:
             )
             if not done:
                 break
+            self.membership.note_views()
+            if cluster_task is None and self.restless():
+                # A member's own read just showed something (a role, a timeline, a failure):
+                # ask Patroni in this cycle, not at its next calm read.
+                cluster_task = self.membership.start_cluster(True)
+                if cluster_task is not None:
+                    pending.add(cluster_task)
             if not probing and self._probes and self.restless():
                 # Something just went wrong (a node, HAProxy or a pooler stopped answering): probe
                 # now, in this cycle, not next cycle. A primary Patroni restarts in place is down

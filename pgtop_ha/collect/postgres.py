@@ -325,6 +325,13 @@ class NodeReader:
             )
         return self._result  # the last poll failed: unreachable until one answers
 
+    def role_key(self) -> tuple[bool, bool | None, int | None] | None:
+        """Whether the last read answered, with the recovery state and timeline; None before any answer."""
+        if self.last_ok_at is None:
+            return None
+        result = self._result
+        return result.reachable, result.in_recovery, result.timeline
+
     def unsettled(self) -> bool:
         """Not answering, or a poll waiting a second or more: the cluster is restless then."""
         waited = self._runner.running_for()

@@ -201,7 +201,8 @@ async def test_a_leader_change_is_handed_over_without_waiting_for_slow_sources()
         writer.write(head + b'{"role": "replica", "state": "running"}')
 
     async with fake_server({"/cluster": cluster, "/patroni": own}) as server:
-        settings = Settings(patroni={"urls": (server.url,), "timeout": 3.0})
+        # /cluster every cycle (calm_interval 0): this leader change is one only /cluster shows.
+        settings = Settings(patroni={"urls": (server.url,), "timeout": 3.0, "calm_interval": 0})
         poller = Poller.from_settings(settings, StepClock())
         try:
             first = await poller.cycle(budget=2.5)
