@@ -1,7 +1,9 @@
-"""The poller: one long-lived loop; each cycle asks every source at once and assembles a snapshot.
+"""The poller: one long-lived loop; each cycle asks its sources at once and assembles a snapshot.
 
 Who the members are and how each is reached is collect/membership.py's; this module runs the
 cycle (the members' sources, /cluster, HAProxy, pgBackRest, the client probes) and assembles.
+PostgreSQL and HAProxy are asked every cycle; Patroni's REST API and the probes every cycle
+while anything is unsettled, and on their calm intervals otherwise (restless()).
 
 Every source runs in its own task under its own time limit. A cycle waits for them only up to
 its budget: a frozen node stays "no answer for N s" while the others report fresh data, and its
@@ -180,7 +182,7 @@ class Poller:
         self._probes.append(runner)
 
     def restless(self) -> bool:
-        """Probe every cycle: the membership is restless, HAProxy's routing moved, or a view fails."""
+        """/cluster and probes each cycle: membership restless, HAProxy's routing moved, a view failing."""
         return self.membership.restless() or self._routing_moved() or self._front_failing()
 
     def _routing_moved(self) -> bool:
