@@ -100,8 +100,9 @@ class PatroniSettings(TLSSettings):
         ge=0,
         le=60,
         description="Seconds between /cluster GETs, and each member's own /patroni GET, while calm (0:"
-        " every cycle; every cycle anyway while a node or REST API is not answering or slow, and for 30 s"
-        " after a member's role, state or timeline changed or a server's status changed in HAProxy).",
+        " every cycle; every cycle anyway while a PostgreSQL is not answering or slow or a REST API is not"
+        " answering, and for 30 s after a member's role, state or timeline or a server's status in HAProxy"
+        " changed).",
     )
     allowed_hosts: Hosts = Field((), description="CIDRs/host names REST requests may go to (empty: any).")
 
