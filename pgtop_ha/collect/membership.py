@@ -225,10 +225,10 @@ class Membership:
         # A little slack so a 5 s calm interval at a 1 s cadence asks every 5th cycle, not 6th.
         return asyncio.get_running_loop().time() - started >= calm - 0.2
 
-    def start_cluster(self, due: bool) -> asyncio.Task[None] | None:
-        """The /cluster GET of this cycle: a new one when ``due``, else only the one still running."""
+    def start_cluster(self, restless: bool) -> asyncio.Task[None] | None:
+        """The /cluster GET of this cycle: a new one when due (cluster_due), else only one still running."""
         source = self.cluster
-        if source is None or not (due or source.running_for() is not None):
+        if source is None or not (self.cluster_due(restless) or source.running_for() is not None):
             return None
         if source.running_for() is None:
             self._cluster_started = asyncio.get_running_loop().time()

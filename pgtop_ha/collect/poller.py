@@ -245,7 +245,7 @@ class Poller:
             # Every cycle while anything is unsettled, every patroni.calm_interval while calm:
             # a calm /cluster answers the same each second, and a new TCP connection a second
             # (Patroni's HTTP/1.0 server closes each) was the poller's dearest read (issue 10).
-            cluster_task = self.membership.start_cluster(self.membership.cluster_due(self.restless()))
+            cluster_task = self.membership.start_cluster(restless=self.restless())
             if cluster_task is not None:
                 pending.add(cluster_task)
         if self._haproxy is not None:
@@ -276,7 +276,7 @@ class Poller:
             if cluster_task is None and self.restless():
                 # A member's own read just showed something (a role, a timeline, a failure):
                 # ask Patroni in this cycle, not at its next calm read.
-                cluster_task = self.membership.start_cluster(True)
+                cluster_task = self.membership.start_cluster(restless=True)
                 if cluster_task is not None:
                     pending.add(cluster_task)
             if not probing and self._probes and self.restless():
