@@ -50,15 +50,46 @@ def writer_pool(snap: ClusterSnapshot, pools: Pools) -> list[str] | None:
     return sorted({member_of(s) for s in servers if is_up(s)})
 
 
+def leader_pg_ok(snap: ClusterSnapshot, leader: str) -> bool | None:
+    """The leader's PostgreSQL takes writes (True), cannot (False), or is not known this cycle (None)."""
+    n, m = snap.node(leader), snap.member(leader)
+    if n is None:
+        return None
+    state = node_state(n)
+    if state == "unreachable":
+        return False
+    if state not in ("fresh", "slow") or n.in_recovery is None:
+        return None
+    if n.in_recovery and not (m is not None and is_standby_leader(m.role)):
+        return False if state == "fresh" else None  # a kept (slow) answer proves nothing of now
+    return True
+
+
 def writes_ok(snap: ClusterSnapshot, pools: Pools) -> bool | None:
-    """Writes through HAProxy reach the leader and only it; None when HAProxy is not known."""
+    """Whether a client's write through HAProxy can succeed now; None when it cannot be told.
+
+    False at the first sign it cannot: the leader key lost, the leader's PostgreSQL unreachable or
+    in recovery, or the writer pool not routing to the leader alone. True once HAProxy routes
+    writes to the leader and its PostgreSQL answers as primary.
+    """
+    if not snap.cluster.reachable:
+        return None  # the leader is unknown this cycle
+    leader = leader_of(snap)
+    if leader is None:
+        return False if snap.members else None
+    pg = leader_pg_ok(snap, leader)
+    if pg is False:
+        return False
     up = writer_pool(snap, pools)
-    if up is None or not snap.cluster.reachable:
-        return None  # no HAProxy data, or the leader is unknown this cycle
+    if up is None:
+        # Without HAProxy (not configured) the leader's own answer is the write path.
+        return pg if snap.haproxy.error and "not configured" in snap.haproxy.error else None
     if any(name not in known_names(snap) for name in up):
         return None  # a server that is no known member: where writes go is not known
-    leader = leader_of(snap)
-    return leader is not None and up == [leader]
+    if up != [leader]:
+        return False
+    # A leader whose PostgreSQL is not read (no node for it) is judged by its routing alone.
+    return None if pg is None and snap.node(leader) is not None else True
 
 
 def disagreements(snap: ClusterSnapshot, pools: Pools, *, role_grace_s: float = ROLE_GRACE_S) -> list[Check]:

@@ -1,11 +1,8 @@
-"""The failover stopwatch: from a leader loss to a cluster that serves writes again. Pure, no I/O.
+"""The failover stopwatch: from the first sign writes fail to a cluster that serves them again.
 
-Fed the snapshots one by one, it measures what a failure-test report needs: the time until
-Patroni names a new leader, the write outage seen through HAProxy (the writer pool with no UP
-server, or UP on a member that is not the leader), the new leader's lag at promotion, the time
-until every replica streams again on the new timeline, and whether every permanent logical slot
-exists on the new leader. When a write probe runs (the operator's INSERT through the writer
-endpoint), its outage overlapping the failover is the authoritative "writes were down from … to …".
+It times the election, the write outage as a client sees it (checks.writes_ok), the lag at
+promotion, the replicas' return and the permanent slots; an outage without a leader change (a
+primary restarted in place) is a record of its own. The write probe's outage is the client's truth.
 """
 
 from __future__ import annotations
@@ -55,6 +52,8 @@ class FailoverReport(Frozen):
     client_write_outage_from: datetime | None = None
     client_write_outage_to: datetime | None = None
     client_write_outage_s: float | None = None
+    # No leader change: writes failed and came back on the same leader (a restart in place).
+    leader_kept: bool = False
 
 
 class LeaderSilence(Frozen):
@@ -89,6 +88,14 @@ def _fmt(seconds: float | None, running: bool) -> str:
 def summary(r: FailoverReport) -> str:
     """The report in one line, for the Events pane and the banner."""
     live = not r.done
+    if r.leader_kept:
+        client = ""
+        if r.client_write_outage_s is not None:
+            client = f", client writes down {r.client_write_outage_s:.1f} s"
+        return (
+            f"write outage {_fmt(r.write_outage_s, live)} on {r.old_leader}{client},"
+            " no leader change (restarted in place or routed away and back)"
+        )
     outage = _fmt(r.write_outage_s, live and r.write_outage_from is not None)
     if r.write_outage_from is None:
         outage = "not seen" if r.done else "-"
@@ -169,6 +176,10 @@ class Stopwatch:
                 self._reports[-1] = updated
                 out.extend(milestones)
                 out.append((self._tag(), self._summary_event(updated)))
+            if updated.write_outage_to == at:
+                ended = None
+        if ended is not None and self._seen:
+            out.extend(self._kept(ended, snap))
         out.extend(self._client_writes(snap))
         self._remember(snap)
         return out
@@ -227,6 +238,25 @@ class Stopwatch:
         )
 
     # -- steps --------------------------------------------------------------------------------
+
+    def _kept(self, since: datetime, snap: ClusterSnapshot) -> list[Tagged]:
+        """A write outage that ended without a leader change: a record of its own."""
+        at = snap.taken_at
+        lasted = _secs(since, at)
+        report = FailoverReport(
+            lost_at=since,
+            old_leader=self._leader,
+            new_leader=self._leader,
+            write_outage_from=since,
+            write_outage_to=at,
+            write_outage_s=lasted,
+            leader_kept=True,
+            done=True,
+            ended_at=at,
+        )
+        self._reports.append(report)
+        text = f"write outage {lasted:.1f} s: HAProxy routes writes to the leader {self._leader} again"
+        return [(None, _event(at, text, 1, self._leader)), (self._tag(), self._summary_event(report))]
 
     def _start(self, snap: ClusterSnapshot, old: str) -> list[Tagged]:
         out: list[Tagged] = []
@@ -388,7 +418,7 @@ class Stopwatch:
             self._timeline = max(timelines)
 
     def _summary_event(self, r: FailoverReport) -> Event:
-        severity = 2 if not r.done else (1 if r.permanent_slots_ok is False else 0)
+        severity = 2 if not r.done else (1 if r.permanent_slots_ok is False or r.leader_kept else 0)
         end = r.ended_at if r.done else None
         return Event(
             at=r.lost_at,

@@ -128,6 +128,8 @@ def _failover_lines(n: int, f: dict[str, Any]) -> list[str]:
     new = clean(str(f["new_leader"]))[:64] if f.get("new_leader") else None
     head = f"  {n}. {_time(f.get('lost_at'))} leader {old} lost"
     head += f" → {new} elected after {_seconds(f.get('election_s'))}" if new else " → no new leader yet"
+    if f.get("leader_kept") is True:
+        head = f"  {n}. {_time(f.get('lost_at'))} writes failed on the leader {old}, no leader change"
     if not f.get("done"):
         head += " (still running when the recording ended)"
     lines = [head]
@@ -147,6 +149,8 @@ def _failover_lines(n: int, f: dict[str, Any]) -> list[str]:
         lines.append(f"     client writes (write probe) down {since} → {to}: {seconds}")
     lag = f.get("lag_at_promotion_bytes")
     slots = f.get("permanent_slots_ok")
+    if f.get("leader_kept") is True:
+        return lines
     lines.append(
         f"     lag at promotion: {'-' if lag is None else f'{lag} B'}; "
         f"replicas streaming after {_seconds(f.get('replicas_streaming_s'))}; "
@@ -156,7 +160,7 @@ def _failover_lines(n: int, f: dict[str, Any]) -> list[str]:
         "lost_at", "old_leader", "new_leader", "elected_at", "election_s", "write_outage_from",
         "write_outage_to", "write_outage_s", "lag_at_promotion_bytes", "replicas_streaming_at",
         "replicas_streaming_s", "permanent_slots_ok", "done", "leader_down_at", "down_to_elected_s",
-        "client_write_outage_from", "client_write_outage_to", "client_write_outage_s",
+        "client_write_outage_from", "client_write_outage_to", "client_write_outage_s", "leader_kept",
     )  # fmt: skip
     more = _extra(f, shown)
     if more:
@@ -205,11 +209,11 @@ def format_report(report: dict[str, Any]) -> str:
         )
     if not report["events"]:
         out.append("(no events)")
-    out += ["", "Failovers (stopwatch, recomputed from the snapshots)"]
+    out += ["", "Write outages and failovers (stopwatch, recomputed from the snapshots)"]
     for n, f in enumerate(report["failovers"], 1):
         out += _failover_lines(n, f)
     if not report["failovers"]:
-        out.append("  (no leader lost)")
+        out.append("  (no write outage, no leader lost)")
     return "\n".join(out)
 
 

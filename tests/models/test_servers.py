@@ -130,7 +130,7 @@ def test_stopwatch_measures_writes_with_servers_named_otherwise() -> None:
     tl = Timeline()
     feed(tl, [join(as_patroni_example(snap, addresses=True)) for snap in failover()])
     (r,) = tl.failovers()
-    assert (r.write_outage_from, r.write_outage_to, r.write_outage_s) == (t(3), t(8), 5.0)
+    assert (r.write_outage_from, r.write_outage_to, r.write_outage_s) == (t(1), t(8), 7.0)
     # Not joined: where writes went is not known, so no outage is made up (nor ended).
     tl = Timeline()
     feed(tl, [join(as_patroni_example(snap, addresses=False)) for snap in failover()])

@@ -75,7 +75,7 @@ def test_failover_stopwatch_figures() -> None:
     # Timed from the leader going silent (its PostgreSQL at t1), not only from the key's release.
     assert r.leader_down_at == t(1) and r.down_to_elected_s == 4.0
     # Writes went to a non-leader (node1, leader key gone) from t3, to no one, then to node2 at t8.
-    assert (r.write_outage_from, r.write_outage_to, r.write_outage_s) == (t(3), t(8), 5.0)
+    assert (r.write_outage_from, r.write_outage_to, r.write_outage_s) == (t(1), t(8), 7.0)
     # Exact from /history once it came: the old timeline ended 500 bytes before the last LSN seen.
     assert r.old_leader_lsn == L and r.promotion_lsn == L - 500 and r.lag_at_promotion_bytes == 500
     assert r.old_timeline == 3 and r.new_timeline == 4
@@ -97,12 +97,12 @@ def test_failover_is_kept_in_the_timeline_as_events() -> None:
     assert s.text == summary(tl.failovers()[0])
     assert s.text == (
         "failover node1 → node2: election 2.0 s (4.0 s after node1 stopped answering), "
-        "write outage 5.0 s, lag at promotion 500 B, "
+        "write outage 7.0 s, lag at promotion 500 B, "
         "replicas streaming 11.0 s, permanent slots ok"
     )
     text = "new leader node2 4.0 s after node1 stopped answering, 2.0 s after it lost the leader key"
     assert only(tl, text).at == t(5)
-    assert only(tl, "write outage 5.0 s: HAProxy routes writes to the leader node2 again").at == t(8)
+    assert only(tl, "write outage 7.0 s: HAProxy routes writes to the leader node2 again").at == t(8)
     assert only(tl, "all replicas stream from node2 11.0 s after the loss (timeline 4)").at == t(14)
     assert only(tl, "every permanent logical slot exists on the new leader node2").severity == 0
 
@@ -160,9 +160,11 @@ def test_missing_permanent_slot_on_the_new_leader() -> None:
 def test_no_loss_no_report_and_a_second_loss_closes_the_first() -> None:
     tl = Timeline()
     feed(tl, [healthy(0), pg_down(healthy(1), "node1"), healthy(2)])
-    assert tl.failovers() == []  # a crashed postmaster restarted by Patroni is no leader loss
+    # A crashed postmaster restarted by Patroni is no leader loss, but a write outage of its own.
+    (kept,) = tl.failovers()
+    assert kept.leader_kept and kept.write_outage_s == 1.0 and kept.new_leader == "node1"
     feed(tl, [leader(healthy(3), None), healthy(4, leader="node2"), leader(healthy(5, leader="node2"), None)])
-    first, second = tl.failovers()
+    _, first, second = tl.failovers()
     assert first.done and first.ended_at == t(5) and first.old_leader == "node1"
     assert second.old_leader == "node2" and not second.done
 
@@ -224,13 +226,13 @@ def test_write_probe_outage_is_the_client_figure_while_running_and_final() -> No
     assert (done.client_write_outage_from, done.client_write_outage_to) == (t(1.5), t(7.5))
     assert done.client_write_outage_s == 6.0
     # HAProxy's figure is unchanged beside it.
-    assert done.write_outage_s == 5.0 and done.done
-    assert "write outage 5.0 s, client writes down 6.0 s, lag at promotion" in summary(done)
+    assert done.write_outage_s == 7.0 and done.done
+    assert "write outage 7.0 s, client writes down 6.0 s, lag at promotion" in summary(done)
     assert "client writes down 6.0 s" in stopwatch_text(done, t(15))
     # At 80 columns the full line cut the outage figures: the compact one keeps them all.
     compact = stopwatch_text(done, t(15), names=["node1", "node2", "node3"], compact=True)
     assert compact.startswith("⏱ node1 → node2 · elected ")
-    assert "writes down 5.0s · clients down 6.0 s · lag " in compact
+    assert "writes down 7.0s · clients down 6.0 s · lag " in compact
     # Still longer than 80: the banner breaks it once, and every figure is on screen.
     names = ["node1", "node2", "node3"]
     lines = banner_text([], done, t(15), {}, names=names, width=80).plain.split("\n")
@@ -290,11 +292,11 @@ def test_the_stopwatch_runs_from_the_leaders_silence_before_patroni_names_anothe
     s = tl.leader_silence()
     assert s is not None and tl.running_failover() is None
     assert (s.leader, s.since, s.rest_since, s.pg_down) == ("node1", t(1), t(1), True)
-    assert (s.ttl_s, s.paused, s.writes_down_since) == (30, False, t(3))
-    assert stopwatch_silence(s, t(10)) == "⏱ leader node1 silent 9s · key lapses ≤21s · writes down 7s…"
+    assert (s.ttl_s, s.paused, s.writes_down_since) == (30, False, t(1))
+    assert stopwatch_silence(s, t(10)) == "⏱ leader node1 silent 9s · key lapses ≤21s · writes down 9s…"
     assert stopwatch_silence(s, t(10), compact=False) == (
         "⏱ leader node1 silent 9s: Patroni and PostgreSQL unreachable · "
-        "its leader key lapses within 21s (ttl 30s) · writes down 7s…"
+        "its leader key lapses within 21s (ttl 30s) · writes down 9s…"
     )
     # Past the ttl Patroni still names it: a partition from here, or no replica may take over.
     assert "· 9s past ttl 30s ·" in stopwatch_silence(s, t(40))
@@ -316,7 +318,7 @@ def test_no_silence_while_the_leaders_patroni_answers_or_once_it_answers_again()
     # The ttl counts from the REST's silence: its last renewal came before that, not before t1.
     assert stopwatch_silence(s, t(5)) == "⏱ leader node1 REST down 4s · key lapses ≤28s"
     feed(tl, [_before(6)])
-    assert tl.leader_silence() is None and tl.failovers() == []
+    assert tl.leader_silence() is None and [r.leader_kept for r in tl.failovers()] == [True]
 
 
 def test_a_paused_cluster_says_no_failover_follows() -> None:
@@ -341,7 +343,7 @@ def test_at_80_columns_the_silence_and_the_problems_each_keep_a_whole_line() -> 
         checks, None, t(14), {}, names=("node1", "node2", "node3"), width=80, silence=tl.leader_silence()
     )
     first, second = text.plain.split("\n")
-    assert first.strip() == "⏱ leader node1 silent 13s · key lapses ≤17s · writes down 11s…"
+    assert first.strip() == "⏱ leader node1 silent 13s · key lapses ≤17s · writes down 13s…"
     assert second.startswith(" ⚠") and len(second) <= 80 and not second.rstrip().endswith("…"), second
     # The problems count each second in their first minute, as the stopwatch beside them does.
     assert second.endswith("routes to no server (11s)"), second  # "(10s)" from 10 s to 19 s before
@@ -364,7 +366,7 @@ def test_at_80_columns_a_running_failover_leaves_its_problems_a_line_of_their_ow
     checks = tl.checks()
     text = banner_text(checks, running, t(20), {}, names=("node1", "node2", "node3"), width=80).plain
     first, second = text.split("\n")
-    assert first.strip() == "⏱ node1 → … · no leader 19s · writes down 17s…", text
+    assert first.strip() == "⏱ node1 → … · no leader 19s · writes down 19s…", text
     assert second.strip().startswith("⚠") and not second.rstrip().endswith("…") and len(second) <= 80, text
 
 
@@ -385,3 +387,22 @@ def test_a_stopped_member_is_no_replica_to_wait_for() -> None:
     assert only(
         tl, "all replicas stream from node2 2.0 s after the loss (timeline 4); node1 stopped"
     ).at == t(3)
+
+
+def test_a_primary_restarted_in_place_is_a_write_outage_record() -> None:
+    # kill -9 of the postmaster: Patroni restarts it in place and keeps the key; clients saw writes fail.
+    tl = Timeline()
+    feed(tl, [_before(0), pg_down(_before(1), "node1"), pg_down(_before(2), "node1"), _before(4.5)])
+    (r,) = tl.failovers()
+    assert r.leader_kept and r.done and r.old_leader == r.new_leader == "node1"
+    assert (r.write_outage_from, r.write_outage_to, r.write_outage_s) == (t(1), t(4.5), 3.5)
+    assert summary(r).startswith("write outage 3.5 s on node1")
+    assert only(tl, "write outage 3.5 s: HAProxy routes writes to the leader node1 again").at == t(4.5)
+    assert stopwatch_text(r, t(5)).startswith("⏱ no failover: node1 kept the leader · writes down 3.5s")
+
+
+def test_a_leader_in_recovery_is_a_write_outage_from_that_poll() -> None:
+    tl = Timeline()
+    feed(tl, [_before(0), node(_before(1), "node1", in_recovery=True), _before(2)])
+    (r,) = tl.failovers()
+    assert r.leader_kept and (r.write_outage_from, r.write_outage_s) == (t(1), 1.0)

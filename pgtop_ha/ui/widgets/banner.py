@@ -35,6 +35,8 @@ def stopwatch_text(
     old = fit_name(r.old_leader or "?", names, room)
     new = fit_name(r.new_leader, names, room) if r.new_leader else "…"
     parts = [f"⏱ {old} → {new}" if compact else f"⏱ failover {old} → {new}"]
+    if r.leader_kept:
+        parts = [f"⏱ {old} kept the leader" if compact else f"⏱ no failover: {old} kept the leader"]
     if r.election_s is not None:
         if r.down_to_elected_s is not None:
             # What a DBA times: from the leader going silent, not from Patroni releasing its key.
