@@ -1,7 +1,7 @@
 """Detection latency: how long after Patroni's /cluster names a new leader the console's snapshot does.
 
 A thread reads GET /cluster at 20 Hz and notes when a new leader first appears there; the real
-Poller runs beside it at the console's adaptive cadence (models/timeline.cadence, fed by a
+Poller runs beside it at the console's adaptive cadence (engines/timeline.cadence, fed by a
 Timeline as the console feeds it) and notes when a snapshot first names that leader. Each
 switchover (faults.switchover, through Patroni's REST API) starts from a calm cluster, so the
 cadence is the idle one when it begins. Issue 9 asks for ≤ 0.3 s (median). Example:
@@ -26,11 +26,11 @@ import httpx
 
 from pgtop_ha.clock import system_clock
 from pgtop_ha.collect.poller import Poller
+from pgtop_ha.engines.timeline import Timeline, cadence
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import Layout, saved_layout
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.timeline import Timeline, cadence
 from pgtop_ha.settings import load_settings
 
 API_PERIOD_S = 0.05  # 20 Hz, as the issue's screen reader

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pgtop_ha.judge.eligibility import find_leader
 from pgtop_ha.models.base import Frozen
-from pgtop_ha.models.eligibility import find_leader
 from pgtop_ha.models.snapshot import ClusterSnapshot
 
 ResetKind = Literal[

@@ -9,7 +9,6 @@ import re
 from datetime import datetime
 
 from pgtop_ha.models.base import Frozen
-from pgtop_ha.models.health import age_s, member_names, permanent_slots
 from pgtop_ha.models.poolers import PgBouncerState, PgpoolState
 from pgtop_ha.models.snapshot import (
     ClusterSnapshot,
@@ -474,3 +473,36 @@ def select_rates(prev: PgpoolState | None, cur: PgpoolState) -> dict[int, float 
         for n in cur.nodes
         if n.node_id in before
     }
+
+
+def age_s(now: datetime, then: datetime | None) -> float | None:
+    """Seconds from ``then`` to ``now`` (never negative), None when unknown."""
+    if then is None:
+        return None
+    return max(0.0, (now - then).total_seconds())
+
+
+def _names(snapshot: ClusterSnapshot) -> list[str]:
+    """Member names in a stable order: Patroni's, then nodes Patroni did not list."""
+    names = [m.name for m in snapshot.members]
+    names += [n.name for n in snapshot.nodes if n.name not in names]
+    return sorted(names)
+
+
+def member_names(snapshot: ClusterSnapshot) -> list[str]:
+    """Every member or node name in the snapshot, sorted."""
+    return _names(snapshot)
+
+
+def permanent_slots(snapshot: ClusterSnapshot, *, logical_only: bool = False) -> dict[str, str]:
+    """Patroni's permanent slots (from /config) by name, each 'logical' or 'physical'."""
+    config = snapshot.patroni_config
+    if config is None:
+        return {}
+    out: dict[str, str] = {}
+    for name, spec in config.permanent_slots.items():
+        spec = spec if isinstance(spec, dict) else {}
+        logical = spec.get("type") == "logical" or ("database" in spec and "plugin" in spec)
+        if logical or not logical_only:
+            out[name] = "logical" if logical else "physical"
+    return out

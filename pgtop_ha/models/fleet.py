@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from pgtop_ha.models.events import Event
+from pgtop_ha.models.event import Event
 
 LAG_WARN_BYTES = 16 * 1024 * 1024
 Q = "q"  # the label each aggregate of the "fleet" query is tagged with

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 from pgtop_ha.clock import Clock, system_clock
+from pgtop_ha.engines.timeline import Timeline, cadence
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.text import clean
-from pgtop_ha.models.timeline import Timeline, cadence
 from pgtop_ha.record.limits import RecordLimit
 from pgtop_ha.record.markers import MarkerInbox
 from pgtop_ha.record.recorder import Recorder

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pgtop_ha.errors import UserError
-from pgtop_ha.models.events import Event
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.record.scrub import clean_tree, cleaned_json, needs_cleaning
 from pgtop_ha.record.store import FORMAT, FORMAT_VERSION, connect, from_epoch, inflate

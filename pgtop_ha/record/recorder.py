@@ -17,7 +17,7 @@ from typing import Any
 from pgtop_ha import __version__
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.errors import UserError
-from pgtop_ha.models.events import Event
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.text import clean
 from pgtop_ha.record.limits import RecordLimit

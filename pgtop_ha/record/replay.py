@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from pgtop_ha.errors import UserError
-from pgtop_ha.models.events import Event
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.record.reader import Frame, Recording
 from pgtop_ha.record.store import epoch

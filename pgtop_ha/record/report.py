@@ -12,9 +12,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pgtop_ha.models.health import DEFAULT_POOLS, Pools
+from pgtop_ha.engines.timeline import Timeline
+from pgtop_ha.judge.health import DEFAULT_POOLS, Pools
 from pgtop_ha.models.text import clean
-from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.record.reader import Recording
 from pgtop_ha.record.store import from_epoch
 

@@ -14,9 +14,9 @@ from textual.worker import Worker, WorkerState
 
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.crash import write_report
-from pgtop_ha.models.events import Event
+from pgtop_ha.engines.timeline import Timeline, cadence
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.timeline import Timeline, cadence
 from pgtop_ha.settings import Mode, Settings
 from pgtop_ha.ui.commands import ScreenCommands
 from pgtop_ha.ui.driver import CalmApp

@@ -11,7 +11,7 @@ import functools
 import re
 from collections.abc import Sequence
 
-from pgtop_ha.models.health import human_bytes as _human_bytes
+from pgtop_ha.judge.health import human_bytes as _human_bytes
 from pgtop_ha.models.numbers import INT_LIMIT as _INT_LIMIT
 from pgtop_ha.models.numbers import finite
 from pgtop_ha.models.text import clean

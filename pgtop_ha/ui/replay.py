@@ -9,8 +9,8 @@ from pathlib import Path
 
 from textual.screen import Screen
 
+from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.record.replay import ReplaySource
 from pgtop_ha.settings import Mode, Settings
 from pgtop_ha.ui.app import EVENTS, HISTORY, PgtopApp

@@ -18,9 +18,9 @@ from textual.widgets import Static
 
 from pgtop_ha.actions import build_actions
 from pgtop_ha.collect.poller import Poller
+from pgtop_ha.judge.eligibility import takeover_plan
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import NODE_NAMES
-from pgtop_ha.models.eligibility import takeover_plan
 from pgtop_ha.settings import Settings
 from pgtop_ha.ui.app import PgtopApp
 from pgtop_ha.ui.operator.modal_base import OperatorModal

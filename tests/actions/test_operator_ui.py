@@ -22,7 +22,7 @@ from pgtop_ha.actions.audit import AuditLog
 from pgtop_ha.actions.operator import Actions
 from pgtop_ha.actions.patroni_writer import PatroniWriter
 from pgtop_ha.actions.stats_reset import StatsResetter
-from pgtop_ha.models.eligibility import Candidate
+from pgtop_ha.judge.eligibility import Candidate
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.app import PgtopApp
 from pgtop_ha.ui.operator.modal_base import OperatorModal

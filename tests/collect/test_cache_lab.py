@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pgtop_ha.collect.poller import Poller
+from pgtop_ha.judge.cache import used_share
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import COPY_TABLE
-from pgtop_ha.models.cache import used_share
 from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings

@@ -13,14 +13,14 @@ import asyncio
 import pytest
 
 from pgtop_ha.collect.poller import Poller
+from pgtop_ha.engines.timeline import Timeline
+from pgtop_ha.judge.health import member_problems
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import NODE_NAMES
 from pgtop_ha.lab.procs import poll
-from pgtop_ha.models.health import member_problems
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.settings import Settings
 from tests.support.lab_polls import quiet, until_seen
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from pgtop_ha.collect.poller import Poller
+from pgtop_ha.judge.checks import disagreements, writes_ok
+from pgtop_ha.judge.health import cluster_problems, routes
 from pgtop_ha.lab import configs, procs
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import NODE_NAMES
 from pgtop_ha.lab.tools import find_tools
-from pgtop_ha.models.checks import disagreements, writes_ok
-from pgtop_ha.models.health import cluster_problems, routes
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
 from tests.support.lab_polls import until_seen

@@ -7,9 +7,9 @@ import io
 import pytest
 
 from pgtop_ha.collect.poller import Poller
+from pgtop_ha.judge.health import cluster_problems
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.models.health import cluster_problems
 from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
 from pgtop_ha.models.waits import kind

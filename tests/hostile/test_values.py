@@ -25,8 +25,8 @@ from pydantic import BaseModel
 from pgtop_ha.collect.coerce import as_float, as_int
 from pgtop_ha.collect.haproxy import parse_stat_csv
 from pgtop_ha.collect.patroni import decode_json, parse_cluster
-from pgtop_ha.models.eligibility import takeover_plan
-from pgtop_ha.models.events import diff
+from pgtop_ha.engines.events import diff
+from pgtop_ha.judge.eligibility import takeover_plan
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member, Process, Replication
 from pgtop_ha.ui import format as fmt
 from pgtop_ha.ui.operator.takeover_modal import candidate_line

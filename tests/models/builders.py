@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from pgtop_ha.models.events import Event
+from pgtop_ha.engines.timeline import Timeline
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer, Member, NodeSnapshot
-from pgtop_ha.models.timeline import Timeline
 from tests.ui import fixtures as fx
 
 T0 = fx.T0

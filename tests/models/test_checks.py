@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pgtop_ha.models.checks import disagreements, writes_ok
-from pgtop_ha.models.health import cluster_problems, worst_slot
+from pgtop_ha.engines.timeline import Timeline
+from pgtop_ha.judge.checks import disagreements, writes_ok
+from pgtop_ha.judge.health import cluster_problems, worst_slot
 from pgtop_ha.models.snapshot import ClusterSnapshot, WalReceiver
 from pgtop_ha.models.thresholds import Thresholds
-from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.ui.panes import overview
 from pgtop_ha.ui.panes.base import Context
 from tests.models.builders import feed, healthy, leader, member, node, only, pg_down, t, writers

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from pgtop_ha.models.eligibility import takeover_plan
+from pgtop_ha.judge.eligibility import takeover_plan
 from pgtop_ha.models.snapshot import (
     ClusterInfo,
     ClusterSnapshot,

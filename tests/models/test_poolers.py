@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from pgtop_ha.judge.health import DEFAULT_POOLS, cluster_problems, patroni_view
 from pgtop_ha.models.derive import bouncer_rates, select_rates
-from pgtop_ha.models.health import DEFAULT_POOLS, cluster_problems, patroni_view
 from pgtop_ha.models.poolers import (
     BouncerDatabase,
     BouncerPool,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from pgtop_ha.models.checks import disagreements, writes_ok
-from pgtop_ha.models.health import DEFAULT_POOLS, Pools, cluster_problems, member_problems, routes
+from pgtop_ha.engines.timeline import Timeline
+from pgtop_ha.judge.checks import disagreements, writes_ok
+from pgtop_ha.judge.health import DEFAULT_POOLS, Pools, cluster_problems, member_problems, routes
 from pgtop_ha.models.probe import member_at
 from pgtop_ha.models.servers import joined, known_names, member_of, split_addr, unjoined
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
-from pgtop_ha.models.timeline import Timeline
 from tests.models.builders import feed, healthy, t, writers
 from tests.models.test_stopwatch import _failover as failover
 from tests.ui import fixtures as fx
@@ -139,7 +139,7 @@ def test_stopwatch_measures_writes_with_servers_named_otherwise() -> None:
 
 
 def test_server_rows_keep_their_own_names_in_events_label() -> None:
-    from pgtop_ha.models.events import facts
+    from pgtop_ha.engines.events import facts
 
     snap = join(as_patroni_example(healthy(), addresses=True))
     found = [f for k, f in facts(snap).items() if k[0] == "haproxy" and len(k) == 3]

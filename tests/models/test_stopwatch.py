@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from pgtop_ha.engines.stopwatch import LeaderSilence, summary
+from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.models.probe import WriteOutage
 from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry, Probe, WalReceiver
-from pgtop_ha.models.stopwatch import LeaderSilence, summary
 from pgtop_ha.models.thresholds import Thresholds
-from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.ui.panes import overview
 from pgtop_ha.ui.panes.base import Context
 from pgtop_ha.ui.widgets.banner import banner_text, silence_text, stopwatch_text

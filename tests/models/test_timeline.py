@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pgtop_ha.models.events import SOURCES, diff
-from pgtop_ha.models.health import cluster_problems
+from pgtop_ha.engines.events import diff
+from pgtop_ha.engines.timeline import EPISODES_SWEEP, Timeline, cadence
+from pgtop_ha.judge.health import cluster_problems
+from pgtop_ha.models.event import SOURCES
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HistoryEntry, Replication, Slot
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.models.timeline import EPISODES_SWEEP, Timeline, cadence
 from tests.models.builders import (
     feed,
     healthy,

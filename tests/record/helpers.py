@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.record.limits import RecordLimit, parse_limit
 from pgtop_ha.record.recorder import Recorder
 from pgtop_ha.settings import Settings

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pgtop_ha.errors import UserError
-from pgtop_ha.models.events import Event
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot, Process
 from pgtop_ha.record.limits import RecordLimit, parse_limit
 from pgtop_ha.record.reader import Frame, Recording

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from pgtop_ha.models.events import Event
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.poolers import (
     BouncerDatabase,
     BouncerPool,

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from textual.app import App, ComposeResult
 
+from pgtop_ha.engines.stopwatch import FailoverReport
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.stopwatch import FailoverReport
 from pgtop_ha.ui.format import fit_name
 from pgtop_ha.ui.panes import overview
 from pgtop_ha.ui.panes.base import NAME_WIDTH, Cell, Column, Row, name_column

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 from textual.widgets import Input, OptionList, Static
 
-from pgtop_ha.models.events import Event
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.app import PgtopApp
 from pgtop_ha.ui.operator.confirm_modal import ConfirmModal

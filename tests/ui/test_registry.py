@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.binding import Binding
 
-from pgtop_ha.models.events import diff
+from pgtop_ha.engines.events import diff
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.app import PgtopApp
 from pgtop_ha.ui.operator.screen import OperatorScreen

@@ -9,15 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pgtop_ha.models.events import Event, diff
-from pgtop_ha.models.health import (
-    Pools,
-    Problem,
-    cluster_problems,
-    lag_level,
-    member_problems,
-    stale_level,
-)
+from pgtop_ha.engines.events import diff
+from pgtop_ha.engines.timeline import Timeline
+from pgtop_ha.judge.health import Pools, Problem, cluster_problems, lag_level, member_problems, stale_level
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import (
     Archiver,
     ClusterSnapshot,
@@ -27,7 +22,6 @@ from pgtop_ha.models.snapshot import (
     WalReceiver,
 )
 from pgtop_ha.models.thresholds import Level, grade
-from pgtop_ha.models.timeline import Timeline
 from pgtop_ha.ui.format import age, age_step, bar, duration, fit_name, human_bytes, lsn, rate, sparkline
 from pgtop_ha.ui.panes import (
     archiver,

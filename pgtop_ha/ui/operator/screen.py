@@ -10,8 +10,8 @@ from textual.binding import Binding
 from pgtop_ha.actions import Actions, AuditEntry
 from pgtop_ha.actions.reset_scopes import ResetScope, ResetTarget, reset_choices
 from pgtop_ha.actions.results import ActionResult, Progress
-from pgtop_ha.models.eligibility import TakeoverPlan, takeover_plan
-from pgtop_ha.models.events import Event
+from pgtop_ha.judge.eligibility import TakeoverPlan, takeover_plan
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.text import clean
 from pgtop_ha.ui.format import shown

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 
-from pgtop_ha.models.health import age_s, archive_failing, archiver_level, ready_level
+from pgtop_ha.judge.health import archive_failing, archiver_level, ready_level
+from pgtop_ha.models.derive import age_s
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, age_step, count, sparkline

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, TypeVar, cast
 
-from pgtop_ha.models.events import Event
-from pgtop_ha.models.health import Pools, Problem, cluster_problems, member_names, member_problems
+from pgtop_ha.judge.health import Pools, Problem, cluster_problems, member_problems
+from pgtop_ha.models.derive import member_names
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.needs import NONE, Needs
 from pgtop_ha.models.servers import unjoined
 from pgtop_ha.models.snapshot import ClusterSnapshot

@@ -6,8 +6,8 @@ Read only while the pane is on screen, every 15 s (pg_buffercache visits every b
 
 from __future__ import annotations
 
-from pgtop_ha.models.cache import after_failover, relation_share, used_share
-from pgtop_ha.models.health import is_leader, node_state
+from pgtop_ha.judge.cache import after_failover, relation_share, used_share
+from pgtop_ha.judge.health import is_leader, node_state
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import count, human_bytes, shown

@@ -2,17 +2,8 @@
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import (
-    age_s,
-    is_leader,
-    is_up,
-    lag_level,
-    member_names,
-    member_state,
-    node_state,
-    routes,
-    unreachable,
-)
+from pgtop_ha.judge.health import is_leader, is_up, lag_level, member_state, node_state, routes, unreachable
+from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level

@@ -3,7 +3,7 @@ newest first; a state that flipped back shows how long it lasted."""
 
 from __future__ import annotations
 
-from pgtop_ha.models.events import Event
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import shown

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from pgtop_ha.models.health import check_unanswered, is_leader, is_up, state_word
+from pgtop_ha.judge.health import check_unanswered, is_leader, is_up, state_word
 from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level

@@ -5,7 +5,7 @@ Read only while this pane is on screen (the "locks" need: one more part of the s
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import node_state
+from pgtop_ha.judge.health import node_state
 from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level

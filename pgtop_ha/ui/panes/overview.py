@@ -10,12 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from pgtop_ha.models.derive import CopyRate, copy_rates, replay_lag_seconds, walsender_for
-from pgtop_ha.models.eligibility import find_leader
-from pgtop_ha.models.events import Event, without_preludes
-from pgtop_ha.models.health import (
+from pgtop_ha.engines.events import without_preludes
+from pgtop_ha.judge.eligibility import find_leader
+from pgtop_ha.judge.health import (
     Problem,
-    age_s,
     archive_failing,
     archiver_level,
     exact_timeline,
@@ -24,6 +22,8 @@ from pgtop_ha.models.health import (
     state_word,
     worst_slot,
 )
+from pgtop_ha.models.derive import CopyRate, age_s, copy_rates, replay_lag_seconds, walsender_for
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import NAME_ROOM, age, count, duration, fit_name, human_bytes, shown

@@ -7,7 +7,7 @@ on the cycles that follow a reload (the "parameters" need).
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import member_names
+from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.parameters import parameters, restart_needed
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level

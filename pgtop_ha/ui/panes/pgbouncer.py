@@ -8,8 +8,8 @@ HAProxy's writer port (the routing is then HAProxy's), or another address.
 
 from __future__ import annotations
 
+from pgtop_ha.judge.health import patroni_view
 from pgtop_ha.models.derive import BouncerRates, bouncer_rates
-from pgtop_ha.models.health import patroni_view
 from pgtop_ha.models.poolers import PgBouncerState, database_finding, pool_finding
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level

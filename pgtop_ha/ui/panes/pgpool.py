@@ -8,8 +8,8 @@ replica), or pgpool keeps a node down while Patroni says it streams (WARN: no re
 
 from __future__ import annotations
 
+from pgtop_ha.judge.health import is_leader, patroni_view
 from pgtop_ha.models.derive import select_rates
-from pgtop_ha.models.health import is_leader, patroni_view
 from pgtop_ha.models.poolers import PgpoolState, missing_primary, node_finding
 from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.snapshot import ClusterSnapshot

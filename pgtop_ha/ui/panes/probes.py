@@ -11,7 +11,7 @@ outage (first failed write → first successful write) has a row of its own.
 
 from __future__ import annotations
 
-from pgtop_ha.models.health import is_leader
+from pgtop_ha.judge.health import is_leader
 from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count, duration, shown

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 
-from pgtop_ha.models.derive import REPLY_ON_TIME_S, stage_lag_seconds, standby_silent
-from pgtop_ha.models.health import age_s, lag_level
+from pgtop_ha.judge.health import lag_level
+from pgtop_ha.models.derive import REPLY_ON_TIME_S, age_s, stage_lag_seconds, standby_silent
 from pgtop_ha.models.servers import member_listening
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
 from pgtop_ha.models.thresholds import Level

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 
+from pgtop_ha.judge.health import is_leader, retained_level, slot_level
 from pgtop_ha.models.derive import SlotRates, slot_presence, slot_rates
-from pgtop_ha.models.health import is_leader, retained_level, slot_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import fit_name, human_bytes, rate

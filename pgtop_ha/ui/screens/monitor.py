@@ -16,7 +16,7 @@ from textual.containers import Grid
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from pgtop_ha.models.health import member_names
+from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.compositor import BandCompositor

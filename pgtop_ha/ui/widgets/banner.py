@@ -10,9 +10,9 @@ from datetime import datetime
 from rich.style import Style
 from rich.text import Text
 
-from pgtop_ha.models.health import human_bytes
-from pgtop_ha.models.stopwatch import FailoverReport, LeaderSilence
-from pgtop_ha.models.timeline import ActiveCheck
+from pgtop_ha.engines.stopwatch import FailoverReport, LeaderSilence
+from pgtop_ha.engines.timeline import ActiveCheck
+from pgtop_ha.judge.health import human_bytes
 from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, shown
 from pgtop_ha.ui.widgets.heartbeat import OneLine
 

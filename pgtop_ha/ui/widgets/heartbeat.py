@@ -11,10 +11,11 @@ from rich.text import Text
 from textual.strip import Strip
 from textual.widget import Widget
 
-from pgtop_ha.models.health import age_s, member_names, member_state, node_state, stale_level, unreachable
+from pgtop_ha.engines.timeline import CALM_AFTER_S
+from pgtop_ha.judge.health import member_state, node_state, stale_level, unreachable
+from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
-from pgtop_ha.models.timeline import CALM_AFTER_S
 from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, shown
 
 
@@ -80,7 +81,7 @@ def heartbeat_text(
     the usual cadence ("every 1s") is left out rather than cut when the rest fills it.
     """
 
-    # Polling faster than chosen: something is wrong (models/timeline.py cadence()). At 80 columns
+    # Polling faster than chosen: something is wrong (engines/timeline.py cadence()). At 80 columns
     # it was cut to "every 0.25s (…"; its shortest form is kept room for, as the nodes are.
     fast_forms = _fast_forms(cadence, interval) if cadence is not None and cadence < interval - 1e-9 else ()
     reserve = len(fast_forms[-1]) if fast_forms else 0

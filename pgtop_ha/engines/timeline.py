@@ -3,8 +3,8 @@
 Events are stamped with the time they were observed (the snapshot's ``taken_at``) and their
 source. A state that flips and flips back within the debounce window is one event, updated in
 place (same id) with ``ended_at`` and ``duration_s``; one that keeps flapping is that same event
-again, with ``count`` raised, instead of ten events. Disagreement checks (models/checks.py) join as
-events once past their grace period, and the failover stopwatch (models/stopwatch.py) keeps one
+again, with ``count`` raised, instead of ten events. Disagreement checks (judge/checks.py) join as
+events once past their grace period, and the failover stopwatch (engines/stopwatch.py) keeps one
 event per leader loss, updated as its figures arrive. ``cadence()`` says how fast to poll.
 """
 
@@ -15,20 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from pgtop_ha.models.checks import ROLE_GRACE_S, Check, disagreements
-from pgtop_ha.models.events import (
-    Event,
-    Fact,
-    Key,
-    carry,
-    changes,
-    describe,
-    facts,
-    unknown_scopes,
-)
-from pgtop_ha.models.health import DEFAULT_POOLS, Pools, member_state, node_state, source_state
+from pgtop_ha.engines.events import Fact, Key, carry, changes, describe, facts, unknown_scopes
+from pgtop_ha.engines.stopwatch import FailoverReport, LeaderSilence, Stopwatch
+from pgtop_ha.judge.checks import ROLE_GRACE_S, Check, disagreements
+from pgtop_ha.judge.health import DEFAULT_POOLS, Pools, member_state, node_state, source_state
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.stopwatch import FailoverReport, LeaderSilence, Stopwatch
 
 __all__ = ["ActiveCheck", "FailoverReport", "Timeline", "cadence"]
 

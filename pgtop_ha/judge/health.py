@@ -11,6 +11,7 @@ from datetime import datetime
 from math import isfinite
 from typing import Literal
 
+from pgtop_ha.models.derive import member_names, permanent_slots
 from pgtop_ha.models.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
 from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined
@@ -103,13 +104,6 @@ def stale_level(t: Thresholds, age_s: float | None) -> Level:
     if age_s is None:
         return Level.CRIT
     return t.stale_s.grade(age_s)
-
-
-def age_s(now: datetime, then: datetime | None) -> float | None:
-    """Seconds from ``then`` to ``now`` (never negative), None when unknown."""
-    if then is None:
-        return None
-    return max(0.0, (now - then).total_seconds())
 
 
 @dataclass(frozen=True)
@@ -328,7 +322,7 @@ def cluster_problems(
     members: Mapping[str, Sequence[Problem]] | None = None,
 ) -> list[Problem]:
     """Every current problem of the cluster, worst first; ``members``: member_problems already known."""
-    names = _names(snapshot)
+    names = member_names(snapshot)
     out: list[Problem] = []
     leaders = [m.name for m in snapshot.members if is_leader(m)]
     if snapshot.members and not leaders:
@@ -471,18 +465,6 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
             yield Problem(lv, n.name, text, key="lock waits")
 
 
-def _names(snapshot: ClusterSnapshot) -> list[str]:
-    """Member names in a stable order: Patroni's, then nodes Patroni did not list."""
-    names = [m.name for m in snapshot.members]
-    names += [n.name for n in snapshot.nodes if n.name not in names]
-    return sorted(names)
-
-
-def member_names(snapshot: ClusterSnapshot) -> list[str]:
-    """Every member or node name in the snapshot, sorted."""
-    return _names(snapshot)
-
-
 def _slug(name: str) -> str:
     """A member's replication slot name as Patroni derives it from the member name."""
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name.lower())
@@ -529,20 +511,6 @@ _WAL_STATUS_RANK = {"reserved": 0, "extended": 1, "unreserved": 2, "lost": 3}
 def wal_status_rank(wal_status: str | None) -> int:
     """How near a slot is to losing its WAL (pg_replication_slots.wal_status): 0 reserved … 3 lost."""
     return _WAL_STATUS_RANK.get(wal_status or "", 0)
-
-
-def permanent_slots(snapshot: ClusterSnapshot, *, logical_only: bool = False) -> dict[str, str]:
-    """Patroni's permanent slots (from /config) by name, each 'logical' or 'physical'."""
-    config = snapshot.patroni_config
-    if config is None:
-        return {}
-    out: dict[str, str] = {}
-    for name, spec in config.permanent_slots.items():
-        spec = spec if isinstance(spec, dict) else {}
-        logical = spec.get("type") == "logical" or ("database" in spec and "plugin" in spec)
-        if logical or not logical_only:
-            out[name] = "logical" if logical else "physical"
-    return out
 
 
 def missing_permanent_slots(snapshot: ClusterSnapshot, name: str) -> list[str]:

@@ -5,7 +5,7 @@ in one pool, a slot's wal_status...). An event is a fact whose value changed bet
 consecutive snapshots. A fact read from a source that did not answer this cycle (PostgreSQL of
 an unreachable node, /cluster when no root answered, HAProxy's stats when they failed) is not
 "gone": it keeps its previous value, so an outage of one source never reads as a hundred changes.
-The Timeline (models/timeline.py) adds debounce, durations, checks and the failover stopwatch.
+The Timeline (engines/timeline.py) adds debounce, durations, checks and the failover stopwatch.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from pgtop_ha.models.base import Frozen
-from pgtop_ha.models.health import (
+from pgtop_ha.judge.health import (
     archive_failing,
     member_state,
     missing_permanent_slots,
@@ -24,27 +23,9 @@ from pgtop_ha.models.health import (
     state_word,
     wal_status_rank,
 )
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member
-
-# Where an event comes from: which source saw it, or who made it.
-SOURCES = ("patroni", "postgres", "haproxy", "console", "marker", "action")
-
-
-class Event(Frozen):
-    """One change seen between two snapshots, a marker, or an action (sent or done)."""
-
-    at: datetime  # when it was observed (the snapshot's taken_at), or when it happened
-    kind: str
-    node: str | None = None
-    text: str
-    severity: int = 0  # 0 info, 1 warn, 2 crit: same scale as health.Level
-    source: str = "console"  # one of SOURCES
-    id: int = 0  # given by the Timeline; an update of an event keeps its id
-    ended_at: datetime | None = None  # when the state it reports ended (flipped back or changed)
-    duration_s: float | None = None  # how long that state lasted
-    count: int = 1  # times the state came back within the debounce window (flapping)
-
 
 Key = tuple[str, ...]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgtop_ha.models.eligibility import find_leader
+from pgtop_ha.judge.eligibility import find_leader
 from pgtop_ha.models.snapshot import CacheState, ClusterSnapshot
 
 

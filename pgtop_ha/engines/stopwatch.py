@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from pgtop_ha.engines.events import listed
+from pgtop_ha.judge.checks import writes_ok
+from pgtop_ha.judge.health import Pools, human_bytes, node_state, unreachable
 from pgtop_ha.models.base import Frozen
-from pgtop_ha.models.checks import writes_ok
-from pgtop_ha.models.events import Event, listed
-from pgtop_ha.models.health import Pools, human_bytes, node_state, permanent_slots, unreachable
+from pgtop_ha.models.derive import permanent_slots
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member, Probe
 
 # Patroni's word for a member whose PostgreSQL it stopped (`stop-patroni`, a shutdown): its key stays

@@ -1,0 +1,1 @@
+"""The judge: every rule that turns readings (models/) into a verdict. Pure, no I/O."""
