@@ -178,7 +178,9 @@ def main() -> int:
     layout = saved_layout(args.state_dir) or Layout(base_port=25400, state_dir=args.state_dir)
     lab = Lab(layout, out=io.StringIO())
     for scenario in args.scenarios.split(","):
-        rows = [one_run(lab, scenario, layout.console_config, args.settle, args.keep) for _ in range(args.runs)]
+        rows = [
+            one_run(lab, scenario, layout.console_config, args.settle, args.keep) for _ in range(args.runs)
+        ]
         for row in rows:
             print(json.dumps(row), flush=True)
         pairs = [(r["client_s"], r["console_s"]) for r in rows if None not in (r["client_s"], r["console_s"])]
