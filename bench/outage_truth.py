@@ -39,12 +39,12 @@ PGTOP = str(Path(sys.executable).with_name("pgtop-ha"))
 
 
 class Client(threading.Thread):
-    """Writes one row every PERIOD_S on a new connection; keeps (started_at, ok) of each attempt."""
+    """Starts a write every PERIOD_S, each on a new connection; keeps (started, ended, ok) of each."""
 
     def __init__(self, lab: Lab) -> None:
         super().__init__(name="client", daemon=True)
         self.lab = lab
-        self.attempts: list[tuple[datetime, bool]] = []
+        self.attempts: list[tuple[datetime, datetime, bool]] = []
         self.stop = threading.Event()
 
     async def _write(self) -> bool:
@@ -69,28 +69,35 @@ class Client(threading.Thread):
         finally:
             conn.terminate()
 
+    async def _one(self) -> None:
+        at = datetime.now(UTC)
+        ok = await self._write()
+        self.attempts.append((at, datetime.now(UTC), ok))
+
     async def _loop(self) -> None:
+        # A write is started every PERIOD_S whether the last has finished or not, as clients do.
+        tasks: set[asyncio.Task[None]] = set()
+        next_at = time.monotonic()
         while not self.stop.is_set():
-            began = time.monotonic()
-            at = datetime.now(UTC)
-            self.attempts.append((at, await self._write()))
-            await asyncio.sleep(max(0.0, PERIOD_S - (time.monotonic() - began)))
+            task = asyncio.create_task(self._one())
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            next_at += PERIOD_S
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+        await asyncio.gather(*tasks)
 
     def run(self) -> None:
         """Write until stopped."""
         asyncio.run(self._loop())
 
     def span(self, after: datetime) -> tuple[datetime, datetime] | None:
-        """The first failed write at or after ``after`` and the next success."""
-        start = None
-        for at, ok in self.attempts:
-            if at < after:
-                continue
-            if not ok and start is None:
-                start = at
-            elif ok and start is not None:
-                return start, at
-        return None
+        """From the first failed write started at or after ``after`` to the end of the next success."""
+        done = sorted(self.attempts)
+        start = next((at for at, _, ok in done if at >= after and not ok), None)
+        if start is None:
+            return None
+        end = next((e for at, e, ok in done if at > start and ok), None)
+        return None if end is None else (start, end)
 
     def outage(self, after: datetime) -> float | None:
         """Seconds from the first failed write at or after ``after`` to the next success."""
@@ -99,7 +106,7 @@ class Client(threading.Thread):
 
     def writing(self) -> bool:
         """The last three writes succeeded."""
-        return len(self.attempts) >= 3 and all(ok for _, ok in self.attempts[-3:])
+        return len(self.attempts) >= 3 and all(ok for _, _, ok in self.attempts[-3:])
 
 
 def wait(cond: Any, within: float, what: str) -> None:

@@ -91,6 +91,29 @@ def _parser(lab: bool = False) -> argparse.ArgumentParser:
     snap = sub.add_parser("snapshot", parents=[common], help="print one snapshot of the cluster")
     snap.add_argument("--json", action="store_true", help="as JSON (the default)")
     snap.add_argument("--schema", action="store_true", help="print the snapshot's JSON Schema")
+    snap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="READ",
+        help="read only these optional parts (locks, cache, parameters, memory, pgbackrest; repeatable)",
+    )
+    snap.add_argument(
+        "--without", action="append", default=[], metavar="READ", help="skip this optional part (repeatable)"
+    )
+    check = sub.add_parser(
+        "check",
+        parents=[common],
+        help="the cluster's verdicts for scripts and monitoring (exit 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN)",
+    )
+    check.add_argument("--json", action="store_true", help="the verdicts as JSON")
+    check.add_argument(
+        "--wait-healthy",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="poll until the cluster is healthy again, at most SECONDS; the exit code says how it ended",
+    )
     rec = sub.add_parser(
         "record", parents=[common], help="record the cluster to FILE without a screen (Ctrl-C stops)"
     )
@@ -153,6 +176,17 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return _parser(lab=first.command in LAB_COMMANDS).parse_args(args_list)
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds between 0 and 86400")
+    return value
+
+
 def _record_max(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--record-max",
@@ -201,6 +235,17 @@ def _merged_settings(args: argparse.Namespace, extra: dict[str, Any]) -> Setting
     return load_settings(getattr(args, "config", None), tree)
 
 
+def _check(args: argparse.Namespace) -> int:
+    """`pgtop-ha check`: a monitoring plugin says UNKNOWN (3), on one line, when it cannot judge."""
+    from pgtop_ha.check_cli import UNKNOWN, run_check
+
+    try:
+        return run_check(_settings(args), as_json=args.json, wait_healthy=args.wait_healthy)
+    except UserError as exc:
+        print(f"PGTOP-HA UNKNOWN - {clean(str(exc))}")
+        return UNKNOWN
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pgtop-ha` command."""
     args = parse(argv)
@@ -215,7 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "snapshot":
             from pgtop_ha.collect.snapshot_cli import run_snapshot
 
-            return run_snapshot(_settings(args), schema=args.schema)
+            return run_snapshot(_settings(args), schema=args.schema, only=args.only, without=args.without)
+        if args.command == "check":
+            return _check(args)
         if args.command == "record":
             from pgtop_ha.record.headless import run_record
             from pgtop_ha.record.limits import parse_limit

@@ -346,11 +346,20 @@ class PgBackRestReader:
         stanzas = parse_info(out, self._clock())
         spool = self.spool or Path(option(conf, "spool-path") or DEFAULT_SPOOL)
         spools = tuple([await asyncio.to_thread(scan_spool, spool, s.name) for s in stanzas if s.name != "?"])
+        where = str(conf_path) if conf_path is not None else None
+        why = None
+        if not stanzas:
+            read = (
+                f"config {where}" if where else "no config found at " + ", ".join(map(str, DEFAULT_CONFIGS))
+            )
+            why = f"pgbackrest info lists no stanza ({read}); set [pgbackrest] config and stanza"
         return PgBackRestState(
             enabled=True,
             stanzas=stanzas,
             spools=spools,
             queue_max_bytes=queue_max(conf, self.stanza or (stanzas[0].name if stanzas else None)),
+            config=where,
+            no_stanza=why,
         )
 
 

@@ -208,6 +208,10 @@ def describe_error(exc: BaseException, target: Target) -> str:
     return f"{where}: {exc.__class__.__name__}{': ' + text if text else ''}"
 
 
+# Why an optional read's field is null: no pane on screen (or `snapshot --without`) asked for it.
+NOT_ASKED = "not read: asked only while its pane is on screen (snapshot reads it unless --without)"
+
+
 class NodeReader:
     """Polls one node's PostgreSQL: one connection, probed once, reconnected with backoff."""
 
@@ -258,6 +262,8 @@ class NodeReader:
         self._local = procmem.is_local_host(target.host) if local is None else local
         self._failures = 0
         self._retry_at = 0.0
+        self._asked_at: datetime | None = None  # when the poll in flight (or the last) was sent
+        self._failing_since: datetime | None = None
         self._runner = PollTask(f"pg:{target.name}", self._poll)
         self._result: NodeSnapshot = NodeSnapshot(
             name=target.name, host=target.host, port=target.port, error="not polled yet"
@@ -361,12 +367,15 @@ class NodeReader:
         self._failures += 1
         delay = min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** (self._failures - 1))
         self._retry_at = loop.time() + delay
+        if self._failures == 1:
+            self._failing_since = self._asked_at
         self._result = NodeSnapshot(
             name=self.target.name,
             host=self.target.host,
             port=self.target.port,
             error=message,
             last_ok_at=self.last_ok_at,
+            failing_since=self._failing_since,
         )
 
     async def _connect(self) -> asyncpg.Connection:
@@ -430,6 +439,7 @@ class NodeReader:
         loop = asyncio.get_running_loop()
         if self._failures and loop.time() < self._retry_at:
             return  # backing off: keep the last error
+        self._asked_at = self._clock()
         connecting = self._conn is None or self._conn.is_closed()
         budget = self._settings.statement_timeout_ms / 1000 + 0.5
         if connecting:
@@ -486,7 +496,7 @@ class NodeReader:
             self._huge_setting = parsed.huge_pages_setting
         parsed.fields["pending_restart"] = self._pending
         # Settings change only with a reload or a restart: read on the same cycles, kept between.
-        parsed.fields["parameters"] = self._settings_read if "parameters" in self._needs else ()
+        parsed.fields["parameters"] = self._settings_read if "parameters" in self._needs else None
         parsed.fields["cache"] = self._cache
         await self._finish(parsed, caps, full)
 
@@ -626,11 +636,17 @@ class NodeReader:
         if self._local and local_reason and not memory:
             missing["processes.memory"] = local_reason
         if not self.memory_enabled:
-            missing["processes.memory"] = "not read (switched off while nobody looks at it)"
+            missing["processes.memory"] = NOT_ASKED
+        for need in ("locks", "cache", "parameters"):
+            if need not in self._needs:
+                missing.setdefault(need, NOT_ASKED)
+        if "locks" not in self._needs:
+            missing.setdefault("lock_counts", NOT_ASKED)
         if self._cache_error is not None:
             missing["cache"] = self._cache_error
         self.last_ok_at = now
         self._failures = 0
+        self._failing_since = None
         self._result = NodeSnapshot(
             name=self.target.name,
             host=self.target.host,

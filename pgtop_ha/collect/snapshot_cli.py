@@ -5,22 +5,45 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Sequence
 
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.collect.poller import Poller
+from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.errors import ConfigError
+from pgtop_ha.judge.verdicts import judge
+from pgtop_ha.models.needs import Need, Needs
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.urls import redact
 from pgtop_ha.settings import Settings
 
+# Every optional read a pane can ask for: `snapshot` reads them all unless told otherwise.
+READS: tuple[Need, ...] = ("locks", "cache", "parameters", "memory", "pgbackrest")
 
-async def take_snapshot(settings: Settings, clock: Clock = system_clock) -> ClusterSnapshot:
-    """One full cycle (every source up to its own time limit), then close everything."""
+
+def reads(only: Sequence[str] = (), without: Sequence[str] = ()) -> Needs:
+    """The optional reads to make: all of READS, or ``only`` those, less ``without``."""
+    unknown = sorted(set(only) | set(without) - set(READS))
+    if unknown:
+        raise ConfigError(f"unknown read {', '.join(unknown)}; choose from {', '.join(READS)}")
+    chosen = [r for r in READS if (not only or r in only) and r not in without]
+    return frozenset(chosen)
+
+
+async def take_snapshot(
+    settings: Settings, clock: Clock = system_clock, needs: Needs = frozenset(READS)
+) -> ClusterSnapshot:
+    """One full cycle with ``needs`` read (every source up to its own time limit), judged, then closed."""
     poller = Poller.from_settings(settings, clock)
+    poller.set_needs(needs)
     try:
-        return await poller.cycle()
+        snap = await poller.cycle()
     finally:
         await poller.aclose()
+    timeline = Timeline(pools=settings.haproxy.pools())
+    timeline.observe(snap)
+    verdicts = judge(snap, settings.thresholds, settings.haproxy.pools(), timeline.seen_checks())
+    return snap.model_copy(update={"verdicts": verdicts})
 
 
 def nothing_reachable(snapshot: ClusterSnapshot) -> bool:
@@ -43,7 +66,9 @@ def first_problem(snapshot: ClusterSnapshot) -> str:
     return redact((asked or found or ["no answer"])[0])
 
 
-def run_snapshot(settings: Settings, schema: bool) -> int:
+def run_snapshot(
+    settings: Settings, schema: bool, only: Sequence[str] = (), without: Sequence[str] = ()
+) -> int:
     """Print one ClusterSnapshot as JSON (or its JSON Schema with ``schema``); the exit code.
 
     Every documented name is present (unknown values are null). Exit 0 when anything answered,
@@ -60,8 +85,9 @@ def run_snapshot(settings: Settings, schema: bool) -> int:
         and not (settings.haproxy.url or settings.haproxy.socket)
     ):
         raise ConfigError("nothing to poll: give --patroni URL (or [[nodes]] / --haproxy in the config)")
-    snapshot = asyncio.run(take_snapshot(settings))
-    print(snapshot.model_dump_json(indent=2))
+    needs = reads(only, without)
+    snapshot = asyncio.run(take_snapshot(settings, needs=needs))
+    print(json.dumps(snapshot.model_dump(mode="json"), indent=2, ensure_ascii=True))
     if nothing_reachable(snapshot):
         hint = "check the URLs and that the cluster runs"
         print(f"pgtop-ha: nothing was reachable ({first_problem(snapshot)}); {hint}", file=sys.stderr)

@@ -159,7 +159,7 @@ class Stopwatch:
         ok = writes_ok(snap, self.pools)
         ended: datetime | None = None
         if ok is False and self._outage_since is None:
-            self._outage_since = at
+            self._outage_since = self._first_sign(snap)
         elif ok is True and self._outage_since is not None:
             ended, self._outage_since = self._outage_since, None
         known = snap.cluster.reachable
@@ -210,6 +210,12 @@ class Stopwatch:
             out.append((None, _event(end, text, 1, r.new_leader)))
         out.append((self._tag(), self._summary_event(updated)))
         return out
+
+    def _first_sign(self, snap: ClusterSnapshot) -> datetime:
+        """When writes began to fail: a down leader's first failed read was sent before it failed."""
+        n = snap.node(self._leader) if self._leader is not None else None
+        sent = n.failing_since if n is not None and not n.reachable else None
+        return min(snap.taken_at, sent) if sent is not None else snap.taken_at
 
     def _watch_leader(self, snap: ClusterSnapshot) -> None:
         """Remember since when the current leader has stopped answering (None while it answers)."""

@@ -291,6 +291,10 @@ class Timeline:
         """When an event was last added or updated (a snapshot's taken_at, a marker's time)."""
         return self._changed_at
 
+    def seen_checks(self) -> list[tuple[Check, datetime]]:
+        """Every disagreement of the last snapshot, within its grace or past it, with its start."""
+        return [(c, self._since[c.key]) for c in self._raw]
+
     def checks(self) -> list[ActiveCheck]:
         """Disagreements of the last snapshot that are past their grace period, oldest first."""
         if self._prev is None:

@@ -29,6 +29,22 @@ class Check:
     severity: int = 2
     grace_s: float = 0.0
 
+    @property
+    def rule(self) -> str:
+        """The rule that found it (judge.rules.RULES)."""
+        return CHECK_RULES[self.key.split(":", 1)[0]]
+
+
+# A check's key names its rule before any ":" (the rest names its subject).
+CHECK_RULES = {
+    "primaries": "cluster.primaries",
+    "writer": "routing.writer-pool",
+    "pg-down-routed": "pg.down-leader-routed",
+    "role": "role.disagrees",
+    "timelines": "cluster.timelines",
+    "dcs": "patroni.dcs-stale",
+}
+
 
 def _fresh(state: str) -> bool:
     return state in ("fresh", "slow")

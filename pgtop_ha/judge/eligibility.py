@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pgtop_ha.judge.checks import leader_of
 from pgtop_ha.models.base import Frozen
-from pgtop_ha.models.roles import is_leader_role, is_sync_role
+from pgtop_ha.models.roles import is_sync_role
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member
 
 # Patroni's own default for maximum_lag_on_failover (1 MiB) when /config does not say.
@@ -78,13 +79,9 @@ def _mib(n: int) -> str:
 
 
 def find_leader(snapshot: ClusterSnapshot) -> Member | None:
-    """The member Patroni calls leader, if any."""
-    name = snapshot.cluster.leader
-    if name is not None:
-        member = snapshot.member(name)
-        if member is not None:
-            return member
-    return next((m for m in snapshot.members if is_leader_role(m.role)), None)
+    """The member Patroni calls leader (checks.leader_of: none while two claim it), if listed."""
+    name = leader_of(snapshot)
+    return snapshot.member(name) if name is not None else None
 
 
 def _judge(

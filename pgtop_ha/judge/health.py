@@ -115,6 +115,7 @@ class Problem:
     text: str
     short: str = ""  # a few words for narrow cells; text when empty
     key: str = ""  # what it is without its figure ("replica lag"); text when empty
+    rule: str = ""  # the rule that found it (judge.rules.RULES)
 
     @property
     def ident(self) -> str:
@@ -243,36 +244,71 @@ def member_problems(
                 name,
                 "PG DOWN, still routed (Patroni leader, HAProxy writer UP)",
                 "PG DOWN, still routed",
+                rule="pg.down-leader-routed",
             )
         )
     elif pg_down and leader:
-        out.append(Problem(Level.CRIT, name, "PG DOWN on the Patroni leader", "PG DOWN on leader"))
+        out.append(
+            Problem(
+                Level.CRIT, name, "PG DOWN on the Patroni leader", "PG DOWN on leader", rule="pg.down-leader"
+            )
+        )
     elif pg_down and routed:
-        out.append(Problem(Level.CRIT, name, "PG DOWN, HAProxy still routes writes here", "PG DOWN, routed"))
+        out.append(
+            Problem(
+                Level.CRIT,
+                name,
+                "PG DOWN, HAProxy still routes writes here",
+                "PG DOWN, routed",
+                rule="pg.down-routed",
+            )
+        )
     elif pg_down:
-        out.append(Problem(Level.CRIT, name, "PostgreSQL unreachable", "PG unreachable"))
+        out.append(
+            Problem(Level.CRIT, name, "PostgreSQL unreachable", "PG unreachable", rule="pg.unreachable")
+        )
     elif pg == "slow":
-        out.append(Problem(Level.WARN, name, "PostgreSQL slow (last answer kept)", "PG slow"))
+        out.append(Problem(Level.WARN, name, "PostgreSQL slow (last answer kept)", "PG slow", rule="pg.slow"))
     elif pg == "pending":
-        out.append(Problem(Level.WARN, name, "PostgreSQL: no answer yet", "PG no answer yet"))
+        out.append(
+            Problem(Level.WARN, name, "PostgreSQL: no answer yet", "PG no answer yet", rule="pg.pending")
+        )
     rest = member_state(m) if m is not None else None
     if m is not None and m.unlisted:
         # No failover candidate while Patroni does not list it, whatever else it answers: one
         # line, with its REST API's state when that is down too (its Patroni stopped).
         text = "not in Patroni's /cluster" + (", REST unreachable" if rest == "unreachable" else "")
-        out.append(Problem(Level.CRIT, name, text, "not in /cluster", key="unlisted"))
+        out.append(
+            Problem(Level.CRIT, name, text, "not in /cluster", key="unlisted", rule="patroni.unlisted")
+        )
         if rest == "unreachable":
             rest = None
     if rest == "unreachable":
         # No age in the text: a problem keeps its row (and its key) while it lasts.
-        out.append(Problem(Level.CRIT, name, "Patroni REST unreachable", "REST unreachable"))
+        out.append(
+            Problem(Level.CRIT, name, "Patroni REST unreachable", "REST unreachable", rule="rest.unreachable")
+        )
     elif rest == "slow":
-        out.append(Problem(Level.WARN, name, "Patroni REST slow (last answer kept)", "REST slow"))
+        out.append(
+            Problem(Level.WARN, name, "Patroni REST slow (last answer kept)", "REST slow", rule="rest.slow")
+        )
     elif rest == "pending":
-        out.append(Problem(Level.WARN, name, "Patroni REST: no answer yet", "REST no answer yet"))
+        out.append(
+            Problem(
+                Level.WARN, name, "Patroni REST: no answer yet", "REST no answer yet", rule="rest.pending"
+            )
+        )
     pg_primary = _pg_primary(n)
     if leader and pg_primary is False and (m is None or not is_standby_leader(m.role)):
-        out.append(Problem(Level.CRIT, name, "Patroni leader but PG in recovery", "leader in recovery"))
+        out.append(
+            Problem(
+                Level.CRIT,
+                name,
+                "Patroni leader but PG in recovery",
+                "leader in recovery",
+                rule="role.leader-in-recovery",
+            )
+        )
     if m is not None and not leader and pg_primary is True:
         said = m.role or "?"
         out.append(
@@ -282,19 +318,38 @@ def member_problems(
                 f"PG primary but Patroni says {said}",
                 "PG primary, not leader",
                 key="pg primary",
+                rule="role.primary-not-leader",
             )
         )
     if routed and m is not None and not leader:
-        out.append(Problem(Level.CRIT, name, "HAProxy routes writes to a non-leader", "writes to non-leader"))
+        out.append(
+            Problem(
+                Level.CRIT,
+                name,
+                "HAProxy routes writes to a non-leader",
+                "writes to non-leader",
+                rule="routing.writes-to-non-leader",
+            )
+        )
     if m is not None and m.state and m.state not in ("running", "streaming"):
         level = Level.CRIT if m.state in ("crashed", "stopped", "start failed") else Level.WARN
-        out.append(Problem(level, name, f"Patroni state {m.state}", key="patroni state"))
+        out.append(
+            Problem(level, name, f"Patroni state {m.state}", key="patroni state", rule="patroni.state")
+        )
     if m is not None and not leader:
         lv = lag_level(t, m.lag_bytes)
         if lv > Level.OK:
-            out.append(Problem(lv, name, f"replica lag {human_bytes(m.lag_bytes)}", key="replica lag"))
+            out.append(
+                Problem(
+                    lv,
+                    name,
+                    f"replica lag {human_bytes(m.lag_bytes)}",
+                    key="replica lag",
+                    rule="replication.lag",
+                )
+            )
     if m is not None and m.pending_restart:
-        out.append(Problem(Level.WARN, name, "pending restart"))
+        out.append(Problem(Level.WARN, name, "pending restart", rule="patroni.pending-restart"))
     return out
 
 
@@ -326,19 +381,43 @@ def cluster_problems(
     out: list[Problem] = []
     leaders = [m.name for m in snapshot.members if is_leader(m)]
     if snapshot.members and not leaders:
-        out.append(Problem(Level.CRIT, None, "no leader: Patroni has no primary"))
+        out.append(Problem(Level.CRIT, None, "no leader: Patroni has no primary", rule="leader.none"))
     if len(leaders) > 1:
-        out.append(Problem(Level.CRIT, None, "several leaders: " + ", ".join(leaders), key="several leaders"))
+        out.append(
+            Problem(
+                Level.CRIT,
+                None,
+                "several leaders: " + ", ".join(leaders),
+                key="several leaders",
+                rule="leader.several",
+            )
+        )
     up_writers = [s for s, srv in routes(snapshot, pools, "writer").items() if is_up(srv)]
     if snapshot.haproxy.servers and not up_writers:
-        out.append(Problem(Level.CRIT, None, "HAProxy has no writer UP"))
+        out.append(Problem(Level.CRIT, None, "HAProxy has no writer UP", rule="routing.no-writer"))
     if len(up_writers) > 1:
-        out.append(Problem(Level.CRIT, None, "HAProxy writer UP on " + ", ".join(up_writers), key="writers"))
+        out.append(
+            Problem(
+                Level.CRIT,
+                None,
+                "HAProxy writer UP on " + ", ".join(up_writers),
+                key="writers",
+                rule="routing.several-writers",
+            )
+        )
     if snapshot.haproxy.error:
-        out.append(Problem(Level.WARN, None, f"HAProxy stats: {snapshot.haproxy.error}", key="haproxy stats"))
+        out.append(
+            Problem(
+                Level.WARN,
+                None,
+                f"HAProxy stats: {snapshot.haproxy.error}",
+                key="haproxy stats",
+                rule="haproxy.stats",
+            )
+        )
     out.extend(_routing_unread(snapshot, pools))
     if snapshot.cluster.pause:
-        out.append(Problem(Level.WARN, None, "cluster in maintenance mode (paused)"))
+        out.append(Problem(Level.WARN, None, "cluster in maintenance mode (paused)", rule="patroni.paused"))
     for name in names:
         known = members.get(name) if members is not None else None
         out.extend(known if known is not None else member_problems(snapshot, name, t, pools, now))
@@ -347,11 +426,22 @@ def cluster_problems(
         if missing:
             out.append(
                 Problem(
-                    Level.WARN, name, "permanent slot missing: " + ", ".join(missing), key="slots missing"
+                    Level.WARN,
+                    name,
+                    "permanent slot missing: " + ", ".join(missing),
+                    key="slots missing",
+                    rule="slots.permanent-missing",
                 )
             )
-    out.extend(Problem(f.level, None, f.text) for f in pooler_findings(snapshot))
-    out.extend(Problem(Level.WARN, None, e) for e in snapshot.errors)
+    out.extend(Problem(f.level, None, f.text, rule="pooler.contradiction") for f in pooler_findings(snapshot))
+    out.extend(Problem(Level.WARN, None, e, rule="source.error") for e in snapshot.errors)
+    backrest = snapshot.pgbackrest
+    if backrest is not None and backrest.enabled and backrest.no_stanza and backrest.error is None:
+        out.append(
+            Problem(
+                Level.WARN, None, backrest.no_stanza, "pgBackRest: no stanza", rule="pgbackrest.no-stanza"
+            )
+        )
     return sorted(out, key=lambda p: -p.level)
 
 
@@ -381,6 +471,7 @@ def _routing_unread(snapshot: ClusterSnapshot, pools: Pools) -> list[Problem]:
                 "judged; add them to [haproxy] writer_backends or reader_backends",
                 "HAProxy backend no pool",
                 key="haproxy pools",
+                rule="haproxy.backend-no-pool",
             )
         )
     strangers = unjoined(pooled, known)
@@ -394,6 +485,7 @@ def _routing_unread(snapshot: ClusterSnapshot, pools: Pools) -> list[Problem]:
                 f"{UNJOINED_FIX}: {_some(strangers)}",
                 "HAProxy servers unjoined",
                 key="haproxy unjoined",
+                rule="haproxy.servers-unjoined",
             )
         )
     return out
@@ -436,21 +528,30 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
     if n is None or not n.reachable:
         return
     for slot in n.slots:
-        lv = retained_level(t, slot.retained_bytes)
-        if slot.wal_status == "lost":
-            lv = Level.CRIT
+        lv = slot_level(t, slot)  # the same grade as the Slots pane and the overview's worst slot
         if lv > Level.OK:
+            why = "conflicting" if slot.conflicting else slot.wal_status
             text = f"slot {slot.slot_name} retains {human_bytes(slot.retained_bytes)}"
-            yield Problem(lv, n.name, text, key=f"slot {slot.slot_name}")
+            if why in ("conflicting", "lost", "unreserved"):
+                text += f", {why}"
+            yield Problem(lv, n.name, text, key=f"slot {slot.slot_name}", rule="slots.retained")
     a = n.archiver
     if a is not None:
         lv = ready_level(t, a.ready_count)
         if lv > Level.OK:
-            yield Problem(lv, n.name, f"archiver: {a.ready_count} segments waiting", key="archiver")
+            yield Problem(
+                lv,
+                n.name,
+                f"archiver: {a.ready_count} segments waiting",
+                key="archiver",
+                rule="archiver.ready",
+            )
     for r in n.replication:
         lv = lag_level(t, r.replay_lag_bytes, r.replay_lag_s)
         if lv > Level.OK:
-            yield Problem(lv, n.name, f"standby {r.application_name} replay lag")
+            yield Problem(
+                lv, n.name, f"standby {r.application_name} replay lag", rule="replication.standby-lag"
+            )
     # Sessions queued behind a lock (an ALTER TABLE behind a long transaction stops every query
     # of the table): read every cycle from pg_stat_activity, so the overview says it while the
     # Locks pane is not on screen. Graded by the longest waiting query's run time (an upper
@@ -462,7 +563,7 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
         if lv > Level.OK:
             who = "1 session waits" if len(waits) == 1 else f"{len(waits)} sessions wait"
             text = f"{who} on a lock, longest query {int(longest)}s (l: Locks)"
-            yield Problem(lv, n.name, text, key="lock waits")
+            yield Problem(lv, n.name, text, key="lock waits", rule="locks.waits")
 
 
 def _slug(name: str) -> str:

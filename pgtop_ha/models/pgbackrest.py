@@ -89,6 +89,8 @@ class PgBackRestState(Frozen):
     error: str | None = None
     last_ok_at: datetime | None = None
     slow_s: float | None = None
+    config: str | None = None  # the pgbackrest.conf read (None: none found)
+    no_stanza: str | None = None  # why `info` listed no stanza, when it listed none
 
 
 def queue_state(

@@ -18,6 +18,7 @@ from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.pgbackrest import PgBackRestState
 from pgtop_ha.models.poolers import PgBouncerState, PgpoolState
 from pgtop_ha.models.probe import WriteOutage
+from pgtop_ha.models.verdict import Verdict
 
 # PostgreSQL's bigint, LSNs, lags and Patroni's timelines all fit a signed 64-bit int: a wider
 # int, or a float that is not finite, can only come from a broken or hostile server.
@@ -385,10 +386,11 @@ class NodeReadings(Bounded):
     subscriptions: tuple[Subscription, ...] = ()
     archiver: Archiver | None = None
     pending_restart: tuple[PendingSetting, ...] = ()
-    parameters: tuple[Setting, ...] = ()  # non-default and pending settings, while the Parameters pane shows
-    cache: CacheState | None = None  # only while the Cache pane is on screen
-    locks: tuple[LockProcess, ...] = ()  # only while the Locks pane is on screen ("locks" need)
-    lock_counts: tuple[LockCount, ...] = ()
+    # Optional reads (models/needs.py): None when not read this cycle, the reason in ``unavailable``.
+    parameters: tuple[Setting, ...] | None = None  # non-default and pending settings
+    cache: CacheState | None = None
+    locks: tuple[LockProcess, ...] | None = None
+    lock_counts: tuple[LockCount, ...] | None = None
 
 
 class NodeSnapshot(NodeReadings):
@@ -413,6 +415,8 @@ class NodeSnapshot(NodeReadings):
     is_superuser: bool | None = None
     # The poll still running within its timeout: the last answer is kept (slow), for so long.
     slow_s: float | None = None
+    # While unreachable: when the first read that failed was sent (the server failed it from then).
+    failing_since: datetime | None = None
 
 
 class HAProxyServer(Bounded):
@@ -476,6 +480,8 @@ class ClusterSnapshot(Bounded):
     pgbackrest: PgBackRestState | None = None
     pgbouncer: tuple[PgBouncerState, ...] = ()
     pgpool: tuple[PgpoolState, ...] = ()
+    # The judge's verdicts, where a command judged the snapshot (`snapshot`, `check`); null when not.
+    verdicts: tuple[Verdict, ...] | None = None
 
     def member(self, name: str) -> Member | None:
         """The Patroni member called ``name``, if any."""

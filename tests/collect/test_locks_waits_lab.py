@@ -37,21 +37,21 @@ async def test_locks_show_the_root_blocker_and_the_access_exclusive_waiter(
                 node = _leader_node(lab, snap)
                 if node is None:
                     return False
-                lines = blocking_trees(node.locks)
+                lines = blocking_trees(node.locks or ())
                 roots = [x for x in lines if x.depth == 0 and x.waiters >= 2]
                 return bool(roots) and sum(1 for x in lines if x.depth > 0) >= 2
 
             snap = await until_seen(poller, tree_seen, 30, "the lock's blocking tree")
             node = _leader_node(lab, snap)
             assert node is not None
-            lines = blocking_trees(node.locks)
+            lines = blocking_trees(node.locks or ())
             root = next(x for x in lines if x.depth == 0)
             assert root.process.application_name == "lab-fault-lock-holder"
             assert root.process.waiting_mode is None  # the root waits on nobody
             waiters = [x.process for x in lines if x.depth > 0]
             assert all(w.relation and faults.LOCK_TABLE.split(".")[-1] in w.relation for w in waiters)
-            assert {c.mode for c in node.lock_counts if c.waiting} and any(
-                c.mode == STOPS_EVERYTHING and (c.granted or 0) >= 1 for c in node.lock_counts
+            assert {c.mode for c in node.lock_counts or () if c.waiting} and any(
+                c.mode == STOPS_EVERYTHING and (c.granted or 0) >= 1 for c in node.lock_counts or ()
             )
             # The waits sample counts the queued sessions as Lock waits on the same node.
             assert any(w.wait_class == "Lock" and (w.count or 0) >= 2 for w in node.waits)

@@ -406,3 +406,13 @@ def test_a_leader_in_recovery_is_a_write_outage_from_that_poll() -> None:
     feed(tl, [_before(0), node(_before(1), "node1", in_recovery=True), _before(2)])
     (r,) = tl.failovers()
     assert r.leader_kept and (r.write_outage_from, r.write_outage_s) == (t(1), 1.0)
+
+
+def test_a_leader_that_hung_then_failed_is_down_from_the_read_it_failed() -> None:
+    # The read sent at t1.2 hung in a shutdown and failed at t3: writes failed from t1.2, not t3.
+    down = pg_down(_before(3), "node1")
+    down = node(down, "node1", failing_since=t(1.2))
+    tl = Timeline()
+    feed(tl, [_before(0), _before(1), down, _before(4)])
+    (r,) = tl.failovers()
+    assert r.leader_kept and (r.write_outage_from, r.write_outage_s) == (t(1.2), 2.8)

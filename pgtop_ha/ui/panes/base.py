@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, TypeVar, cast
 
+from pgtop_ha.engines.timeline import ActiveCheck
 from pgtop_ha.judge.health import Pools, Problem, cluster_problems, member_problems
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.event import Event
@@ -97,6 +98,7 @@ class Context:
     interval: float = 1.0
     history: Sequence[ClusterSnapshot] = ()  # older snapshots, oldest first, current excluded
     events: Sequence[Event] = ()
+    checks: Sequence[ActiveCheck] = ()  # the timeline's disagreements past their grace period
 
     # What several panes derive from the same snapshot, derived once per context (one context
     # serves every pane of one refresh): {what: (the snapshot it was derived from, the result)}.
@@ -142,6 +144,10 @@ class Context:
             return tuple(cluster_problems(snapshot, self.thresholds, self.pools, self.now, members))
 
         return self._once("cluster", snapshot, derive)
+
+    def check(self, rule: str) -> ActiveCheck | None:
+        """The active check of ``rule`` (judge.checks.CHECK_RULES), if one is past its grace."""
+        return next((a for a in self.checks if a.check.rule == rule), None)
 
     def _once(self, what: object, snapshot: ClusterSnapshot, derive: Callable[[], _T]) -> _T:
         found = self._derived.get(what)

@@ -54,7 +54,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             why["query"] = cell(reason, Level.WARN)
             out.append(Row(key=f"{node.name}|why", node=node.name, cells=why))
             continue
-        for line in blocking_trees(node.locks):
+        for line in blocking_trees(node.locks or ()):
             p = line.process
             waits = p.waiting_mode is not None
             if not waits:
@@ -92,7 +92,7 @@ def count_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         if node_state(node) == "unreachable":
             continue
-        for c in node.lock_counts:
+        for c in node.lock_counts or ():
             level = (Level.CRIT if c.mode == STOPS_EVERYTHING else Level.WARN) if c.waiting else None
             out.append(
                 Row(

@@ -165,7 +165,7 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 
 def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Timeline, worst slot, the leader's archiver, running COPYs: one line each."""
-    out = [_timeline(snapshot)]
+    out = [_timeline(snapshot, ctx)]
     names = ctx.names(snapshot)
     slot = worst_slot(snapshot, ctx.thresholds)
     if slot is not None:
@@ -197,7 +197,7 @@ def _on(what: str, node: str, names: Sequence[str], figures: str) -> str:
     return shown(what, max(12, STATE_ROOM - len(where) - len(figures))) + where + figures
 
 
-def _timeline(snapshot: ClusterSnapshot) -> Row:
+def _timeline(snapshot: ClusterSnapshot, ctx: Context) -> Row:
     seen: dict[int, list[str]] = {}
     for full in snapshot.nodes:
         if full.reachable and (tl := exact_timeline(full, snapshot.member(full.name))) is not None:
@@ -210,7 +210,9 @@ def _timeline(snapshot: ClusterSnapshot) -> Row:
         main = max(seen)
     text = count(main) if main is not None else "?"
     others = [f"{', '.join(sorted(names))} on {tl}" for tl, names in sorted(seen.items()) if tl != main]
-    level = Level.CRIT if others else None
+    # Graded as the "timelines differ" check is: normal within its grace during a failover.
+    active = ctx.check("cluster.timelines")
+    level = Level(active.check.severity) if others and active is not None else None
     if others:
         text += " — " + "; ".join(others)
     if leader:

@@ -261,6 +261,7 @@ class MonitorScreen(Screen[None]):
             interval=app.interval,
             history=tuple(history),
             events=tuple(app.events),
+            checks=tuple(app.timeline.checks()),
         )
 
     def refresh_view(self) -> int:

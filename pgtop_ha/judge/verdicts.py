@@ -1,0 +1,51 @@
+"""The snapshot's verdicts: its problems and its disagreements, as one list of values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from pgtop_ha.judge.checks import Check
+from pgtop_ha.judge.health import Pools, Problem, cluster_problems
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level, Thresholds
+from pgtop_ha.models.verdict import Verdict
+
+
+def from_problem(p: Problem) -> Verdict:
+    """A problem (health.cluster_problems) as a verdict."""
+    return Verdict(rule=p.rule, level=int(p.level), subject=p.node, text=p.text)
+
+
+def from_check(c: Check, since: datetime, now: datetime) -> Verdict:
+    """A disagreement (checks.disagreements) seen since ``since``: it counts once past its grace."""
+    lasted = max(0.0, (now - since).total_seconds())
+    return Verdict(
+        rule=c.rule,
+        level=c.severity,
+        subject=c.node,
+        text=c.text,
+        since=since,
+        grace_s=c.grace_s,
+        counts=lasted >= c.grace_s,
+    )
+
+
+def judge(
+    snapshot: ClusterSnapshot,
+    thresholds: Thresholds,
+    pools: Pools,
+    seen: Sequence[tuple[Check, datetime]],
+) -> tuple[Verdict, ...]:
+    """Every verdict on ``snapshot``, counted ones first, worst first; ``seen``: checks with starts."""
+    now = snapshot.taken_at
+    out = [from_problem(p) for p in cluster_problems(snapshot, thresholds, pools, now)]
+    found = {(v.rule, v.subject) for v in out}
+    # A disagreement that is also a problem (the same rule on the same subject) is one verdict.
+    out += [from_check(c, since, now) for c, since in seen if (c.rule, c.node) not in found]
+    return tuple(sorted(out, key=lambda v: (not v.counts, -v.level)))
+
+
+def worst(verdicts: Sequence[Verdict]) -> Level:
+    """The cluster's level: the worst verdict that counts (OK when none)."""
+    return Level(max((v.level for v in verdicts if v.counts), default=Level.OK))

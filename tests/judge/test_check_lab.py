@@ -1,0 +1,51 @@
+"""`pgtop-ha check` on the lab: OK when healthy, CRITICAL through a failover, --wait-healthy after it."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+
+from pgtop_ha.lab import faults
+from pgtop_ha.lab.cluster import Lab
+from pgtop_ha.lab.procs import poll
+
+PGTOP = [sys.executable, "-m", "pgtop_ha"]
+
+
+def _check(lab: Lab, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    argv = [*PGTOP, "--config", str(lab.layout.console_config), "check", *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def test_check_through_a_failover_and_wait_healthy(lab: Lab) -> None:
+    ok = _check(lab)
+    assert ok.returncode == 0, ok.stdout
+    assert ok.stdout.startswith("PGTOP-HA OK - healthy | members=3;;;0 leaders=1;;;0 pg_reachable=3;;;0")
+    quiet = Lab(lab.layout, out=io.StringIO())
+    old = quiet.leader()
+    assert old is not None
+    faults.stop_patroni(quiet, old)
+    seen: list[subprocess.CompletedProcess[str]] = []
+
+    def critical() -> bool:
+        seen.append(_check(lab, "--json"))
+        return seen[-1].returncode == 2
+
+    assert poll(critical, 60, interval=0.5), seen[-1].stdout
+    doc = json.loads(seen[-1].stdout)
+    assert doc["status"] == "CRITICAL" and doc["exit_code"] == 2
+    crit = [v for v in doc["verdicts"] if v["level"] == 2 and v["counts"]]
+    assert crit and all(v["rule"] and v["text"] for v in crit)
+    assert any(v["subject"] == old for v in crit), crit
+    # Bring the old leader back while --wait-healthy waits: it returns as soon as all is well.
+    starter = threading.Thread(target=faults.start_patroni, args=(quiet, old))
+    starter.start()
+    try:
+        back = _check(lab, "--wait-healthy", "180", timeout=240)
+    finally:
+        starter.join(timeout=240)
+    assert back.returncode == 0, back.stdout
+    assert back.stdout.startswith("PGTOP-HA OK - healthy")
