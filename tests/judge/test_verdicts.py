@@ -96,7 +96,11 @@ def _rule_constants() -> set[str]:
         for call in ast.walk(ast.parse(path.read_text())):
             if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Problem":
                 for kw in call.keywords:
-                    if kw.arg == "rule" and isinstance(kw.value, ast.Constant):
+                    if (
+                        kw.arg == "rule"
+                        and isinstance(kw.value, ast.Constant)
+                        and isinstance(kw.value.value, str)
+                    ):
                         found.add(kw.value.value)
     return found
 
