@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from rich.segment import Segment
 from rich.style import Style
 from textual.app import App, ComposeResult
@@ -182,7 +183,8 @@ async def test_every_line_is_the_line_datatable_draws_scrolled_or_not() -> None:
             assert table.scroll_offset.y == scroll
             for y in range(table.size.height):
                 table._line_cache.clear()
-                want = DataTable.render_line(table, y)
+                # DataTable's line, less the column its right edge cuts (dropped whole instead).
+                want = table._drop_cut_columns(DataTable.render_line(table, y), 0, table.size.width)
                 table._line_cache.clear()
                 table._paint_style = table.rich_style  # as inside render_lines
                 got = table.render_line(y)
@@ -190,3 +192,26 @@ async def test_every_line_is_the_line_datatable_draws_scrolled_or_not() -> None:
                 assert list(got) == list(want), (scroll, y)
                 compared += 1
         assert compared == 2 * table.size.height and table.size.height >= 4
+
+
+@pytest.mark.parametrize(("edge_at", "how"), [(1, "dropped"), (2, "ellipsis")])
+async def test_a_column_the_edge_cuts_is_dropped_or_ends_in_an_ellipsis(edge_at: int, how: str) -> None:
+    # Name, Total (right-aligned: a figure), State (text), Fixed: the view's edge inside one.
+    app = TableApp()
+    async with app.run_test(size=(200, 16)) as pilot:
+        table = app.query_one(KeyedTable)
+        table.apply(rows())
+        await pilot.pause()
+        widths = [c.get_render_width(table) for c in table.ordered_columns]
+        await pilot.resize_terminal(sum(widths[:edge_at]) + widths[edge_at] - 4, 16)
+        await pilot.pause()
+        start = sum(widths[:edge_at])
+        assert start < table.size.width < start + widths[edge_at]
+        row = 1 + TEXTS.index("x" * 30)  # the header, then the rows in order
+        table._line_cache.clear()
+        header, line = table.render_line(0).text, table.render_line(row).text
+        assert len(line) == table.size.width
+        if how == "dropped":  # the figure column: gone whole, header and cells
+            assert header[start:].strip() == "" and line[start:].strip() == "", line
+        else:  # the text column: its first cells, then "…"
+            assert line[start:].rstrip().endswith("x…"), line

@@ -101,6 +101,10 @@ def cell_line(text: CellText, inner: int, padding: int, pre: Style, post: Style)
     return [Segment(side, edge), *middle, Segment(side, edge)]
 
 
+# A text column the view's edge cuts keeps its first cells, ending in "…", when this many fit.
+MIN_TEXT_ROOM = 8
+
+
 class KeyedTable(DataTable[CellText]):
     """A table whose rows are replaced by key; cursor row and sort order survive refreshes."""
 
@@ -162,13 +166,48 @@ class KeyedTable(DataTable[CellText]):
     def render_line(self, y: int) -> Strip:
         """One line of the table, as DataTable.render_line draws it without fixed rows."""
         style = self._paint_style
-        if style is None or self.fixed_rows:
-            return super().render_line(y)
         width = self.size.width
         scroll_x, scroll_y = self.scroll_offset
+        if style is None or self.fixed_rows:
+            return self._drop_cut_columns(super().render_line(y), scroll_x, width)
         if y >= (self.header_height if self.show_header else 0):
             y += scroll_y
-        return self._render_line(y, scroll_x, scroll_x + width, style)
+        line = self._render_line(y, scroll_x, scroll_x + width, style)
+        return self._drop_cut_columns(line, scroll_x, width)
+
+    def _drop_cut_columns(self, strip: Strip, scroll_x: int, width: int) -> Strip:
+        """A column the view's edges cut: dropped whole ("5m" must never stand for "5 ms"), or,
+        for a text column with room left, cut with "…"."""
+        end = scroll_x + width
+        left, right, ellipsis = 0, width, False  # the part of the strip that shows whole columns
+        start = self._row_label_column_width if self.show_row_labels else 0
+        text = {c.key for c in self._cols if not c.right}
+        for column in self.ordered_columns:
+            stop = start + column.get_render_width(self)
+            if start < scroll_x < stop:
+                left = stop - scroll_x
+            if start < end < stop:
+                room = end - start - 2 * self.cell_padding
+                ellipsis = str(column.key.value) in text and room >= MIN_TEXT_ROOM
+                right = max(left, width - self.cell_padding if ellipsis else start - scroll_x)
+            start = stop
+        if (left, right) == (0, width):
+            return strip
+        style = self._blank_style(strip)
+        parts = [Strip.blank(left, style)] if left else []
+        kept = strip.crop(left, right)
+        if ellipsis and not kept.text.endswith(" "):  # only a value that runs on past the edge
+            kept = Strip.join([kept.crop(0, right - left - 1), Strip([Segment("…", style)])])
+        parts.append(kept)
+        if right < width:
+            parts.append(Strip.blank(width - right, style))
+        return Strip.join(parts)
+
+    @staticmethod
+    def _blank_style(strip: Strip) -> Style | None:
+        """The style of the strip's last segment: a dropped column keeps the row's background."""
+        segments = list(strip)
+        return segments[-1].style if segments else None
 
     def _render_line_in_row(
         self,
