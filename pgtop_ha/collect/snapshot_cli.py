@@ -23,7 +23,7 @@ READS: tuple[Need, ...] = ("locks", "cache", "parameters", "memory", "pgbackrest
 
 def reads(only: Sequence[str] = (), without: Sequence[str] = ()) -> Needs:
     """The optional reads to make: all of READS, or ``only`` those, less ``without``."""
-    unknown = sorted(set(only) | set(without) - set(READS))
+    unknown = sorted((set(only) | set(without)) - set(READS))
     if unknown:
         raise ConfigError(f"unknown read {', '.join(unknown)}; choose from {', '.join(READS)}")
     chosen = [r for r in READS if (not only or r in only) and r not in without]

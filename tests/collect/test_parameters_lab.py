@@ -42,6 +42,8 @@ async def test_a_pending_restart_shows_with_its_context_and_patroni_value(
         # Without the pane on screen the settings are not read at all.
         poller.set_needs(frozenset())
         snap = await poller.cycle(budget=2.0)
-        assert all(n.parameters == () for n in snap.nodes)
+        assert all(
+            n.parameters is None and n.unavailable["parameters"].startswith("not read") for n in snap.nodes
+        )
     finally:
         await poller.aclose()
