@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pgtop_ha.judge.health import is_leader, is_up, lag_level, member_state, node_state, routes, unreachable
+from pgtop_ha.judge.routing import server_level
 from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
@@ -27,22 +28,12 @@ COLUMNS = (
 )
 
 
-def _route(
-    srv: HAProxyServer | None, leader: bool, writer: bool, pg_down: bool = False
-) -> tuple[str, Level | None]:
+def _route(snapshot: ClusterSnapshot, kind: str, srv: HAProxyServer | None) -> tuple[str, Level | None]:
     if srv is None:
         return "-", None
-    text = srv.status or "?"
-    up = is_up(srv)
-    if writer and up and pg_down:
-        return text, Level.CRIT
-    if writer and up and not leader:
-        return text, Level.CRIT
-    if writer and not up and leader:
-        return text, Level.CRIT
-    if not writer and not up and not leader:
-        return text, Level.WARN
-    return text, Level.OK if up else None
+    level = server_level(snapshot, kind, srv)
+    # A server that is DOWN where its pool expects it (a replica in the writer pool) is no colour.
+    return srv.status or "?", level if level > Level.OK or is_up(srv) else None
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
@@ -67,9 +58,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             pg = cell("?")
         else:
             pg = cell("standby" if n.in_recovery else "primary")
-        pg_down = n is not None and not n.reachable
-        w_text, w_level = _route(writers.get(name), leader, writer=True, pg_down=pg_down)
-        r_text, r_level = _route(readers.get(name), leader, writer=False)
+        w_text, w_level = _route(snapshot, "writer", writers.get(name))
+        r_text, r_level = _route(snapshot, "reader", readers.get(name))
         timeline = (m.timeline if m else None) or (n.timeline if n else None)
         lag = None if leader or m is None else m.lag_bytes
         lag_text = human_bytes(lag)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 
-from pgtop_ha.judge.health import check_unanswered, is_leader, is_up, state_word
-from pgtop_ha.models.servers import member_of
+from pgtop_ha.judge.health import is_up
+from pgtop_ha.judge.routing import pool_level, server_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, age_step, count
@@ -35,35 +35,6 @@ COLUMNS = (
 )
 
 
-def server_level(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer) -> Level:
-    """Is this server's status what its pool expects of its member's Patroni role?"""
-    expected = _pool_level(snapshot, kind, srv)
-    # A check that gets no answer (Patroni stopped, its host gone) is never what a pool expects,
-    # joined to a member or not: a server known only by HAProxy read "DOWN L4CON ✔ OK".
-    return max(expected, Level.WARN) if check_unanswered(srv) else expected
-
-
-def _pool_level(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer) -> Level:
-    name = member_of(srv)
-    leader = is_leader(snapshot.member(name))
-    known = snapshot.member(name) is not None
-    node = snapshot.node(name)
-    up = is_up(srv)
-    if kind == "writer":
-        if up and known and not leader:
-            return Level.CRIT
-        if up and node is not None and not node.reachable:
-            return Level.CRIT  # writes routed to a PostgreSQL that does not answer
-        if leader and not up:
-            return Level.CRIT
-        return Level.OK
-    if kind == "reader" and not up and known and not leader:
-        return Level.WARN
-    if state_word(srv.status) == "DOWN" and kind is None:
-        return Level.WARN
-    return Level.OK
-
-
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """A summary row per backend, then one row per server."""
     out = []
@@ -76,11 +47,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         servers = backends[proxy]
         up = sum(1 for s in servers if is_up(s))
         levels = [server_level(snapshot, kind, s) for s in servers]
-        worst = max(levels, default=Level.OK)
-        if kind == "writer" and up != 1:
-            worst = Level.CRIT
-        if kind == "reader" and up == 0:
-            worst = max(worst, Level.WARN)
+        worst = pool_level(kind, servers, levels)
         sessions = sum(s.sessions or 0 for s in servers)
         out.append(_pool_row(proxy, kind, worst, up, len(servers), sessions))
         for srv, level in zip(servers, levels, strict=True):
