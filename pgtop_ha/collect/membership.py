@@ -25,6 +25,7 @@ from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.patroni import ClusterView, OwnView, PatroniClient, describe_http_error
 from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.source import Reading, Source
+from pgtop_ha.judge.health import UNSETTLED_S
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.probe import member_at
 from pgtop_ha.models.snapshot import HistoryEntry, Member, PatroniConfig
@@ -35,7 +36,6 @@ from pgtop_ha.settings import Settings
 HEDGE_S = 0.25  # ask the other members for /cluster when the preferred one is this slow
 REFRESH_EVERY = 10  # cycles between /history and /config fetches (sooner on a leader change)
 FORGET_AFTER_S = 600.0  # a member gone from /cluster is still shown this long
-UNSETTLED_S = 30.0  # after /cluster changed (a role, a state, a timeline), every cycle asks everyone
 
 
 @dataclass

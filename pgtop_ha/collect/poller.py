@@ -39,10 +39,10 @@ from pgtop_ha.collect.patroni import (
 )
 from pgtop_ha.collect.pgbackrest import PgBackRestSource, source_for
 from pgtop_ha.collect.poolers import PoolerReader, bouncer_reader, bouncer_state, pgpool_reader, pgpool_state
-from pgtop_ha.collect.probe import UNSETTLED_S, ProbeRunner, read_runner
+from pgtop_ha.collect.probe import ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.collect.tls import context_maker
-from pgtop_ha.judge.health import Routing, routing
+from pgtop_ha.judge.health import UNSETTLED_S, Routing, routing
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.servers import joined
 from pgtop_ha.models.snapshot import (

@@ -26,6 +26,7 @@ from pgtop_ha.collect.document import HugePagesSetting, read_document
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query, cache_query, unavailable
 from pgtop_ha.collect.source import PollTask
+from pgtop_ha.judge.health import SLOW_S
 from pgtop_ha.models import derive
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.snapshot import (
@@ -341,7 +342,7 @@ class NodeReader:
     def unsettled(self) -> bool:
         """Not answering, or a poll waiting a second or more: the cluster is restless then."""
         waited = self._runner.running_for()
-        return not self._result.reachable or (waited is not None and waited >= 1.0)
+        return not self._result.reachable or (waited is not None and waited >= SLOW_S)
 
     async def aclose(self) -> None:
         """Stop the poll and drop the connection."""

@@ -25,6 +25,7 @@ from pgtop_ha import pgguard
 from pgtop_ha.clock import Clock
 from pgtop_ha.collect.postgres import Target, describe_error, server_settings, tls_dsn
 from pgtop_ha.collect.source import PollTask
+from pgtop_ha.judge.health import UNSETTLED_S
 from pgtop_ha.models.probe import ProbeRun, answered_label, step
 from pgtop_ha.models.snapshot import Probe
 from pgtop_ha.models.text import clean, one_line
@@ -32,7 +33,6 @@ from pgtop_ha.settings import PostgresSettings, ProbeEndpoint
 
 READ_SQL = "select host(inet_server_addr()), inet_server_port(), pg_is_in_recovery()"
 CLOSE_S = 0.5  # a polite close; a server that does not answer it is cut off
-UNSETTLED_S = 30.0  # probe every cycle this long after an error or a change of answering server
 
 
 @dataclass(frozen=True)

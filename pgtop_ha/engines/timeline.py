@@ -18,7 +18,7 @@ from typing import Literal
 from pgtop_ha.engines.events import Fact, Key, carry, changes, describe, facts, unknown_scopes
 from pgtop_ha.engines.stopwatch import FailoverReport, LeaderSilence, Stopwatch
 from pgtop_ha.judge.checks import ROLE_GRACE_S, Check, disagreements
-from pgtop_ha.judge.health import DEFAULT_POOLS, Pools, member_state, node_state, source_state
+from pgtop_ha.judge.health import DEFAULT_POOLS, UNSETTLED_S, Pools, member_state, node_state, source_state
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 
@@ -26,7 +26,7 @@ __all__ = ["ActiveCheck", "FailoverReport", "Timeline", "cadence"]
 
 FAST_FACTOR = 4.0  # poll this many times faster while something is wrong
 FASTEST_S = 0.2  # ...but never faster than this
-CALM_AFTER_S = 30.0  # a leader change keeps the fast cadence this long
+CALM_AFTER_S = UNSETTLED_S  # a leader change keeps the fast cadence this long
 
 EPISODES_SWEEP = 2048  # past this many remembered flips, the ended ones are swept
 _ABSENT = ("<absent>",)  # the value of a fact a snapshot does not state

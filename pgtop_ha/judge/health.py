@@ -21,6 +21,9 @@ from pgtop_ha.models.thresholds import Level, Thresholds
 # A poll that has waited this long for its answer makes its source "slow": the last answer is kept
 # and shown with its age. Below this it is plain fresh data (a busy cycle, not a slow server).
 SLOW_S = 1.0
+# After a change (a role, a leader, an error, a routing change) the cluster is unsettled this long:
+# every source is asked every cycle and the console keeps its fast cadence.
+UNSETTLED_S = 30.0
 
 SourceState = Literal["fresh", "slow", "pending", "unreachable"]
 

@@ -159,7 +159,8 @@ async def test_never_two_probes_in_flight() -> None:
 
 
 async def test_a_calm_probe_runs_every_calm_interval_and_every_cycle_while_unsettled() -> None:
-    from pgtop_ha.collect.probe import UNSETTLED_S, Answer
+    from pgtop_ha.collect.probe import Answer
+    from pgtop_ha.judge.health import UNSETTLED_S
 
     now = [T0]
     failing = [False]

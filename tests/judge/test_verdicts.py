@@ -123,3 +123,9 @@ def test_the_checks_keys_each_map_to_a_rule() -> None:
     snaps = [pg_down(healthy(1), "node1"), _timelines_differ(1)]
     keys = {c.key.split(":", 1)[0] for s in snaps for c in disagreements(s, POOLS)}
     assert keys and keys <= set(CHECK_RULES)
+
+
+def test_the_docs_list_every_rule() -> None:
+    text = (PACKAGE.parent / "docs" / "check.md").read_text()
+    for rule, meaning in RULES.items():
+        assert f"| `{rule}` | {meaning} |" in text, f"docs/check.md: add `{rule}`"

@@ -38,6 +38,10 @@ RULES = {
     "permanent_slot_names": "models/derive.py",
     "segments_behind": "models/derive.py",
     "is_leader": "judge/health.py",
+    "leader_of": "judge/checks.py",
+    "writes_ok": "judge/checks.py",
+    "server_level": "judge/routing.py",
+    "pool_level": "judge/routing.py",
 }
 
 
