@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from pgtop_ha.models.numbers import INT_LIMIT, finite
+from pgtop_ha.models.text import SAFE_TEXT, clean
 
 # Everything PostgreSQL and Patroni send as a number fits a signed 64-bit int (bigint, LSNs as
 # offsets, timelines, lags); anything wider is a broken or hostile server, not a value.
@@ -34,8 +35,10 @@ def as_float(value: Any) -> float | None:
 
 
 def as_str(value: Any) -> str | None:
-    """A string, else None."""
-    return value if isinstance(value, str) else None
+    """A string (cleaned: no control, format or separator characters), else None."""
+    if not isinstance(value, str):
+        return None
+    return value if SAFE_TEXT.fullmatch(value) else clean(value, keep_newlines=True)
 
 
 def as_bool(value: Any) -> bool | None:

@@ -65,6 +65,9 @@ def _lag(entry: dict[str, Any]) -> int | None:
     return None
 
 
+DUPLICATES_KEPT = 1000  # names tracked for duplicates, and duplicates reported
+
+
 def parse_cluster(data: Any, limit: int | None = None) -> ClusterView:
     """Members and cluster flags from a decoded /cluster answer; ParseError if not one.
 
@@ -75,14 +78,19 @@ def parse_cluster(data: Any, limit: int | None = None) -> ClusterView:
     if body is None or not isinstance(body.get("members"), list):
         raise ParseError("patroni /cluster: expected an object with a 'members' list")
     entries: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    seen: dict[str, list[str]] = {}  # name: the host:port of each entry that gave it
     for raw in body["members"]:
         entry = as_dict(raw)
         name = as_str(entry.get("name")) if entry else None
-        if entry is None or not name or name in seen:
+        if entry is None or not name:
             continue
-        seen.add(name)
-        entries.append(entry)
+        if name not in seen:
+            entries.append(entry)
+        if len(seen) < DUPLICATES_KEPT or name in seen:
+            where = f"{as_str(entry.get('host')) or '?'}:{as_int(entry.get('port')) or '?'}"
+            seen.setdefault(name, []).append(where[:80])
+    # A name given twice (or one that differs only by hidden characters) can hide the real leader.
+    duplicates = tuple(f"{n} ({', '.join(w[:4])})" for n, w in seen.items() if len(w) > 1)
     chosen = entries
     if limit is not None and len(entries) > limit:
         # The leader matters most: it is kept whatever its place in a long list.
@@ -115,6 +123,7 @@ def parse_cluster(data: Any, limit: int | None = None) -> ClusterView:
         leader=leader,
         pause=as_bool(body.get("pause")),
         scheduled_switchover=as_dict(body.get("scheduled_switchover")),
+        duplicates=duplicates[:DUPLICATES_KEPT],
     )
     return ClusterView(info=info, members=tuple(members), listed=len(entries))
 

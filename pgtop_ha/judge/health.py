@@ -16,6 +16,7 @@ from pgtop_ha.models.poolers import Finding, PatroniView, bouncer_findings, pgpo
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
 from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HAProxyServer, Member, NodeSnapshot, Slot
+from pgtop_ha.models.text import skeleton
 from pgtop_ha.models.thresholds import Level, Thresholds
 
 # A poll that has waited this long for its answer makes its source "slow": the last answer is kept
@@ -419,6 +420,7 @@ def cluster_problems(
             )
         )
     out.extend(_routing_unread(snapshot, pools))
+    out.extend(identity_problems(snapshot))
     if snapshot.cluster.pause:
         out.append(Problem(Level.WARN, None, "cluster in maintenance mode (paused)", rule="patroni.paused"))
     for name in names:
@@ -446,6 +448,31 @@ def cluster_problems(
             )
         )
     return sorted(out, key=lambda p: -p.level)
+
+
+def identity_problems(snapshot: ClusterSnapshot) -> list[Problem]:
+    """Names that can pass for another: listed twice, sent with hidden characters, or look-alikes."""
+    out = [
+        Problem(Level.CRIT, None, f"/cluster lists one name for several members: {d}", "duplicate member",
+                key=f"duplicate {d}", rule="identity.duplicate")
+        for d in snapshot.cluster.duplicates
+    ]  # fmt: skip
+    for m in snapshot.members:
+        if m.altered is not None:
+            text = f"member name sent as {m.altered}: hidden characters removed"
+            out.append(Problem(Level.WARN, m.name, text, "hidden characters", rule="identity.hidden"))
+    for s in snapshot.haproxy.servers:
+        if s.altered is not None:
+            text = f"HAProxy server {s.proxy}/{s.server} sent as {s.altered}: hidden characters removed"
+            out.append(Problem(Level.WARN, None, text, "hidden characters", rule="identity.hidden"))
+    skeletons: dict[str, list[str]] = {}
+    for name in member_names(snapshot):
+        skeletons.setdefault(skeleton(name), []).append(name)
+    for names in skeletons.values():
+        if len(names) > 1:
+            text = "member names look alike: " + ", ".join(ascii(n) for n in names)
+            out.append(Problem(Level.WARN, None, text, "look-alike names", rule="identity.look-alike"))
+    return out
 
 
 def _routing_unread(snapshot: ClusterSnapshot, pools: Pools) -> list[Problem]:

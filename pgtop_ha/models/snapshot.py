@@ -65,6 +65,7 @@ class Bounded(Frozen):
     def model_post_init(self, context: Any, /) -> None:
         """Unknown (None) rather than absurd; a required number out of range is a ValueError."""
         # Runs for every model of every snapshot: a post-init hook costs a third of a validator.
+        super().model_post_init(context)
         values = self.__dict__
         for name in self._required_numbers:
             value = values[name]
@@ -88,12 +89,16 @@ class ClusterInfo(Bounded):
     # False when no Patroni REST root answered /cluster this cycle: leader and roles are unknown.
     reachable: bool = True
     slow_s: float | None = None  # /cluster poll still running (last answer kept), for so long
+    # Names /cluster listed more than once, each with every host:port it gave (the first is shown).
+    duplicates: tuple[str, ...] = ()
 
 
 class Member(Bounded):
     """One Patroni member: /cluster's entry joined with the member's own /patroni answer."""
 
+    _identity: ClassVar[str | None] = "name"
     name: str
+    altered: str | None = None  # the name as the server sent it, when it held hidden characters
     role: str | None = None
     state: str | None = None
     timeline: int | None = None
@@ -422,8 +427,10 @@ class NodeSnapshot(NodeReadings):
 class HAProxyServer(Bounded):
     """One server line of HAProxy's stats CSV."""
 
+    _identity: ClassVar[str | None] = "server"
     proxy: str
     server: str
+    altered: str | None = None  # the name as HAProxy sent it, when it held hidden characters
     status: str | None = None
     check_status: str | None = None
     check_code: int | None = None
