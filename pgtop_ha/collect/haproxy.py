@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import csv
-import io
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pgtop_ha.collect.coerce import as_int
@@ -30,41 +31,85 @@ def _cell(cells: list[str], at: dict[str, int], key: str) -> str | None:
     return (cells[i] or None) if i is not None and i < len(cells) else None
 
 
+# Rows kept from one answer: a shared HAProxy in front of many services lists tens of thousands.
+# Servers of the writer and reader pools come first; of any other backend, OTHER_ROWS at most.
+MAX_SERVERS = 2000
+OTHER_ROWS = 200
+
+
+@dataclass(frozen=True)
+class StatsPage:
+    """The servers kept from one stats answer, and how many more it listed."""
+
+    servers: tuple[HAProxyServer, ...]
+    not_shown: int = 0
+
+
 def parse_stat_csv(text: str) -> tuple[HAProxyServer, ...]:
     """Server rows (not FRONTEND/BACKEND) by header name; ParseError if empty or cut short."""
+    return read_stats(text).servers
+
+
+def read_stats(text: str, pooled: Callable[[str], bool] | None = None, limit: int = MAX_SERVERS) -> StatsPage:
+    """Server rows, at most ``limit`` (pool rows first, OTHER_ROWS of other backends); linear in rows."""
     if not text.strip():
         raise ParseError("haproxy stats: empty answer (reload in progress?)")
     if not text.startswith("# "):
         raise ParseError("haproxy stats: no '# pxname,...' header line")
     if not text.endswith("\n"):
         raise ParseError("haproxy stats: answer cut short (reload in progress?)")
+    head, _, body = text[2:].partition("\n")
     try:
-        rows = list(csv.reader(io.StringIO(text[2:])))
+        header = [h.strip() for h in next(csv.reader([head]), [])]
     except csv.Error as exc:
         raise ParseError(f"haproxy stats: bad CSV ({exc})") from None
-    header = [h.strip() for h in rows[0]] if rows else []
     missing = [name for name in _REQUIRED if name not in header]
     if missing:
         raise ParseError(f"haproxy stats: header lacks {', '.join(missing)}")
     width = len(header)
     while width and not header[width - 1]:
         width -= 1  # HAProxy ends the header (and every row) with a comma
-    # Column positions once per answer: a row is ~100 cells and 9 of them are read (a dict of
-    # every cell per row was most of the parse, every cycle).
+    # Column positions once per answer: a row is ~100 cells and 9 of them are read.
     at = {name: i for i, name in enumerate(header) if name in _COLUMNS_READ}  # a repeated name: its last
-    servers: list[HAProxyServer] = []
-    for cells in rows[1:]:
-        if not cells or not any(cells):
+    kinds: dict[str, bool] = {}
+    kept: list[str] = []
+    others = not_shown = 0
+    for line in body.split("\n"):
+        if not line.strip(", "):
             continue
+        # Which backend, before any CSV work: most rows of a big page are only counted.
+        proxy, _, rest = line.partition(",")
+        server = rest.partition(",")[0]
+        if proxy.startswith('"') or server.startswith('"'):
+            try:
+                proxy, server = [*next(csv.reader([line]), []), "", ""][:2]
+            except csv.Error as exc:
+                raise ParseError(f"haproxy stats: bad CSV ({exc})") from None
+        if not proxy or not server or server in AGGREGATES:
+            continue
+        pool = kinds.get(proxy)
+        if pool is None:
+            pool = kinds.setdefault(proxy, pooled(proxy) if pooled is not None else True)
+        if len(kept) >= limit or (not pool and others >= OTHER_ROWS):
+            not_shown += 1
+            continue
+        others += not pool
+        kept.append(line)
+    try:
+        rows = list(csv.reader(kept))
+    except csv.Error as exc:
+        raise ParseError(f"haproxy stats: bad CSV ({exc})") from None
+    servers: list[HAProxyServer] = []
+    for cells in rows:
         if len(cells) < width:
             raise ParseError("haproxy stats: a row is cut short (reload in progress?)")
-        proxy, server = _cell(cells, at, "pxname"), _cell(cells, at, "svname")
-        if not proxy or not server or server in AGGREGATES:
+        pxname, svname = _cell(cells, at, "pxname"), _cell(cells, at, "svname")
+        if not pxname or not svname:
             continue
         servers.append(
             HAProxyServer(
-                proxy=proxy,
-                server=server,
+                proxy=pxname,
+                server=svname,
                 status=_cell(cells, at, "status"),
                 check_status=_cell(cells, at, "check_status"),
                 check_code=as_int(_cell(cells, at, "check_code")),
@@ -75,7 +120,7 @@ def parse_stat_csv(text: str) -> tuple[HAProxyServer, ...]:
                 addr=_cell(cells, at, "addr"),
             )
         )
-    return tuple(servers)
+    return StatsPage(tuple(servers), not_shown)
 
 
 def csv_url(url: str) -> str:

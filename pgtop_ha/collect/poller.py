@@ -128,7 +128,7 @@ class Poller:
         # the probes running every cycle (_note_routing, at each stats read).
         self._routing: Routing | None = None
         self._routing_until: datetime | None = None
-        self._haproxy: Source[tuple[HAProxyServer, ...]] | None = None
+        self._haproxy: Source[haproxy.StatsPage] | None = None
         if settings.haproxy.url or settings.haproxy.socket:
             self._haproxy = Source(
                 "haproxy stats",
@@ -209,13 +209,20 @@ class Poller:
 
     # -- sources --------------------------------------------------------------------------------
 
-    async def _fetch_haproxy(self) -> tuple[HAProxyServer, ...]:
+    async def _read_stats(self, text: str) -> haproxy.StatsPage:
+        # In a thread: a shared HAProxy's page of tens of thousands of rows must not hold up keys.
+        pools = self._settings.haproxy.pools()
+        page = await asyncio.to_thread(haproxy.read_stats, text, lambda proxy: pools.kind(proxy) is not None)
+        self._note_routing(page.servers)
+        return page
+
+    async def _fetch_haproxy(self) -> haproxy.StatsPage:
         s = self._settings.haproxy
         errors: list[str] = []
         if s.socket is not None:
             try:
                 self.haproxy_requests += 1
-                return self._note_routing(haproxy.parse_stat_csv(await haproxy.fetch_socket(s.socket)))
+                return await self._read_stats(await haproxy.fetch_socket(s.socket))
             except ParseError:
                 raise
             except OSError as exc:
@@ -225,7 +232,7 @@ class Poller:
         if s.url and self._haproxy_http is not None:
             self.haproxy_requests += 1
             text = await haproxy.fetch_http(self._haproxy_http, s.url, s.timeout)
-            return self._note_routing(haproxy.parse_stat_csv(text))
+            return await self._read_stats(text)
         raise ParseError("haproxy stats: " + ("; ".join(errors) or "not configured"))
 
     # -- the cycle ------------------------------------------------------------------------------
@@ -428,9 +435,11 @@ class Poller:
             return HAProxyState(error="not configured; give --haproxy URL|SOCKET")
         reading = self._haproxy.reading()
         names = {m.name for m in members}
-        servers = joined(reading.value or (), names, self._settings.haproxy.members, self.membership.locate)
+        page = reading.value or haproxy.StatsPage(())
+        servers = joined(page.servers, names, self._settings.haproxy.members, self.membership.locate)
         return HAProxyState(
             servers=servers,
+            not_shown=page.not_shown or None,
             error=reading.error,
             last_ok_at=reading.last_ok_at,
             slow_s=reading.slow_s,

@@ -409,6 +409,13 @@ def cluster_problems(
                 rule="routing.several-writers",
             )
         )
+    if snapshot.haproxy.not_shown:
+        text = f"HAProxy: {snapshot.haproxy.not_shown} more servers not shown (past the row cap; pools first)"
+        out.append(
+            Problem(
+                Level.WARN, None, text, "HAProxy rows capped", key="haproxy rows", rule="haproxy.rows-capped"
+            )
+        )
     if snapshot.haproxy.error:
         out.append(
             Problem(
@@ -458,12 +465,12 @@ def identity_problems(snapshot: ClusterSnapshot) -> list[Problem]:
         for d in snapshot.cluster.duplicates
     ]  # fmt: skip
     for m in snapshot.members:
-        if m.altered is not None:
-            text = f"member name sent as {m.altered}: hidden characters removed"
+        if m.hidden is not None:
+            text = f"member name held hidden characters ({m.hidden}), removed"
             out.append(Problem(Level.WARN, m.name, text, "hidden characters", rule="identity.hidden"))
     for s in snapshot.haproxy.servers:
-        if s.altered is not None:
-            text = f"HAProxy server {s.proxy}/{s.server} sent as {s.altered}: hidden characters removed"
+        if s.hidden is not None:
+            text = f"HAProxy server {s.proxy}/{s.server} held hidden characters ({s.hidden}), removed"
             out.append(Problem(Level.WARN, None, text, "hidden characters", rule="identity.hidden"))
     skeletons: dict[str, list[str]] = {}
     for name in member_names(snapshot):

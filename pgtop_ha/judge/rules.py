@@ -29,6 +29,7 @@ RULES: dict[str, str] = {
     "routing.no-writer": "HAProxy has no writer server UP",
     "routing.several-writers": "HAProxy has more than one writer server UP",
     "haproxy.stats": "HAProxy's stats could not be read",
+    "haproxy.rows-capped": "HAProxy's stats list more servers than are read (the pools' servers come first)",
     "haproxy.backend-no-pool": "a backend of members is neither a writer nor a reader pool",
     "haproxy.servers-unjoined": "HAProxy servers that are no Patroni member",
     "replication.lag": "a replica's lag past lag_bytes",

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from pgtop_ha.models.text import SAFE_TEXT, clean
+from pgtop_ha.models.text import SAFE_TEXT, clean, removed
 
 
 def _text_field(annotation: Any) -> bool:
@@ -21,7 +21,7 @@ class Frozen(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     _texts: ClassVar[tuple[str, ...]] = ()
-    # The field that names the subject: when cleaning changed it, ``altered`` keeps what it was.
+    # The field that names the subject: when cleaning changed it, ``hidden`` lists what it held.
     _identity: ClassVar[str | None] = None
 
     @classmethod
@@ -38,4 +38,4 @@ class Frozen(BaseModel):
             if type(value) is str and not SAFE_TEXT.fullmatch(value):
                 values[name] = clean(value, keep_newlines=True)
                 if name == self._identity and values[name] != value:
-                    values["altered"] = ascii(value)[:200]
+                    values["hidden"] = removed(value)

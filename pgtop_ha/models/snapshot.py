@@ -98,7 +98,7 @@ class Member(Bounded):
 
     _identity: ClassVar[str | None] = "name"
     name: str
-    altered: str | None = None  # the name as the server sent it, when it held hidden characters
+    hidden: str | None = None  # the characters cleaning took out of the name ("U+200B"), if any
     role: str | None = None
     state: str | None = None
     timeline: int | None = None
@@ -430,7 +430,7 @@ class HAProxyServer(Bounded):
     _identity: ClassVar[str | None] = "server"
     proxy: str
     server: str
-    altered: str | None = None  # the name as HAProxy sent it, when it held hidden characters
+    hidden: str | None = None  # the characters cleaning took out of the name ("U+200B"), if any
     status: str | None = None
     check_status: str | None = None
     check_code: int | None = None
@@ -447,6 +447,7 @@ class HAProxyState(Bounded):
     """HAProxy's routing as its stats showed it this cycle."""
 
     servers: tuple[HAProxyServer, ...] = ()
+    not_shown: int | None = None  # servers the answer listed past the row cap (collect/haproxy.py)
     error: str | None = None
     last_ok_at: datetime | None = None
     slow_s: float | None = None  # stats poll still running (last answer kept), for so long

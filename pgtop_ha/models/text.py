@@ -50,6 +50,13 @@ def clean(text: str, *, keep_newlines: bool = False) -> str:
     return _visible(text)
 
 
+def removed(text: str, shown: int = 4) -> str:
+    """The invisible or control characters in ``text``, as code points: "U+200B U+FEFF (+2)"."""
+    gone = list(dict.fromkeys(c for c in text if unicodedata.category(c) in _HIDDEN))
+    more = f" (+{len(gone) - shown})" if len(gone) > shown else ""
+    return " ".join(f"U+{ord(c):04X}" for c in gone[:shown]) + more
+
+
 def has_hidden(text: str) -> bool:
     """Whether ``text`` holds characters clean() drops: a name that can pass for another."""
     return not SAFE_TEXT.fullmatch(text) and clean(text) != text

@@ -60,23 +60,47 @@ def fit_name(name: str, names: Sequence[str], room: int) -> str:
     """``name`` in ``room`` characters, keeping what tells it from ``names``: '…1a-01', 'db1…'."""
     # Cut at the end, three names of one cluster ("pg-prod-eu-central-1a-01") all read
     # "pg-prod-eu-…": the shared part goes first, at a break (- _ .), and "…" says where.
-    every = tuple(names) if name in names else (*names, name)
-    return _fit_names(every, max(room, 2))[name]
+    room = max(room, 2)
+    key = (id(names), room)
+    hit = _FITTED.get(key)
+    if hit is None or hit[0] is not names:
+        # Every cell of a column asks with the same names: fitted once for all of them.
+        if len(_FITTED) >= 64:
+            _FITTED.clear()
+        hit = (names, _fit_names(tuple(names), room))
+        _FITTED[key] = hit
+    label = hit[1].get(name)
+    return label if label is not None else _fit_names((*names, name), room)[name]
 
 
-@functools.lru_cache(maxsize=64)  # the same few names each second, in several tables
+_FITTED: dict[tuple[int, int], tuple[Sequence[str], dict[str, str]]] = {}
+# Past this many names the "which part differs" refinement (each label against every name) is
+# skipped: a shared HAProxy lists tens of thousands of servers.
+_REFINE_MAX = 64
+
+
+@functools.lru_cache(maxsize=16)
 def _fit_names(names: tuple[str, ...], room: int) -> dict[str, str]:
     clean = {raw: shown(raw) for raw in names}
+    # The longest prefix a name shares with any other is the one it shares with a neighbour in
+    # sorted order: n log n, not every name against every other.
+    order = sorted(clean.values())
+    first: dict[str, int] = {}
+    for i, name in enumerate(order):
+        before = _shared(name, order[i - 1]) if i else 0
+        after = _shared(name, order[i + 1]) if i + 1 < len(order) else 0
+        first[name] = max(first.get(name, 0), before, after)
     out = {}
     for raw, name in clean.items():
-        others = [clean[o] for o in names if o != raw]
-        label = _fit_one(name, others, room)
+        label = _fit_one(name, first[name], room)
         # What a cut name still shows may be part of another name too ("…central-1a-01" of
         # eu-central and us-central): that one keeps each part that differs ("…eu…1a-01"),
         # if that fits; else the cut name is the best that does.
-        if label != name and any(label.strip("…") in o for o in others):
-            parts = _parts(name, others)
-            label = parts if len(parts) <= room else label
+        if label != name and len(names) <= _REFINE_MAX:
+            others = [clean[o] for o in names if o != raw]
+            if any(label.strip("…") in o for o in others):
+                parts = _parts(name, others)
+                label = parts if len(parts) <= room else label
         out[raw] = label
     return out
 
@@ -98,7 +122,7 @@ def _split(name: str) -> list[str]:
     return _PARTS.findall(name)
 
 
-def _fit_one(name: str, others: list[str], room: int) -> str:
+def _fit_one(name: str, first: int, room: int) -> str:
     if len(name) <= room:
         return name
     if _PORT_TAIL.search(name) and room > 4:
@@ -106,8 +130,7 @@ def _fit_one(name: str, others: list[str], room: int) -> str:
         # so the host gives way, from a break on ("…0.1:27622").
         tails = (name[i + 1 :] for i, c in enumerate(name) if c in ":" + _NAME_BREAKS)
         return "…" + next((tail for tail in tails if len(tail) < room), name[-(room - 1) :])
-    # The first character no other name has at that place, then the breaks around it.
-    first = max((_shared(name, o) for o in others), default=0)
+    # ``first``: the first character no other name has at that place; then the breaks around it.
     breaks = [0, *(i + 1 for i, c in enumerate(name) if c in _NAME_BREAKS), len(name) + 1]
     starts = [b for b in breaks if b <= first] or [0]
     ends = [b - 1 for b in breaks if b - 1 > first] or [len(name)]

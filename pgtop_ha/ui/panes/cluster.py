@@ -9,10 +9,22 @@ from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import INVALID, age, count, human_bytes
-from pgtop_ha.ui.panes.base import Cell, Column, Context, PaneSpec, Place, Row, cell, num, same_row, state
+from pgtop_ha.ui.panes.base import (
+    Cell,
+    Column,
+    Context,
+    PaneSpec,
+    Place,
+    Row,
+    cell,
+    name_column,
+    num,
+    same_row,
+    state,
+)
 
 COLUMNS = (
-    Column("member", "Member"),
+    name_column("member", "Member"),
     Column("health", "Health"),
     Column("role", "Role"),
     Column("pg", "PG"),

@@ -79,6 +79,17 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 },
             )
         )
+    if snapshot.haproxy.not_shown:
+        out.append(
+            Row(
+                key="|more",
+                cells={
+                    "pool": cell("…"),
+                    "backend": cell(f"{snapshot.haproxy.not_shown} more servers not shown"),
+                    **blanks("server", "health", "status", "check", "sess", "total", "lastchg"),
+                },
+            )
+        )
     return out
 
 

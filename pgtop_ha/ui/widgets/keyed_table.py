@@ -101,6 +101,8 @@ def cell_line(text: CellText, inner: int, padding: int, pre: Style, post: Style)
     return [Segment(side, edge), *middle, Segment(side, edge)]
 
 
+# More rows leaving at once than this: the table is emptied and refilled rather than cut row by row.
+BULK_REMOVE = 32
 # A text column the view's edge cuts keeps its first cells, ending in "…", when this many fit.
 MIN_TEXT_ROOM = 8
 
@@ -430,7 +432,17 @@ class KeyedTable(DataTable[CellText]):
         laying_out = self._layout_required
         now = self.clock()
         self._note_comings_and_goings(len(self._shown), len(rows), now)
-        for key in [k for k in self._shown if k not in wanted]:
+        gone = [k for k in self._shown if k not in wanted]
+        if len(gone) > BULK_REMOVE:
+            # DataTable.remove_row renumbers every row: many removals one by one cost rows
+            # squared. Emptied and refilled, the table costs its rows once.
+            narrowed |= {c.key for c in self._cols}
+            self.clear()
+            self._shown.clear()
+            self._painted.clear()
+            moved = True
+            gone = []
+        for key in gone:
             narrowed |= self._widest_in(key)
             with contextlib.suppress(RowDoesNotExist):
                 self.remove_row(key)
