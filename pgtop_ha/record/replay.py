@@ -115,16 +115,18 @@ class ReplaySource:
         return min(MAX_GAP_S, max(0.0, nxt.taken_at - self.frame.taken_at)) / self.speed
 
     def _show(self, frame: Frame, on_snapshot: Callable[[ClusterSnapshot], object]) -> None:
-        snap = self.recording.snapshot(frame)
+        snap = self.recording.readable(frame)
+        if snap is None:
+            self.frame = frame  # a damaged row (counted by the recording): play on past it
+            return
         if self._jump or self.current is None:
-            frames = self.recording.before(frame, max(HISTORY, WARMUP_FRAMES))
-            snaps = [self.recording.snapshot(f) for f in frames]
+            earlier = self.recording.before(frame, max(HISTORY, WARMUP_FRAMES))
+            read = [(f, self.recording.readable(f)) for f in earlier]
+            kept = [(f, s) for f, s in read if s is not None]
             self.recent.clear()
-            self.recent.extend(snaps[-HISTORY:])
+            self.recent.extend(s for _, s in kept[-HISTORY:])
             if self.on_jump is not None:
-                self.on_jump(
-                    [s for f, s in zip(frames, snaps, strict=True) if frame.taken_at - f.taken_at <= WARMUP_S]
-                )
+                self.on_jump([s for f, s in kept if frame.taken_at - f.taken_at <= WARMUP_S])
             self.index = self.recording.position(frame)
             self.total = self.recording.count()
         else:

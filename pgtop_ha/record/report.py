@@ -15,7 +15,7 @@ from typing import Any
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.judge.health import DEFAULT_POOLS, Pools
 from pgtop_ha.models.text import clean
-from pgtop_ha.record.reader import Recording
+from pgtop_ha.record.reader import Marker, Recording
 from pgtop_ha.record.store import from_epoch
 
 _CORE = ("at", "kind", "node", "text", "severity")
@@ -47,10 +47,10 @@ def recorded_pools(header: dict[str, Any]) -> Pools:
     return DEFAULT_POOLS
 
 
-def recompute(recording: Recording) -> Timeline:
+def recompute(recording: Recording, markers: list[Marker] | None = None) -> Timeline:
     """A fresh Timeline fed every recorded snapshot, with each marker before the first snapshot after it."""
     timeline = Timeline(pools=recorded_pools(recording.header))
-    markers = recording.markers()
+    markers = recording.markers() if markers is None else markers
     i = 0
     for snapshot in recording.snapshots():
         while i < len(markers) and markers[i].at <= snapshot.taken_at:
@@ -65,7 +65,8 @@ def recompute(recording: Recording) -> Timeline:
 def build_report(recording: Recording, *, recompute_events: bool = False) -> dict[str, Any]:
     """The report as JSON-ready data: header, span, events, markers, failovers."""
     first, last = recording.first(), recording.last()
-    timeline = recompute(recording)
+    markers = recording.markers()
+    timeline = recompute(recording, markers)
     if recompute_events:
         # Actions cannot be derived from snapshots: keep the recorded ones.
         events = [e.model_dump(mode="json") for e in timeline.events()]
@@ -85,10 +86,10 @@ def build_report(recording: Recording, *, recompute_events: bool = False) -> dic
             "snapshots": recording.count(),
         },
         "events": events,
-        "markers": [
-            {"at": m.at.isoformat(), "text": m.text, "source": m.source} for m in recording.markers()
-        ],
+        "markers": [{"at": m.at.isoformat(), "text": m.text, "source": m.source} for m in markers],
         "failovers": [f.model_dump(mode="json") for f in timeline.failovers()],
+        # Rows that could not be read (damaged, hostile, from another program): skipped, counted.
+        "skipped_rows": recording.skipped,
     }
 
 
@@ -198,6 +199,8 @@ def format_report(report: dict[str, Any]) -> str:
         )
     if "thinned_until" in h:
         out.append(f"snapshots thinned before {_time(from_epoch(float(h['thinned_until'])).isoformat())}")
+    if report.get("skipped_rows"):
+        out.append(f"{report['skipped_rows']} rows could not be read and were skipped (a damaged file?)")
     if not report["complete"]:
         out.append("not closed cleanly (recorder killed?): the recording ends at its last whole cycle")
     out += ["", f"{'TIME':<12}  {'LEVEL':<5}  {'NODE':<10}  {'KIND':<14}  WHAT"]

@@ -210,7 +210,17 @@ def test_events_json_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     record_script(path, failover_script(), markers=[(5, "killed primary")])
     assert main(["events", str(path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert set(report) == {"recording", "header", "complete", "span", "events", "markers", "failovers"}
+    assert set(report) == {
+        "recording",
+        "header",
+        "complete",
+        "span",
+        "events",
+        "markers",
+        "failovers",
+        "skipped_rows",
+    }
+    assert report["skipped_rows"] == 0
     assert report["complete"] is True
     assert report["span"]["snapshots"] == 10 and report["span"]["seconds"] == 9.0
     assert report["header"]["pgtop_ha_version"] and report["header"]["python_version"]

@@ -266,8 +266,11 @@ def test_a_bomb_row_is_refused(tmp_path: Path) -> None:
     conn.close()
     rec = Recording.open(path)
     try:
+        assert list(rec.snapshots()) == [] and rec.skipped == 1  # skipped, counted, never inflated
+        frame = rec.first()
+        assert frame is not None
         with pytest.raises(UserError, match="64 MiB"):
-            list(rec.snapshots())
+            rec.snapshot(frame)
     finally:
         rec.close()
 
