@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, BinaryIO, Literal
 
 from pydantic import (
     BaseModel,
@@ -433,10 +435,23 @@ def default_config_paths() -> list[Path]:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        # Opened without blocking and checked before reading: a FIFO or a device would hang or never end.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise ConfigError(f"config file {path} not found; check --config or create it") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path} is a directory; give the TOML file's path") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: {exc.strerror}; make it readable") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"config file {path} is no regular file (a FIFO, a device?); give a TOML file")
+        return _parse_toml(path, fh)
+
+
+def _parse_toml(path: Path, fh: BinaryIO) -> dict[str, Any]:
+    try:
+        raw = fh.read(MAX_CONFIG_BYTES + 1)
     except IsADirectoryError:
         raise ConfigError(f"config file {path} is a directory; give the TOML file's path") from None
     except OSError as exc:
@@ -447,6 +462,21 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {path}: not valid TOML ({exc}); fix the syntax") from None
+
+
+def _strict_numbers(model: type[BaseModel], data: Mapping[str, Any], source: str, at: str = "") -> None:
+    """A string where the file must give a number is an error: TOML says what type a value is."""
+    for key, value in data.items():
+        info = model.model_fields.get(key)
+        if info is None:
+            continue  # an unknown key: the model's own validation names it
+        where = f"{at}{key}"
+        args = typing.get_args(info.annotation) or (info.annotation,)
+        sections = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+        if sections and isinstance(value, Mapping):
+            _strict_numbers(sections[0], value, source, f"{where}.")
+        elif isinstance(value, str) and any(a in (int, float) for a in args):
+            raise ConfigError(f"{source}: {where} = {value!r} is text; write the number without quotes")
 
 
 def _set(tree: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
@@ -534,6 +564,7 @@ def load_settings(
                 f"{source}: key 'patroni_password' is not read from files; use "
                 "PGTOP_HA_PATRONI_PASSWORD or patroni.password_file"
             )
+    _strict_numbers(Settings, data, source)
     try:
         Settings.model_validate({k: v for k, v in data.items() if k != "patroni_password"})
     except ValidationError as exc:

@@ -24,7 +24,8 @@ from pgtop_ha.errors import UserError
 from pgtop_ha.models.text import clean
 
 MAX_TEXT = 500  # characters of a marker
-MAX_LINE = 4096  # bytes of one request or answer
+# Bytes of one request or answer: MAX_TEXT characters of 4 UTF-8 bytes (sent unescaped), and room.
+MAX_LINE = 8192
 TIMEOUT_S = 2.0  # per socket: a frozen console must not hold `mark` up for long
 
 
@@ -198,7 +199,9 @@ def send_marker(
     if not directory.exists():
         return result
     check_private(directory)
-    payload = json.dumps({"text": shown, "source": clean_marker(source)[:100]}).encode() + b"\n"
+    # Unescaped UTF-8: "\ud83d\ude00" for every emoji would refuse a text within MAX_TEXT characters.
+    body = {"text": shown, "source": clean_marker(source)[:100]}
+    payload = json.dumps(body, ensure_ascii=False).encode() + b"\n"
     for path in sorted(directory.glob("*.sock")):
         try:
             if not stat.S_ISSOCK(os.lstat(path).st_mode):
@@ -224,7 +227,11 @@ def run_mark(text: str, environ: Mapping[str, str] | None = None) -> int:
     """`pgtop-ha mark TEXT`: print who received it; exit 1 with one line when nobody did."""
     result = send_marker(text, environ=environ)
     if not result.received:
-        why = f"; {len(result.failed)} did not answer ({result.failed[0]})" if result.failed else ""
+        why = (
+            f"; {len(result.failed)} refused or did not answer: {_listed(result.failed)}"
+            if result.failed
+            else ""
+        )
         raise NobodyListening(
             "no running console or recorder received the marker "
             f"(none listening in {result.directory}{why}); "
@@ -235,5 +242,11 @@ def run_mark(text: str, environ: Mapping[str, str] | None = None) -> int:
         + "; ".join(result.received)
     )
     if result.failed:
-        print(f"not received by {len(result.failed)}: " + "; ".join(result.failed))
+        print(f"not received by {len(result.failed)}: {_listed(result.failed)}")
     return 0
+
+
+def _listed(failed: list[str], shown: int = 10) -> str:
+    """Every refusal by name (the first ``shown``, then how many more)."""
+    more = f"; and {len(failed) - shown} more" if len(failed) > shown else ""
+    return "; ".join(failed[:shown]) + more

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,43 @@ def test_stale_sockets_are_removed_and_nobody_listening_is_exit_1(
 def test_empty_marker_is_refused(env: dict[str, str]) -> None:
     with pytest.raises(UserError, match="empty"):
         send_marker(" \x1b[0m \n", environ=env)
+
+
+async def test_a_text_within_its_characters_is_never_refused_for_its_bytes(env: dict[str, str]) -> None:
+    # 500 emoji (4 UTF-8 bytes, 12 bytes as JSON escapes) and quotes: the limit is in characters.
+    got: list[str] = []
+    inbox = MarkerInbox("console", environ=env)
+    task = asyncio.create_task(inbox.serve(lambda text, source: got.append(text)))
+    await asyncio.wait_for(inbox.ready.wait(), 5)
+    for text in ("😀" * MAX_TEXT, '"' * MAX_TEXT, "\\" * MAX_TEXT):
+        result = await asyncio.to_thread(send_marker, text, "😀" * 100, env)
+        assert result.received and not result.failed, result.failed
+    assert [len(t) for t in got] == [MAX_TEXT] * 3
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def test_every_refusal_is_named(env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    directory = private_dir(env)
+    servers = []
+    for name in ("101.sock", "102.sock"):
+        # A socket that answers every request with a refusal of its own.
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(str(directory / name))
+        srv.listen(1)
+        servers.append(srv)
+
+    def refuse(srv: socket.socket) -> None:
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(8192)
+            conn.sendall(b'{"ok": false, "error": "busy"}\n')
+
+    threads = [threading.Thread(target=refuse, args=(s,), daemon=True) for s in servers]
+    for th in threads:
+        th.start()
+    with pytest.raises(NobodyListening) as caught:
+        run_mark("killed primary", environ=env)
+    assert "101.sock: busy" in str(caught.value) and "102.sock: busy" in str(caught.value)
+    for srv in servers:
+        srv.close()

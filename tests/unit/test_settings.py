@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -366,3 +368,31 @@ def test_a_bad_band_is_one_line_naming_it(tmp_path: Path, body: str, message: st
     with pytest.raises(ConfigError, match=message) as err:
         load_settings(cfg, environ={})
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("toml", "named"),
+    [
+        ('interval = "1"\n', "interval = '1' is text"),
+        ('[patroni]\ntimeout = "2"\n', "patroni.timeout = '2' is text"),
+        ('[thresholds.lag_bytes]\nwarn = "5"\ncrit = 10\n', "thresholds.lag_bytes.warn = '5' is text"),
+    ],
+)
+def test_a_string_where_a_number_belongs_is_an_error(tmp_path: Path, toml: str, named: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError, match=re.escape(named)):
+        load_settings(path, environ={})
+
+
+def test_a_special_file_is_refused_as_config_without_hanging(tmp_path: Path) -> None:
+    fifo = tmp_path / "cfg"
+    os.mkfifo(fifo)  # nobody writes: reading it would block for ever
+    with pytest.raises(ConfigError, match="is no regular file"):
+        load_settings(fifo, environ={})
+    with pytest.raises(ConfigError, match="is no regular file"):
+        load_settings(Path("/dev/zero"), environ={})
+
+
+def test_the_environment_still_gives_numbers_as_text(tmp_path: Path) -> None:
+    assert load_settings(None, environ={"PGTOP_HA_INTERVAL": "2"}).interval == 2.0
