@@ -11,7 +11,7 @@ from typing import Any
 
 from pgtop_ha import __version__
 from pgtop_ha.console import run_console, run_replay
-from pgtop_ha.crash import crash_line, write_report
+from pgtop_ha.crash import crash_line, quiet_unraisable, write_report
 from pgtop_ha.errors import UserError
 from pgtop_ha.models.text import clean
 from pgtop_ha.runtime import collector_on
@@ -248,6 +248,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pgtop-ha` command."""
+    sys.unraisablehook = quiet_unraisable
     args = parse(argv)
     if args.command is not None:
         # Only the console keeps the collector off until it is on screen (pgtop_ha/entry.py).

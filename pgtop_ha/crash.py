@@ -41,3 +41,14 @@ def crash_line(exc: BaseException, report: Path | None) -> str:
     what = clean(redact(f"{type(exc).__name__}: {exc}"))[:300]
     where = f"; details in {report}" if report else "; no crash report could be written"
     return f"pgtop-ha: unexpected error, the console stopped ({what}){where}; please report it"
+
+
+def quiet_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """Python's hook for errors it cannot raise (in finalizers): never a library's traceback on stderr.
+
+    A library's object torn down half-made (asyncpg's Connection after a server version it cannot
+    parse) raises in its __del__; the failure itself was already reported where it happened.
+    """
+    where = getattr(type(unraisable.object), "__module__", "") or ""
+    if where.startswith("pgtop_ha"):
+        sys.__unraisablehook__(unraisable)

@@ -38,7 +38,7 @@ from pgtop_ha.models.snapshot import (
     Process,
     Setting,
 )
-from pgtop_ha.models.text import one_line
+from pgtop_ha.models.text import clean, one_line
 from pgtop_ha.models.waits import wait_counts
 from pgtop_ha.settings import PostgresSettings
 
@@ -206,6 +206,9 @@ def describe_error(exc: BaseException, target: Target) -> str:
     if isinstance(exc, ParseError):
         return f"{where}: {exc}"
     text = str(exc).splitlines()[0] if str(exc) else ""
+    if isinstance(exc, ValueError) and "Postgres version" in text:
+        # asyncpg reads server_version as it connects: a proxy or a fork may send what it cannot.
+        return f"{where}: {clean(text)[:120]}; is this PostgreSQL (or a proxy that sends its own version)?"
     return f"{where}: {exc.__class__.__name__}{': ' + text if text else ''}"
 
 
