@@ -88,9 +88,9 @@ async def measure(settings: Settings, rows: int, seconds: float) -> dict[str, ob
         await wait_for(
             lambda: app.snapshot is not None and bool(app.snapshot.haproxy.servers), 60, "stats read"
         )
-        cycles0, cpu0 = poller.cycles, time.process_time()
+        cycles0, cpu0, rss0 = poller.cycles, time.process_time(), rss_mib()
         await asyncio.sleep(seconds)
-        cycles, cpu = poller.cycles - cycles0, time.process_time() - cpu0
+        cycles, cpu, rss1 = poller.cycles - cycles0, time.process_time() - cpu0, rss_mib()
         screen = app.screen
         assert isinstance(screen, MonitorScreen)
         handled: list[float] = []
