@@ -88,9 +88,12 @@ async def measure(settings: Settings, rows: int, seconds: float) -> dict[str, ob
         await wait_for(
             lambda: app.snapshot is not None and bool(app.snapshot.haproxy.servers), 60, "stats read"
         )
-        cycles0, cpu0, rss0 = poller.cycles, time.process_time(), rss_mib()
-        await asyncio.sleep(seconds)
-        cycles, cpu, rss1 = poller.cycles - cycles0, time.process_time() - cpu0, rss_mib()
+        cycles0, cpu0 = poller.cycles, time.process_time()
+        samples = [rss_mib()]  # every tenth of the window: flat, or growing
+        for _ in range(10):
+            await asyncio.sleep(seconds / 10)
+            samples.append(rss_mib())
+        cycles, cpu = poller.cycles - cycles0, time.process_time() - cpu0
         screen = app.screen
         assert isinstance(screen, MonitorScreen)
         handled: list[float] = []
@@ -114,7 +117,7 @@ async def measure(settings: Settings, rows: int, seconds: float) -> dict[str, ob
         "rows": rows,
         "cycles": cycles,
         "cpu_ms_per_cycle": round(cpu * 1000 / max(1, cycles), 1),
-        "rss_mib_start_end": [rss0, rss1],
+        "rss_mib": samples,
         "rss_mib_peak": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "key_median_ms": round(statistics.median(latencies), 1),
         "key_max_ms": round(max(latencies), 1),

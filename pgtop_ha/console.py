@@ -43,8 +43,8 @@ def run_console(settings: Settings, record: Path | None = None, record_max: str 
 
     async def build() -> PgtopApp:
         # The first cycle mostly waits on the servers (a new connection per node, /cluster,
-        # `pgbackrest info`): begun now, it runs while a thread imports Textual and the screens
-        # (~0.35 s), instead of after Textual has built the screen (issue 10: first full frame).
+        # `pgbackrest info`): begun now, it runs while a thread imports Textual and the screens,
+        # instead of after Textual has built the screen.
         poller.prime()
         await asyncio.to_thread(_import_ui, operator=actions is not None)
         from pgtop_ha.ui.app import PgtopApp

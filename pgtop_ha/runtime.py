@@ -1,20 +1,8 @@
-"""How a console's process runs: on uvloop's event loop where installed, its start-up heap left out of GC.
+"""How a console's process runs: on uvloop where installed, its start-up heap out of the collector.
 
-A console is a long-lived loop of small steps (a GET, a socket read, a timer, a frame) every
-second. uvloop runs the loop, its handles and its transports in C: a GET's client CPU falls by a
-quarter and the whole console's by 4-9 % on the benchmark machine (docs/benchmarks.md, issue 10).
-Where uvloop cannot be imported (it does not exist for Windows), asyncio's own loop runs the same
-code. Nothing here changes what is polled or drawn.
-
-The heap a console has built by its first snapshot (modules, Textual's DOM and CSS, pydantic's
-validators: ~90,000 objects) lives until exit, yet every full pass of Python's cyclic collector
-walked it again: 80-160 ms of CPU on the main thread each time, ≈0.12-0.24 CPU s/min and a
-frame held up by as much. settle_heap() moves it to the permanent generation (gc.freeze), so
-full passes walk only what came after. Reference counting still frees what is dropped; only a
-cycle among those start-up objects would now outlive its use, and they are the console's own.
-Until then the collector is off altogether (entry.main()): its passes during start-up were
-0.2-0.3 s of the first frame. Once on, its youngest generation is collected less often than
-Python's default (YOUNG_COLLECT_AFTER).
+A console is a long loop of small steps, which uvloop runs in C. The heap built by the first
+snapshot lives until exit: settle_heap() freezes it (gc.freeze), so full collections walk only
+what came after, and the youngest generation is collected less often (YOUNG_COLLECT_AFTER).
 """
 
 from __future__ import annotations
@@ -95,10 +83,8 @@ def settle_heap() -> None:
 # snapshot or one frame and drops them a second later, so at 700 a young pass came every second
 # or so and walked the snapshot being shown; each tenth pass walked the middle generation, and
 # every tenth of those the whole unfrozen heap (~140 ms on the main thread, a frame or a key
-# held up by as much). Replayed from one recording under `lab fault load` in tmux, the default
-# against this: 1.12 against 1.03 CPU s/min (-8 %), RSS 69 against 70 MB; quiet, no difference
-# (docs/benchmarks.md, issue 10). The cycles still freed only by a pass are mostly Textual's
-# strips, whose caches can hold the strip itself: they wait a few passes longer, not forever.
+# held up by as much). The cycles still freed only by a pass are mostly Textual's strips, whose
+# caches can hold the strip itself: they wait a few passes longer, not forever.
 YOUNG_COLLECT_AFTER = 20_000
 # The middle and oldest generations keep Python's defaults: a middle pass after 10 young ones,
 # a full one after 10 middle ones (and only once a quarter of the old generation is new).

@@ -241,7 +241,7 @@ class PatroniClient:
     async def _parsed(self, url: str, what: str, parse: Callable[[Any], T], *, any_status: bool = False) -> T:
         # On a calm cluster /cluster and /patroni answer the same bytes second after second:
         # the same bytes parse to the same (frozen) view, so the last one is handed back
-        # without decoding the JSON and building the models again (issue 10).
+        # without decoding the JSON and building the models again.
         body = await self._body(url, any_status=any_status)
         last = self._last.get(url)
         if last is not None and last[0] == body:

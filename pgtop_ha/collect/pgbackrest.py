@@ -262,7 +262,7 @@ def _spawn(argv: Sequence[str]) -> subprocess.Popen[bytes]:
     # subprocess.Popen starts the child with vfork(): the console's page tables are not copied.
     # uvloop's create_subprocess_exec forks, which copied them and then took a copy-on-write
     # fault for each page the console wrote afterwards: ~7 ms of the console's CPU per run at
-    # its size, against ~1 ms now (bench/spawn_cost.py, docs/benchmarks.md, issue 10).
+    # its size, against ~1 ms now (bench/spawn_cost.py, docs/benchmarks.md).
     return subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
@@ -403,12 +403,8 @@ def auto_enabled(settings: PgBackRestSettings, hosts: Sequence[str | None]) -> s
 class PgBackRestSource:
     """The reader under its own time limit (collect/source.py), run at most every ``interval`` seconds.
 
-    Only the pgBackRest pane shows what `pgbackrest info` says. While no screen shows it
-    (``watched`` False, from the "pgbackrest" need) it runs every HIDDEN_INTERVAL_S instead: a
-    process and a read of the repository every 15 s cost ~0.04 CPU s/min, nearly all of it
-    pgbackrest's own (~9 ms a run on the lab's repository), for a pane nobody looks at (issue
-    10). Shown again, it reads at once when its last read is older than ``interval``. A poller
-    without a screen (record, snapshot) reads at ``interval``.
+    While no screen shows it (``watched`` False) it runs every HIDDEN_INTERVAL_S: a process and a
+    read of the repository for a pane nobody looks at. A poller without a screen reads at ``interval``.
     """
 
     def __init__(self, settings: PgBackRestSettings, clock: Clock) -> None:

@@ -251,7 +251,7 @@ class Poller:
             retired += self.membership.take_cluster(self.membership.cluster.reading())
             # Every cycle while anything is unsettled, every patroni.calm_interval while calm:
             # a calm /cluster answers the same each second, and a new TCP connection a second
-            # (Patroni's HTTP/1.0 server closes each) was the poller's dearest read (issue 10).
+            # (Patroni's HTTP/1.0 server closes each) was the poller's dearest read.
             cluster_task = self.membership.start_cluster(restless=self.restless())
             if cluster_task is not None:
                 pending.add(cluster_task)
@@ -475,7 +475,7 @@ class Poller:
                 await result
             # Pacing, not synchronisation: the next cycle starts one interval after this one,
             # or sooner when a faster cadence is asked meanwhile (hurry(): something went wrong).
-            # One timer per pause, not a look every 0.1 s (issue 10: ~8 % of the console's CPU).
+            # One timer per pause, not a look every 0.1 s.
             while True:
                 left = started + min(period, max(0.05, float(interval()))) - loop.time()
                 if left <= 0:
@@ -491,7 +491,7 @@ class Poller:
         """Begin the first cycle now; the next ``run()`` hands its snapshot over first."""
         # The console calls this before Textual builds the screen: the servers' first answers
         # (a new connection per node, /cluster) then arrive while the screen is being built,
-        # instead of after it (issue 10: first full frame ≤ 1 s).
+        # instead of after it.
         if not self._began:
             self._began = True
             budget = self._settings.interval * BUDGET_SHARE

@@ -45,7 +45,7 @@ from pgtop_ha.settings import PostgresSettings
 BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 10.0
 REFRESH_S = 5.0  # process memory is read this often while the Memory pane is shown alone
-DASHBOARD_REFRESH_S = 15.0  # ... and this often while it is one pane of several (issue 10)
+DASHBOARD_REFRESH_S = 15.0  # ... and this often while it is one pane of several
 # Pending restarts are re-read when pg_conf_load_time() changes, and at least this often anyway.
 PENDING_REFRESH_S = 60.0
 CACHE_REFRESH_S = 15.0  # pg_buffercache while the Cache pane is on screen (it visits every buffer)
@@ -507,7 +507,7 @@ class NodeReader:
     def _parse(self, text: str, caps: Capabilities) -> Parsed:
         """parse_document; the same text as last cycle (same server): a copy of last cycle's parse."""
         # On a quiet cluster ~5 documents in 6 are the very text of the cycle before: parsing and
-        # deriving one again made new models equal to the last (issue 10). The copy is shallow:
+        # deriving one again made new models equal to the last. The copy is shallow:
         # the cycle sets its own fields (pending restarts, parameters, cache) on it.
         last = self._last_document
         if last is not None and last[1] is caps and last[0] == text:
@@ -618,7 +618,7 @@ class NodeReader:
         local_reason = await self._refresh_memory(parsed, full)
         memory = self._memory
         # A process listed as before, with the same memory reading, is the Process made last
-        # cycle: model_copy for each of ~30 processes a cycle was 2 % of the console (issue 10).
+        # cycle: model_copy for each of ~30 processes a cycle was 2 % of the console.
         # The postmaster (not in pg_stat_activity) goes first, the same way.
         merged: dict[int, tuple[Process, procmem.Memory, Process]] = {}
         postmaster_pid = self._postmaster_pid

@@ -109,25 +109,20 @@ _CACHE: dict[tuple[str, int], _Entry] = {}
 _CACHE_MAX = 20000
 # A process whose own memory did not move (no major fault, its RSS within RSS_SLACK_* of its
 # reading) keeps its reading this long: smaps_rollup walks every mapped page, /proc/PID/stat is a
-# few counters (issue 10). CPU time is not looked at: a walsender or the checkpointer wakes every
+# few counters. CPU time is not looked at: a walsender or the checkpointer wakes every
 # second without touching a new page. Its Pss can still drift as other processes map or drop
-# the pages it shares; hence a bound. At 60 s those rereads were most of the smaps_rollup reads
-# on a quiet cluster (~27 of ~32 a minute, 3 nodes) and 0.03 CPU s/min of the dashboard in tmux
-# (issue 10). Its USS and RSS move only with its own pages; the drift is the shared part, and 3
-# minutes of it is a rounding.
+# the pages it shares; hence a bound. Its USS and RSS move only with its own pages; the drift is
+# the shared part, and 3 minutes of it is a rounding.
 IDLE_KEEP_S = 180.0
 # At most this many processes whose reading is past its age are read again per call, the oldest
 # readings first; the rest keep their last reading until their turn. Under load every backend is
-# busy and smaps_rollup of a backend with many shared buffers mapped costs 2-8 ms: without a cap,
-# a refresh costs in proportion to max_connections (issue 10: 12 % of the dashboard's CPU under
-# pgbench with ~35 processes). Processes never read are always read.
+# busy and smaps_rollup of a backend with many shared buffers mapped is dear: without a cap, a
+# refresh costs in proportion to max_connections. Processes never read are always read.
 MAX_REREADS = 12
 # How far a process's RSS may move from its reading before it is read again: 1 MiB, or 1/32 of
 # its RSS when larger. Minor faults are not counted: under load a backend faults every second
-# (a shared buffer mapped, a page made private) while its own memory stays put. Logged in the
-# lab under `lab fault load`, 2 of 3 rereads of busy backends found USS within 32 kB and RSS
-# within 1 MiB of the last reading, at 5-8 ms each: 0.29 CPU s/min, 13 % of the dashboard's
-# (issue 10). A sort or hash that takes work_mem moves RSS by megabytes: read at the next refresh.
+# (a shared buffer mapped, a page made private) while its own memory stays put. A sort or hash
+# that takes work_mem moves RSS by megabytes: read at the next refresh.
 RSS_SLACK_BYTES = 1 << 20
 RSS_SLACK_SHARE = 32
 _PAGE_BYTES = resource.getpagesize()

@@ -1,7 +1,7 @@
 """A lean httpx transport for small GETs: one connection per request, parsed by h11, no pool.
 
 Patroni's REST server speaks HTTP/1.0 and closes every connection, so a pool buys nothing;
-httpx's default transport costs more CPU per such request than this one (docs/benchmarks.md).
+httpx's default transport costs more CPU per such request than this one .
 The answer is parsed by ``h11``, httpx's own HTTP/1.1 parser, and read only up to its end
 (Content-Length or the last chunk), so a keep-alive server cannot stall it. It can only send
 GET, asks for an uncompressed answer and refuses a compressed one (nothing is ever inflated),
@@ -179,8 +179,8 @@ class LeanGetTransport(httpx.AsyncBaseTransport):
     """GET over a fresh connection per request (``Connection: close``), TLS verified by default."""
 
     def __init__(self, verify: Verify = True) -> None:
-        # An SSLContext loads the CA store: ~30 ms each, two at every launch (issue 10: first
-        # frame). Built at the first https request, so a console reached over http never pays.
+        # An SSLContext loads the CA store, which is slow: built at the first https request, so a
+        # console reached over http never pays.
         self._verify = verify
         self._ssl: ssl.SSLContext | None = None
 

@@ -181,8 +181,7 @@ class Connection:
         """Run each statement of ``sqls`` in one write; each one's rows, or the error it got."""
         # Pipelined simple queries: the server answers them in order, each ending with
         # ReadyForQuery, and an error ends only its own statement. One write (and one wakeup
-        # of the pooler) per read instead of one per command (issue 10: a pooler's three SHOW
-        # commands each second were half of the console's socket writes).
+        # of the pooler) per read instead of one per command.
         self._writer.write(b"".join(_message(b"Q", sql.encode() + b"\0") for sql in sqls))
         await self._writer.drain()
         return [await self._answer(max_rows) for _ in sqls]

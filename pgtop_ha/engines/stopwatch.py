@@ -304,7 +304,7 @@ class Stopwatch:
             upd.update(write_outage_to=at, write_outage_s=_secs(outage_from, at))
             lasted = _secs(outage_from, at)
             # Each figure comes early in its line: the overview gives an event ~58 columns at 80
-            # and cut "…the leader node2 again: outag…" (issue 10).
+            # and cut "…the leader node2 again: outag…".
             text = f"write outage {lasted:.1f} s: HAProxy routes writes to the leader {leader} again"
             out.append((None, _event(at, text, 1, leader)))
         if r.new_leader is None and leader is not None:

@@ -137,7 +137,7 @@ class Pools:
     def kind(self, proxy: str) -> str | None:
         """'writer', 'reader' or None for a backend name."""
         # Asked for every server by several panes and checks each snapshot (~50 times a
-        # second): the same few names, so the answer is kept (issue 10).
+        # second): the same few names, so the answer is kept.
         return _kind(tuple(self.writer), tuple(self.reader), proxy)
 
 

@@ -4,7 +4,7 @@ For a partial update (the frames of a running console), Textual's Compositor ren
 visible widget that overlaps the bounding box of all changed regions, each over its whole height.
 On the dashboard under load, tables changing at the top and the bottom of the screen made that
 box the whole screen: each second every pane, the grid, the screen and the footer were drawn
-again from their caches, only for all but the changed lines to be thrown away (issue 10). Here
+again from their caches, only for all but the changed lines to be thrown away. Here
 a widget is drawn only when a changed region overlaps it, and only over the rows those regions
 span. Full updates (a layout, a resize) are Textual's own.
 
@@ -45,7 +45,7 @@ class BandCompositor(Compositor):
             return
         # Each changed region once, as corners: this loop runs for every visible widget and
         # every changed region of a frame (under load at 160x48: 58 widgets by a median of 8
-        # regions, 23 at most; issue 10).
+        # regions, 23 at most).
         corners = list(dict.fromkeys(r.corners for r in changed))
         for widget, (region, clip) in self.visible_widgets.items():
             visible = region.intersection(clip)

@@ -1,11 +1,7 @@
 """The terminal driver: Textual's Linux driver with an input thread that sleeps while no key comes.
 
-Textual's input thread wakes every 0.1 s to look for its exit flag and for a lone Escape's
-timeout: ten wakeups a second, ~0.05 CPU s/min on the 2-core benchmark machine (issue 10, a
-tenth of the console's budget at 80x24). Here it waits for input, for its exit (the exit flag
-also writes to a pipe the thread watches) or, for a second after input, in Textual's 0.1 s
-steps so that an Escape with nothing after it is still delivered after ESCDELAY. The console and
-the fleet view are CalmApps, which pick this driver wherever Textual would pick its own.
+Textual's thread wakes ten times a second to look for its exit flag; this one waits for input or
+its exit (a pipe), and polls in 0.1 s steps only for a second after input, for a lone Escape.
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ def age(seconds: float | None, floor: int = 0, *, exact: int = 10) -> str:
 def age_step(seconds: float | None, floor: int = 0) -> float | None:
     """The start of the step age() shows ``seconds`` in (34 -> 30, 250 -> 240): one value per text."""
     # A cell built from the step shows and sorts the same for as long as its text stays, so a
-    # row cached on its inputs is reused while an age ticks unseen (issue 10).
+    # row cached on its inputs is reused while an age ticks unseen.
     known = finite(seconds)
     if known is None or not 0 <= known < _INT_LIMIT:
         return seconds  # age() says '-' or '?' for these: the same value says it again

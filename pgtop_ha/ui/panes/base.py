@@ -27,7 +27,7 @@ SortValue = float | str
 
 # On a quiet cluster a pane's rows come back the same each second, and the same Row object is
 # skipped by KeyedTable.apply unread; building and comparing them again was most of a pane's cost
-# each snapshot (issue 10). So rows are cached: same_row() on their ready cells, or, in the
+# each snapshot. So rows are cached: same_row() on their ready cells, or, in the
 # busiest panes, a builder cached (functools.lru_cache(maxsize=ROWS_KEPT)) on the plain values
 # that fully decide the row, which skips making the cells too. An age goes in as
 # format.age_step, so it changes when its shown text does.
@@ -137,7 +137,7 @@ class Context:
     def problems(self, snapshot: ClusterSnapshot) -> tuple[Problem, ...]:
         """Every problem of the cluster (health.cluster_problems), once per context and snapshot."""
         # The Cluster pane shows each member's problems, the Problems pane and the overview's
-        # alerts all of them: each computed them again every second (issue 10).
+        # alerts all of them: each computed them again every second.
 
         def derive() -> tuple[Problem, ...]:
             members = {name: self.member_problems(snapshot, name) for name in member_names(snapshot)}

@@ -30,9 +30,8 @@ def lasted(ev: Event) -> str:
 
 
 # Each event's row, kept while the event is the very object the timeline holds (an update in
-# place, a flip back or the stopwatch, makes a new one). The timeline keeps EVENTS (500) after an
-# incident, and building all their rows again each second cost ~7 ms, with a compare of each in
-# its table: ~0.6 CPU s/min for a list that had not changed (issue 10).
+# place, a flip back or the stopwatch, makes a new one): after an incident the timeline keeps
+# hundreds, and building all their rows again each second is dear for a list that did not change.
 _ROWS = SameInputs(limit=1024)
 
 

@@ -118,7 +118,7 @@ def _process_row(
     # the same Row object lets the table skip them (KeyedTable.apply), not rebuild 9 cells each.
     # Keyed by rank, not pid: two backends of near-equal Pss trade the last place every few
     # seconds, and a row removed and another added re-laid out the whole screen each time
-    # (issue 10); now the place's cells change, one row repaints.
+    # ; now the place's cells change, one row repaints.
     return Row(
         key=f"{node}|#{rank}",
         node=node,
@@ -139,7 +139,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if not node.reachable:
             continue
         # Memory is read every 15 s on the dashboard and a quiet server lists the same processes:
-        # in between, the same models, hence the same rows (issue 10).
+        # in between, the same models, hence the same rows.
         note = node.unavailable.get("processes.memory")
         inputs = (node.hugepages, note, node.memory_source, *node.processes)
         out.extend(_NODES.rows(node.name, inputs, functools.partial(_node_rows, node)))

@@ -109,7 +109,7 @@ def _walsender_row(
             "replay_s": num(duration(replay_s), replay_s, replay_s_grade),
             # A standby replies at least every wal_receiver_status_interval (10 s by default):
             # a younger reply is on time, and its age ticking each second repainted the row
-            # every second for nothing (issue 10).
+            # every second for nothing.
             "reply": num(age(reply, floor=REPLY_ON_TIME_S), reply),
             "trend": cell(sparkline(trend), sort=replay or 0),
         },

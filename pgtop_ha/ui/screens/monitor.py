@@ -122,7 +122,7 @@ class MonitorScreen(Screen[None]):
 
     def __init__(self, panes: Sequence[PaneSpec] | None = None) -> None:
         super().__init__()
-        self._compositor = BandCompositor()  # a frame draws only the rows that changed (issue 10)
+        self._compositor = BandCompositor()  # a frame draws only the rows that changed
         self.registry: tuple[PaneSpec, ...] = tuple(registry.PANES if panes is None else panes)
         views = pane_bindings(self.registry)
         clash = [b.key for b in views if b.key in self._bindings.key_to_bindings]
@@ -202,8 +202,8 @@ class MonitorScreen(Screen[None]):
                 self._focus_main()
 
     def _apply(self, plan: GridPlan) -> None:
-        # Inline styles, not classes: a class change restyles every widget under its node
-        # (~1 ms each, key latency issue 4); these touch only the panes and the grid.
+        # Inline styles, not classes: a class change restyles every widget under its node;
+        # these touch only the panes and the grid.
         if plan == self._plan:
             return
         self._plan = plan
@@ -291,7 +291,7 @@ class MonitorScreen(Screen[None]):
 
     def _tick_header(self) -> None:
         # Each snapshot redraws the header already; the tick is for when they stop coming (or
-        # come slower than it), so staleness still shows. Not both each second (issue 10).
+        # come slower than it), so staleness still shows. Not both each second.
         if time.monotonic() - self._header_at >= HEADER_TICK_S:
             self.refresh_header()
 

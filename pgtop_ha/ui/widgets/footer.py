@@ -20,7 +20,7 @@ class Footer(TextualFooter):
 
     # Textual rebuilds every key widget (and restyles them) on each focus change; a pane switch
     # moves the focus to another table with the same keys, and that rebuild was most of a
-    # switch's time (issue 10: every key press handled within 200 ms).
+    # switch's time.
 
     def __init__(self, *, show_command_palette: bool = True) -> None:
         super().__init__(show_command_palette=show_command_palette)

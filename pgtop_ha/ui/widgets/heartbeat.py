@@ -95,7 +95,7 @@ def heartbeat_text(
     )
     fresh = sum(level is Level.OK for _, level, _ in marks)
     # The seconds of the last snapshot changed the header, and so drew a frame, every second on
-    # a calm screen: 0.34 CPU s/min at 80x24 with them, 0.30 without (docs/benchmarks.md, issue 10).
+    # a calm screen.
     # While every node is fresh (a ✔ is itself "read within stale_s") and nothing hurries the
     # polls, the minute says as much; the seconds come back with the first stale or failed read,
     # the fast cadence or a pause, the moments a DBA sets the screen against a watch. They stay
@@ -275,7 +275,7 @@ class OneLine(Widget):
         """The line drawn straight from the text's own segments, kept until the text changes."""
         # Through render(), Textual turns the Text into its Content and lays it out again on
         # every repaint: 0.6 ms of the 1.5 ms frame the header's clock costs each second at
-        # 160 columns (issue 10). One line of styled spans needs only cutting to the width.
+        # 160 columns. One line of styled spans needs only cutting to the width.
         width = self.size.width
         text = self._text
         if "\n" in text.plain:

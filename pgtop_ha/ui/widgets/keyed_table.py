@@ -71,7 +71,7 @@ FLAPS = 3  # rows fewer then more again, this often within SHRINK_AFTER_S: they 
 def cell_line(text: CellText, inner: int, padding: int, pre: Style, post: Style) -> list[Segment] | None:
     """One table cell's line as DataTable draws it, or None when only DataTable's own path can."""
     # DataTable renders every new cell value through rich (Styled, Padding, two render_lines):
-    # half of a dashboard refresh under load (issue 10). A CellText is one line of plain text
+    # half of a dashboard refresh under load. A CellText is one line of plain text
     # with one style, left or right justified: a padded string, built here the way rich would.
     # tests/ui/test_keyed_table_cells.py holds it to DataTable's own output, cell by cell.
     plain = text.plain
@@ -221,7 +221,7 @@ class KeyedTable(DataTable[CellText]):
     ) -> tuple[SegmentLines, SegmentLines]:
         # DataTable puts a row together again after any change to the table (its row cache is
         # keyed by the whole cursor coordinate and a table-wide counter), working out the same
-        # styles for every cell: under load, most of a dashboard frame (issue 10). A one-line
+        # styles for every cell: under load, most of a dashboard frame. A one-line
         # body row (apply() adds no other) is kept here by the very cell values it shows and
         # put together from cell_line()'s segments; a changed cell is drawn alone. Anything else
         # (the header, labels, fixed rows, another cursor type) takes DataTable's own path.
@@ -529,7 +529,7 @@ class KeyedTable(DataTable[CellText]):
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
         # A new virtual size makes Textual lay out the whole screen (25-50 ms at 160x48). Under
         # load a problem that comes and goes or a column that widens did that every few seconds
-        # (issue 10). When the table's box stays the same (its width follows its pane; its
+        # . When the table's box stays the same (its width follows its pane; its
         # height is capped by the pane before and after, or kept: _keep_box) and no scrollbar
         # comes or goes, the scrollbars are updated and the table repainted instead.
         laying_out = self._layout_required
@@ -567,8 +567,7 @@ class KeyedTable(DataTable[CellText]):
     def _keep_box(self) -> None:
         # Rows that went away would shrink the table's box (and hide its scrollbar): the rows
         # below move up and the screen is laid out again. Under load a problem at its threshold
-        # comes and goes every few seconds (issue 10: 27 layouts in 2 minutes, 25-50 ms each);
-        # only then (_note_comings_and_goings) is the box kept.
+        # comes and goes every few seconds; only then (_note_comings_and_goings) is the box kept.
         # The box keeps its height (and its scrollbar) until the rows have been fewer for
         # SHRINK_AFTER_S, as a column keeps its width. More rows than it holds grow it at once,
         # unless it was already as tall as its pane allows (capped): they scroll in it, as before.
@@ -604,8 +603,7 @@ class KeyedTable(DataTable[CellText]):
 
     def _write_cell(self, row: str, column: str, value: CellText, grows: bool) -> None:
         # DataTable.update_cell repaints the whole table for one cell; when the column keeps
-        # its width, the value is stored here and _forget_renders repaints only the cell's row
-        # (issue 10: a counter ticking each second re-rendered every line of the table).
+        # its width, the value is stored here and _forget_renders repaints only the cell's row.
         if grows:
             self.update_cell(row, column, value, update_width=True)
             return
@@ -620,7 +618,7 @@ class KeyedTable(DataTable[CellText]):
         # costliest part of a frame. Forget only the rewritten cells and their rows' lines, so
         # a row with one new value renders one cell and reuses the others.
         # Matched by the keys' strings: a RowKey hashes and compares in Python, once per cached
-        # entry, and every table with a new value went through all of its caches (issue 10).
+        # entry, and every table with a new value went through all of its caches.
         cells = {(r, c) for r, cols in rewritten.items() for c in cols}
         cell_keys = self._cell_render_cache.keys()  # an LRUCache is not iterable itself
         for cell_key in [k for k in cell_keys if k[0] and k[1] and (k[0].value, k[1].value) in cells]:
@@ -639,8 +637,8 @@ class KeyedTable(DataTable[CellText]):
 
     def _refresh_rows(self, indexes: Sequence[int]) -> None:
         # DataTable.refresh_row measures the table's width and sums the heights of the rows
-        # above, for each row (issue 10: under load a third of a snapshot's handling). apply()
-        # adds rows of one line only, so row i is line i below the header: one refresh for all.
+        # above, for each row. apply() adds rows of one line only, so row i is line i below the
+        # header: one refresh for all.
         if self.fixed_rows:
             for index in indexes:
                 self.refresh_row(index)
@@ -678,7 +676,7 @@ class KeyedTable(DataTable[CellText]):
     def _shrink(self) -> None:
         # DataTable widens a column for a wider value but never narrows it again, and the
         # in-place writes above bypass update_cell: after an incident the overview kept the
-        # width of "REST slow 2s" for good (issue 10). Measured only for columns whose widest
+        # width of "REST slow 2s" for good. Measured only for columns whose widest
         # value changed or went away, until they narrow or a value as wide comes back.
         now = self.clock()
         changed = False

@@ -44,7 +44,7 @@ class Pane(Vertical):
         self._version: object = None
         self._level_styles: LevelStyles | None = None
         # A pane not on the first screen gets its tables when first shown (build()): styling
-        # ~20 hidden tables was a third of the time to the first frame (issue 10).
+        # ~20 hidden tables was a third of the time to the first frame.
         self._built = built
 
     def compose(self) -> ComposeResult:
