@@ -1,9 +1,8 @@
 """The `pgtop-ha` command's entry point: start-up runs without Python's cyclic garbage collector.
 
-Start-up only builds (modules, validators, Textual's DOM): the collector's passes over that
-growing heap free little and delay the first frame. It comes back on once the console is on
-screen (runtime.settle_heap()), and at once for every other command; httpx's command line is
-never imported.
+Start-up only builds (modules, validators, Textual's DOM): the collector's passes free little
+and delay the first frame. It comes back on once the console is on screen, and at once for every
+other command; httpx's command line is never imported.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """PostgreSQL connections that never send a password in clear text over a connection without TLS.
 
-asyncpg has no option for this: its compiled protocol answers AuthenticationCleartextPassword
-with the password in the same call that parses the request. What it does leave open is the
-asyncio protocol: every byte from the server enters ``data_received``, a Python method. Here a
-subclass reads the message headers before asyncpg does, while authentication lasts, and closes
-the connection instead of letting a cleartext request through. asyncpg builds its protocol in
-one place (``asyncpg.connect_utils``); the subclass is put there, and acts only inside
-``guarded()`` (``connect()`` uses it), so any other asyncpg use in the process is unchanged.
-
-Used by the read path (collect/postgres.py) and the write path's stats resets alike.
+asyncpg answers AuthenticationCleartextPassword in the call that parses it, but every byte enters
+its protocol's ``data_received``: a subclass there reads the message headers first while
+authentication lasts, and closes the connection instead. It acts only inside ``guarded()``.
 """
 
 from __future__ import annotations

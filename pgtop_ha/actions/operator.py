@@ -1,10 +1,7 @@
 """Actions: the operator's switchover, failover, pause and stats resets, each audited.
 
-Trust: member REST roots learnt from /cluster (where the Basic credentials go) are used only
-when their api_url is exactly scheme://host:port/patroni and the host passes patroni's
-allowed-hosts policy; stats resets connect only to hosts postgres' policy allows, and never
-send a password in clear text without TLS unless allowed. Every text shown or audited is
-redacted of URL credentials.
+Basic credentials go only to REST roots whose api_url is exactly scheme://host:port/patroni on an
+allowed host; stats resets connect only to allowed hosts, never sending a cleartext password.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The write probe: one tiny INSERT per cycle through the writer endpoint (operator mode only).
 
-It measures the real write outage of a failover: the first failed write, the first successful
-write after it, the duration and the member that took it. It lives here because actions/ is the
-only write path: in read-only mode this module is never imported and no INSERT can be sent. The
-poller runs it every cycle like a read probe (collect/probe.py's ProbeRunner), so its figures
-arrive in ClusterSnapshot.probes with kind "write".
+It times the real write outage (first failed write to first success, and who took it). It lives in
+actions/, the only write path, so in read-only mode it is never imported; the poller runs it every
+cycle like a read probe and its figures arrive in ClusterSnapshot.probes with kind "write".
 """
 
 from __future__ import annotations

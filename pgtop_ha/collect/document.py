@@ -1,10 +1,8 @@
 """The node statement's JSON document as one typed model, validated whole and strictly.
 
-The statement (collect/pgquery.py) returns one JSON object. ``NodeDocument`` is its shape: the
-readings a snapshot carries (models.snapshot.NodeReadings) plus what only the reader uses (its
-backend pid, pg_conf_load_time, /proc texts for remote memory). Validation is strict JSON: an
-integer is an integer (never a string or a boolean), a timestamp an ISO string; anything else is
-one ParseError line naming the place, never a crash.
+``NodeDocument`` is the readings a snapshot carries (NodeReadings) plus what only the reader uses.
+Strict JSON: an integer is an integer, a timestamp an ISO string; anything else is one ParseError
+line naming the place, never a crash.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Who the members are and how each is reached: configured nodes, /cluster's list, discovery.
 
-Membership follows Patroni's /cluster (or the configured [[nodes]]): a member listed gets its
-sources (its own /patroni poll and its PostgreSQL reader), a member whose address changes gets new
-ones, a member gone is kept FORGET_AFTER_S and never beyond max_members (one at a configured REST
-root is never forgotten), and a configured root that no listed member answers at is a member of
-its own (``configured``): a console started after a member's Patroni stopped still shows it.
-/cluster itself is asked of the preferred REST root first, then (after HEDGE_S) of every other
-root at once: every cycle while restless, every patroni.calm_interval while calm (restless()).
-Every host is checked against the allowed-hosts policy before anything is sent to it. The cycle
-that polls these sources and assembles a snapshot is the Poller's (collect/poller.py).
+A listed member gets its sources (its /patroni poll, its PostgreSQL reader); one gone is kept
+FORGET_AFTER_S (a configured root never), within max_members. /cluster is asked of the preferred
+root first, then of every root after HEDGE_S. Every host is checked against the allowed hosts first.
 """
 
 from __future__ import annotations

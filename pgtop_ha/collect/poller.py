@@ -1,19 +1,8 @@
 """The poller: one long-lived loop; each cycle asks its sources at once and assembles a snapshot.
 
-Who the members are and how each is reached is collect/membership.py's; this module runs the
-cycle (the members' sources, /cluster, HAProxy, pgBackRest, the client probes) and assembles.
-PostgreSQL and HAProxy are asked every cycle; Patroni's REST API and the probes every cycle
-while anything is unsettled, and on their calm intervals otherwise (restless()).
-
-Every source runs in its own task under its own time limit. A cycle waits for them only up to
-its budget: a frozen node stays "no answer for N s" while the others report fresh data, and its
-poll keeps running in the background until its own limit ends it (then it reconnects with
-backoff). Failures become data: ``error`` and ``last_ok_at`` on the member or node.
-
-Everything a server's answer can make the poller do is bounded and checked: at most
-``max_members`` members are polled, discovery roots are the configured ones plus those of the
-members currently listed, every host is checked against the allowed-hosts policy (never
-link-local or metadata addresses) and every discovered api_url must be scheme://host:port/patroni.
+Each source runs in its own task under its own time limit, and a cycle waits only up to its
+budget: a frozen node reads "no answer for N s" while the others stay fresh. Failures are data
+(``error``, ``last_ok_at``). Patroni and the probes are asked every cycle only while restless.
 """
 
 from __future__ import annotations

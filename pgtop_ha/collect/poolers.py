@@ -1,10 +1,7 @@
 """pgBouncer's admin console and pgpool-II's SHOW commands, read path (collect/wire.py's client).
 
-Each configured pooler is a Source (its own task and time limit, slow vs unreachable) over one
-connection kept open between reads, as the node readers do: a pooler that closes it (pgpool-II
-after a failover) is reconnected once within the same read before the read counts as failed.
-Commands are fixed text: pgBouncer's SHOW POOLS / DATABASES / STATS as a stats_users role, and
-pgpool-II's SHOW pool_nodes / pool_processes. Every value is range-checked and sanitised here.
+Each pooler is a Source over one connection kept open, reconnected once within a read when the
+pooler closed it (pgpool-II after a failover). Commands are fixed text; every value is checked here.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """PostgreSQL's view of one node: one asyncpg connection, one statement per cycle.
 
-Read sessions are read-only (default_transaction_read_only=on), named (application_name=pgtop-ha)
-and bounded (statement_timeout, lock_timeout). Passwords come only from libpq conventions
-(PGPASSWORD, PGPASSFILE, ~/.pgpass or postgres.passfile); none is ever passed or logged here, and
-none is sent in clear text over a connection without TLS unless allowed (pgtop_ha.pgguard).
-Which hosts may be connected to at all is the poller's decision (postgres.allowed_hosts).
+Sessions are read-only, named pgtop-ha and bounded (statement_timeout, lock_timeout). Passwords
+come only from libpq's conventions, and none goes in clear text without TLS (pgtop_ha.pgguard).
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """Client probes, read path: what an application sees through HAProxy's ports or a pooler.
 
-Each probe is a NEW connection and one short statement asking which server answered (address,
-port, in recovery), as applications do after a failover. A read probe runs every cycle while
-anything is unsettled (its last probe failed, its answering server changed or failed less than
-UNSETTLED_S ago, or the poller says the cluster is restless: a node, HAProxy's stats or a
-pooler's admin console not answering, a server's status changed in HAProxy's stats) and every
-probes.calm_interval seconds otherwise: each probe is a SCRAM handshake, and a calm cluster's
-answer does not change.
-Each probe has its own time limit (probes.timeout) and at most one is in flight per endpoint.
-The same trust rules as the node readers apply: postgres.allowed_hosts (checked by the poller),
-the cleartext-password guard (pgtop_ha.pgguard) and read-only, named, bounded sessions.
+Each probe is a new connection and one statement asking which server answered, as applications
+do after a failover: every cycle while unsettled, every probes.calm_interval otherwise (each is a
+SCRAM handshake). One in flight per endpoint, under the node readers' trust rules.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """One polled source (a URL, a socket): its own task, its own time limit, failure kept as data.
 
-A source is in one of three states. Fresh: its last poll answered. Slow: a poll is still running
-inside its own time limit; the last answer is kept and ``slow_s`` says how long the poll has
-waited. Unreachable: the last poll failed (refused, reset, DNS, TLS) or hit its own time limit.
-The time limit is the source's own (patroni.timeout, haproxy.timeout), never the poll interval:
-an answer that takes 1.5 s at a 1 s interval is used when it comes.
+Fresh: its last poll answered. Slow: a poll still runs within its own limit, the last answer kept
+with ``slow_s``. Unreachable: the last poll failed or hit its limit. The limit is the source's
+own, never the poll interval: a 1.5 s answer at a 1 s interval is used when it comes.
 """
 
 from __future__ import annotations

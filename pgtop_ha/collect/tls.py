@@ -1,9 +1,7 @@
 """One TLS configuration for the read and the write path: system store, CA file, client certificate.
 
-Both paths build their context here, so a private CA or a client certificate that lets the
-console monitor a cluster also lets it switch over. Files are checked before OpenSSL sees them:
-a missing, unreadable, oversized or non-PEM file is a ConfigError naming the setting, and an
-encrypted key is refused instead of letting OpenSSL prompt for a pass phrase on the terminal.
+A missing, unreadable, oversized or non-PEM file is a ConfigError naming the setting, and an
+encrypted key is refused rather than letting OpenSSL prompt on the terminal.
 """
 
 from __future__ import annotations

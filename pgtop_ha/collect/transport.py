@@ -1,11 +1,7 @@
 """A lean httpx transport for small GETs: one connection per request, parsed by h11, no pool.
 
-Patroni's REST server speaks HTTP/1.0 and closes every connection, so a pool buys nothing;
-httpx's default transport costs more CPU per such request than this one .
-The answer is parsed by ``h11``, httpx's own HTTP/1.1 parser, and read only up to its end
-(Content-Length or the last chunk), so a keep-alive server cannot stall it. It can only send
-GET, asks for an uncompressed answer and refuses a compressed one (nothing is ever inflated),
-and holds at most MAX_RESPONSE_BYTES of body.
+Patroni's REST server closes every connection, so a pool buys nothing. It sends only GET, reads
+up to the answer's end, refuses a compressed answer and holds at most MAX_RESPONSE_BYTES.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """A small, bounded PostgreSQL client for the simple query protocol (poolers' admin commands).
 
-pgBouncer's admin console answers only the simple query protocol, and asyncpg sends every
-statement that returns rows through the extended one; pgpool-II's own SHOW commands are read
-the same way here so both poolers share one client. It speaks just what those commands need:
-startup, authentication (trust, SCRAM-SHA-256 with the server's signature checked, MD5, and
-cleartext only over TLS or when postgres.allow_cleartext_password says so), TLS as libpq's
-sslmode says, and Query. Everything the server sends is bounded: each message, the rows kept
-and the bytes of one reply; the password is looked up only when the server asks for it, from
-PGPASSWORD or the passfile (libpq's conventions, as asyncpg reads them for the node readers).
+pgBouncer's admin console speaks only the simple protocol, which asyncpg does not send. Startup,
+trust/SCRAM (server proof checked)/MD5 authentication, cleartext only over TLS, TLS per sslmode,
+Query; each message, the rows kept and a reply's bytes are bounded.
 """
 
 from __future__ import annotations

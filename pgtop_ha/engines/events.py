@@ -1,11 +1,8 @@
 """What changed between two snapshots, as facts compared pairwise. Pure, no I/O.
 
-A snapshot is read as a set of *facts*: keyed states (a member's role, a HAProxy server's status
-in one pool, a slot's wal_status...). An event is a fact whose value changed between two
-consecutive snapshots. A fact read from a source that did not answer this cycle (PostgreSQL of
-an unreachable node, /cluster when no root answered, HAProxy's stats when they failed) is not
-"gone": it keeps its previous value, so an outage of one source never reads as a hundred changes.
-The Timeline (engines/timeline.py) adds debounce, durations, checks and the failover stopwatch.
+An event is a keyed fact (a role, a server's status in a pool, a slot's wal_status) whose value
+changed. A fact of a source that did not answer keeps its value: one outage is never a hundred
+changes. The Timeline adds debounce, durations, checks and the stopwatch.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The incident timeline: events folded from consecutive snapshots, markers and actions. Pure.
 
-Events are stamped with the time they were observed (the snapshot's ``taken_at``) and their
-source. A state that flips and flips back within the debounce window is one event, updated in
-place (same id) with ``ended_at`` and ``duration_s``; one that keeps flapping is that same event
-again, with ``count`` raised, instead of ten events. Disagreement checks (judge/checks.py) join as
-events once past their grace period, and the failover stopwatch (engines/stopwatch.py) keeps one
-event per leader loss, updated as its figures arrive. ``cadence()`` says how fast to poll.
+Events are stamped when observed. A flip and flip back within the debounce window is one event
+with its duration; flapping raises its ``count``. Checks join once past their grace, the stopwatch
+keeps one event per outage. ``cadence()`` says how fast to poll.
 """
 
 from __future__ import annotations

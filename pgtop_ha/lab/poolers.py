@@ -1,11 +1,8 @@
 """The lab's connection layer (`lab up --with pgbouncer,pgpool`): configs, start, readiness.
 
-pgBouncer sits in front of HAProxy's writer port (transaction pooling, SCRAM); pgpool-II in
-front of the three nodes in streaming-replication mode with load balancing, health and
-streaming checks on and no failover command: it never promotes anything. It only follows:
-each node's Patroni runs the lab's role-change callback, which tells pgpool (pcp_promote_node,
-which changes pgpool's idea of the primary and nothing else) which node Patroni made primary.
-Both run as the lab user, are recorded in the PID book, and log under the lab's log directory.
+pgBouncer sits in front of HAProxy's writer port; pgpool-II in front of the nodes with no failover
+command: Patroni's role-change callback tells it the primary (pcp_promote_node). Both run as the
+lab user, are in the PID book and log under the lab's log directory.
 """
 
 from __future__ import annotations

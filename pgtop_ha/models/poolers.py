@@ -1,9 +1,8 @@
 """The connection poolers in front of PostgreSQL, pure: pgBouncer and pgpool-II as read, and the rules.
 
-What each pooler says comes from its own admin commands (collect/poolers.py reads and range-checks
-them); what it should say comes from Patroni. The contradictions between the two are the point:
-a pgBouncer database still pointing at a member that is no longer the leader, pgpool-II's
-primary not Patroni's leader, a node pgpool-II keeps down while Patroni says it streams.
+What a pooler says comes from its admin commands; what it should say comes from Patroni. The
+contradictions are the point: a database still pointing at the old leader, pgpool-II's primary
+not Patroni's leader, a node pgpool-II keeps down while Patroni says it streams.
 """
 
 from __future__ import annotations

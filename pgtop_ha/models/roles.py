@@ -1,9 +1,7 @@
 """Patroni's member roles: the one home of which role names mean leader and synchronous standby.
 
-Patroni has renamed its roles across versions: /cluster says ``leader`` (``standby_leader`` in a
-standby cluster) while a member's own /patroni says ``primary`` (3.x) or ``master`` (2.x).
-Every module that asks "is this the leader?" or "is this a synchronous standby?" asks here; a
-test (tests/unit/test_one_home.py) fails if a second list of these names appears elsewhere.
+/cluster says ``leader`` (``standby_leader`` in a standby cluster) where a member's own /patroni
+says ``primary`` (3.x) or ``master`` (2.x); every "is this the leader?" asks here.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Which Patroni member each HAProxy server is: by its name, as the user mapped it, or by address.
 
-HAProxy's server names are the operator's own: `node1` beside a member `node1` (Percona's
-example), but also `postgresql_10.0.0.11_5432` (Patroni's own example haproxy.cfg) or `pg-a`.
-Every rule that joins HAProxy's routing to Patroni's roles (the writer check, the stopwatch's
-"writes restored", the Route column) asks ``member_of`` here, never the server's name.
+Server names are the operator's own (`node1`, `postgresql_10.0.0.11_5432`, `pg-a`): every rule
+that joins routing to roles asks ``member_of`` here, never the server's name.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Wait events: what each node's processes wait on now, and over the last minute (pure).
 
-Counted: client backends that are active or idle in a transaction (an open transaction waiting
-on its client holds locks and snapshots), and other processes while they wait on something
-other than their own idle loop. A process that is active and not waiting is on CPU. Idle
-sessions (ClientRead while idle) and every process's "Activity" wait (a main loop waiting for
-work) are not waits anyone suffers, so they do not count.
+Counted: client backends active or idle in a transaction (it holds locks and snapshots), and other
+processes waiting on something besides their idle loop. Idle sessions and "Activity" waits are
+not waits anyone suffers.
 """
 
 from __future__ import annotations

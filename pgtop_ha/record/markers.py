@@ -1,9 +1,8 @@
 """Markers: `pgtop-ha mark TEXT` stamps the timeline of every console and recorder of this user.
 
-Each console and recorder listens on its own unix socket, ``<pid>.sock`` (0600), in a private
-directory: ``$XDG_RUNTIME_DIR/pgtop-ha`` or, without it, ``/tmp/pgtop-ha-<uid>`` (0700, owned by
-the user, never a symlink). ``mark`` sends one JSON line to each socket, removes sockets nobody
-listens on any more, and counts the answers.
+Each listens on ``<pid>.sock`` (0600) in a private directory (``$XDG_RUNTIME_DIR/pgtop-ha`` or
+``/tmp/pgtop-ha-<uid>``, 0700, never a symlink); ``mark`` sends one JSON line to each socket and
+removes sockets nobody listens on.
 """
 
 from __future__ import annotations

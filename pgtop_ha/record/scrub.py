@@ -1,10 +1,8 @@
 """What goes into and comes out of a recording: secrets masked on the way in, text cleaned on the way out.
 
-A recording is shared with colleagues and attached to reports, so nothing that looks like a
-credential is stored: URL user info (``models.urls.redact``), ``password=...`` in connection
-strings, ``PASSWORD '...'`` in SQL texts (pg_stat_activity queries are recorded) and the value of
-any key named like a password. A recording is also untrusted input when replayed: every string
-is cleaned of control characters.
+Recordings are shared, so URL user info, ``password=...``, ``PASSWORD '...'`` and password-like
+keys are masked before they are stored; replayed, a recording is untrusted input and every string
+is cleaned.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """Textual's compositor, drawing a partial update from only the widgets and rows it changes.
 
-For a partial update (the frames of a running console), Textual's Compositor renders every
-visible widget that overlaps the bounding box of all changed regions, each over its whole height.
-On the dashboard under load, tables changing at the top and the bottom of the screen made that
-box the whole screen: each second every pane, the grid, the screen and the footer were drawn
-again from their caches, only for all but the changed lines to be thrown away. Here
-a widget is drawn only when a changed region overlaps it, and only over the rows those regions
-span. Full updates (a layout, a resize) are Textual's own.
-
-Each drawn band keeps the widget's full visible width. Textual cuts each line where widgets
-meet, and a changed span may start inside a cut; that cut must come whole from the widget in
-front. What the terminal receives is the same; tests/ui/test_compositor.py holds it to Textual's
-own output.
+Textual redraws every widget overlapping the bounding box of all changed regions; with changes at
+the top and the bottom of a dashboard that is the whole screen. Here a widget is drawn only over
+the rows its changed regions span, at its full width. Full updates stay Textual's own.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ lower its count here, so the list only shrinks.
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -68,3 +69,16 @@ def test_the_list_of_grades_in_place_only_shrinks() -> None:
     found = _grades()
     fell = {f: (n, found.get(f, 0)) for f, n in STILL_IN_PLACE.items() if found.get(f, 0) < n}
     assert not fell, f"lower these counts in STILL_IN_PLACE (listed, found): {fell}"
+
+
+def test_comments_say_why_briefly() -> None:
+    # No issue numbers of a tracker outside the repository, no measured figures, short module docs.
+    issue = re.compile(r"\bissue \d+")
+    figure = re.compile(r"CPU s/min")
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text()
+        rel = path.relative_to(PACKAGE).as_posix()
+        assert not issue.search(text), f"{rel}: an issue number in the code"
+        assert not figure.search(text), f"{rel}: a measured figure belongs in docs/benchmarks.md"
+        doc = ast.get_docstring(ast.parse(text), clean=False) or ""
+        assert len(doc.strip().splitlines()) <= 5, f"{rel}: module docstring over 5 lines"

@@ -1,9 +1,7 @@
 """pgBouncer pane: each pgBouncer's pools (clients, servers, waits) and where each database points.
 
-Read from the admin console as a stats_users role. The databases table says where each
-database's connections go: a Patroni member (CRIT when it is not the leader: after a failover a
-pgBouncer still pointing at the old primary sends writes to a replica), a probe endpoint such as
-HAProxy's writer port (the routing is then HAProxy's), or another address.
+A database pointing at a member that is not the leader is CRIT: after a failover such a pgBouncer
+sends writes to a replica.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """pgpool-II pane: SHOW pool_nodes beside Patroni, and pool_processes in counts.
 
-One row per backend node of every pgpool-II: its status and role as pgpool sees them, what the
-backend says of itself (pg_role), and the Patroni member at that address with its role, so the
-contradictions read off one line: pgpool's primary is not Patroni's leader (CRIT: writes go to a
-replica), or pgpool keeps a node down while Patroni says it streams (WARN: no reads go there).
+One row per backend node: pgpool's status and role, the backend's own, and the Patroni member at
+that address, so a primary that is not Patroni's leader or a node kept down reads off one line.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Probes pane: what applications see through each endpoint (a new connection per probe).
 
-Read probes run every cycle while anything is unsettled and every probes.calm_interval seconds
-while calm (collect/probe.py); each is a new connection, as an application after a failover.
-
-One row per endpoint: which member answered and whether it is the one it should be (the leader
-for writer endpoints and the write probe, a replica for readers), latency, the current run of
-errors with its first error text, and the time since the last success. The write probe's last
-outage (first failed write → first successful write) has a row of its own.
+One row per endpoint: who answered and whether it should have (the leader for writers, a replica
+for readers), latency, the current run of errors with its first text, the time since the last
+success; the write probe's last outage has a row of its own.
 """
 
 from __future__ import annotations
