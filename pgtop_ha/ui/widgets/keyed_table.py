@@ -171,20 +171,29 @@ class KeyedTable(DataTable[CellText]):
         width = self.size.width
         scroll_x, scroll_y = self.scroll_offset
         if style is None or self.fixed_rows:
-            return self._drop_cut_columns(super().render_line(y), scroll_x, width)
+            return self._drop_cut_columns(super().render_line(y), scroll_x, width, self._line_row(y))
+        row = self._line_row(y)
         if y >= (self.header_height if self.show_header else 0):
             y += scroll_y
         line = self._render_line(y, scroll_x, scroll_x + width, style)
-        return self._drop_cut_columns(line, scroll_x, width)
+        return self._drop_cut_columns(line, scroll_x, width, row)
 
-    def _drop_cut_columns(self, strip: Strip, scroll_x: int, width: int) -> Strip:
+    def _line_row(self, y: int) -> int | None:
+        """The row index line ``y`` of the view shows; -1 for the header, None past the rows."""
+        header = self.header_height if self.show_header else 0
+        if y < header:
+            return -1
+        index = y - header + self.scroll_offset.y
+        return index if index < self.row_count else None
+
+    def _drop_cut_columns(self, strip: Strip, scroll_x: int, width: int, row: int | None = None) -> Strip:
         """A column the view's edges cut: dropped whole ("5m" must never stand for "5 ms"), or,
         for a text column with room left, cut with "…"."""
         end = scroll_x + width
         left, right, ellipsis = 0, width, False  # the part of the strip that shows whole columns
         start = self._row_label_column_width if self.show_row_labels else 0
         text = {c.key for c in self._cols if not c.right}
-        for column in self.ordered_columns:
+        for index, column in enumerate(self.ordered_columns):
             stop = start + column.get_render_width(self)
             if start < scroll_x < stop:
                 left = stop - scroll_x
@@ -192,18 +201,29 @@ class KeyedTable(DataTable[CellText]):
                 room = end - start - 2 * self.cell_padding
                 ellipsis = str(column.key.value) in text and room >= MIN_TEXT_ROOM
                 right = max(left, width - self.cell_padding if ellipsis else start - scroll_x)
+                # Only a value that runs on past the edge ends in "…".
+                ellipsis = ellipsis and self._cell_width(row, index) > room
             start = stop
         if (left, right) == (0, width):
             return strip
         style = self._blank_style(strip)
         parts = [Strip.blank(left, style)] if left else []
         kept = strip.crop(left, right)
-        if ellipsis and not kept.text.endswith(" "):  # only a value that runs on past the edge
+        if ellipsis:
             kept = Strip.join([kept.crop(0, right - left - 1), Strip([Segment("…", style)])])
         parts.append(kept)
         if right < width:
             parts.append(Strip.blank(width - right, style))
         return Strip.join(parts)
+
+    def _cell_width(self, row: int | None, column: int) -> int:
+        """Cells the value of ``row`` (-1: the header) in ``column`` takes; 0 when there is none."""
+        if row is None:
+            return 0
+        if row < 0:
+            return self.ordered_columns[column].label.cell_len
+        value = self.get_row_at(row)[column]
+        return cell_len(value.plain) if isinstance(value, Text) else cell_len(str(value))
 
     @staticmethod
     def _blank_style(strip: Strip) -> Style | None:
