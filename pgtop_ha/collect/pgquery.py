@@ -228,8 +228,15 @@ from (select (regexp_match({_read("'/proc/' || pg_backend_pid() || '/status'")},
                            'PPid:\\s+(\\d+)'))[1]::int as pid) p"""
 
 
-def _agg(sql: str) -> str:
-    return f"(select coalesce(json_agg(t), '[]'::json) from ({sql}) t)"
+# Rows a node's document holds at most of a view that grows with the server's load; the count of
+# them all comes beside, so the screen says how many more there are.
+MAX_PROCESSES = 1000
+MAX_SLOTS = 500
+
+
+def _agg(sql: str, cap: int | None = None) -> str:
+    rows = sql if cap is None else f"select * from ({sql}) s limit {cap}"
+    return f"(select coalesce(json_agg(t), '[]'::json) from ({rows}) t)"
 
 
 def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, needs: Needs = NONE) -> str:
@@ -271,10 +278,12 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
         ("replay_paused", f"case when pg_is_in_recovery() then {paused} end"),
         ("replication", _agg(_view("replication", v))),
         ("wal_receiver", _row(_view("wal_receiver", v))),
-        ("slots", _agg(_view("slots", v))),
+        ("slots", _agg(_view("slots", v), MAX_SLOTS)),
+        ("slots_total", "(select count(*) from pg_replication_slots)"),
         ("subscriptions", _agg(_view("subscriptions", v))),
         ("archiver", _row(_archiver(caps))),
-        ("processes", _agg(_processes(caps, remote_memory))),
+        ("processes", _agg(_processes(caps, remote_memory), MAX_PROCESSES)),
+        ("processes_total", "(select count(*) from pg_stat_activity)"),
     ]
     if slow:
         parts.append(("pending_restart", _agg(_view("pending_restart", v))))

@@ -564,6 +564,15 @@ def pooler_findings(snapshot: ClusterSnapshot) -> list[Finding]:
 def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
     if n is None or not n.reachable:
         return
+    for what, shown, total in (
+        ("slots", len(n.slots), n.slots_total),
+        ("processes", len(n.processes), n.processes_total),
+    ):
+        if total is not None and total > shown:
+            text = f"{total - shown} more {what} not shown ({total}; past the row cap)"
+            yield Problem(
+                Level.WARN, n.name, text, f"{what} capped", key=f"{what} capped", rule="pg.rows-capped"
+            )
     for slot in n.slots:
         lv = slot_level(t, slot)  # the same grade as the Slots pane and the overview's worst slot
         if lv > Level.OK:

@@ -387,6 +387,8 @@ class NodeReadings(Bounded):
     replication: tuple[Replication, ...] = ()
     wal_receiver: WalReceiver | None = None
     slots: tuple[Slot, ...] = ()
+    slots_total: int | None = None  # slots the server has: more than ``slots`` past the row cap
+    processes_total: int | None = None  # pg_stat_activity's rows: more than ``processes`` past the cap
     copy_progress: tuple[CopyProgress, ...] = ()
     subscriptions: tuple[Subscription, ...] = ()
     archiver: Archiver | None = None

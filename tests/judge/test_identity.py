@@ -12,7 +12,7 @@ from pgtop_ha.judge.health import cluster_problems
 from pgtop_ha.models.snapshot import Member
 from pgtop_ha.models.text import clean, has_hidden
 from pgtop_ha.models.thresholds import Level
-from tests.models.builders import healthy, member, t
+from tests.models.builders import healthy, member, node, t
 from tests.ui import fixtures as fx
 
 SETTINGS = fx.settings()
@@ -95,3 +95,17 @@ def test_a_nul_inside_a_haproxy_field_is_the_same_value_for_the_screen_and_the_p
     (srv,) = parse_stat_csv(csv)
     assert srv.proxy == "pg_writer" and POOLS.kind(srv.proxy) == "writer"
     assert "\\u0000" not in json.dumps(srv.model_dump())
+
+
+def test_a_node_past_its_row_caps_says_how_many_more() -> None:
+    n = healthy().node("node1")
+    assert n is not None
+    snap = node(healthy(), "node1", slots_total=len(n.slots) + 700, processes_total=5000)
+    found = {
+        p.text for p in cluster_problems(snap, SETTINGS.thresholds, POOLS, t(0)) if p.rule == "pg.rows-capped"
+    }
+    backends = sum(1 for p in n.processes if p.backend_type != "postmaster")
+    assert found == {
+        f"700 more slots not shown ({len(n.slots) + 700}; past the row cap)",
+        f"{5000 - backends} more processes not shown (5000; past the row cap)",
+    }
