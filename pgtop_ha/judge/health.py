@@ -564,9 +564,10 @@ def pooler_findings(snapshot: ClusterSnapshot) -> list[Finding]:
 def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
     if n is None or not n.reachable:
         return
+    # The reader adds the postmaster, which pg_stat_activity (the count) does not list.
     for what, shown, total in (
         ("slots", len(n.slots), n.slots_total),
-        ("processes", len(n.processes), n.processes_total),
+        ("processes", sum(1 for p in n.processes if p.backend_type != "postmaster"), n.processes_total),
     ):
         if total is not None and total > shown:
             text = f"{total - shown} more {what} not shown ({total}; past the row cap)"
