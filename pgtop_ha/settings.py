@@ -434,6 +434,8 @@ def default_config_paths() -> list[Path]:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    if str(path) == os.devnull:
+        return {}  # `--config /dev/null`: no file at all, the usual way to say so
     try:
         # Opened without blocking and checked before reading: a FIFO or a device would hang or never end.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)

@@ -55,10 +55,17 @@ def test_a_lock_queue_is_in_the_json_without_a_pane(lab: Lab) -> None:
 def test_a_pending_restart_is_in_the_json(lab: Lab) -> None:
     quiet = Lab(lab.layout, out=io.StringIO())
     faults.pending_restart(quiet)
+    docs: list[dict[str, Any]] = []
+
+    def pending() -> bool:
+        # Each member's Patroni applies the change in its own loop: polled, not slept on.
+        docs.append(_snapshot(lab, "--only", "parameters"))
+        names = {s["name"] for n in docs[-1]["nodes"] for s in n["parameters"] or ()}
+        return "max_connections" in names
+
     try:
-        doc = _snapshot(lab, "--only", "parameters")
-        names = {s["name"] for n in doc["nodes"] for s in n["parameters"] or ()}
-        assert "max_connections" in names
+        assert poll(pending, 60, interval=1.0), docs[-1]["nodes"][0]["parameters"]
+        doc = docs[-1]
         assert all(n["locks"] is None for n in doc["nodes"])
         assert any(v["rule"] == "patroni.pending-restart" for v in doc["verdicts"])
     finally:

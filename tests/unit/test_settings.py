@@ -392,6 +392,7 @@ def test_a_special_file_is_refused_as_config_without_hanging(tmp_path: Path) -> 
         load_settings(fifo, environ={})
     with pytest.raises(ConfigError, match="is no regular file"):
         load_settings(Path("/dev/zero"), environ={})
+    assert load_settings(Path("/dev/null"), environ={}).interval == 1.0  # the usual "no config"
 
 
 def test_the_environment_still_gives_numbers_as_text(tmp_path: Path) -> None:
