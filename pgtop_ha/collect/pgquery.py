@@ -232,6 +232,7 @@ from (select (regexp_match({_read("'/proc/' || pg_backend_pid() || '/status'")},
 # them all comes beside, so the screen says how many more there are.
 MAX_PROCESSES = 1000
 MAX_SLOTS = 500
+MAX_LOCKS = 200
 
 
 def _agg(sql: str, cap: int | None = None) -> str:
@@ -291,7 +292,9 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
         if "parameters" in needs:
             parts.append(("parameters", _agg(_view("settings", v, file_setting=_file_setting(caps)))))
     if "locks" in needs and caps.read_all_stats:
-        parts.append(("locks", _agg(_view("locks", v))))
+        locks = _view("locks", v)
+        parts.append(("locks", _agg(locks, MAX_LOCKS)))
+        parts.append(("locks_total", f"(select count(*) from ({locks}) c)"))
         parts.append(("lock_counts", _agg(_view("lock_counts", v))))
     copy = view_sql("copy", v) if caps.progress_copy else None
     if copy is not None:

@@ -23,6 +23,9 @@ __all__ = ["ActiveCheck", "FailoverReport", "Timeline", "cadence"]
 
 FAST_FACTOR = 4.0  # poll this many times faster while something is wrong
 FASTEST_S = 0.2  # ...but never faster than this
+# Events one snapshot may add: a /cluster of thousands of members, or a HAProxy page that changed
+# whole, is one line past this, not thousands.
+MAX_CHANGES = 200
 CALM_AFTER_S = UNSETTLED_S  # a leader change keeps the fast cadence this long
 
 EPISODES_SWEEP = 2048  # past this many remembered flips, the ended ones are swept
@@ -114,8 +117,13 @@ class Timeline:
         # to end, so their open flips get no duration ("stopped — for 20.1 s" read as back).
         listed = {k[1] for k in cur if k[0] == "member"}
         left = frozenset(k[1] for k in self._facts if k[0] == "member" and k[1] not in listed)
-        for change in changes(self._facts, cur):
+        found = changes(self._facts, cur)
+        for change in found[:MAX_CHANGES]:  # in story order: roles and leaders first
             self._change(change, at, touched, left)
+        if len(found) > MAX_CHANGES:
+            more = len(found) - MAX_CHANGES
+            text = f"{more} more changes in this snapshot not listed (past {MAX_CHANGES} a cycle)"
+            touched[self._add(Event(at=at, kind="summary", text=text, severity=1)).id] = None
         self._facts = cur
         if len(self._episodes) > EPISODES_SWEEP:
             self._sweep(at)

@@ -567,6 +567,7 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
     # The reader adds the postmaster, which pg_stat_activity (the count) does not list.
     for what, shown, total in (
         ("slots", len(n.slots), n.slots_total),
+        ("lock processes", len(n.locks or ()), n.locks_total),
         ("processes", sum(1 for p in n.processes if p.backend_type != "postmaster"), n.processes_total),
     ):
         if total is not None and total > shown:

@@ -11,7 +11,7 @@ RULES: dict[str, str] = {
     "pg.down-leader": "the leader's PostgreSQL is unreachable",
     "pg.down-routed": "a PostgreSQL that HAProxy routes writes to is unreachable",
     "pg.unreachable": "a member's PostgreSQL is unreachable",
-    "pg.rows-capped": "a node has more processes or slots than are read (the row cap); the rest are counted",
+    "pg.rows-capped": "a node has more processes, slots or lock processes than are read (the rest counted)",
     "pg.slow": "a member's PostgreSQL answers slowly (its last answer is kept)",
     "pg.pending": "a member's PostgreSQL has not answered yet",
     "rest.unreachable": "a member's Patroni REST API is unreachable",

@@ -397,6 +397,7 @@ class NodeReadings(Bounded):
     parameters: tuple[Setting, ...] | None = None  # non-default and pending settings
     cache: CacheState | None = None
     locks: tuple[LockProcess, ...] | None = None
+    locks_total: int | None = None  # processes in blocking trees: more than ``locks`` past the cap
     lock_counts: tuple[LockCount, ...] | None = None
 
 

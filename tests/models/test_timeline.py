@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from pgtop_ha.engines.events import diff
-from pgtop_ha.engines.timeline import EPISODES_SWEEP, Timeline, cadence
+from pgtop_ha.engines.timeline import EPISODES_SWEEP, MAX_CHANGES, Timeline, cadence
 from pgtop_ha.judge.health import cluster_problems
 from pgtop_ha.models.event import SOURCES
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HistoryEntry, Replication, Slot
@@ -450,3 +450,18 @@ def test_a_state_is_not_said_to_have_ended_when_its_member_leaves_the_cluster() 
     tl = Timeline(debounce_s=30.0)
     feed(tl, [healthy(0), stopped, healthy(21)])
     assert only(tl, "Patroni state streaming → stopped").duration_s == 20.0
+
+
+def test_a_snapshot_that_changes_everything_is_bounded_in_events() -> None:
+    big = fx.grown(healthy(0), 400)
+    moved = big.model_copy(
+        update={
+            "taken_at": t(1),
+            "members": tuple(m.model_copy(update={"state": "stopped"}) for m in big.members),
+        }
+    )
+    tl = Timeline()
+    added = feed(tl, [big, moved])
+    summary = [e for e in added if e.kind == "summary"]
+    assert len(summary) == 1 and "more changes in this snapshot not listed" in summary[0].text
+    assert len(added) <= MAX_CHANGES + 5  # the cap, the summary and the stopwatch's own

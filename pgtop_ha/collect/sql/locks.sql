@@ -1,6 +1,6 @@
 -- Blocking trees (only while the Locks pane is on screen): every backend waiting on a heavyweight
 -- lock, whom it waits for (pg_blocking_pids, asked only for those waiting), the lock it wants,
--- and every blocker's own row. Bounded: a lock storm shows its first 200 processes.
+-- and every blocker's own row. Bounded by the statement (pgquery.MAX_LOCKS), with the count beside.
 with waiting as (
   select a.pid, pg_blocking_pids(a.pid) as blocked_by
   from pg_stat_activity a where a.wait_event_type = 'Lock'
@@ -20,4 +20,4 @@ from involved i join pg_stat_activity a on a.pid = i.pid
 left join waiting w on w.pid = a.pid
 left join lateral (select mode, locktype, relation from pg_locks k
                    where k.pid = a.pid and not k.granted limit 1) l on true
-order by a.pid limit 200
+order by a.pid
