@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader, parse_vector
-from pgtop_ha.models.fleet import FleetQueries, FleetRow, build_rows
+from pgtop_ha.judge.fleet import FleetQueries, FleetRow, build_rows
 from tests.fleet.synth import synthetic_bodies
 from tests.hostile.fakes import fake_server, json_answer
 

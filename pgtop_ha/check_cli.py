@@ -122,9 +122,7 @@ def run_check(settings: Settings, *, as_json: bool, wait_healthy: float | None) 
     """Print the status line (or JSON) and return 0 OK, 1 WARNING, 2 CRITICAL or 3 UNKNOWN."""
     snap, verdicts, polls = asyncio.run(_observe(settings, wait_healthy))
     why = unknown_why(snap)
-    code = UNKNOWN if why is not None else int(worst(verdicts))
-    if wait_healthy is not None and why is None and not healthy(verdicts) and code == Level.OK:
-        code = int(Level.WARN)  # still within a grace period at the limit: not recovered yet
+    code = UNKNOWN if why is not None else int(worst(verdicts, settled=wait_healthy is not None))
     perf = perfdata(snap, settings)
     if as_json:
         doc: dict[str, Any] = {

@@ -11,8 +11,8 @@ from typing import Any
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader, duration_seconds
 from pgtop_ha.errors import UserError
+from pgtop_ha.judge.fleet import FleetQueries, FleetRow, history_events
 from pgtop_ha.models.event import Event
-from pgtop_ha.models.fleet import FleetQueries, FleetRow, history_events
 from pgtop_ha.models.text import clean
 from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.models.urls import redact

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from pgtop_ha.collect.prometheus import PrometheusReader
-from pgtop_ha.models.fleet import FleetQueries, FleetRow, build_rows
+from pgtop_ha.judge.fleet import FleetQueries, FleetRow, build_rows
 
 DEFAULT_INTERVAL = 5.0
 

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import httpx
 
 from pgtop_ha.collect.http import GetOnlyClient
-from pgtop_ha.models.fleet import FleetQueries, Sample, Series
+from pgtop_ha.judge.fleet import FleetQueries, Sample, Series
 from pgtop_ha.models.text import clean
 from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.models.urls import host_of, redact

@@ -11,8 +11,8 @@ from datetime import datetime
 from math import isfinite
 from typing import Literal
 
+from pgtop_ha.judge.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
 from pgtop_ha.models.derive import member_names, permanent_slots
-from pgtop_ha.models.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
 from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HAProxyServer, Member, NodeSnapshot, Slot

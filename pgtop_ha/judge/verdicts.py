@@ -46,6 +46,13 @@ def judge(
     return tuple(sorted(out, key=lambda v: (not v.counts, -v.level)))
 
 
-def worst(verdicts: Sequence[Verdict]) -> Level:
-    """The cluster's level: the worst verdict that counts (OK when none)."""
-    return Level(max((v.level for v in verdicts if v.counts), default=Level.OK))
+def worst(verdicts: Sequence[Verdict], *, settled: bool = False) -> Level:
+    """The cluster's level: the worst verdict that counts (OK when none).
+
+    ``settled``: the cluster must be calm too (`check --wait-healthy`), so a disagreement still
+    within its grace period makes it at least WARN: not recovered yet.
+    """
+    level = Level(max((v.level for v in verdicts if v.counts), default=Level.OK))
+    if settled and any(v.level > Level.OK for v in verdicts):
+        return max(level, Level.WARN)
+    return level

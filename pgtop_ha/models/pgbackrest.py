@@ -11,11 +11,6 @@ from typing import Literal
 from pgtop_ha.models.base import Frozen
 
 WAL_SEGMENT_BYTES = 16 * 1024 * 1024
-# Share of archive-push-queue-max at which the queue warns, and at which it is critical: past
-# 100% pgBackRest drops WAL (archiving "succeeds" without the segment and PITR has a hole).
-QUEUE_WARN_SHARE = 0.5
-QUEUE_CRIT_SHARE = 0.8
-
 QueueLevel = Literal["ok", "warn", "crit", "dropping", "unknown"]
 
 
@@ -91,28 +86,6 @@ class PgBackRestState(Frozen):
     slow_s: float | None = None
     config: str | None = None  # the pgbackrest.conf read (None: none found)
     no_stanza: str | None = None  # why `info` listed no stanza, when it listed none
-
-
-def queue_state(
-    ready_count: int | None, queue_max_bytes: int | None, segment_bytes: int = WAL_SEGMENT_BYTES
-) -> QueueState:
-    """The push queue (``.ready`` segments times the segment size) and its level against the queue limit."""
-    if ready_count is None or ready_count < 0:
-        return QueueState(queue_max_bytes=queue_max_bytes)
-    queued = ready_count * segment_bytes
-    if not queue_max_bytes or queue_max_bytes <= 0:
-        return QueueState(ready_count=ready_count, queue_bytes=queued)
-    share = queued / queue_max_bytes
-    level: QueueLevel = "ok"
-    if share >= 1:
-        level = "dropping"
-    elif share >= QUEUE_CRIT_SHARE:
-        level = "crit"
-    elif share >= QUEUE_WARN_SHARE:
-        level = "warn"
-    return QueueState(
-        ready_count=ready_count, queue_bytes=queued, queue_max_bytes=queue_max_bytes, share=share, level=level
-    )
 
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3,

@@ -163,5 +163,4 @@ def resolve(style: str, variables: dict[str, str]) -> Style:
 
 def level_styles(ct: ConsoleTheme, variables: dict[str, str]) -> dict[Level, Style]:
     """The Rich style of each state for this theme."""
-    names = {Level.OK: "ok", Level.WARN: "warn", Level.CRIT: "crit"}
-    return {lv: resolve(ct.levels.get(n, ""), variables) for lv, n in names.items()}
+    return {lv: resolve(ct.levels.get(lv.name.lower(), ""), variables) for lv in Level}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pgtop_ha.models.fleet import FleetQueries, Q
+from pgtop_ha.judge.fleet import FleetQueries, Q
 
 
 def vector(result: list[dict[str, Any]]) -> bytes:

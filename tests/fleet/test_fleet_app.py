@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import DataTable, Static
 
 from pgtop_ha.collect.prometheus import PrometheusError, parse_vector
-from pgtop_ha.models.fleet import FleetRow, build_rows
+from pgtop_ha.judge.fleet import FleetRow, build_rows
 from pgtop_ha.ui.fleet.app import FleetApp
 from tests.fleet.synth import synthetic_bodies
 

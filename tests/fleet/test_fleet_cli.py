@@ -11,8 +11,8 @@ import pytest
 from pgtop_ha.cli import main, parse
 from pgtop_ha.errors import UserError
 from pgtop_ha.fleet_cli import drill_urls, prometheus_url
+from pgtop_ha.judge.fleet import FleetRow
 from pgtop_ha.lab.fleet import Fleet
-from pgtop_ha.models.fleet import FleetRow
 from pgtop_ha.settings import Settings
 
 

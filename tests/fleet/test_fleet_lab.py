@@ -14,10 +14,10 @@ import pytest
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.fleet_cli import fleet_history
+from pgtop_ha.judge.fleet import FleetQueries, FleetRow
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab, _claim, _port_free
 from pgtop_ha.lab.fleet import RANGE, Fleet, FleetLab, prometheus_config
-from pgtop_ha.models.fleet import FleetQueries, FleetRow
 
 pytestmark = pytest.mark.lab
 

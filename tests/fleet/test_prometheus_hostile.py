@@ -8,7 +8,7 @@ import pytest
 
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader
-from pgtop_ha.models.fleet import FleetQueries
+from pgtop_ha.judge.fleet import FleetQueries
 from tests.fleet.synth import synthetic_bodies
 from tests.hostile.fakes import answer, fake_server, json_answer
 

@@ -13,7 +13,7 @@ from pgtop_ha.collect.prometheus import (
     parse_scrape_interval,
     parse_vector,
 )
-from pgtop_ha.models.fleet import FleetQueries, Q, Sample, Series, build_rows, history_events, matches
+from pgtop_ha.judge.fleet import FleetQueries, Q, Sample, Series, build_rows, history_events, matches
 from tests.fleet.synth import synthetic_bodies
 
 NOW = 1_700_000_000.0

@@ -1,8 +1,7 @@
 """Levels are the judge's to give: a Level.WARN or Level.CRIT written outside pgtop_ha/judge fails here.
 
-The panes that still grade a cell themselves are listed with their count, which may only fall: a
-new grade outside the judge, or one more in a listed file, fails; a file that needs fewer must
-lower its count here, so the list only shrinks.
+A pane, the header, the JSON and `check` render the judge's grades; one that grades a value itself
+can disagree with another that shows the same fact.
 """
 
 from __future__ import annotations
@@ -16,30 +15,6 @@ import pgtop_ha
 
 PACKAGE = Path(pgtop_ha.__file__).parent
 HOMES = ("judge/", "models/thresholds.py")  # the rules, and where Level itself is defined
-
-# Grades still given in place (file: count), to move into the judge.
-STILL_IN_PLACE = {
-    "check_cli.py": 1,
-    "models/poolers.py": 8,
-    "ui/panes/archiver.py": 1,
-    "ui/panes/cache.py": 1,
-    "ui/panes/cluster.py": 5,
-    "ui/panes/haproxy.py": 2,
-    "ui/panes/locks.py": 7,
-    "ui/panes/memory.py": 1,
-    "ui/panes/overview.py": 2,
-    "ui/panes/parameters.py": 2,
-    "ui/panes/pgbackrest.py": 13,
-    "ui/panes/pgbouncer.py": 2,
-    "ui/panes/pgpool.py": 3,
-    "ui/panes/probes.py": 7,
-    "ui/panes/replication.py": 4,
-    "ui/panes/slots.py": 3,
-    "ui/panes/waits.py": 1,
-    "ui/screens/monitor.py": 2,
-    "ui/themes.py": 2,
-    "ui/widgets/heartbeat.py": 5,
-}
 
 
 def _grades() -> Counter[str]:
@@ -59,16 +34,9 @@ def _grades() -> Counter[str]:
     return found
 
 
-def test_no_new_grade_outside_the_judge() -> None:
+def test_no_grade_outside_the_judge() -> None:
     found = _grades()
-    grown = {f: n for f, n in found.items() if n > STILL_IN_PLACE.get(f, 0)}
-    assert not grown, f"grade in the judge (pgtop_ha/judge/), not here: {grown}"
-
-
-def test_the_list_of_grades_in_place_only_shrinks() -> None:
-    found = _grades()
-    fell = {f: (n, found.get(f, 0)) for f, n in STILL_IN_PLACE.items() if found.get(f, 0) < n}
-    assert not fell, f"lower these counts in STILL_IN_PLACE (listed, found): {fell}"
+    assert not found, f"grade in the judge (pgtop_ha/judge/), not here: {dict(found)}"
 
 
 def test_comments_say_why_briefly() -> None:
@@ -82,3 +50,20 @@ def test_comments_say_why_briefly() -> None:
         assert not figure.search(text), f"{rel}: a measured figure belongs in docs/benchmarks.md"
         doc = ast.get_docstring(ast.parse(text), clean=False) or ""
         assert len(doc.strip().splitlines()) <= 5, f"{rel}: module docstring over 5 lines"
+
+
+def test_no_threshold_outside_the_judge() -> None:
+    # A limit that turns a value WARN or CRIT is a rule: named *_WARN* or *_CRIT*, it lives in the
+    # judge (or is a [thresholds] band of the settings).
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(HOMES):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [t.id for t in targets if isinstance(t, ast.Name)]
+                if any(re.search(r"(^|_)(WARN|CRIT)(_|$)", n) for n in names):
+                    found.append(f"{rel}:{node.lineno} {names}")
+    assert not found, found

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input, Static
 
-from pgtop_ha.models.fleet import COLUMNS, FleetRow, matches
+from pgtop_ha.judge.fleet import COLUMNS, FleetRow, matches
 from pgtop_ha.models.text import clean
 from pgtop_ha.ui.driver import CalmApp
 from pgtop_ha.ui.fleet.source import FleetSource

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pgtop_ha.models.fleet import FleetRow
+from pgtop_ha.judge.fleet import FleetRow
 
 
 class FleetSource(Protocol):

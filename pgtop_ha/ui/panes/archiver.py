@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from pgtop_ha.judge.grades import archiving_level
 from pgtop_ha.judge.health import archive_failing, archiver_level, ready_level
 from pgtop_ha.models.derive import age_s
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -97,7 +98,7 @@ def _archiver_row(
     fail_age: float | None,  # seconds since the last failure, as age_step
     history: tuple[float | None, ...],  # .ready counts of the last snapshots, this one last
 ) -> Row:
-    warn = Level.WARN if failing else None
+    warn = archiving_level(failing)
     return Row(
         key=node,
         node=node,

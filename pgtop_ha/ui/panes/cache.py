@@ -7,9 +7,9 @@ Read only while the pane is on screen, every 15 s (pg_buffercache visits every b
 from __future__ import annotations
 
 from pgtop_ha.judge.cache import after_failover, relation_share, used_share
+from pgtop_ha.judge.grades import cold_cache_level
 from pgtop_ha.judge.health import is_leader, node_state
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import count, human_bytes, shown
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -65,8 +65,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         note, level = "", None
         if handover is not None and handover.new == node.name:
             note = f"new leader: {_pct(share)} in use; {handover.old} held {_pct(handover.old_used)}"
-            cold = share is not None and handover.old_used is not None and share < handover.old_used / 2
-            level = Level.WARN if cold else None
+            level = cold_cache_level(share, handover.old_used)
         out.append(
             Row(
                 key=node.name,

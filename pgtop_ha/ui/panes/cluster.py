@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pgtop_ha.judge.grades import down_level, pending_level, reach_level
 from pgtop_ha.judge.health import is_leader, is_up, lag_level, member_state, node_state, routes, unreachable
 from pgtop_ha.judge.routing import server_level
 from pgtop_ha.models.derive import age_s, member_names
@@ -65,7 +66,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if n is None:
             pg = cell("?")
         elif not n.reachable:
-            pg = cell("DOWN", Level.CRIT)
+            pg = cell("DOWN", down_level(True))
         elif n.in_recovery is None:
             pg = cell("?")
         else:
@@ -86,7 +87,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 {
                     "member": cell(name),
                     "health": state(worst),
-                    "role": cell(short_name(m.role), None) if m else cell("not in DCS", Level.CRIT),
+                    "role": cell(short_name(m.role), None) if m else cell("not in DCS", down_level(True)),
                     "pg": pg,
                     "problem": cell(problem, worst if problems else None),
                     "writer": cell(w_text, w_level),
@@ -97,7 +98,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     "state": cell((m.state or "?") if m else "-"),
                     "restart": cell(
                         "yes" if m and m.pending_restart else "-",
-                        Level.WARN if m and m.pending_restart else None,
+                        pending_level(bool(m and m.pending_restart)),
                     ),
                     "pause": cell("yes" if (m and m.pause) or snapshot.cluster.pause else "-"),
                 },
@@ -123,11 +124,11 @@ def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context) -> Cell:
         ]
         if waits:
             text = "▲ " + "+".join(w for w, _ in waits) + f" slow {max(s for _, s in waits):.0f}s"
-            return cell(text, Level.WARN, max(s for _, s in waits))
+            return cell(text, reach_level(False, True), max(s for _, s in waits))
         return cell("ok", Level.OK)
     since = age_s(ctx.now, last) if last is not None else None
     ago = f" {age(since)}" if since is not None else " never"
-    return cell("✖ " + "+".join(down) + ago, Level.CRIT, since or 0.0)
+    return cell("✖ " + "+".join(down) + ago, reach_level(True, False), since or 0.0)
 
 
 PANE = PaneSpec(

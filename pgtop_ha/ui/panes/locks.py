@@ -5,10 +5,16 @@ Read only while this pane is on screen (the "locks" need: one more part of the s
 
 from __future__ import annotations
 
+from pgtop_ha.judge.grades import (
+    blocker_level,
+    lock_count_level,
+    lock_mode_level,
+    stopping_mode_level,
+    unread_level,
+)
 from pgtop_ha.judge.health import node_state
-from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
+from pgtop_ha.models.locks import blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count, shown
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -51,17 +57,17 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         reason = node.unavailable.get("locks")
         if reason:
             why = {**blanks(*(c.key for c in COLUMNS)), "node": cell(node.name)}
-            why["query"] = cell(reason, Level.WARN)
+            why["query"] = cell(reason, unread_level(True))
             out.append(Row(key=f"{node.name}|why", node=node.name, cells=why))
             continue
         for line in blocking_trees(node.locks or ()):
             p = line.process
             waits = p.waiting_mode is not None
             if not waits:
-                level = Level.CRIT if line.waiters and line.depth == 0 else None
+                level = blocker_level(line)
                 role = f"blocks {line.waiters}"
             else:
-                level = Level.CRIT if p.waiting_mode == STOPS_EVERYTHING else Level.WARN
+                level = lock_mode_level(p.waiting_mode)
                 role = "waits" + (f", blocks {line.waiters}" if line.waiters else "")
             indent = "  " * line.depth + ("└ " if line.depth else "")
             out.append(
@@ -72,9 +78,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         "node": cell(node.name),
                         "pid": cell(indent + count(p.pid), level, p.pid),
                         "role": cell(role, level),
-                        "mode": cell(
-                            p.waiting_mode or "-", Level.CRIT if p.waiting_mode == STOPS_EVERYTHING else None
-                        ),
+                        "mode": cell(p.waiting_mode or "-", stopping_mode_level(p.waiting_mode)),
                         "relation": cell(shown(p.relation) if p.relation else "-"),
                         "xact": num(age(p.xact_age_s), p.xact_age_s),
                         "state": cell(p.state or "?"),
@@ -93,7 +97,7 @@ def count_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if node_state(node) == "unreachable":
             continue
         for c in node.lock_counts or ():
-            level = (Level.CRIT if c.mode == STOPS_EVERYTHING else Level.WARN) if c.waiting else None
+            level = lock_count_level(c)
             out.append(
                 Row(
                     key=f"{node.name}|{c.mode}",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import functools
 
+from pgtop_ha.judge.grades import hugepages_level
 from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.snapshot import ClusterSnapshot, HugePages, NodeSnapshot, Process
-from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import count, human_bytes
 from pgtop_ha.ui.panes.base import (
     ROWS_KEPT,
@@ -96,7 +96,7 @@ def _hugepages_row(node: str, h: HugePages) -> Row:
     if h.shared_memory_pages is not None and h.shared_memory_pages > 0:
         text += f", {count(h.shared_memory_pages)} needed"
     # huge_pages=try falling back to normal pages is silent in PostgreSQL: say it.
-    level = Level.WARN if used is False and h.setting in ("on", "try") and h.total else None
+    level = hugepages_level(h, used)
     return Row(
         key=f"{node}|hugepages",
         node=node,

@@ -135,7 +135,7 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         name = full.node or full.key
         m = snapshot.member(name)
         reach = c["reach"]
-        if reach.level in (Level.WARN, Level.CRIT) and "REST" in reach.text:
+        if reach.level is not None and reach.level > Level.OK and "REST" in reach.text:
             # Patroni's word is stale: say so ("REST 12s" unreachable, "REST slow 2s").
             patroni = cell(reach.text.split(" ", 1)[-1], reach.level)
         else:

@@ -7,6 +7,7 @@ on the cycles that follow a reload (the "parameters" need).
 
 from __future__ import annotations
 
+from pgtop_ha.judge.grades import drift_level, pending_level
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.parameters import parameters, restart_needed
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -49,7 +50,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     out = []
     for p in found:
         why = " + ".join(w for w, on in (("pending restart", bool(p.pending)), ("differs", p.drift)) if on)
-        level = Level.WARN if p.pending else None
+        level = pending_level(bool(p.pending))
         cells = {
             "name": cell(shown(p.name), level),
             "why": cell(why, level),
@@ -60,7 +61,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         for name in names:
             value = p.values.get(name)
             odd = p.drift and value is not None and list(p.values.values()).count(value) == 1
-            cells[f"m:{name}"] = cell(shown(value) if value is not None else "-", Level.WARN if odd else None)
+            cells[f"m:{name}"] = cell(shown(value) if value is not None else "-", drift_level(odd))
         out.append(Row(key=p.name, cells=cells))
     if not out:
         read = [n.name for n in snapshot.nodes if n.parameters]

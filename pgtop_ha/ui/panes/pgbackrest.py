@@ -6,7 +6,18 @@ the queue pgBackRest's archive-push works through, measured against archive-push
 
 from __future__ import annotations
 
-from pgtop_ha.models.pgbackrest import BackupInfo, QueueState, queue_state
+from pgtop_ha.judge.grades import (
+    FULL_BACKUP_WARN_S,
+    backup_level,
+    no_full_backup_level,
+    no_stanza_level,
+    queue_level,
+    queue_state,
+    stale_read_level,
+    stanza_level,
+    unread_level,
+)
+from pgtop_ha.models.pgbackrest import BackupInfo, QueueState
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count, human_bytes, shown
@@ -28,10 +39,6 @@ COLUMNS = (
 )
 _REST = ("status", "full", "diff", "incr", "wal_max", "ready", "behind", "queue", "spool")
 NOT_CONFIGURED = "pgBackRest not read: set [pgbackrest] enabled = true (and command, config)"
-# A full backup older than this is worth a look (a daily or weekly schedule has slipped).
-FULL_WARN_S = 8 * 86400
-
-_QUEUE_LEVEL = {"warn": Level.WARN, "crit": Level.CRIT, "dropping": Level.CRIT}
 
 
 def _primary_archiver(snapshot: ClusterSnapshot) -> Archiver | None:
@@ -45,10 +52,7 @@ def _primary_archiver(snapshot: ClusterSnapshot) -> Archiver | None:
 def _backup_cell(backup: BackupInfo | None, warn_after: float | None = None) -> tuple[str, Level | None]:
     if backup is None:
         return "-", None
-    level = Level.CRIT if backup.error else None
-    if level is None and warn_after is not None and (backup.age_s or 0) > warn_after:
-        level = Level.WARN
-    return age(backup.age_s), level
+    return age(backup.age_s), backup_level(backup, warn_after)
 
 
 def _queue_text(queue: QueueState) -> str:
@@ -71,26 +75,26 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     queue = queue_state(ready, pb.queue_max_bytes)
     if not pb.stanzas:
         text = shown(pb.error or "no stanza reported")
-        level = Level.CRIT if pb.error else Level.WARN
+        level = no_stanza_level(bool(pb.error))
         cells = {"stanza": cell("-"), "health": state(level), **blanks(*_REST)}
         return [Row(key="|none", cells={**cells, "error": cell(text, level)})]
     out = []
     spools = {s.stanza: s for s in pb.spools}
     for st in pb.stanzas:
-        level = Level.OK if st.ok and not st.repo_errors else Level.CRIT
-        full_text, full_level = _backup_cell(st.full, FULL_WARN_S)
+        level = stanza_level(st.ok, bool(st.repo_errors))
+        full_text, full_level = _backup_cell(st.full, FULL_BACKUP_WARN_S)
         diff_text, diff_level = _backup_cell(st.diff)
         incr_text, incr_level = _backup_cell(st.incr)
         if st.full is None:
-            full_level = Level.WARN
-        queue_level = _QUEUE_LEVEL.get(queue.level)
+            full_level = no_full_backup_level()
+        queue_grade = queue_level(queue.level)
         spool = spools.get(st.name)
-        spool_level = Level.WARN if spool is not None and spool.error_count else None
-        for extra in (full_level, diff_level, incr_level, queue_level, spool_level):
+        spool_level = unread_level(spool is not None and bool(spool.error_count))
+        for extra in (full_level, diff_level, incr_level, queue_grade, spool_level):
             if extra is not None:
                 level = max(level, extra)
         if pb.error:  # the last poll failed: what is shown is older than it looks
-            level = max(level, Level.WARN)
+            level = stale_read_level(level)
         error = pb.error or (spool.newest_error if spool else None) or "; ".join(st.repo_errors) or ""
         status = st.status_message or "-"
         if st.backup_running:
@@ -101,7 +105,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 cells={
                     "stanza": cell(shown(st.name)),
                     "health": state(level),
-                    "status": cell(shown(status), None if st.ok else Level.CRIT),
+                    "status": cell(shown(status), None if st.ok else stanza_level(False, False)),
                     "full": num(full_text, st.full.age_s if st.full else None, full_level),
                     "diff": num(diff_text, st.diff.age_s if st.diff else None, diff_level),
                     "incr": num(incr_text, st.incr.age_s if st.incr else None, incr_level),
@@ -111,7 +115,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     "queue": num(
                         _queue_text(queue),
                         queue.share if queue.share is not None else queue.queue_bytes,
-                        queue_level,
+                        queue_grade,
                     ),
                     "spool": cell(
                         f"{count(spool.ok_count)}/{count(spool.error_count)}"
@@ -119,7 +123,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         else "-",
                         spool_level,
                     ),
-                    "error": cell(shown(error), Level.WARN if error else None),
+                    "error": cell(shown(error), unread_level(bool(error))),
                 },
             )
         )

@@ -6,9 +6,11 @@ sends writes to a replica.
 
 from __future__ import annotations
 
+from pgtop_ha.judge.grades import unread_level
 from pgtop_ha.judge.health import patroni_view
+from pgtop_ha.judge.poolers import database_finding, pool_finding
 from pgtop_ha.models.derive import BouncerRates, bouncer_rates
-from pgtop_ha.models.poolers import PgBouncerState, database_finding, pool_finding
+from pgtop_ha.models.poolers import PgBouncerState
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import count, duration, per_second, rate, shown
@@ -72,9 +74,9 @@ def _state_row(b: PgBouncerState, columns: tuple[Column, ...]) -> Row:
         key=f"{b.name}|state",
         cells={
             "pooler": cell(shown(b.name, 32)),
-            "health": state(Level.WARN),
+            "health": state(unread_level(True) or Level.OK),
             **blanks(*keys),
-            "detail": cell(shown(text), Level.WARN),
+            "detail": cell(shown(text), unread_level(True)),
         },
     )
 

@@ -6,9 +6,11 @@ that address, so a primary that is not Patroni's leader or a node kept down read
 
 from __future__ import annotations
 
-from pgtop_ha.judge.health import is_leader, patroni_view
+from pgtop_ha.judge.grades import pgpool_primary_level, pgpool_status_level, unread_level
+from pgtop_ha.judge.health import is_leader, patroni_view, source_state
+from pgtop_ha.judge.poolers import missing_primary, node_finding
 from pgtop_ha.models.derive import select_rates
-from pgtop_ha.models.poolers import PgpoolState, missing_primary, node_finding
+from pgtop_ha.models.poolers import PgpoolState
 from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
@@ -56,9 +58,9 @@ def _summary(p: PgpoolState, snapshot: ClusterSnapshot) -> Row:
     """The pgpool-II's own row: unread (why), or its children in use and the state-wide finding."""
     if not p.ok:
         text = p.error or "not read yet"
-        if p.slow_s is not None and p.slow_s >= 1:
+        if source_state(True, p.slow_s) == "slow":
             text = f"waiting {duration(p.slow_s)}"
-        level = Level.WARN
+        level = unread_level(True) or Level.OK
     else:
         patroni = patroni_view(snapshot)
         missing = missing_primary(p, patroni)
@@ -97,10 +99,10 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             patroni_role = "-" if member is None else short_name(member.role)
             if member is not None and member.state:
                 patroni_role += f" ({member.state})"
-            role_level = None
-            if n.role == "primary" and member is not None and not is_leader(member):
-                role_level = Level.CRIT
-            status_level = Level.WARN if n.status in ("down", "unused") else None
+            role_level = pgpool_primary_level(
+                n.role == "primary" and member is not None and not is_leader(member)
+            )
+            status_level = pgpool_status_level(n.status)
             delay = n.replication_delay
             sel = selects.get(n.node_id)
             out.append(

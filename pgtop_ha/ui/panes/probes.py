@@ -7,8 +7,8 @@ success; the write probe's last outage has a row of its own.
 
 from __future__ import annotations
 
-from pgtop_ha.judge.health import is_leader
-from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
+from pgtop_ha.judge.grades import errors_level, probe_level, write_outage_level
+from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count, duration, shown
 from pgtop_ha.ui.panes.base import (
@@ -38,22 +38,6 @@ COLUMNS = (
 NO_PROBES = "no probe endpoints; add [[probes.endpoints]] (e.g. HAProxy's writer port)"
 
 
-def probe_level(snapshot: ClusterSnapshot, probe: Probe) -> Level:
-    """CRIT when writes fail or land on a non-leader; WARN when a read endpoint fails."""
-    writes = probe.kind in ("writer", "write")
-    if not probe.ok:
-        if probe.last_ok_at is None and probe.errors == 0:
-            return Level.WARN  # not probed yet, or refused by allowed_hosts
-        return Level.CRIT if writes else Level.WARN
-    if writes:
-        member = snapshot.member(probe.answered_by) if probe.answered_by else None
-        if probe.in_recovery or (member is not None and snapshot.cluster.leader and not is_leader(member)):
-            return Level.CRIT  # the writer port routes to a replica: writes would fail
-    elif probe.kind == "reader" and probe.in_recovery is False and len(snapshot.members) > 1:
-        return Level.WARN  # reads served by the primary: fine, but not what the pool is for
-    return Level.OK
-
-
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """A row per probe, then a row per write outage the write probe measured (newest first)."""
     out: list[Row] = []
@@ -81,7 +65,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     "health": state(level),
                     "answered": cell(answered, level if level > Level.OK else None),
                     "latency": num(duration(latency), latency),
-                    "errors": num(count(probe.errors), probe.errors, Level.CRIT if probe.errors else None),
+                    "errors": num(count(probe.errors), probe.errors, errors_level(probe.errors)),
                     "since_ok": num(age(since), since),
                     "detail": cell(detail, level if probe.errors or probe.error else None),
                 },
@@ -94,7 +78,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     cells={
                         "endpoint": cell(""),
                         "kind": cell("outage"),
-                        "health": state(Level.WARN),
+                        "health": state(write_outage_level()),
                         "answered": cell(shown(outage.member or "-", 40)),
                         "latency": num(duration(outage.duration_s), outage.duration_s),
                         "errors": num(count(outage.failures), outage.failures),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from pgtop_ha.judge.grades import receiver_level, silent_standby_level, walsender_level
 from pgtop_ha.judge.health import lag_level
 from pgtop_ha.models.derive import REPLY_ON_TIME_S, age_s, stage_lag_seconds, standby_silent
 from pgtop_ha.models.servers import member_listening
@@ -54,7 +55,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             lag_s = stage_lag_seconds(r, ctx.now)  # a caught-up stage is 0 s, not "-" (models/derive.py)
             level = lag_level(ctx.thresholds, r.replay_lag_bytes, lag_s[2])
             if r.state not in (None, "streaming") or standby_silent(r, ctx.now):
-                level = max(level, Level.WARN)  # the Reply column says for how long
+                level = silent_standby_level(level)  # the Reply column says for how long
             out.append(
                 _walsender_row(
                     node.name,
@@ -98,7 +99,7 @@ def _walsender_row(
             "upstream": cell(upstream),
             "standby": cell(name),
             "health": state(level),
-            "state": cell(state_ or "?", Level.WARN if state_ != "streaming" else None),
+            "state": cell(state_ or "?", walsender_level(state_)),
             "sync": cell(sync or "?"),
             "sent": num(human_bytes(sent), sent),
             "write": num(human_bytes(write), write),
@@ -124,7 +125,7 @@ def _standby_side(snapshot: ClusterSnapshot, covered: set[str | None]) -> list[R
             continue
         wr = node.wal_receiver
         status = wr.status if wr is not None and wr.status else "no receiver"
-        level = Level.OK if status == "streaming" else Level.WARN
+        level = receiver_level(status)
         sender = "?"
         if wr is not None and wr.sender_host:
             # Its upstream by name, as the primary's own rows say it: "…0.0.1:27612" was read
@@ -144,7 +145,7 @@ def _standby_side(snapshot: ClusterSnapshot, covered: set[str | None]) -> list[R
                     "upstream": cell(sender),
                     "standby": cell(node.name),
                     "health": state(level),
-                    "state": cell(status, None if level is Level.OK else Level.WARN),
+                    "state": cell(status, None if level is Level.OK else level),
                     "sync": cell("?"),
                     "sent": blank,
                     "write": blank,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from pgtop_ha.judge.grades import permanent_slot_absent_level, wal_status_level
 from pgtop_ha.judge.health import is_leader, retained_level, slot_level
 from pgtop_ha.models.derive import SlotRates, slot_presence, slot_rates
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -93,7 +94,7 @@ def _slot_row(
             "type": cell(slot_type or "?"),
             "active": cell("yes" if active else "no" if active is False else "?"),
             "retained": num(human_bytes(retained), retained, retained_grade),
-            "wal_status": cell(wal_status or "-", Level.CRIT if wal_status == "lost" else None),
+            "wal_status": cell(wal_status or "-", wal_status_level(wal_status)),
             "safe": num(human_bytes(safe, signed=True), safe),
             "spill": num(rate(spill), spill),
             "stream": num(rate(stream), stream),
@@ -138,7 +139,7 @@ def matrix_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 cells[key] = cell("✔ yes", Level.OK)
             else:
                 leader = is_leader(snapshot.member(name))
-                cells[key] = cell("✖ no", Level.CRIT if leader else Level.WARN)
+                cells[key] = cell("✖ no", permanent_slot_absent_level(leader))
         out.append(same_row(slot_name, cells))
     return out
 

@@ -7,8 +7,8 @@ a slow application) from the database's (Lock, IO, LWLock) and CPU.
 
 from __future__ import annotations
 
+from pgtop_ha.judge.grades import wait_kind_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.waits import kind, window
 from pgtop_ha.ui.format import count, shown, sparkline
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell, name_column, num
@@ -22,7 +22,6 @@ COLUMNS = (
     Column("mean", "Avg 1m", right=True),
     Column("trend", "Last minute"),
 )
-_LEVEL = {"lock": Level.WARN}
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
@@ -36,7 +35,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 node=t.node,
                 cells={
                     "node": cell(t.node),
-                    "kind": cell(k, _LEVEL.get(k) if t.now else None),
+                    "kind": cell(k, wait_kind_level(k) if t.now else None),
                     "class": cell(shown(t.wait_class)),
                     "event": cell(shown(t.event) if t.event else "-"),
                     "now": num(count(t.now), t.now),

@@ -18,7 +18,6 @@ from textual.screen import Screen
 
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.needs import Needs
-from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.compositor import BandCompositor
 from pgtop_ha.ui.panes import registry
 from pgtop_ha.ui.panes.base import Context, PaneSpec
@@ -350,9 +349,7 @@ class MonitorScreen(Screen[None]):
         ct = app.console_theme
         levels = level_styles(ct, variables)
         self._header_styles = {
-            "ok": levels[Level.OK],
-            "warn": levels[Level.WARN],
-            "crit": levels[Level.CRIT],
+            **{lv.name.lower(): style for lv, style in levels.items()},
             "title": resolve("bold $accent", variables),
             **{k: resolve(v, variables) for k, v in ct.badges.items()},
         }

@@ -12,6 +12,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from pgtop_ha.engines.timeline import CALM_AFTER_S
+from pgtop_ha.judge.grades import heartbeat_level
 from pgtop_ha.judge.health import member_state, node_state, stale_level, unreachable
 from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -36,20 +37,19 @@ def node_freshness(
         stamps.append(m.last_ok_at)
     if n is not None:
         stamps.append(n.last_ok_at)
-    if not stamps or any(s is None for s in stamps):
-        return Level.CRIT, None
+    never = not stamps or any(s is None for s in stamps)
     down, last = unreachable(m, n)
-    if down:
+    if never or down:
         # The age of what stopped answering, as its row says it: the /patroni read on its calm
         # cadence made a PostgreSQL down for 0 s read "✖5s", then "✖3s" on the next read.
-        return Level.CRIT, age_s(now, last)
+        return heartbeat_level(never, bool(down), Level.OK, False), None if never else age_s(now, last)
     since = age_s(now, min(s for s in stamps if s is not None))
     # A member's own /patroni is read every patroni.calm_interval (5 s) while calm, as old by
     # design as stale_s.warn: a cycle that waited its budget for a frozen node1 made the header
     # read "node1 ▲5s node2 ▲5s node3 ▲5s" for a second, every healthy node a warning.
     level = stale_level(t, since) if stalled else Level.OK
     slow = (m is not None and member_state(m) == "slow") or (n is not None and node_state(n) == "slow")
-    return (max(level, Level.WARN) if slow else level), since
+    return heartbeat_level(False, False, level, slow), since
 
 
 def _stalled_after(interval: float, t: Thresholds) -> float:
@@ -247,10 +247,9 @@ def _freshness(
         if level is Level.OK:
             t.append(f"{label} ✔", styles.get("ok"))
         else:
-            mark = "▲" if level is Level.WARN else "✖"
             t.append(
-                f"{label} {mark}{space}{age(since) if since is not None else 'never'}",
-                styles.get("warn" if level is Level.WARN else "crit"),
+                f"{label} {level.symbol}{space}{age(since) if since is not None else 'never'}",
+                styles.get(level.name.lower()),
             )
     if fresh:
         t.append(gap)

@@ -189,6 +189,8 @@ class KeyedTable(DataTable[CellText]):
     def _drop_cut_columns(self, strip: Strip, scroll_x: int, width: int, row: int | None = None) -> Strip:
         """A column the view's edges cut: dropped whole ("5m" must never stand for "5 ms"), or,
         for a text column with room left, cut with "…"."""
+        if scroll_x == 0 and self.virtual_size.width <= width:
+            return strip  # the usual case: every column in view
         end = scroll_x + width
         left, right, ellipsis = 0, width, False  # the part of the strip that shows whole columns
         start = self._row_label_column_width if self.show_row_labels else 0
