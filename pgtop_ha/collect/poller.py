@@ -49,6 +49,10 @@ from pgtop_ha.settings import Settings
 BUDGET_SHARE = 0.9  # share of the interval a run() cycle waits for slow sources
 
 
+# A stats page this large is read in a thread: below it the thread's hand-over costs more than the read.
+THREAD_STATS_BYTES = 256 * 1024
+
+
 def _haproxy_describer(url: str | None) -> Callable[[BaseException], str]:
     """Lines naming HAProxy and its stats URL (redacted), never Patroni."""
     where = redact(url) if url else "stats page"
@@ -199,9 +203,16 @@ class Poller:
     # -- sources --------------------------------------------------------------------------------
 
     async def _read_stats(self, text: str) -> haproxy.StatsPage:
-        # In a thread: a shared HAProxy's page of tens of thousands of rows must not hold up keys.
         pools = self._settings.haproxy.pools()
-        page = await asyncio.to_thread(haproxy.read_stats, text, lambda proxy: pools.kind(proxy) is not None)
+
+        def pooled(proxy: str) -> bool:
+            return pools.kind(proxy) is not None
+
+        if len(text) < THREAD_STATS_BYTES:
+            page = haproxy.read_stats(text, pooled)
+        else:
+            # A shared HAProxy's page of tens of thousands of rows must not hold up keys.
+            page = await asyncio.to_thread(haproxy.read_stats, text, pooled)
         self._note_routing(page.servers)
         return page
 
