@@ -29,6 +29,7 @@ from pgtop_ha.ui.panes import (
     copy,
     events,
     haproxy,
+    locks,
     memory,
     overview,
     problems,
@@ -834,3 +835,21 @@ def test_overview_leaves_out_a_slowness_that_became_unreachable() -> None:
     # PostgreSQL still only slow: its line stays; the Events pane keeps every one.
     assert any(t.startswith("PostgreSQL slow") for t in shown_texts), shown_texts
     assert len(events.rows(gone, ctx(events=evs))) == len(evs)
+
+
+def test_slots_and_locks_past_their_row_caps_say_how_many_more() -> None:
+    snap = fx.healthy()
+    n1 = snap.node("node1")
+    assert n1 is not None
+    nodes = tuple(
+        n.model_copy(update={"slots_total": len(n1.slots) + 700, "locks": (), "locks_total": 250})
+        if n.name == "node1"
+        else n
+        for n in snap.nodes
+    )
+    capped = snap.model_copy(update={"nodes": nodes})
+    slot_rows = [r for r in slots.rows(capped, ctx()) if r.key == "node1|more"]
+    lock_rows = [r for r in locks.rows(capped, ctx()) if r.key == "node1|more"]
+    assert [r.cells["slot"].text for r in slot_rows] == ["+700 more slots"]
+    assert [r.cells["pid"].text for r in lock_rows] == ["+250 more"]
+    assert not [r for r in slots.rows(snap, ctx()) if r.key.endswith("|more")]

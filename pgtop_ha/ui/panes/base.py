@@ -184,6 +184,19 @@ def _sortable(value: float | int | None) -> float:
     return float("-inf") if known is None else known
 
 
+def more_row(columns: Sequence[Column], node: str, shown: int, total: int | None, what: str) -> list[Row]:
+    """The row saying how many of a node's ``what`` a source's row cap left out, if any."""
+    if total is None or total <= shown:
+        return []
+    first, second = columns[0].key, columns[1].key
+    cells = {
+        first: cell(node),
+        second: cell(f"+{total - shown} {what}"),
+        **blanks(*(c.key for c in columns[2:])),
+    }
+    return [Row(key=f"{node}|more", node=node, cells=cells)]
+
+
 def placeholder(columns: Sequence[Column], text: str, key: str = "|none") -> Row:
     """The one row of a pane with nothing to show: '-' first, OK, ``text`` in the last column."""
     first, last = columns[0].key, columns[-1].key

@@ -25,6 +25,7 @@ from pgtop_ha.ui.panes.base import (
     Table,
     blanks,
     cell,
+    more_row,
     name_column,
     num,
 )
@@ -87,6 +88,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     },
                 )
             )
+        out.extend(more_row(COLUMNS, node.name, len(node.locks or ()), node.locks_total, "more"))
     return out
 
 

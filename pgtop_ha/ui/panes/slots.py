@@ -20,6 +20,7 @@ from pgtop_ha.ui.panes.base import (
     Row,
     Table,
     cell,
+    more_row,
     name_column,
     num,
     same_row,
@@ -64,6 +65,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     slot_rate.stream_bytes_s,
                 )
             )
+        out.extend(more_row(COLUMNS, node.name, len(node.slots), node.slots_total, "more slots"))
     return out
 
 
