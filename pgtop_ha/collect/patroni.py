@@ -82,6 +82,7 @@ def parse_cluster(data: Any, limit: int | None = None) -> ClusterView:
     for raw in body["members"]:
         entry = as_dict(raw)
         name = as_str(entry.get("name")) if entry else None
+        name = clean(name) if name else None  # as the Member model holds a name: one line
         if entry is None or not name:
             continue
         if name not in seen:

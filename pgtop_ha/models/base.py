@@ -36,6 +36,7 @@ class Frozen(BaseModel):
         for name in self._texts:
             value = values[name]
             if type(value) is str and not SAFE_TEXT.fullmatch(value):
-                values[name] = clean(value, keep_newlines=True)
+                # A name is one line; other texts (a query) keep their line breaks.
+                values[name] = clean(value, keep_newlines=name != self._identity)
                 if name == self._identity and values[name] != value:
                     values["hidden"] = removed(value)

@@ -109,3 +109,12 @@ def test_a_node_past_its_row_caps_says_how_many_more() -> None:
         f"700 more slots not shown ({len(n.slots) + 700}; past the row cap)",
         f"{5000 - backends} more processes not shown (5000; past the row cap)",
     }
+
+
+def test_a_name_is_one_line_while_other_texts_keep_their_line_breaks() -> None:
+    m = Member(name="pg\n1", state="a\nb")
+    assert (m.name, m.hidden, m.state) == ("pg 1", "U+000A", "a\nb")
+    view = parse_cluster(
+        _cluster({"name": "pg 1", "host": "a", "port": 1}, {"name": "pg\n1", "host": "b", "port": 2})
+    )
+    assert view.info.duplicates == ("pg 1 (a:1, b:2)",)
