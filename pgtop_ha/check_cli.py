@@ -13,7 +13,7 @@ from pgtop_ha.collect.poller import Poller
 from pgtop_ha.collect.snapshot_cli import first_problem, nothing_reachable
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.judge.health import is_leader, is_up, routes
-from pgtop_ha.judge.verdicts import judge, worst
+from pgtop_ha.judge.verdicts import healthy, judge, worst
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.text import clean
 from pgtop_ha.models.thresholds import Band, Level
@@ -89,18 +89,13 @@ def status_line(code: int, verdicts: Sequence[Verdict], why: str | None, perf: S
     return f"{line} | {' '.join(perf)}" if perf else line
 
 
-def healthy(verdicts: Sequence[Verdict]) -> bool:
-    """Nothing wrong at all: no verdict above OK, within its grace or past it."""
-    return all(v.level == Level.OK for v in verdicts)
-
-
 async def _observe(
     settings: Settings, wait_s: float | None
 ) -> tuple[ClusterSnapshot, tuple[Verdict, ...], int]:
     """Poll once (or until healthy within ``wait_s``); the last snapshot, its verdicts and polls made."""
     poller = Poller.from_settings(settings, system_clock)
-    timeline = Timeline(pools=settings.haproxy.pools())
     pools = settings.haproxy.pools()
+    timeline = Timeline(pools=pools)
     deadline = time.monotonic() + (wait_s or 0.0)
     polls = 0
     try:

@@ -99,6 +99,7 @@ class Poller:
         proc: Path = Path("/proc"),
     ) -> None:
         self._settings = settings
+        self._pools = settings.haproxy.pools()
         self._clock = clock
         self._proc = proc
         self._patroni_http = patroni_http
@@ -202,17 +203,15 @@ class Poller:
 
     # -- sources --------------------------------------------------------------------------------
 
+    def _pooled(self, proxy: str) -> bool:
+        return self._pools.kind(proxy) is not None
+
     async def _read_stats(self, text: str) -> haproxy.StatsPage:
-        pools = self._settings.haproxy.pools()
-
-        def pooled(proxy: str) -> bool:
-            return pools.kind(proxy) is not None
-
         if len(text) < THREAD_STATS_BYTES:
-            page = haproxy.read_stats(text, pooled)
+            page = haproxy.read_stats(text, self._pooled)
         else:
             # A shared HAProxy's page of tens of thousands of rows must not hold up keys.
-            page = await asyncio.to_thread(haproxy.read_stats, text, pooled)
+            page = await asyncio.to_thread(haproxy.read_stats, text, self._pooled)
         self._note_routing(page.servers)
         return page
 

@@ -40,9 +40,10 @@ async def take_snapshot(
         snap = await poller.cycle()
     finally:
         await poller.aclose()
-    timeline = Timeline(pools=settings.haproxy.pools())
+    pools = settings.haproxy.pools()
+    timeline = Timeline(pools=pools)
     timeline.observe(snap)
-    verdicts = judge(snap, settings.thresholds, settings.haproxy.pools(), timeline.seen_checks())
+    verdicts = judge(snap, settings.thresholds, pools, timeline.seen_checks())
     return snap.model_copy(update={"verdicts": verdicts})
 
 

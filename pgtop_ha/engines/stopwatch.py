@@ -263,8 +263,7 @@ class Stopwatch:
             ended_at=at,
         )
         self._reports.append(report)
-        text = f"write outage {lasted:.1f} s: HAProxy routes writes to the leader {self._leader} again"
-        return [(None, _event(at, text, 1, self._leader)), (self._tag(), self._summary_event(report))]
+        return [_writes_back(at, lasted, self._leader), (self._tag(), self._summary_event(report))]
 
     def _start(self, snap: ClusterSnapshot, old: str) -> list[Tagged]:
         out: list[Tagged] = []
@@ -301,12 +300,9 @@ class Stopwatch:
         outage_from = upd.get("write_outage_from", r.write_outage_from)
         if ended is not None and r.write_outage_to is None and outage_from == ended:
             assert isinstance(outage_from, datetime)
-            upd.update(write_outage_to=at, write_outage_s=_secs(outage_from, at))
             lasted = _secs(outage_from, at)
-            # Each figure comes early in its line: the overview gives an event ~58 columns at 80
-            # and cut "…the leader node2 again: outag…".
-            text = f"write outage {lasted:.1f} s: HAProxy routes writes to the leader {leader} again"
-            out.append((None, _event(at, text, 1, leader)))
+            upd.update(write_outage_to=at, write_outage_s=lasted)
+            out.append(_writes_back(at, lasted, leader))
         if r.new_leader is None and leader is not None:
             upd.update(new_leader=leader, elected_at=at, election_s=_secs(r.lost_at, at))
             key_s = _secs(r.lost_at, at)
@@ -460,6 +456,13 @@ def client_outage(
     # Several runs of failures (writes flapping during the failover) read as one outage, first to last.
     last = None if None in ends else max(e for e in ends if e is not None)
     return min(s for s, _ in spans), last
+
+
+def _writes_back(at: datetime, lasted: float, leader: str | None) -> Tagged:
+    """The event that ends a write outage, with or without a leader change."""
+    # Each figure comes early in its line: the overview gives an event ~58 columns at 80.
+    text = f"write outage {lasted:.1f} s: HAProxy routes writes to the leader {leader} again"
+    return None, _event(at, text, 1, leader)
 
 
 def _event(at: datetime, text: str, severity: int, node: str | None) -> Event:

@@ -74,7 +74,7 @@ def leader_pg_ok(snap: ClusterSnapshot, leader: str) -> bool | None:
     state = node_state(n)
     if state == "unreachable":
         return False
-    if state not in ("fresh", "slow") or n.in_recovery is None:
+    if not _fresh(state) or n.in_recovery is None:
         return None
     if n.in_recovery and not (m is not None and is_standby_leader(m.role)):
         return False if state == "fresh" else None  # a kept (slow) answer proves nothing of now

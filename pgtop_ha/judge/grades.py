@@ -40,9 +40,13 @@ def drift_level(differs: bool) -> Level | None:
     return Level.WARN if differs else None
 
 
+# A source or a part that could not be read (an error row, a missing grant).
+UNREAD = Level.WARN
+
+
 def unread_level(unread: bool) -> Level | None:
-    """A source or a part that could not be read (an error row, a missing grant) is WARN."""
-    return Level.WARN if unread else None
+    """A source or a part that could not be read is UNREAD; one that was read is not graded."""
+    return UNREAD if unread else None
 
 
 def archiving_level(failing: bool) -> Level | None:
@@ -157,13 +161,6 @@ def pgpool_primary_level(pgpool_primary_not_leader: bool) -> Level | None:
 def pgpool_status_level(status: str | None) -> Level | None:
     """A backend pgpool-II keeps down or unused is WARN: no reads go there."""
     return Level.WARN if status in ("down", "unused") else None
-
-
-def heartbeat_level(never: bool, down: bool, stale: Level, slow: bool) -> Level:
-    """A node's mark in the header: never read or down CRIT, else its staleness, slow at least WARN."""
-    if never or down:
-        return Level.CRIT
-    return max(stale, Level.WARN) if slow else stale
 
 
 def probe_level(snapshot: ClusterSnapshot, probe: Probe) -> Level:

@@ -53,6 +53,11 @@ def worst(verdicts: Sequence[Verdict], *, settled: bool = False) -> Level:
     within its grace period makes it at least WARN: not recovered yet.
     """
     level = Level(max((v.level for v in verdicts if v.counts), default=Level.OK))
-    if settled and any(v.level > Level.OK for v in verdicts):
+    if settled and not healthy(verdicts):
         return max(level, Level.WARN)
     return level
+
+
+def healthy(verdicts: Sequence[Verdict]) -> bool:
+    """Nothing wrong at all: no verdict above OK, within its grace or past it."""
+    return all(v.level == Level.OK for v in verdicts)

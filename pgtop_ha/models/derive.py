@@ -482,16 +482,11 @@ def age_s(now: datetime, then: datetime | None) -> float | None:
     return max(0.0, (now - then).total_seconds())
 
 
-def _names(snapshot: ClusterSnapshot) -> list[str]:
-    """Member names in a stable order: Patroni's, then nodes Patroni did not list."""
+def member_names(snapshot: ClusterSnapshot) -> list[str]:
+    """Every member or node name in the snapshot, sorted: Patroni's, and nodes Patroni did not list."""
     names = [m.name for m in snapshot.members]
     names += [n.name for n in snapshot.nodes if n.name not in names]
     return sorted(names)
-
-
-def member_names(snapshot: ClusterSnapshot) -> list[str]:
-    """Every member or node name in the snapshot, sorted."""
-    return _names(snapshot)
 
 
 def permanent_slots(snapshot: ClusterSnapshot, *, logical_only: bool = False) -> dict[str, str]:

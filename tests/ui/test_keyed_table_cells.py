@@ -184,9 +184,7 @@ async def test_every_line_is_the_line_datatable_draws_scrolled_or_not() -> None:
             for y in range(table.size.height):
                 table._line_cache.clear()
                 # DataTable's line, less the column its right edge cuts (dropped whole instead).
-                want = table._drop_cut_columns(
-                    DataTable.render_line(table, y), 0, table.size.width, table._line_row(y)
-                )
+                want = table._drop_cut_columns(DataTable.render_line(table, y), 0, table.size.width, y)
                 table._line_cache.clear()
                 table._paint_style = table.rich_style  # as inside render_lines
                 got = table.render_line(y)

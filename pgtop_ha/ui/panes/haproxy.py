@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from pgtop_ha.judge.grades import unread_level
+from pgtop_ha.judge.grades import UNREAD
 from pgtop_ha.judge.health import is_up
 from pgtop_ha.judge.routing import pool_level, server_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
@@ -74,8 +74,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     "pool": cell("error"),
                     "backend": cell("stats"),
                     "server": cell(""),
-                    "health": state(unread_level(True) or Level.OK),
-                    "status": cell(snapshot.haproxy.error, unread_level(True)),
+                    "health": state(UNREAD),
+                    "status": cell(snapshot.haproxy.error, UNREAD),
                     **blanks("check", "sess", "total", "lastchg"),
                 },
             )

@@ -6,11 +6,11 @@ Read only while this pane is on screen (the "locks" need: one more part of the s
 from __future__ import annotations
 
 from pgtop_ha.judge.grades import (
+    UNREAD,
     blocker_level,
     lock_count_level,
     lock_mode_level,
     stopping_mode_level,
-    unread_level,
 )
 from pgtop_ha.judge.health import node_state
 from pgtop_ha.models.locks import blocking_trees
@@ -58,7 +58,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         reason = node.unavailable.get("locks")
         if reason:
             why = {**blanks(*(c.key for c in COLUMNS)), "node": cell(node.name)}
-            why["query"] = cell(reason, unread_level(True))
+            why["query"] = cell(reason, UNREAD)
             out.append(Row(key=f"{node.name}|why", node=node.name, cells=why))
             continue
         for line in blocking_trees(node.locks or ()):

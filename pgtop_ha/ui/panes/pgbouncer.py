@@ -6,7 +6,7 @@ sends writes to a replica.
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import unread_level
+from pgtop_ha.judge.grades import UNREAD
 from pgtop_ha.judge.health import patroni_view
 from pgtop_ha.judge.poolers import database_finding, pool_finding
 from pgtop_ha.models.derive import BouncerRates, bouncer_rates
@@ -74,9 +74,9 @@ def _state_row(b: PgBouncerState, columns: tuple[Column, ...]) -> Row:
         key=f"{b.name}|state",
         cells={
             "pooler": cell(shown(b.name, 32)),
-            "health": state(unread_level(True) or Level.OK),
+            "health": state(UNREAD),
             **blanks(*keys),
-            "detail": cell(shown(text), unread_level(True)),
+            "detail": cell(shown(text), UNREAD),
         },
     )
 

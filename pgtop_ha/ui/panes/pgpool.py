@@ -6,7 +6,7 @@ that address, so a primary that is not Patroni's leader or a node kept down read
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import pgpool_primary_level, pgpool_status_level, unread_level
+from pgtop_ha.judge.grades import UNREAD, pgpool_primary_level, pgpool_status_level
 from pgtop_ha.judge.health import is_leader, patroni_view, source_state
 from pgtop_ha.judge.poolers import missing_primary, node_finding
 from pgtop_ha.models.derive import select_rates
@@ -60,7 +60,7 @@ def _summary(p: PgpoolState, snapshot: ClusterSnapshot) -> Row:
         text = p.error or "not read yet"
         if source_state(True, p.slow_s) == "slow":
             text = f"waiting {duration(p.slow_s)}"
-        level = unread_level(True) or Level.OK
+        level = UNREAD
     else:
         patroni = patroni_view(snapshot)
         missing = missing_primary(p, patroni)

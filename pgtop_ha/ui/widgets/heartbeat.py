@@ -12,7 +12,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from pgtop_ha.engines.timeline import CALM_AFTER_S
-from pgtop_ha.judge.grades import heartbeat_level
+from pgtop_ha.judge.grades import reach_level
 from pgtop_ha.judge.health import member_state, node_state, stale_level, unreachable
 from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -37,19 +37,20 @@ def node_freshness(
         stamps.append(m.last_ok_at)
     if n is not None:
         stamps.append(n.last_ok_at)
-    never = not stamps or any(s is None for s in stamps)
+    if not stamps or any(s is None for s in stamps):
+        return reach_level(True, False), None  # never answered
     down, last = unreachable(m, n)
-    if never or down:
+    if down:
         # The age of what stopped answering, as its row says it: the /patroni read on its calm
         # cadence made a PostgreSQL down for 0 s read "✖5s", then "✖3s" on the next read.
-        return heartbeat_level(never, bool(down), Level.OK, False), None if never else age_s(now, last)
+        return reach_level(True, False), age_s(now, last)
     since = age_s(now, min(s for s in stamps if s is not None))
     # A member's own /patroni is read every patroni.calm_interval (5 s) while calm, as old by
     # design as stale_s.warn: a cycle that waited its budget for a frozen node1 made the header
     # read "node1 ▲5s node2 ▲5s node3 ▲5s" for a second, every healthy node a warning.
     level = stale_level(t, since) if stalled else Level.OK
     slow = (m is not None and member_state(m) == "slow") or (n is not None and node_state(n) == "slow")
-    return heartbeat_level(False, False, level, slow), since
+    return max(level, reach_level(False, slow)), since
 
 
 def _stalled_after(interval: float, t: Thresholds) -> float:

@@ -171,12 +171,10 @@ class KeyedTable(DataTable[CellText]):
         width = self.size.width
         scroll_x, scroll_y = self.scroll_offset
         if style is None or self.fixed_rows:
-            return self._drop_cut_columns(super().render_line(y), scroll_x, width, self._line_row(y))
-        row = self._line_row(y)
-        if y >= (self.header_height if self.show_header else 0):
-            y += scroll_y
-        line = self._render_line(y, scroll_x, scroll_x + width, style)
-        return self._drop_cut_columns(line, scroll_x, width, row)
+            return self._drop_cut_columns(super().render_line(y), scroll_x, width, y)
+        row_y = y + scroll_y if y >= (self.header_height if self.show_header else 0) else y
+        line = self._render_line(row_y, scroll_x, scroll_x + width, style)
+        return self._drop_cut_columns(line, scroll_x, width, y)
 
     def _line_row(self, y: int) -> int | None:
         """The row index line ``y`` of the view shows; -1 for the header, None past the rows."""
@@ -186,7 +184,7 @@ class KeyedTable(DataTable[CellText]):
         index = y - header + self.scroll_offset.y
         return index if index < self.row_count else None
 
-    def _drop_cut_columns(self, strip: Strip, scroll_x: int, width: int, row: int | None = None) -> Strip:
+    def _drop_cut_columns(self, strip: Strip, scroll_x: int, width: int, y: int | None = None) -> Strip:
         """A column the view's edges cut: dropped whole ("5m" must never stand for "5 ms"), or,
         for a text column with room left, cut with "…"."""
         if scroll_x == 0 and self.virtual_size.width <= width:
@@ -204,7 +202,7 @@ class KeyedTable(DataTable[CellText]):
                 ellipsis = str(column.key.value) in text and room >= MIN_TEXT_ROOM
                 right = max(left, width - self.cell_padding if ellipsis else start - scroll_x)
                 # Only a value that runs on past the edge ends in "…".
-                ellipsis = ellipsis and self._cell_width(row, index) > room
+                ellipsis = ellipsis and self._cell_width(y, index) > room
             start = stop
         if (left, right) == (0, width):
             return strip
@@ -218,8 +216,9 @@ class KeyedTable(DataTable[CellText]):
             parts.append(Strip.blank(width - right, style))
         return Strip.join(parts)
 
-    def _cell_width(self, row: int | None, column: int) -> int:
-        """Cells the value of ``row`` (-1: the header) in ``column`` takes; 0 when there is none."""
+    def _cell_width(self, y: int | None, column: int) -> int:
+        """Cells the value on view line ``y`` takes in ``column``; 0 when there is none."""
+        row = None if y is None else self._line_row(y)
         if row is None:
             return 0
         if row < 0:
