@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-
 from pgtop_ha.judge.grades import archiving_level
 from pgtop_ha.judge.health import archive_failing, archiver_level, ready_level
 from pgtop_ha.models.derive import age_s
-from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot
 from pgtop_ha.ui.format import age, age_step, count, sparkline
 from pgtop_ha.ui.panes.base import (
-    ROWS_KEPT,
     Column,
     Context,
     PaneSpec,
@@ -20,6 +16,7 @@ from pgtop_ha.ui.panes.base import (
     cell,
     name_column,
     num,
+    same_row,
     state,
 )
 
@@ -59,62 +56,34 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 )
             )
             continue
-        history: list[float | None] = []
-        for snap in ctx.history[-9:]:
-            old = snap.node(node.name)
-            history.append(None if old is None or old.archiver is None else old.archiver.ready_count)
-        history.append(a.ready_count)
-        out.append(
-            _archiver_row(
-                node.name,
-                archiver_level(ctx.thresholds, a),
-                a.ready_count,
-                ready_level(ctx.thresholds, a.ready_count),
-                a.segments_behind,
-                a.last_archived_wal,
-                age_step(age_s(ctx.now, a.last_archived_time)),
-                a.archived_count,
-                a.failed_count,
-                archive_failing(a),
-                age_step(age_s(ctx.now, a.last_failed_time)),
-                tuple(history),
-            )
-        )
+        out.append(_archiver_row(node.name, a, ctx))
     return out
 
 
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _archiver_row(
-    node: str,
-    level: Level,
-    ready: int | None,
-    ready_grade: Level,
-    behind: int | None,
-    last_wal: str | None,
-    ok_age: float | None,  # seconds since the last archived segment, as age_step
-    archived: int | None,
-    failed: int | None,
-    failing: bool,
-    fail_age: float | None,  # seconds since the last failure, as age_step
-    history: tuple[float | None, ...],  # .ready counts of the last snapshots, this one last
-) -> Row:
-    warn = archiving_level(failing)
-    return Row(
-        key=node,
-        node=node,
-        cells={
-            "node": cell(node),
-            "health": state(level),
-            "ready": num(count(ready), ready, ready_grade),
-            "behind": num(count(behind), behind),
-            "last": cell(last_wal or "-"),
-            "last_age": num(age(ok_age), ok_age),
-            "archived": num(count(archived), archived),
-            "failed": num(count(failed), failed, warn),
-            "failed_age": num(age(fail_age), fail_age, warn),
-            "trend": cell(sparkline(history), sort=ready or 0),
-        },
-    )
+def _archiver_row(node: str, a: Archiver, ctx: Context) -> Row:
+    """The row of one node's archiver, built from its model."""
+    history: list[float | None] = []
+    for snap in ctx.history[-9:]:
+        old = snap.node(node)
+        history.append(None if old is None or old.archiver is None else old.archiver.ready_count)
+    history.append(a.ready_count)
+    t = ctx.thresholds
+    warn = archiving_level(archive_failing(a))
+    ok_age = age_step(age_s(ctx.now, a.last_archived_time))  # stepped: the row repaints as its text changes
+    fail_age = age_step(age_s(ctx.now, a.last_failed_time))
+    cells = {
+        "node": cell(node),
+        "health": state(archiver_level(t, a)),
+        "ready": num(count(a.ready_count), a.ready_count, ready_level(t, a.ready_count)),
+        "behind": num(count(a.segments_behind), a.segments_behind),
+        "last": cell(a.last_archived_wal or "-"),
+        "last_age": num(age(ok_age), ok_age),
+        "archived": num(count(a.archived_count), a.archived_count),
+        "failed": num(count(a.failed_count), a.failed_count, warn),
+        "failed_age": num(age(fail_age), fail_age, warn),
+        "trend": cell(sparkline(history), sort=a.ready_count or 0),
+    }
+    return same_row(node, cells, node)
 
 
 PANE = PaneSpec(

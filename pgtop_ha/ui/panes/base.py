@@ -26,10 +26,8 @@ from pgtop_ha.ui.format import finite
 SortValue = float | str
 
 # On a quiet cluster a pane's rows come back the same each second, and the same Row object is
-# skipped by KeyedTable.apply unread; building and comparing them again was most of a pane's cost
-# each snapshot. So rows are cached: same_row() on their ready cells, or, in the
-# busiest panes, a builder cached (functools.lru_cache(maxsize=ROWS_KEPT)) on the plain values
-# that fully decide the row, which skips making the cells too. An age goes in as
+# skipped by KeyedTable.apply unread. So a row is built from its model and handed out through
+# same_row(), which gives back last time's object while the cells are equal; an age goes in as
 # format.age_step, so it changes when its shown text does.
 ROWS_KEPT = 512
 _T = TypeVar("_T")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 from pgtop_ha.judge.grades import UNREAD
 from pgtop_ha.judge.health import is_up
 from pgtop_ha.judge.routing import pool_level, server_level
@@ -11,7 +9,6 @@ from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, age_step, count
 from pgtop_ha.ui.panes.base import (
-    ROWS_KEPT,
     Column,
     Context,
     PaneSpec,
@@ -20,6 +17,7 @@ from pgtop_ha.ui.panes.base import (
     cell,
     name_column,
     num,
+    same_row,
     state,
 )
 
@@ -46,26 +44,9 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for proxy in sorted(backends, key=lambda p: (rank.get(ctx.pools.kind(p) or "", 2), p)):
         kind = ctx.pools.kind(proxy)
         servers = backends[proxy]
-        up = sum(1 for s in servers if is_up(s))
         levels = [server_level(snapshot, kind, s) for s in servers]
-        worst = pool_level(kind, servers, levels)
-        sessions = sum(s.sessions or 0 for s in servers)
-        out.append(_pool_row(proxy, kind, worst, up, len(servers), sessions))
-        for srv, level in zip(servers, levels, strict=True):
-            out.append(
-                _server_row(
-                    proxy,
-                    kind,
-                    level,
-                    srv.server,
-                    srv.member,
-                    srv.status,
-                    srv.check_status,
-                    srv.sessions,
-                    srv.sessions_total,
-                    age_step(srv.last_change_s),
-                )
-            )
+        out.append(_pool_row(proxy, kind, servers, pool_level(kind, servers, levels)))
+        out.extend(_server_row(kind, srv, level) for srv, level in zip(servers, levels, strict=True))
     if snapshot.haproxy.error:
         out.append(
             Row(
@@ -94,53 +75,40 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return out
 
 
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _pool_row(proxy: str, kind: str | None, worst: Level, up: int, servers: int, sessions: int) -> Row:
-    return Row(
-        key=f"{proxy}|",
-        cells={
-            "pool": cell(kind or "other"),
-            "backend": cell(proxy),
-            "server": cell("(pool)"),
-            "health": state(worst),
-            "status": cell(f"{up}/{servers} UP"),
-            "check": cell(""),
-            "sess": num(count(sessions), sessions),
-            "total": cell(""),
-            "lastchg": cell(""),
-        },
-    )
+def _pool_row(proxy: str, kind: str | None, servers: list[HAProxyServer], worst: Level) -> Row:
+    """The summary row of one backend: how many servers are up, and their sessions."""
+    up = sum(1 for s in servers if is_up(s))
+    sessions = sum(s.sessions or 0 for s in servers)
+    cells = {
+        "pool": cell(kind or "other"),
+        "backend": cell(proxy),
+        "server": cell("(pool)"),
+        "health": state(worst),
+        "status": cell(f"{up}/{len(servers)} UP"),
+        "check": cell(""),
+        "sess": num(count(sessions), sessions),
+        "total": cell(""),
+        "lastchg": cell(""),
+    }
+    return same_row(f"{proxy}|", cells)
 
 
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _server_row(
-    proxy: str,
-    kind: str | None,
-    level: Level,
-    server: str,
-    member: str | None,  # when the server is not named as its member (models/servers.py)
-    status: str | None,
-    check_status: str | None,
-    sessions: int | None,
-    sessions_total: int | None,
-    changed: float | None,  # seconds since the last change, as age_step
-) -> Row:
-    return Row(
-        key=f"{proxy}|{server}",
-        node=member or server,
-        cells={
-            "pool": cell(kind or "other"),
-            "backend": cell(proxy),
-            # The member's name, as everywhere else on screen; HAProxy's own is in the events.
-            "server": cell(member or server),
-            "health": state(level),
-            "status": cell(status or "?", level if level > Level.OK else None),
-            "check": cell(check_status or "-"),
-            "sess": num(count(sessions), sessions),
-            "total": num(count(sessions_total), sessions_total),
-            "lastchg": num(age(changed), changed),
-        },
-    )
+def _server_row(kind: str | None, srv: HAProxyServer, level: Level) -> Row:
+    """The row of one server, built from its model and its grade."""
+    changed = age_step(srv.last_change_s)  # stepped: the row repaints as its text changes
+    cells = {
+        "pool": cell(kind or "other"),
+        "backend": cell(srv.proxy),
+        # The member's name, as everywhere else on screen; HAProxy's own is in the events.
+        "server": cell(srv.member or srv.server),
+        "health": state(level),
+        "status": cell(srv.status or "?", level if level > Level.OK else None),
+        "check": cell(srv.check_status or "-"),
+        "sess": num(count(srv.sessions), srv.sessions),
+        "total": num(count(srv.sessions_total), srv.sessions_total),
+        "lastchg": num(age(changed), changed),
+    }
+    return same_row(f"{srv.proxy}|{srv.server}", cells, srv.member or srv.server)
 
 
 PANE = PaneSpec(

@@ -6,10 +6,9 @@ import functools
 
 from pgtop_ha.judge.grades import hugepages_level
 from pgtop_ha.models.derive import shared_memory_on_hugepages
-from pgtop_ha.models.snapshot import ClusterSnapshot, HugePages, NodeSnapshot, Process
+from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Process
 from pgtop_ha.ui.format import count, human_bytes
 from pgtop_ha.ui.panes.base import (
-    ROWS_KEPT,
     Column,
     Context,
     PaneSpec,
@@ -18,6 +17,7 @@ from pgtop_ha.ui.panes.base import (
     cell,
     name_column,
     num,
+    same_row,
 )
 
 TOP = 8
@@ -61,22 +61,15 @@ def _total(node: NodeSnapshot) -> Row:
     note = node.unavailable.get("processes.memory")
     if note is None and node.memory_source:
         note = f"via {node.memory_source}"
-    return _total_row(node.name, len(node.processes), note or "", _sums(node.processes))
-
-
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _total_row(node: str, procs: int, note: str, sums: tuple[int | None, ...]) -> Row:
-    return Row(
-        key=f"{node}|total",
-        node=node,
-        cells={
-            "node": cell(node),
-            "pid": num("", None),
-            "what": cell(f"TOTAL {procs} procs"),  # HugePages: the row below (_hugepages)
-            "state": cell(note),
-            **{key: num(human_bytes(v), v) for (key, _), v in zip(_SIZES, sums, strict=True)},
-        },
-    )
+    sums = _sums(node.processes)
+    cells = {
+        "node": cell(node.name),
+        "pid": num("", None),
+        "what": cell(f"TOTAL {len(node.processes)} procs"),  # HugePages: the row below (_hugepages)
+        "state": cell(note or ""),
+        **{key: num(human_bytes(v), v) for (key, _), v in zip(_SIZES, sums, strict=True)},
+    }
+    return same_row(f"{node.name}|total", cells, node.name)
 
 
 def _hugepages(node: NodeSnapshot) -> Row | None:
@@ -84,11 +77,6 @@ def _hugepages(node: NodeSnapshot) -> Row | None:
     h = node.hugepages
     if h is None or (not h.total and h.setting in (None, "off")):
         return None
-    return _hugepages_row(node.name, h)
-
-
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _hugepages_row(node: str, h: HugePages) -> Row:
     used = shared_memory_on_hugepages(h)
     size = human_bytes(h.size_bytes) if h.size_bytes else "?"
     text = f"HugePages {count(h.total)} × {size}: {count(h.free)} free, {count(h.reserved)} reserved"
@@ -97,39 +85,31 @@ def _hugepages_row(node: str, h: HugePages) -> Row:
         text += f", {count(h.shared_memory_pages)} needed"
     # huge_pages=try falling back to normal pages is silent in PostgreSQL: say it.
     level = hugepages_level(h, used)
-    return Row(
-        key=f"{node}|hugepages",
-        node=node,
-        cells={
-            "node": cell(node),
-            "pid": num("", None),
-            "what": cell(text),
-            "state": cell(f"{h.setting or '?'}: {state}", level),
-            **{key: num("", None) for key, _ in _SIZES},
-        },
-    )
+    cells = {
+        "node": cell(node.name),
+        "pid": num("", None),
+        "what": cell(text),
+        "state": cell(f"{h.setting or '?'}: {state}", level),
+        **{key: num("", None) for key, _ in _SIZES},
+    }
+    return same_row(f"{node.name}|hugepages", cells, node.name)
 
 
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _process_row(
-    node: str, rank: int, pid: int | None, what: str, state: str | None, sizes: tuple[int | None, ...]
-) -> Row:
-    # Memory is read every 15 s on the dashboard: between reads the same rows come back, and
-    # the same Row object lets the table skip them (KeyedTable.apply), not rebuild 9 cells each.
-    # Keyed by rank, not pid: two backends of near-equal Pss trade the last place every few
-    # seconds, and a row removed and another added re-laid out the whole screen each time
-    # ; now the place's cells change, one row repaints.
-    return Row(
-        key=f"{node}|#{rank}",
-        node=node,
-        cells={
-            "node": cell(node),
-            "pid": num(count(pid), pid),
-            "what": cell(what),
-            "state": cell(state or "-"),
-            **{key: num(human_bytes(v), v) for (key, _), v in zip(_SIZES, sizes, strict=True)},
-        },
-    )
+def _process_row(node: str, rank: int, p: Process) -> Row:
+    """The row of the node's rank-th process by Pss, built from its model."""
+    what = p.backend_type or "?"
+    if p.application_name:
+        what += f" ({p.application_name})"
+    cells = {
+        "node": cell(node),
+        "pid": num(count(p.pid), p.pid),
+        "what": cell(what),
+        "state": cell(p.state or "-"),
+        **{key: num(human_bytes(getattr(p, attr)), getattr(p, attr)) for key, attr in _SIZES},
+    }
+    # Keyed by rank, not pid: two backends of near-equal Pss trade places often, and a row
+    # removed and another added re-lays out the table; a rank's cells changing repaints one row.
+    return same_row(f"{node}|#{rank}", cells, node)
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
@@ -156,12 +136,7 @@ def _node_rows(node: NodeSnapshot) -> list[Row]:
     if huge is not None:
         out.append(huge)
     ranked = sorted(node.processes, key=lambda p: p.pss_bytes or 0, reverse=True)[:TOP]
-    for rank, p in enumerate(ranked, 1):
-        what = p.backend_type or "?"
-        if p.application_name:
-            what += f" ({p.application_name})"
-        sizes = tuple(getattr(p, attr) for _, attr in _SIZES)
-        out.append(_process_row(node.name, rank, p.pid, what, p.state, sizes))
+    out.extend(_process_row(node.name, rank, p) for rank, p in enumerate(ranked, 1))
     return out
 
 

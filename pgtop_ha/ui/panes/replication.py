@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 from pgtop_ha.judge.grades import receiver_level, silent_standby_level, walsender_level
 from pgtop_ha.judge.health import lag_level
 from pgtop_ha.models.derive import REPLY_ON_TIME_S, age_s, stage_lag_seconds, standby_silent
@@ -11,7 +9,7 @@ from pgtop_ha.models.servers import member_listening
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, age_step, duration, human_bytes, sparkline
-from pgtop_ha.ui.panes.base import ROWS_KEPT, Column, Context, PaneSpec, Row, cell, name_column, num, state
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, name_column, num, same_row, state
 
 COLUMNS = (
     name_column("upstream", "From"),
@@ -46,75 +44,45 @@ def _history(ctx: Context, upstream: str, name: str) -> list[float | None]:
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """One row per walsender on every reachable node (the primary, and cascading standbys)."""
-    out = []
+    out: list[Row] = []
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         if not node.reachable:
             continue
-        for r in node.replication:
-            name = _name(r)
-            lag_s = stage_lag_seconds(r, ctx.now)  # a caught-up stage is 0 s, not "-" (models/derive.py)
-            level = lag_level(ctx.thresholds, r.replay_lag_bytes, lag_s[2])
-            if r.state not in (None, "streaming") or standby_silent(r, ctx.now):
-                level = silent_standby_level(level)  # the Reply column says for how long
-            out.append(
-                _walsender_row(
-                    node.name,
-                    name,
-                    level,
-                    r.state,
-                    r.sync_state,
-                    (r.sent_lag_bytes, r.write_lag_bytes, r.flush_lag_bytes, r.replay_lag_bytes),
-                    lag_level(ctx.thresholds, r.replay_lag_bytes),
-                    lag_s,
-                    lag_level(ctx.thresholds, None, lag_s[2]),
-                    age_step(age_s(ctx.now, r.reply_time), REPLY_ON_TIME_S),
-                    (*_history(ctx, node.name, name), r.replay_lag_bytes),
-                )
-            )
+        out.extend(_walsender_row(node.name, r, ctx) for r in node.replication)
     covered = {r.node for r in out}
     out.extend(_standby_side(snapshot, covered))
     return out
 
 
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _walsender_row(
-    upstream: str,
-    name: str,
-    level: Level,
-    state_: str | None,
-    sync: str | None,
-    lag_bytes: tuple[int | None, int | None, int | None, int | None],  # sent, write, flush, replay
-    replay_grade: Level,
-    lag_s: tuple[float | None, float | None, float | None],  # write, flush, replay
-    replay_s_grade: Level,
-    reply: float | None,  # seconds since the standby's last reply, as age_step (floor 10 s)
-    trend: tuple[int | None, ...],  # replay lag bytes of the last snapshots, this one last
-) -> Row:
-    sent, write, flush, replay = lag_bytes
-    write_s, flush_s, replay_s = lag_s
-    return Row(
-        key=f"{upstream}|{name}",
-        node=name,
-        cells={
-            "upstream": cell(upstream),
-            "standby": cell(name),
-            "health": state(level),
-            "state": cell(state_ or "?", walsender_level(state_)),
-            "sync": cell(sync or "?"),
-            "sent": num(human_bytes(sent), sent),
-            "write": num(human_bytes(write), write),
-            "flush": num(human_bytes(flush), flush),
-            "replay": num(human_bytes(replay), replay, replay_grade),
-            "write_s": num(duration(write_s), write_s),
-            "flush_s": num(duration(flush_s), flush_s),
-            "replay_s": num(duration(replay_s), replay_s, replay_s_grade),
-            # A standby replies at least every wal_receiver_status_interval (10 s by default):
-            # a younger reply is on time, and its age ticking each second repainted the row
-            # every second for nothing.
-            "reply": num(age(reply, floor=REPLY_ON_TIME_S), reply),
-            "trend": cell(sparkline(trend), sort=replay or 0),
-        },
-    )
+def _walsender_row(upstream: str, r: Replication, ctx: Context) -> Row:
+    """The row of one walsender, built from its model."""
+    name = _name(r)
+    t = ctx.thresholds
+    write_s, flush_s, replay_s = stage_lag_seconds(r, ctx.now)  # a caught-up stage is 0 s, not "-"
+    level = lag_level(t, r.replay_lag_bytes, replay_s)
+    if r.state not in (None, "streaming") or standby_silent(r, ctx.now):
+        level = silent_standby_level(level)  # the Reply column says for how long
+    # A standby replies at least every wal_receiver_status_interval (10 s by default): an age
+    # below that is on time, shown as such so the row does not repaint every second.
+    reply = age_step(age_s(ctx.now, r.reply_time), REPLY_ON_TIME_S)
+    trend = (*_history(ctx, upstream, name), r.replay_lag_bytes)
+    cells = {
+        "upstream": cell(upstream),
+        "standby": cell(name),
+        "health": state(level),
+        "state": cell(r.state or "?", walsender_level(r.state)),
+        "sync": cell(r.sync_state or "?"),
+        "sent": num(human_bytes(r.sent_lag_bytes), r.sent_lag_bytes),
+        "write": num(human_bytes(r.write_lag_bytes), r.write_lag_bytes),
+        "flush": num(human_bytes(r.flush_lag_bytes), r.flush_lag_bytes),
+        "replay": num(human_bytes(r.replay_lag_bytes), r.replay_lag_bytes, lag_level(t, r.replay_lag_bytes)),
+        "write_s": num(duration(write_s), write_s),
+        "flush_s": num(duration(flush_s), flush_s),
+        "replay_s": num(duration(replay_s), replay_s, lag_level(t, None, replay_s)),
+        "reply": num(age(reply, floor=REPLY_ON_TIME_S), reply),
+        "trend": cell(sparkline(trend), sort=r.replay_lag_bytes or 0),
+    }
+    return same_row(f"{upstream}|{name}", cells, name)
 
 
 def _standby_side(snapshot: ClusterSnapshot, covered: set[str | None]) -> list[Row]:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import functools
-
 from pgtop_ha.judge.grades import permanent_slot_absent_level, wal_status_level
 from pgtop_ha.judge.health import is_leader, retained_level, slot_level
 from pgtop_ha.models.derive import SlotRates, slot_presence, slot_rates
-from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.snapshot import ClusterSnapshot, Slot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import fit_name, human_bytes, rate
 from pgtop_ha.ui.panes.base import (
     NAME_WIDTH,
-    ROWS_KEPT,
     Cell,
     Column,
     Context,
@@ -49,22 +46,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if not node.reachable:
             continue
         for slot in node.slots:
-            slot_rate = rates.get((node.name, slot.slot_name), _NO_RATES)
-            out.append(
-                _slot_row(
-                    node.name,
-                    slot.slot_name,
-                    slot_level(ctx.thresholds, slot),
-                    slot.slot_type,
-                    slot.active,
-                    slot.retained_bytes,
-                    retained_level(ctx.thresholds, slot.retained_bytes),
-                    slot.wal_status,
-                    slot.safe_wal_size,
-                    slot_rate.spill_bytes_s,
-                    slot_rate.stream_bytes_s,
-                )
-            )
+            out.append(_slot_row(node.name, slot, ctx, rates.get((node.name, slot.slot_name), _NO_RATES)))
         out.extend(more_row(COLUMNS, node.name, len(node.slots), node.slots_total, "more slots"))
     return out
 
@@ -72,36 +54,22 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 _NO_RATES = SlotRates()
 
 
-@functools.lru_cache(maxsize=ROWS_KEPT)
-def _slot_row(
-    node: str,
-    slot: str,
-    level: Level,
-    slot_type: str | None,
-    active: bool | None,
-    retained: int | None,
-    retained_grade: Level,
-    wal_status: str | None,
-    safe: int | None,
-    spill: float | None,
-    stream: float | None,
-) -> Row:
-    return Row(
-        key=f"{node}|{slot}",
-        node=node,
-        cells={
-            "node": cell(node),
-            "slot": cell(slot),
-            "health": state(level),
-            "type": cell(slot_type or "?"),
-            "active": cell("yes" if active else "no" if active is False else "?"),
-            "retained": num(human_bytes(retained), retained, retained_grade),
-            "wal_status": cell(wal_status or "-", wal_status_level(wal_status)),
-            "safe": num(human_bytes(safe, signed=True), safe),
-            "spill": num(rate(spill), spill),
-            "stream": num(rate(stream), stream),
-        },
-    )
+def _slot_row(node: str, slot: Slot, ctx: Context, rates: SlotRates) -> Row:
+    """The row of one slot, built from its model and its decoding rates."""
+    active, retained = slot.active, slot.retained_bytes
+    cells = {
+        "node": cell(node),
+        "slot": cell(slot.slot_name),
+        "health": state(slot_level(ctx.thresholds, slot)),
+        "type": cell(slot.slot_type or "?"),
+        "active": cell("yes" if active else "no" if active is False else "?"),
+        "retained": num(human_bytes(retained), retained, retained_level(ctx.thresholds, retained)),
+        "wal_status": cell(slot.wal_status or "-", wal_status_level(slot.wal_status)),
+        "safe": num(human_bytes(slot.safe_wal_size, signed=True), slot.safe_wal_size),
+        "spill": num(rate(rates.spill_bytes_s), rates.spill_bytes_s),
+        "stream": num(rate(rates.stream_bytes_s), rates.stream_bytes_s),
+    }
+    return same_row(f"{node}|{slot.slot_name}", cells, node)
 
 
 def _member_keys(members: tuple[str, ...]) -> list[tuple[str, str]]:
