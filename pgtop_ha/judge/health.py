@@ -12,6 +12,7 @@ from math import isfinite
 from typing import Literal
 
 from pgtop_ha.judge.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
+from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
 from pgtop_ha.models.derive import member_names, permanent_slots
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
 from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined
@@ -354,6 +355,10 @@ def member_problems(
             )
     if m is not None and m.pending_restart:
         out.append(Problem(Level.WARN, name, "pending restart", rule="patroni.pending-restart"))
+    if n is not None and (why := postgres_unsupported(n.server_version)):
+        out.append(Problem(Level.WARN, name, why, "PG version unsupported", rule="postgres.unsupported"))
+    if m is not None and (why := patroni_unsupported(m.patroni_version)):
+        out.append(Problem(Level.WARN, name, why, "Patroni version unsupported", rule="patroni.unsupported"))
     return out
 
 

@@ -20,6 +20,8 @@ RULES: dict[str, str] = {
     "patroni.unlisted": "a member is not in Patroni's /cluster",
     "patroni.state": "a member's Patroni state is not running or streaming",
     "patroni.pending-restart": "a member needs a restart for a changed parameter",
+    "patroni.unsupported": "a member runs a Patroni outside the supported 3.3-4.1",
+    "postgres.unsupported": "a member runs a PostgreSQL outside the supported 14-18",
     "patroni.paused": "the cluster is in maintenance mode: no automatic failover",
     "patroni.dcs-stale": "a member's Patroni has not reached the DCS for two loop_wait",
     "role.leader-in-recovery": "Patroni's leader is in recovery",

@@ -20,6 +20,7 @@ from pgtop_ha.lab.layout import (
     member_names,
     saved_layout,
 )
+from pgtop_ha.lab.versions import patroni_minor, postgres_major
 from pgtop_ha.settings import ENV_PREFIX, load_settings
 
 
@@ -83,6 +84,19 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
         help="HAProxy's server names: the members' (default), or addresses as in Patroni's example "
         "haproxy.cfg (postgresql_127.0.0.1_PORT, stats show-legends); a new lab only",
     )
+    up.add_argument(
+        "--postgres",
+        default=None,
+        metavar="N",
+        help="PostgreSQL major, 14 to 18: Debian's build where installed, else PyPI's (downloaded once);"
+        " a new lab only",
+    )
+    up.add_argument(
+        "--patroni",
+        default=None,
+        metavar="X.Y",
+        help="Patroni 3.3, 4.0 or 4.1, each in its own venv (default: the one installed); a new lab only",
+    )
     status = _lab_parser(sub, "status", "members with role, state, ports and PIDs")
     status.add_argument("--json", action="store_true", help="as JSON")
     _lab_parser(sub, "down", "stop everything the lab started and remove its state")
@@ -141,6 +155,10 @@ def layout_from(args: argparse.Namespace) -> Layout:
     names_text: str | None = getattr(args, "names", None)
     names = member_names(names_text) if names_text is not None else None
     servers: str | None = getattr(args, "haproxy_servers", None)
+    postgres_text: str | None = getattr(args, "postgres", None)
+    postgres = postgres_major(postgres_text) if postgres_text is not None else None
+    patroni_text: str | None = getattr(args, "patroni", None)
+    patroni = patroni_minor(patroni_text) if patroni_text is not None else None
     saved = saved_layout(state)
     if saved is not None:
         if explicit is not None and explicit != saved.base_port:
@@ -158,12 +176,21 @@ def layout_from(args: argparse.Namespace) -> Layout:
                 f"--haproxy-servers {servers} disagrees with the lab in {state} "
                 f"({saved.haproxy_servers}); omit it, or `lab down` and remove {state} first"
             )
+        versions = (("--postgres", postgres, saved.postgres), ("--patroni", patroni, saved.patroni))
+        for flag, given, kept in versions:
+            if given is not None and given != kept:
+                raise UserError(
+                    f"{flag} {given} disagrees with the lab in {state} ({kept or 'the default'}); "
+                    f"omit it, or `lab down` first"
+                )
         return saved
     return Layout(
         base_port=lab.base_port if explicit is None else explicit,
         state_dir=state,
         names=names or NODE_NAMES,
         haproxy_servers=servers or "members",
+        postgres=postgres,
+        patroni=patroni,
     )
 
 
@@ -266,6 +293,7 @@ def _print_status(lab: Any, as_json: bool) -> int:
                 for name in lab.poolers()
             },
             "console_config": str(lab.layout.console_config),
+            "versions": lab.versions(),
         }
         print(json.dumps(doc, indent=2))
         return 0
@@ -284,6 +312,8 @@ def _print_status(lab: Any, as_json: bool) -> int:
         f"writer 127.0.0.1:{lab.layout.writer_port}  reader 127.0.0.1:{lab.layout.reader_port}  "
         f"stats {lab.layout.stats_url}"
     )
+    for what, text in lab.versions().items():
+        print(f"{what}: {text}")
     ports = {"pgbouncer": lab.layout.pgbouncer_port, "pgpool": lab.layout.pgpool_port}
     if lab.poolers():
         print("  ".join(f"{name} 127.0.0.1:{ports[name]}" for name in lab.poolers()))

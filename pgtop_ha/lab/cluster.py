@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import httpx
 
 from pgtop_ha.errors import UserError
-from pgtop_ha.lab import configs, poolers, procs, secrets
+from pgtop_ha.lab import configs, poolers, procs, secrets, versions
 from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, SUPERUSER, Layout, saved_layout
 from pgtop_ha.lab.progress import Progress
 from pgtop_ha.lab.tools import Tools, find_tools
@@ -146,12 +147,14 @@ class Lab:
             return False
         return True
 
-    def patroni_python(self) -> str:
+    def patroni_python(self, note: Callable[[str], None] | None = None) -> str:
         """An interpreter with Patroni that the lab user can run (checked, never assumed).
 
-        Ours, when the lab user can read it; else (a checkout under /root, say) a small runtime
-        under /var/lib/pgtop-ha made once with Debian's python3 and the same Patroni version.
+        The version `lab up --patroni` chose, in its own venv; else ours, when the lab user can read
+        it; else (a checkout under /root, say) a runtime made once with the same Patroni version.
         """
+        if self.layout.patroni is not None:
+            return str(versions.ensure_patroni(self.layout.patroni, note or (lambda _: None)))
         if self._can_run_patroni(sys.executable):
             return sys.executable
         runtime = RUNTIME_DIR / "bin" / "python"
@@ -193,6 +196,14 @@ class Lab:
             raise UserError(f"{LAB_USER} still cannot run Patroni from {RUNTIME_DIR}; check its permissions")
         return str(runtime)
 
+    def tools(self, note: Callable[[str], None] | None = None) -> Tools:
+        """The lab's binaries, its PostgreSQL version's; ``note`` allows fetching that build."""
+        return find_tools(self.layout.postgres, note)
+
+    def env(self, index: int) -> dict[str, str]:
+        """Environment of node ``index``'s Patroni and of pgBackRest run for it."""
+        return configs.patroni_env(self.layout, index, self.tools().pg_lib)
+
     def cluster(self, timeout: float = 2.0) -> dict[str, Any] | None:
         """Patroni's GET /cluster from the first member that answers."""
         for i in range(len(self.layout.names)):
@@ -215,6 +226,32 @@ class Lab:
         except (httpx.HTTPError, ValueError):
             return None
         return state if isinstance(state, str) else None
+
+    def versions(self) -> dict[str, str]:
+        """What runs: PostgreSQL and its build, Patroni per member, and the archive command with why."""
+        tools = self.tools()
+        major = tools.pg_version
+        build = f"Debian's, {tools.pg_bin}" if tools.pg_lib is None else f"PyPI build, {tools.pg_bin}"
+        out = {"postgres": f"{major} ({build})"}
+        seen = []
+        for i, name in enumerate(self.layout.names):
+            try:
+                doc = httpx.get(f"{self.layout.patroni_url(i)}/patroni", timeout=2, trust_env=False).json()
+                seen.append(f"{name} {doc.get('patroni', {}).get('version', '?')}")
+            except (httpx.HTTPError, ValueError, AttributeError):
+                seen.append(f"{name} not answering")
+        out["patroni"] = ", ".join(seen)
+        known = versions.pgbackrest_version(tools.pgbackrest)
+        shown = ".".join(map(str, known)) if known else "?"
+        if tools.pgbackrest_archives():
+            out["archive"] = f"{configs.ARCHIVE_COMMAND} (pgBackRest {shown} knows PostgreSQL {major})"
+        else:
+            out["archive"] = (
+                f"{configs.archive_command(self.layout, tools)} (pgBackRest {shown} cannot archive "
+                f"PostgreSQL {major}: it needs {'.'.join(map(str, versions.PGBACKREST_KNOWS[major]))}; "
+                "the pgBackRest pane is left out)"
+            )
+        return out
 
     def leader(self) -> str | None:
         """The member /cluster calls leader."""
@@ -254,7 +291,7 @@ class Lab:
         """Run SQL on a node (or any lab ``port``) as the superuser; psql's unaligned output."""
         i = node if isinstance(node, int) else self.index(node)
         port = port or self.layout.pg_port(i)
-        tools = find_tools()
+        tools = self.tools()
         result = subprocess.run(
             [str(tools.psql), "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
              "-p", str(port), "-U", SUPERUSER, "-d", dbname, "-c", sql],
@@ -274,7 +311,7 @@ class Lab:
         with_ = tuple(dict.fromkeys((*self.poolers(), *with_)))
         progress = Progress(total=8 if with_ else 7, out=self.out)
         progress.step("checking binaries, ports and the lab user")
-        tools = find_tools()
+        tools = self.tools(progress.note)
         poolers.check_installed(with_)
         state = self.layout.state_dir
         if state.exists() and any(state.iterdir()) and not self.exists():
@@ -288,7 +325,7 @@ class Lab:
                 f"omit --base-port or give --base-port {saved.base_port}"
             )
         self._check_ports(with_)
-        python = self.patroni_python() if self._patroni_missing() else sys.executable
+        python = self.patroni_python(progress.note) if self._patroni_missing() else sys.executable
 
         progress.step(f"preparing {state} (PostgreSQL {tools.pg_version})")
         self._prepare(tools)
@@ -303,7 +340,8 @@ class Lab:
         self._wait_members(progress, timeout=240)
 
         progress.step("pgBackRest stanza and HAProxy")
-        self._stanza(tools)
+        if tools.pgbackrest_archives():
+            self._stanza(tools)
         self._start_haproxy(tools, progress)
 
         progress.step(f"loading {COPY_TABLE} ({rows:,} rows) and pgbench tables")
@@ -313,7 +351,9 @@ class Lab:
             progress.step(f"starting {' and '.join(with_)}")
             self.start_poolers(with_, progress)
         progress.step("writing the console config")
-        self.layout.console_config.write_text(configs.console_config(self.layout, with_))
+        self.layout.console_config.write_text(
+            configs.console_config(self.layout, with_, pgbackrest=tools.pgbackrest_archives())
+        )
         # Patroni restarts each replica once to create the permanent slot there: wait it out.
         self._wait_members(progress, timeout=240)
         progress.done(
@@ -357,7 +397,8 @@ class Lab:
         passwords = secrets.ensure(layout)
         run_dir = self.lab_dir(layout.run_dir)
         self.lab_dir(layout.log_dir, 0o755)
-        for sub in ("data", "etcd", "pgbackrest", "pgbackrest/repo", "pgbackrest/spool"):
+        for sub in ("data", "etcd", "pgbackrest", "pgbackrest/repo", "pgbackrest/repo/wal",
+                    "pgbackrest/spool"):  # fmt: skip
             self.lab_dir(layout.state_dir / sub)
         self.lab_dir(layout.log_dir / "pgbackrest")
         for name in self.layout.names:
@@ -375,10 +416,11 @@ class Lab:
         self.lab_file(layout.state_dir / "bootstrap.sql", configs.bootstrap_sql(passwords))
         self.lab_file(layout.state_dir / "role-change.sh", poolers.role_change_script(layout), 0o755)
         self.lab_file(layout.state_dir / "bootstrap.sh", configs.bootstrap_script(layout, tools.psql), 0o700)
+        archive = configs.archive_command(layout, tools)
         for i, name in enumerate(self.layout.names):
             self.lab_file(
                 layout.state_dir / f"patroni-{name}.yml",
-                configs.patroni_config(layout, i, passwords, tools.pg_bin),
+                configs.patroni_config(layout, i, passwords, tools.pg_bin, archive),
             )
 
     def _start_etcd(self, tools: Tools, progress: Progress) -> None:
@@ -408,10 +450,10 @@ class Lab:
         if running:
             return running
         i = self.index(name)
-        env = configs.patroni_env(self.layout, i)
+        env = self.env(i)
         proc = procs.spawn(
             [
-                python or sys.executable,
+                python or (self.patroni_python() if self.layout.patroni else sys.executable),
                 "-m",
                 "patroni",
                 str(self.layout.state_dir / f"patroni-{name}.yml"),
@@ -453,7 +495,7 @@ class Lab:
         if marker.exists():
             return
         i = self.leader_index()
-        env = configs.patroni_env(self.layout, i)
+        env = self.env(i)
         failure = ""
 
         def created() -> bool:

@@ -20,6 +20,7 @@ from pgtop_ha.lab.layout import (
     Layout,
 )
 from pgtop_ha.lab.secrets import scram_verifier
+from pgtop_ha.lab.tools import Tools
 
 STANZA = "lab"
 ARCHIVE_COMMAND = f"pgbackrest --stanza={STANZA} archive-push %p"
@@ -43,7 +44,17 @@ def etcd_argv(layout: Layout, etcd: str) -> list[str]:
     ]  # fmt: skip
 
 
-def patroni_config(layout: Layout, index: int, passwords: dict[str, str], bin_dir: Path) -> str:
+def archive_command(layout: Layout, tools: Tools) -> str:
+    """pgBackRest's archive-push where it knows this PostgreSQL, else a copy into the repo's wal/."""
+    if tools.pgbackrest_archives():
+        return ARCHIVE_COMMAND
+    target = layout.state_dir / "pgbackrest" / "repo" / "wal"
+    return f"test ! -f {target}/%f && cp %p {target}/%f"
+
+
+def patroni_config(
+    layout: Layout, index: int, passwords: dict[str, str], bin_dir: Path, archive: str = ARCHIVE_COMMAND
+) -> str:
     """Patroni's configuration for node ``index`` (JSON, which YAML readers accept)."""
     name = layout.names[index]
     conf: dict[str, Any] = {
@@ -75,7 +86,7 @@ def patroni_config(layout: Layout, index: int, passwords: dict[str, str], bin_di
                         "wal_keep_size": "128MB",
                         "wal_log_hints": "on",
                         "archive_mode": "on",
-                        "archive_command": ARCHIVE_COMMAND,
+                        "archive_command": archive,
                         # pg_prewarm's autoprewarm worker reloads the buffer cache after a restart.
                         "shared_preload_libraries": "pg_stat_statements,pg_prewarm",
                         "track_io_timing": "on",
@@ -128,9 +139,13 @@ def patroni_config(layout: Layout, index: int, passwords: dict[str, str], bin_di
     return json.dumps(conf, indent=1)
 
 
-def patroni_env(layout: Layout, index: int) -> dict[str, str]:
-    """Environment of node ``index``'s Patroni: pgBackRest learns its own node from it."""
+def patroni_env(layout: Layout, index: int, pg_lib: Path | None = None) -> dict[str, str]:
+    """Environment of node ``index``'s Patroni: pgBackRest learns its own node from it.
+
+    A PyPI build's server must load its own libpq: Debian's refuses options newer servers pass.
+    """
     return {
+        **({"LD_LIBRARY_PATH": str(pg_lib)} if pg_lib is not None else {}),
         "PGBACKREST_CONFIG": str(layout.state_dir / "pgbackrest.conf"),
         "PGBACKREST_PG1_PATH": str(layout.data_dir(index)),
         "PGBACKREST_PG1_PORT": str(layout.pg_port(index)),
@@ -258,7 +273,7 @@ def bootstrap_script(layout: Layout, psql: Path) -> str:
     return f'#!/bin/sh\nexec {psql} "$1" -q -X -f {layout.state_dir / "bootstrap.sql"}\n'
 
 
-def console_config(layout: Layout, poolers: tuple[str, ...] = ()) -> str:
+def console_config(layout: Layout, poolers: tuple[str, ...] = (), pgbackrest: bool = True) -> str:
     """The console's own config for this lab (no passwords: files only); ``poolers`` it runs."""
     urls = ", ".join(f'"{layout.patroni_url(i)}"' for i in range(len(layout.names)))
     pgbackrest_config = layout.state_dir / "pgbackrest.conf"
@@ -298,14 +313,24 @@ host = "127.0.0.1"
 port = {layout.reader_port}
 kind = "reader"
 {_pooler_sections(layout, poolers)}
-# The lab's own repository (its nodes share this host, so the spool is read directly).
-[pgbackrest]
-enabled = true
-config = "{pgbackrest_config}"
-
+{_pgbackrest_section(pgbackrest_config) if pgbackrest else _NO_PGBACKREST}
 [lab]
 base_port = {layout.base_port}
 state_dir = "{layout.state_dir}"
+"""
+
+
+_NO_PGBACKREST = """# This PostgreSQL is newer than the pgBackRest installed: the lab archives by copy.
+[pgbackrest]
+enabled = false
+"""
+
+
+def _pgbackrest_section(config: Path) -> str:
+    return f"""# The lab's own repository (its nodes share this host, so the spool is read directly).
+[pgbackrest]
+enabled = true
+config = "{config}"
 """
 
 

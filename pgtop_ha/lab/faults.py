@@ -18,7 +18,6 @@ from pgtop_ha.lab import procs
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, PERMANENT_SLOT, REST_USER, SUPERUSER
 from pgtop_ha.lab.progress import Progress
-from pgtop_ha.lab.tools import find_tools
 
 
 def _signal(pids: list[int], sig: signal.Signals) -> None:
@@ -221,7 +220,7 @@ def load(lab: Lab, seconds: int, floor: int = LOAD_DISK_FLOOR) -> str:
     state = lab.layout.state_dir
     if (why := disk_left(state, floor)) is not None:
         raise UserError(f"no load started: {why}")
-    tools = find_tools()
+    tools = lab.tools()
     env = procs.lab_env({"PGPASSFILE": str(lab.layout.pgpass)})
     # Besides pgbench's own transactions, a few large ones on the published table: they exceed
     # logical_decoding_work_mem, so a subscriber's slot spills or streams for real.
@@ -283,7 +282,7 @@ def _client_env(lab: Lab) -> dict[str, str]:
 
 def _psql_argv(lab: Lab, port: int, sql: str, app: str) -> list[str]:
     return [
-        str(find_tools().psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(port),
+        str(lab.tools().psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(port),
         "-U", SUPERUSER, "-d", DBNAME, "-c", f"SET application_name = '{app}'", "-c", sql,
     ]  # fmt: skip
 
@@ -503,7 +502,7 @@ def backup(lab: Lab, kind: str = "full", timeout: float = 1800) -> str:
 
     if kind not in ("full", "diff", "incr"):
         raise UserError("--type must be full, diff or incr")
-    tools = find_tools()
+    tools = lab.tools()
     i = lab.leader_index()
     env = configs_env(lab, i)
     progress = Progress(total=3, out=lab.out)
@@ -548,9 +547,7 @@ def backup(lab: Lab, kind: str = "full", timeout: float = 1800) -> str:
 
 def configs_env(lab: Lab, index: int) -> dict[str, str]:
     """pgBackRest's environment for node ``index`` (config file, data directory, port)."""
-    from pgtop_ha.lab.configs import patroni_env
-
-    return patroni_env(lab.layout, index)
+    return lab.env(index)
 
 
 def _last_line(path: os.PathLike[str]) -> str:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgtop_ha.errors import UserError
+from pgtop_ha.judge.support import POSTGRES
+from pgtop_ha.lab.versions import PATRONI
 
 NODE_NAMES = ("node1", "node2", "node3")
 SCOPE = "pgtop-lab"
@@ -70,6 +72,8 @@ class Layout:
     # How HAProxy names its servers: as the members, or as Patroni's example haproxy.cfg does
     # (`postgresql_127.0.0.1_PORT`, with `stats show-legends` so the console joins them by address).
     haproxy_servers: str = "members"
+    postgres: int | None = None  # the PostgreSQL major (`lab up --postgres`); None: Debian's newest
+    patroni: str | None = None  # the Patroni version (`lab up --patroni`); None: the one installed
 
     @property
     def etcd_client_port(self) -> int:
@@ -165,6 +169,10 @@ class Layout:
             doc["names"] = list(self.names)
         if self.haproxy_servers != "members":
             doc["haproxy_servers"] = self.haproxy_servers
+        if self.postgres is not None:
+            doc["postgres"] = self.postgres
+        if self.patroni is not None:
+            doc["patroni"] = self.patroni
         return json.dumps(doc, indent=1) + "\n"
 
     @property
@@ -242,8 +250,9 @@ def saved_layout(state_dir: Path) -> Layout | None:
         ports = doc["ports"]
         names = doc.get("names", list(NODE_NAMES))
         servers = doc.get("haproxy_servers", "members")
+        postgres, patroni = doc.get("postgres"), doc.get("patroni")
     except (ValueError, TypeError, KeyError, AttributeError):
-        base, ports, names, servers = None, None, None, None
+        base, ports, names, servers, postgres, patroni = None, None, None, None, None, None
     if not isinstance(base, int) or isinstance(base, bool) or not 1024 <= base <= 65000:
         raise UserError(f"lab layout {path} is damaged (no valid base_port); fix or remove it")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -254,7 +263,12 @@ def saved_layout(state_dir: Path) -> Layout | None:
         checked = member_names(",".join(names))
     except UserError:
         raise UserError(f"lab layout {path} is damaged (names); fix or remove it") from None
-    layout = Layout(base_port=base, state_dir=state_dir, names=checked, haproxy_servers=servers)
+    if postgres not in (None, *POSTGRES) or patroni not in (None, *PATRONI):
+        raise UserError(f"lab layout {path} is damaged (versions); fix or remove it")
+    layout = Layout(
+        base_port=base, state_dir=state_dir, names=checked, haproxy_servers=servers,
+        postgres=postgres, patroni=patroni,
+    )  # fmt: skip
     expected = layout.port_map()
     if isinstance(ports, dict) and not (_ADDED_LATER & ports.keys()):
         # A lab recorded before the poolers' ports existed: the rest must still agree.

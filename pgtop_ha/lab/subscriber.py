@@ -20,7 +20,6 @@ from pgtop_ha.lab.layout import (
 )
 from pgtop_ha.lab.progress import Progress
 from pgtop_ha.lab.secrets import ensure
-from pgtop_ha.lab.tools import find_tools
 
 THROTTLE_EVERY = 25_000
 THROTTLE_SLEEP = 0.5
@@ -30,7 +29,7 @@ def up(lab: Lab) -> str:
     """Start the subscriber and subscribe (streaming = on) through HAProxy's writer port."""
     if not lab.exists():
         raise UserError("no lab here; run `pgtop-ha lab up` first")
-    tools = find_tools()
+    tools = lab.tools()
     layout = lab.layout
     port = layout.subscriber_port
     progress = Progress(total=3, out=lab.out)
@@ -55,7 +54,8 @@ def up(lab: Lab) -> str:
              "-c", "max_logical_replication_workers=4", "-c", "max_sync_workers_per_subscription=2",
              "-c", "wal_level=logical"],
             log=layout.log_dir / "subscriber.log", run_as=lab.run_as, cwd=data,
-            env={"PGPASSFILE": str(layout.run_dir / "lab-pgpass")},
+            env={"PGPASSFILE": str(layout.run_dir / "lab-pgpass"),
+                 **({"LD_LIBRARY_PATH": str(tools.pg_lib)} if tools.pg_lib else {})},
         )  # fmt: skip
         lab.book.record("subscriber", proc.pid)
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pgtop_ha.errors import UserError
+from pgtop_ha.lab import versions
 
 APT = "apt-get install -y postgresql postgresql-contrib etcd-server haproxy pgbackrest"
 
@@ -36,6 +37,15 @@ class Tools:
         """Major version of the chosen PostgreSQL."""
         return int(self.pg_bin.parent.name)
 
+    @property
+    def pg_lib(self) -> Path | None:
+        """The build's own lib/ for LD_LIBRARY_PATH (None for Debian's)."""
+        return versions.library_dir(self.pg_bin)
+
+    def pgbackrest_archives(self) -> bool:
+        """Whether Debian's pgBackRest can archive this PostgreSQL (else the lab copies WAL)."""
+        return versions.pgbackrest_archives(self.pg_version, versions.pgbackrest_version(self.pgbackrest))
+
 
 def _which(name: str, package: str) -> Path:
     found = shutil.which(name, path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
@@ -44,23 +54,13 @@ def _which(name: str, package: str) -> Path:
     return Path(found)
 
 
-def find_pg_bin(root: Path = Path("/usr/lib/postgresql")) -> Path:
-    """The newest installed PostgreSQL (15 or later) bin directory."""
-    versions = sorted((int(p.name) for p in root.glob("*") if re.fullmatch(r"\d+", p.name)), reverse=True)
-    for version in versions:
-        bin_dir = root / str(version) / "bin"
-        if version >= 15 and (bin_dir / "postgres").exists() and (bin_dir / "psql").exists():
-            return bin_dir
-    raise UserError(
-        "PostgreSQL 15 or later not found under /usr/lib/postgresql; install it with: "
-        "apt-get install -y postgresql postgresql-contrib"
-    )
+def find_tools(postgres: int | None = None, note: Callable[[str], None] | None = None) -> Tools:
+    """Locate every binary, or say which apt-get command installs the missing one.
 
-
-def find_tools() -> Tools:
-    """Locate every binary, or say which apt-get command installs the missing one."""
+    ``postgres``: the lab's major (None: Debian's newest); ``note``, when given, allows fetching it.
+    """
     return Tools(
-        pg_bin=find_pg_bin(),
+        pg_bin=versions.find_postgres(postgres, note or (lambda _: None), fetch=note is not None),
         etcd=_which("etcd", "etcd-server"),
         haproxy=_which("haproxy", "haproxy"),
         pgbackrest=_which("pgbackrest", "pgbackrest"),
