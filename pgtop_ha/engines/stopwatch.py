@@ -135,6 +135,7 @@ class Stopwatch:
         self._haproxy_seen = False
         self._leader_down_since: datetime | None = None
         self._silence: LeaderSilence | None = None
+        self._failover_slots: frozenset[str] = frozenset()  # on the primary before a loss (17+)
 
     def silence(self) -> LeaderSilence | None:
         """The leader's silence before Patroni names another (None once a failover is timed)."""
@@ -344,7 +345,10 @@ class Stopwatch:
         complete = (
             r2.new_leader is not None
             and r2.replicas_streaming_at is not None
-            and (r2.permanent_slots_ok is not None or not permanent_slots(snap, logical_only=True))
+            and (
+                r2.permanent_slots_ok is not None
+                or not (permanent_slots(snap, logical_only=True) or self._failover_slots)
+            )
             and (
                 not self._haproxy_seen
                 or r2.write_outage_to is not None
@@ -371,7 +375,8 @@ class Stopwatch:
         return {"promotion_lsn": lsn, "lag_at_promotion_bytes": max(0, r.old_leader_lsn - lsn)}
 
     def _slots(self, snap: ClusterSnapshot, new: str) -> tuple[bool, tuple[str, ...]] | None:
-        wanted = permanent_slots(snap, logical_only=True)
+        # Kept by Patroni, or by PostgreSQL's own failover (the slots the old primary had).
+        wanted = {*permanent_slots(snap, logical_only=True), *self._failover_slots}
         n = snap.node(new)
         if snap.patroni_config is None or n is None or node_state(n) != "fresh" or n.in_recovery is not False:
             return None
@@ -415,6 +420,8 @@ class Stopwatch:
                     self._standby_lsn[n.name] = max(pos)
             if n.in_recovery is False and n.timeline is not None:
                 timelines.append(n.timeline)
+            if n.in_recovery is False and self.running() is None and "slots" not in n.unavailable:
+                self._failover_slots = frozenset(s.slot_name for s in n.slots if s.failover)
         leader = snap.member(snap.cluster.leader) if snap.cluster.leader else None
         if leader is not None and leader.timeline is not None:
             timelines.append(leader.timeline)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pgtop_ha.judge.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
 from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
-from pgtop_ha.models.derive import member_names, permanent_slots
+from pgtop_ha.models.derive import failover_slots, member_names, permanent_slots
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
 from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HAProxyServer, Member, NodeSnapshot, Slot
@@ -679,8 +679,10 @@ def missing_permanent_slots(snapshot: ClusterSnapshot, name: str) -> list[str]:
     if "slots" in n.unavailable:
         return []
     have = {s.slot_name for s in n.slots}
-    out = []
-    for slot, kind in permanent_slots(snapshot).items():
+    # A failover slot (17+) that a standby lacks is lost if that standby is promoted.
+    patroni = permanent_slots(snapshot)
+    out = [slot for slot in failover_slots(snapshot) if slot not in have and slot not in patroni]
+    for slot, kind in patroni.items():
         if slot == _slug(name) or slot in have:
             continue
         if kind == "physical" and n.in_recovery:

@@ -38,7 +38,7 @@ RULES: dict[str, str] = {
     "replication.lag": "a replica's lag past lag_bytes",
     "replication.standby-lag": "a standby's replay lag past lag_bytes or lag_s, as its primary sees it",
     "slots.retained": "a slot retains WAL past slot_retained_bytes, or is lost, unreserved or conflicting",
-    "slots.permanent-missing": "a permanent slot of Patroni's is missing on a member",
+    "slots.permanent-missing": "a slot kept across failover (Patroni's, or failover = true) is missing",
     "archiver.ready": "WAL segments waiting to be archived past archive_ready",
     "locks.waits": "sessions wait on a lock past lock_wait_s",
     "pooler.contradiction": "pgBouncer or pgpool-II disagrees with Patroni",

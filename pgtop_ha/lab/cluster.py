@@ -413,14 +413,14 @@ class Lab:
         self.lab_file(run_dir / "lab-pgpass", secrets.pgpass_text(passwords))
         self.lab_file(layout.state_dir / "pgbackrest.conf", configs.pgbackrest_conf(layout), 0o644)
         self.lab_file(layout.state_dir / "haproxy.cfg", configs.haproxy_cfg(layout), 0o644)
-        self.lab_file(layout.state_dir / "bootstrap.sql", configs.bootstrap_sql(passwords))
+        self.lab_file(layout.state_dir / "bootstrap.sql", configs.bootstrap_sql(passwords, tools.pg_version))
         self.lab_file(layout.state_dir / "role-change.sh", poolers.role_change_script(layout), 0o755)
         self.lab_file(layout.state_dir / "bootstrap.sh", configs.bootstrap_script(layout, tools.psql), 0o700)
         archive = configs.archive_command(layout, tools)
         for i, name in enumerate(self.layout.names):
             self.lab_file(
                 layout.state_dir / f"patroni-{name}.yml",
-                configs.patroni_config(layout, i, passwords, tools.pg_bin, archive),
+                configs.patroni_config(layout, i, passwords, tools.pg_bin, archive, tools.pg_version),
             )
 
     def _start_etcd(self, tools: Tools, progress: Progress) -> None:

@@ -53,7 +53,12 @@ def archive_command(layout: Layout, tools: Tools) -> str:
 
 
 def patroni_config(
-    layout: Layout, index: int, passwords: dict[str, str], bin_dir: Path, archive: str = ARCHIVE_COMMAND
+    layout: Layout,
+    index: int,
+    passwords: dict[str, str],
+    bin_dir: Path,
+    archive: str = ARCHIVE_COMMAND,
+    pg_version: int = 15,
 ) -> str:
     """Patroni's configuration for node ``index`` (JSON, which YAML readers accept)."""
     name = layout.names[index]
@@ -92,6 +97,7 @@ def patroni_config(
                         "track_io_timing": "on",
                         # Small, so a subscriber's transactions spill and stream for real.
                         "logical_decoding_work_mem": "64kB",
+                        **({"sync_replication_slots": "on"} if pg_version >= NATIVE_SLOT_SYNC else {}),
                     },
                 },
                 "slots": {PERMANENT_SLOT: {"type": "logical", "database": DBNAME, "plugin": "pgoutput"}},
@@ -246,7 +252,13 @@ END $$;
 """
 
 
-def bootstrap_sql(passwords: dict[str, str]) -> str:
+# PostgreSQL 17's own logical slot failover: a slot created with failover = true, which standbys
+# with sync_replication_slots keep in step, beside Patroni's permanent slot.
+FAILOVER_SLOT = "lab_failover"
+NATIVE_SLOT_SYNC = 17
+
+
+def bootstrap_sql(passwords: dict[str, str], pg_version: int = 15) -> str:
     """Run once on the new primary: roles (SCRAM verifiers only), database, table, publication."""
     grants = _GRANTS.format(operator=OPERATOR_USER)
     return f"""\\set ON_ERROR_STOP on
@@ -265,7 +277,11 @@ CREATE TABLE {COPY_TABLE} (id bigint PRIMARY KEY, payload text NOT NULL,
                            created_at timestamptz NOT NULL DEFAULT now());
 -- Before Patroni creates the permanent slot, so pgoutput finds the publication when decoding.
 CREATE PUBLICATION {PUBLICATION} FOR TABLE {COPY_TABLE};
-"""
+{_failover_slot_sql() if pg_version >= NATIVE_SLOT_SYNC else ""}"""
+
+
+def _failover_slot_sql() -> str:
+    return f"SELECT pg_create_logical_replication_slot('{FAILOVER_SLOT}', 'pgoutput', false, false, true);\n"
 
 
 def bootstrap_script(layout: Layout, psql: Path) -> str:

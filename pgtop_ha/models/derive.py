@@ -403,12 +403,26 @@ def permanent_slot_names(snapshot: ClusterSnapshot) -> tuple[str, ...]:
     return tuple(sorted(permanent_slots(snapshot)))
 
 
+def failover_slots(snapshot: ClusterSnapshot) -> tuple[str, ...]:
+    """Logical slots PostgreSQL itself keeps on its standbys (``failover = true``, 17+), sorted."""
+    return tuple(sorted({s.slot_name for n in snapshot.nodes if n.reachable for s in n.slots if s.failover}))
+
+
+def slot_keepers(snapshot: ClusterSnapshot) -> dict[str, str]:
+    """Each slot kept across a failover, by name: "Patroni", "PostgreSQL" (its failover) or "both"."""
+    patroni = permanent_slots(snapshot)
+    out = dict.fromkeys(patroni, "Patroni")
+    for name in failover_slots(snapshot):
+        out[name] = "both" if name in patroni else "PostgreSQL"
+    return dict(sorted(out.items()))
+
+
 def slot_presence(snapshot: ClusterSnapshot, slots: tuple[str, ...] | None = None) -> SlotPresence:
-    """The matrix of permanent slots (default: Patroni's) across every member's PostgreSQL.
+    """The matrix of slots kept across a failover (default: slot_keepers) on every member.
 
     Members are health.member_names: Patroni's members and any node Patroni did not list, sorted.
     """
-    names = permanent_slot_names(snapshot) if slots is None else slots
+    names = tuple(slot_keepers(snapshot)) if slots is None else slots
     members = tuple(member_names(snapshot))
     nodes = {n.name: n for n in snapshot.nodes}
     present: dict[str, dict[str, bool | None]] = {}

@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 
 from pgtop_ha.engines.events import diff
 from pgtop_ha.engines.timeline import Timeline
-from pgtop_ha.judge.health import Pools, Problem, cluster_problems, lag_level, member_problems, stale_level
+from pgtop_ha.judge.health import (
+    Pools,
+    Problem,
+    cluster_problems,
+    lag_level,
+    member_problems,
+    missing_permanent_slots,
+    stale_level,
+)
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import (
     Archiver,
@@ -19,6 +27,7 @@ from pgtop_ha.models.snapshot import (
     HAProxyState,
     NodeSnapshot,
     Process,
+    Slot,
     WalReceiver,
 )
 from pgtop_ha.models.thresholds import Level, grade
@@ -280,8 +289,27 @@ def test_slot_rates_from_deltas_and_presence_matrix() -> None:
         }
     )
     matrix = texts(slots.matrix_rows(no_slot, ctx()))
-    assert matrix["lab_sub"] == ["lab_sub", "✔ yes", "✔ yes", "✖ no"]
-    assert [c.key for c in slots.matrix_columns(no_slot)] == ["slot", "node1", "node2", "node3"]
+    assert matrix["lab_sub"] == ["lab_sub", "Patroni", "✔ yes", "✔ yes", "✖ no"]
+    assert [c.key for c in slots.matrix_columns(no_slot)] == ["slot", "kept", "node1", "node2", "node3"]
+
+
+def test_failover_slots_of_postgresql_17_join_the_kept_slot_matrix() -> None:
+    snap = fx.healthy()
+    primary = Slot(slot_name="fo", slot_type="logical", failover=True)
+    synced = Slot(slot_name="fo", slot_type="logical", failover=True, synced=True)
+    extra = {"node1": primary, "node2": synced}
+    snap = snap.model_copy(
+        update={
+            "nodes": tuple(
+                n.model_copy(update={"slots": (*n.slots, extra[n.name])}) if n.name in extra else n
+                for n in snap.nodes
+            )
+        }
+    )
+    matrix = texts(slots.matrix_rows(snap, ctx()))
+    assert matrix["fo"] == ["fo", "PostgreSQL", "✔ yes", "✔ synced", "✖ no"]
+    assert missing_permanent_slots(snap, "node3") == ["fo"]
+    assert missing_permanent_slots(snap, "node2") == []
 
 
 def test_copy_rows_rate_and_eta() -> None:

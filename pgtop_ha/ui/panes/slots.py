@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pgtop_ha.judge.grades import permanent_slot_absent_level, wal_status_level
 from pgtop_ha.judge.health import is_leader, retained_level, slot_level
-from pgtop_ha.models.derive import SlotRates, slot_presence, slot_rates
+from pgtop_ha.models.derive import SlotRates, slot_keepers, slot_presence, slot_rates
 from pgtop_ha.models.snapshot import ClusterSnapshot, Slot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import fit_name, human_bytes, rate
@@ -75,7 +75,7 @@ def _slot_row(node: str, slot: Slot, ctx: Context, rates: SlotRates) -> Row:
 def _member_keys(members: tuple[str, ...]) -> list[tuple[str, str]]:
     """(member, column key) per member; a member called "slot" gets a distinct key."""
     out = []
-    taken = {"slot"}
+    taken = {"slot", "kept"}
     for name in members:
         key = name
         while key in taken:  # a table's column keys must be unique
@@ -89,24 +89,28 @@ def matrix_columns(snapshot: ClusterSnapshot) -> tuple[Column, ...]:
     """The presence matrix's columns: the slot, then one per member."""
     members = slot_presence(snapshot, ()).members
     return (
-        Column("slot", "Permanent slot"),
+        Column("slot", "Kept slot"),
+        Column("kept", "Kept by"),
         *(Column(key, fit_name(name, members, NAME_WIDTH)) for name, key in _member_keys(members)),
     )
 
 
 def matrix_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
-    """For each of Patroni's permanent slots, whether each member has it."""
+    """For each slot kept across a failover (Patroni's, PostgreSQL's own), whether each member has it."""
     matrix = slot_presence(snapshot)
+    keepers = slot_keepers(snapshot)
     keys = _member_keys(matrix.members)
     out = []
     for slot_name in matrix.slots:
-        cells: dict[str, Cell] = {"slot": cell(slot_name)}
+        cells: dict[str, Cell] = {"slot": cell(slot_name), "kept": cell(keepers.get(slot_name, "?"))}
         for name, key in keys:
             present = matrix.present[slot_name].get(name)
             if present is None:
                 cells[key] = cell("?")
             elif present:
-                cells[key] = cell("✔ yes", Level.OK)
+                node = snapshot.node(name)
+                synced = node is not None and any(s.synced for s in node.slots if s.slot_name == slot_name)
+                cells[key] = cell("✔ synced" if synced else "✔ yes", Level.OK)
             else:
                 leader = is_leader(snapshot.member(name))
                 cells[key] = cell("✖ no", permanent_slot_absent_level(leader))
