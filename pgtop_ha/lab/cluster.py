@@ -356,10 +356,37 @@ class Lab:
         )
         # Patroni restarts each replica once to create the permanent slot there: wait it out.
         self._wait_members(progress, timeout=240)
+        if tools.pg_version >= configs.NATIVE_SLOT_SYNC:
+            self.sync_failover_slots(progress)
         progress.done(
             f"lab up: one leader and {self._replicas()}; console: pgtop-ha --config "
             f"{self.layout.console_config}"
         )
+
+    def sync_failover_slots(self, progress: Progress | None = None, timeout: float = 60) -> bool:
+        """Advance the failover slots on the leader, as a consumer would, until standbys hold them.
+
+        A standby copies a failover slot only once it has moved past the standby's own start: an
+        idle one stays behind, and a switchover to that standby loses it.
+        """
+        advance = (
+            "SELECT count(pg_replication_slot_advance(slot_name, pg_current_wal_lsn())) "
+            "FROM pg_replication_slots WHERE failover AND NOT active"
+        )
+        synced = "SELECT count(*) FROM pg_replication_slots WHERE failover AND synced"
+
+        def done() -> bool:
+            if progress is not None:
+                progress.note(f"advancing {configs.FAILOVER_SLOT} until every standby syncs it")
+            try:
+                leader = self.leader_index()
+                self.psql(advance, leader, timeout=10)
+                standbys = [i for i in range(len(self.layout.names)) if i != leader]
+                return all(self.psql(synced, i, timeout=10) not in ("", "0") for i in standbys)
+            except UserError:
+                return False
+
+        return procs.poll(done, timeout, interval=1.0)
 
     def _patroni_missing(self) -> bool:
         return any(not self.book.running(f"patroni-{n}") for n in self.layout.names)
