@@ -19,6 +19,6 @@ def postgres_unsupported(server_version: int | None) -> str | None:
 def patroni_unsupported(version: str | None) -> str | None:
     """Why this Patroni version is outside the supported range (None: supported or unknown)."""
     match = re.match(r"(\d+)\.(\d+)", version or "")
-    if match is None or f"{match[1]}.{match[2]}" in PATRONI:
+    if version is None or match is None or f"{match[1]}.{match[2]}" in PATRONI:
         return None
-    return f"Patroni {match[0]} is outside the supported {PATRONI[0]}-{PATRONI[-1]}: fields may differ"
+    return f"Patroni {version[:20]} is outside the supported {PATRONI[0]}-{PATRONI[-1]}: fields may differ"
