@@ -114,6 +114,7 @@ def unavailable(caps: Capabilities, *, local_memory: bool) -> dict[str, str]:
         out["wal_receiver"] = reason
         out["processes"] = reason
         out["locks"] = reason
+        out["horizon"] = reason
         out["copy_progress"] = out.get("copy_progress", reason)
     if not caps.buffercache:
         out["cache"] = "needs the pg_buffercache extension in this database (and pg_monitor)"
@@ -233,6 +234,7 @@ from (select (regexp_match({_read("'/proc/' || pg_backend_pid() || '/status'")},
 MAX_PROCESSES = 1000
 MAX_SLOTS = 500
 MAX_LOCKS = 200
+MAX_HORIZON = 20
 
 
 def _agg(sql: str, cap: int | None = None) -> str:
@@ -285,6 +287,7 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
         ("archiver", _row(_archiver(caps))),
         ("processes", _agg(_processes(caps, remote_memory), MAX_PROCESSES)),
         ("processes_total", "(select count(*) from pg_stat_activity)"),
+        ("horizon", _agg(_view("horizon", v), MAX_HORIZON)),
     ]
     if slow:
         parts.append(("pending_restart", _agg(_view("pending_restart", v))))

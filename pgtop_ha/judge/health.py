@@ -16,7 +16,15 @@ from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
 from pgtop_ha.models.derive import failover_slots, member_names, permanent_slots
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
 from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined
-from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HAProxyServer, Member, NodeSnapshot, Slot
+from pgtop_ha.models.snapshot import (
+    Archiver,
+    ClusterSnapshot,
+    HAProxyServer,
+    HorizonHolder,
+    Member,
+    NodeSnapshot,
+    Slot,
+)
 from pgtop_ha.models.text import skeleton
 from pgtop_ha.models.thresholds import Level, Thresholds
 
@@ -84,6 +92,22 @@ def lag_level(t: Thresholds, lag_bytes: int | None, lag_s: float | None = None) 
 def retained_level(t: Thresholds, retained: int | None) -> Level:
     """A slot's retained WAL graded."""
     return t.slot_retained_bytes.grade(retained)
+
+
+def horizon_level(t: Thresholds, h: HorizonHolder) -> Level:
+    """A holder of the xmin horizon graded by how long it has held it and by how many transactions."""
+    return max(t.horizon_s.grade(h.age_s), t.horizon_xacts.grade(h.xact_age))
+
+
+def horizon_holder(h: HorizonHolder) -> str:
+    """Who holds it, in a few words: "pid 812 (psql, idle in transaction)", "slot lab_sub"."""
+    if h.kind == "slot":
+        return f"slot {h.name}"
+    if h.kind == "prepared":
+        return f"prepared transaction {h.name}"
+    what = ", ".join(x for x in (h.application_name, h.state) if x)
+    who = f"{'standby' if h.kind == 'standby' else 'pid'} {h.pid}"
+    return f"{who} ({what})" if what else who
 
 
 def ready_level(t: Thresholds, ready: int | None) -> Level:
@@ -588,6 +612,11 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
             if why in ("conflicting", "lost", "unreserved"):
                 text += f", {why}"
             yield Problem(lv, n.name, text, key=f"slot {slot.slot_name}", rule="slots.retained")
+    worst = max(n.horizon, key=lambda h: horizon_level(t, h), default=None)
+    if worst is not None and (lv := horizon_level(t, worst)) > Level.OK:
+        # No age in the text (a problem keeps its row while it lasts): the Horizon pane has them.
+        text = f"xmin horizon held by {horizon_holder(worst)}"
+        yield Problem(lv, n.name, text, "xmin horizon held", key="horizon", rule="horizon.held")
     a = n.archiver
     if a is not None:
         lv = ready_level(t, a.ready_count)

@@ -39,6 +39,7 @@ RULES: dict[str, str] = {
     "replication.standby-lag": "a standby's replay lag past lag_bytes or lag_s, as its primary sees it",
     "slots.retained": "a slot retains WAL past slot_retained_bytes, or is lost, unreserved or conflicting",
     "slots.permanent-missing": "a slot kept across failover (Patroni's, or failover = true) is missing",
+    "horizon.held": "a session, slot, prepared transaction or standby holds the xmin horizon past its band",
     "archiver.ready": "WAL segments waiting to be archived past archive_ready",
     "locks.waits": "sessions wait on a lock past lock_wait_s",
     "pooler.contradiction": "pgBouncer or pgpool-II disagrees with Patroni",

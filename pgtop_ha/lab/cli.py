@@ -122,6 +122,8 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
     lk.add_argument("--waiters", type=int, default=2, metavar="K", help="waiting sessions (default 2)")
     sr = _lab_parser(faults, "slow-reader", "a cursor read slowly: the server waits on ClientWrite")
     sr.add_argument("--seconds", type=int, default=60, metavar="N", help="how long (default 60)")
+    lx = _lab_parser(faults, "long-xact", "a session idle in transaction: it holds the xmin horizon")
+    lx.add_argument("--seconds", type=int, default=300, metavar="N", help="how long (default 300)")
     pr = _lab_parser(faults, "pending-restart", "raise max_connections via Patroni: restart pending")
     pr.add_argument("--undo", action="store_true", help="put the parameter back")
     _lab_parser(faults, "extensions", "install pg_buffercache and pg_prewarm (lab up does it)")
@@ -260,6 +262,8 @@ def run_lab(args: argparse.Namespace) -> int:
         message = faults.lock(lab, args.seconds, args.waiters)
     elif args.fault == "slow-reader":
         message = faults.slow_reader(lab, args.seconds)
+    elif args.fault == "long-xact":
+        message = faults.long_xact(lab, args.seconds)
     elif args.fault == "pending-restart":
         message = faults.pending_restart(lab, undo=args.undo)
     else:

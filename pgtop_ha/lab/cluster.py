@@ -369,7 +369,9 @@ class Lab:
         A standby copies a failover slot only once it has moved past the standby's own start: an
         idle one stays behind, and a switchover to that standby loses it.
         """
+        # A running-xacts record first, so decoding can move the slot's restart_lsn past it.
         advance = (
+            "SELECT pg_log_standby_snapshot(); "
             "SELECT count(pg_replication_slot_advance(slot_name, pg_current_wal_lsn())) "
             "FROM pg_replication_slots WHERE failover AND NOT active"
         )

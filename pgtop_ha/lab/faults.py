@@ -420,6 +420,43 @@ def slow_reader(lab: Lab, seconds: int = 60) -> str:
     return f"slow reader ended after {progress.elapsed():.1f}s"
 
 
+_LONG_XACT = """
+import sys, time
+import psycopg
+dsn, seconds = sys.argv[1], float(sys.argv[2])
+with psycopg.connect(dsn) as conn:
+    conn.execute("SELECT txid_current()")  # an xid, then idle in transaction: the horizon stays
+    time.sleep(seconds)
+"""
+
+
+def long_xact(lab: Lab, seconds: int = 300) -> str:
+    """A session on the leader idle in transaction: it holds the xmin horizon while it lasts."""
+    if not 1 <= seconds <= 86400:
+        raise UserError("--seconds must be between 1 and 86400")
+    i = lab.leader_index()
+    dsn = (
+        f"host=127.0.0.1 port={lab.layout.pg_port(i)} user={SUPERUSER} dbname={DBNAME} "
+        "application_name=lab-fault-long-xact"
+    )
+    name = "fault-long-xact"
+    _end_clients(lab, [name])
+    progress = Progress(total=2, out=lab.out)
+    progress.step(f"{lab.layout.names[i]}: a session idle in transaction for {seconds}s")
+    try:
+        _spawn_client(lab, name, [lab.patroni_python(), "-c", _LONG_XACT, dsn, str(seconds)])
+        held = (
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lab-fault-long-xact' "
+            "AND state = 'idle in transaction' AND backend_xid IS NOT NULL"
+        )
+        if procs.poll(lambda: lab.psql(held, i) != "0", 30, interval=0.5):
+            progress.step(f"it holds the xmin horizon; ending in {seconds}s")
+        _wait_clients(lab, [name], progress, seconds, f"long transaction on {lab.layout.names[i]}")
+    finally:
+        _end_clients(lab, [name])
+    return f"long transaction ended after {progress.elapsed():.1f}s"
+
+
 PENDING_PARAMETER = "max_connections"
 
 

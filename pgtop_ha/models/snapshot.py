@@ -227,6 +227,21 @@ class CopyProgress(Bounded):
     relation_tuples: float | None = None
 
 
+class HorizonHolder(Bounded):
+    """One thing that holds back the xmin horizon: a session, slot, prepared transaction or standby."""
+
+    kind: str  # backend, slot, prepared, standby
+    pid: int | None = None
+    name: str | None = None  # the slot's name or the prepared transaction's gid
+    user: str | None = None
+    application_name: str | None = None
+    datname: str | None = None
+    state: str | None = None
+    xact_age: int | None = None  # transactions since its xmin
+    age_s: float | None = None  # since its transaction began or was prepared (none for slots)
+    query: str | None = None
+
+
 class Subscription(Bounded):
     """A subscriber's pg_stat_subscription worker with its tables' sync states."""
 
@@ -390,6 +405,7 @@ class NodeReadings(Bounded):
     slots_total: int | None = None  # slots the server has: more than ``slots`` past the row cap
     processes_total: int | None = None  # pg_stat_activity's rows: more than ``processes`` past the cap
     copy_progress: tuple[CopyProgress, ...] = ()
+    horizon: tuple[HorizonHolder, ...] = ()  # oldest first, up to collect.pgquery.MAX_HORIZON
     subscriptions: tuple[Subscription, ...] = ()
     archiver: Archiver | None = None
     pending_restart: tuple[PendingSetting, ...] = ()

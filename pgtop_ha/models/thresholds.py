@@ -83,6 +83,14 @@ class Thresholds(Frozen):
     lock_wait_s: Band = Field(
         Band(warn=10.0, crit=60.0), description="Seconds the query of a session waiting on a lock has run."
     )
+    horizon_s: Band = Field(
+        Band(warn=300.0, crit=1800.0),
+        description="Seconds a session's or prepared transaction's xmin has held back vacuum.",
+    )
+    horizon_xacts: Band = Field(
+        Band(warn=10_000_000, crit=100_000_000),
+        description="Transactions since the xmin a session, slot, prepared transaction or standby holds.",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -26,6 +26,7 @@ from pgtop_ha.models.snapshot import (
     CopyProgress,
     HAProxyServer,
     HAProxyState,
+    HorizonHolder,
     HugePages,
     LockCount,
     LockProcess,
@@ -188,6 +189,22 @@ def _node(name: str, leader: str, at: datetime, **kw: object) -> NodeSnapshot:
                 bytes_total=0,
                 estimated_total_bytes=1200 * MiB,
                 percent=25.0,
+            ),
+        )
+        if primary
+        else (),
+        "horizon": (
+            HorizonHolder(kind="slot", name="lab_sub", datname="labdb", xact_age=1200),
+            HorizonHolder(
+                kind="backend",
+                pid=5123,
+                user="app",
+                application_name="billing",
+                datname="labdb",
+                state="idle in transaction",
+                xact_age=35,
+                age_s=42.0,
+                query="UPDATE invoices SET …",
             ),
         )
         if primary

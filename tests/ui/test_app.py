@@ -136,7 +136,7 @@ async def test_pane_contents_in_detail() -> None:
         assert rep["node2"][4] == "sync" and rep["node2"][2] == "✔ OK"
         slots = {(r[0], r[1]): r for r in texts(app, "slots")}
         assert slots[("node1", "lab_sub")][5] == "48 MiB"
-        assert texts(app, "slots-matrix") == [["lab_sub", "✔ yes", "✔ yes", "✔ yes"]]
+        assert texts(app, "slots-matrix") == [["lab_sub", "Patroni", "✔ yes", "✔ yes", "✔ yes"]]
         copies = {(r[0], r[1]): r for r in texts(app, "copy")}
         pub = copies[("node1", "publisher")]
         assert pub[4] == "~25%" and pub[6] == "~1.2 GiB"

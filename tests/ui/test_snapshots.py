@@ -101,6 +101,7 @@ SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "probes": _probed,
     "locks": _locked,
     "waits": _locked,
+    "horizon": _healthy,
     "parameters": lambda: [fx.healthy(), fx.tuned()],
     "pgbouncer": _pooled,
     "pgpool": _pooled,

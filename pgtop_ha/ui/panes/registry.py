@@ -14,6 +14,7 @@ from pgtop_ha.ui.panes import (
     copy,
     events,
     haproxy,
+    horizon,
     locks,
     memory,
     overview,
@@ -46,6 +47,7 @@ PANES: tuple[PaneSpec, ...] = (
     pgbackrest.PANE,
     locks.PANE,
     waits.PANE,
+    horizon.PANE,
     parameters.PANE,
     cache.PANE,
 )
