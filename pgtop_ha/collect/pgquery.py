@@ -115,6 +115,7 @@ def unavailable(caps: Capabilities, *, local_memory: bool) -> dict[str, str]:
         out["processes"] = reason
         out["locks"] = reason
         out["horizon"] = reason
+        out["maintenance"] = reason
         out["copy_progress"] = out.get("copy_progress", reason)
     if not caps.buffercache:
         out["cache"] = "needs the pg_buffercache extension in this database (and pg_monitor)"
@@ -235,6 +236,7 @@ MAX_PROCESSES = 1000
 MAX_SLOTS = 500
 MAX_LOCKS = 200
 MAX_HORIZON = 20
+MAX_MAINTENANCE = 50
 
 
 def _agg(sql: str, cap: int | None = None) -> str:
@@ -299,6 +301,9 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
         parts.append(("locks", _agg(locks, MAX_LOCKS)))
         parts.append(("locks_total", f"(select count(*) from ({locks}) c)"))
         parts.append(("lock_counts", _agg(_view("lock_counts", v))))
+    maintenance = view_sql("maintenance", v)
+    if maintenance is not None:
+        parts.append(("maintenance", _agg(maintenance, MAX_MAINTENANCE)))
     copy = view_sql("copy", v) if caps.progress_copy else None
     if copy is not None:
         parts.append(("copy_progress", _agg(copy)))

@@ -122,6 +122,12 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
     lk.add_argument("--waiters", type=int, default=2, metavar="K", help="waiting sessions (default 2)")
     sr = _lab_parser(faults, "slow-reader", "a cursor read slowly: the server waits on ClientWrite")
     sr.add_argument("--seconds", type=int, default=60, metavar="N", help="how long (default 60)")
+    for name, text in (
+        ("vacuum", "a VACUUM of the published table, throttled to last N seconds"),
+        ("create-index", "CREATE INDEX CONCURRENTLY on the published table, slowed; dropped after"),
+    ):
+        fp = _lab_parser(faults, name, text)
+        fp.add_argument("--seconds", type=int, default=60, metavar="N", help="about how long (default 60)")
     lx = _lab_parser(faults, "long-xact", "a session idle in transaction: it holds the xmin horizon")
     lx.add_argument("--seconds", type=int, default=300, metavar="N", help="how long (default 300)")
     pr = _lab_parser(faults, "pending-restart", "raise max_connections via Patroni: restart pending")
@@ -264,6 +270,10 @@ def run_lab(args: argparse.Namespace) -> int:
         message = faults.slow_reader(lab, args.seconds)
     elif args.fault == "long-xact":
         message = faults.long_xact(lab, args.seconds)
+    elif args.fault == "vacuum":
+        message = faults.vacuum(lab, args.seconds)
+    elif args.fault == "create-index":
+        message = faults.create_index(lab, args.seconds)
     elif args.fault == "pending-restart":
         message = faults.pending_restart(lab, undo=args.undo)
     else:

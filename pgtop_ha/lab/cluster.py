@@ -287,8 +287,12 @@ class Lab:
         dbname: str = DBNAME,
         timeout: float = 60,
         port: int | None = None,
+        options: str = "",
     ) -> str:
-        """Run SQL on a node (or any lab ``port``) as the superuser; psql's unaligned output."""
+        """Run SQL on a node (or any lab ``port``) as the superuser; psql's unaligned output.
+
+        ``options``: session settings as PGOPTIONS takes them (``-c name=value ...``).
+        """
         i = node if isinstance(node, int) else self.index(node)
         port = port or self.layout.pg_port(i)
         tools = self.tools()
@@ -296,7 +300,9 @@ class Lab:
             [str(tools.psql), "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
              "-p", str(port), "-U", SUPERUSER, "-d", dbname, "-c", sql],
             capture_output=True, text=True, timeout=timeout,
-            env=procs.lab_env({"PGPASSFILE": str(self.layout.pgpass), "PGCONNECT_TIMEOUT": "5"}),
+            env=procs.lab_env(
+                {"PGPASSFILE": str(self.layout.pgpass), "PGCONNECT_TIMEOUT": "5", "PGOPTIONS": options}
+            ),
         )  # fmt: skip
         if result.returncode != 0:
             raise UserError(f"SQL on 127.0.0.1:{port} failed: {result.stderr.strip()}")

@@ -457,6 +457,62 @@ def long_xact(lab: Lab, seconds: int = 300) -> str:
     return f"long transaction ended after {progress.elapsed():.1f}s"
 
 
+def _table_size(lab: Lab, i: int) -> tuple[int, int]:
+    """The published table's pages and rows, as pg_class last counted them."""
+    text = lab.psql(f"SELECT relpages, reltuples::bigint FROM pg_class WHERE relname = '{COPY_TABLE}'", i)
+    pages, _, rows = text.partition("|")
+    return max(1, int(pages or 0)), max(1, int(rows or 0))
+
+
+def vacuum(lab: Lab, seconds: int = 60) -> str:
+    """A VACUUM of the published table on the leader, throttled to last about ``seconds``."""
+    if not 1 <= seconds <= 3600:
+        raise UserError("--seconds must be between 1 and 3600")
+    i = lab.leader_index()
+    pages, _ = _table_size(lab, i)
+    # Each page costs at least 1 against a limit of 1: one sleep of the delay per page.
+    delay_ms = min(100.0, max(0.1, seconds * 1000 / pages))
+    options = (
+        f"-c vacuum_cost_limit=1 -c vacuum_cost_delay={delay_ms:.2f} -c statement_timeout={seconds * 2}s"
+    )
+    progress = Progress(total=1, out=lab.out)
+    progress.step(f"{lab.layout.names[i]}: VACUUM {COPY_TABLE} ({pages} pages, {delay_ms:.1f} ms a page)")
+    try:
+        lab.psql(f"VACUUM (DISABLE_PAGE_SKIPPING) {COPY_TABLE}", i, timeout=seconds * 2 + 30, options=options)
+    except UserError as exc:
+        return f"VACUUM stopped after {progress.elapsed():.1f}s: {exc}"
+    return f"VACUUM done in {progress.elapsed():.1f}s"
+
+
+def create_index(lab: Lab, seconds: int = 60) -> str:
+    """CREATE INDEX CONCURRENTLY on the published table, slowed to last about ``seconds``; then dropped."""
+    if not 1 <= seconds <= 3600:
+        raise UserError("--seconds must be between 1 and 3600")
+    i = lab.leader_index()
+    _, rows = _table_size(lab, i)
+    # An index on a key that sleeps a little per row: the build's phases last long enough to watch.
+    pause = seconds / rows
+    progress = Progress(total=1, out=lab.out)
+    progress.step(f"{lab.layout.names[i]}: CREATE INDEX CONCURRENTLY on {COPY_TABLE} ({rows} rows)")
+    lab.psql(
+        "CREATE OR REPLACE FUNCTION lab_slow_key(bigint) RETURNS bigint IMMUTABLE LANGUAGE plpgsql "
+        f"AS $$ BEGIN PERFORM pg_sleep({pause:.6f}); RETURN $1; END $$",
+        i,
+    )
+    try:
+        lab.psql(
+            f"CREATE INDEX CONCURRENTLY lab_fault_idx ON {COPY_TABLE} (lab_slow_key(id))",
+            i, timeout=seconds * 3 + 30, options=f"-c statement_timeout={seconds * 3}s",
+        )  # fmt: skip
+        outcome = f"CREATE INDEX CONCURRENTLY done in {progress.elapsed():.1f}s"
+    except UserError as exc:
+        outcome = f"CREATE INDEX CONCURRENTLY stopped after {progress.elapsed():.1f}s: {exc}"
+    finally:
+        lab.psql("DROP INDEX CONCURRENTLY IF EXISTS lab_fault_idx", i, timeout=120)
+        lab.psql("DROP FUNCTION IF EXISTS lab_slow_key(bigint)", i)
+    return outcome
+
+
 PENDING_PARAMETER = "max_connections"
 
 

@@ -356,6 +356,31 @@ def copy_total(row: CopyProgress) -> int | None:
     return row.bytes_total or row.estimated_total_bytes or None
 
 
+class MaintenanceRate(Frozen):
+    """A maintenance operation's speed in its phase's unit per second, and the ETA of that phase."""
+
+    per_s: float | None = None
+    eta_s: float | None = None
+
+
+def maintenance_rates(prev: ClusterSnapshot, cur: ClusterSnapshot) -> dict[tuple[str, int], MaintenanceRate]:
+    """Per (node, pid): the speed of the phase both snapshots saw, and when it ends at that speed."""
+    out: dict[tuple[str, int], MaintenanceRate] = {}
+    for a, b in _pairs(prev, cur):
+        t0, t1 = _times(prev, cur, a, b)
+        before = {m.pid: m for m in a.maintenance}
+        for row in b.maintenance:
+            old = before.get(row.pid)
+            if old is None or (old.phase, old.unit, old.relation) != (row.phase, row.unit, row.relation):
+                continue
+            speed = rate(old.done, row.done, t0, t1)
+            eta = None
+            if speed and row.total is not None and row.done is not None:
+                eta = max(0.0, (row.total - row.done) / speed)
+            out[(b.name, row.pid)] = MaintenanceRate(per_s=speed, eta_s=eta)
+    return out
+
+
 def copy_rates(prev: ClusterSnapshot, cur: ClusterSnapshot) -> dict[tuple[str, int], CopyRate]:
     """COPY bytes/s, tuples/s and ETA in seconds, keyed by (node, pid)."""
     out: dict[tuple[str, int], CopyRate] = {}

@@ -227,6 +227,21 @@ class CopyProgress(Bounded):
     relation_tuples: float | None = None
 
 
+class Maintenance(Bounded):
+    """One running VACUUM, ANALYZE, CREATE INDEX, CLUSTER or base backup (pg_stat_progress_*)."""
+
+    pid: int
+    command: str | None = None  # VACUUM, autovacuum, ANALYZE, CREATE INDEX [CONCURRENTLY], CLUSTER, ...
+    phase: str | None = None
+    datname: str | None = None
+    relation: str | None = None
+    application_name: str | None = None
+    query: str | None = None
+    done: int | None = None  # in ``unit``, for the current phase
+    total: int | None = None
+    unit: str | None = None  # blocks, tuples or bytes
+
+
 class HorizonHolder(Bounded):
     """One thing that holds back the xmin horizon: a session, slot, prepared transaction or standby."""
 
@@ -405,6 +420,7 @@ class NodeReadings(Bounded):
     slots_total: int | None = None  # slots the server has: more than ``slots`` past the row cap
     processes_total: int | None = None  # pg_stat_activity's rows: more than ``processes`` past the cap
     copy_progress: tuple[CopyProgress, ...] = ()
+    maintenance: tuple[Maintenance, ...] = ()
     horizon: tuple[HorizonHolder, ...] = ()  # oldest first, up to collect.pgquery.MAX_HORIZON
     subscriptions: tuple[Subscription, ...] = ()
     archiver: Archiver | None = None

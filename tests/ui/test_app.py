@@ -94,7 +94,7 @@ async def test_failover_shows_old_leader_unreachable_new_leader_leading() -> Non
         ("2", "haproxy", "haproxy", "pg_writer"),
         ("3", "replication", "replication", "node2"),
         ("4", "slots", "slots", "lab_sub"),
-        ("5", "copy", "copy", "sync_big"),
+        ("5", "progress", "progress", "sync_big"),
         ("6", "archiver", "archiver", "000000030000000000000002"),
         ("7", "memory", "memory", "checkpointer"),
         ("8", "events", "events", "replica lag"),
@@ -137,11 +137,11 @@ async def test_pane_contents_in_detail() -> None:
         slots = {(r[0], r[1]): r for r in texts(app, "slots")}
         assert slots[("node1", "lab_sub")][5] == "48 MiB"
         assert texts(app, "slots-matrix") == [["lab_sub", "Patroni", "✔ yes", "✔ yes", "✔ yes"]]
-        copies = {(r[0], r[1]): r for r in texts(app, "copy")}
-        pub = copies[("node1", "publisher")]
-        assert pub[4] == "~25%" and pub[6] == "~1.2 GiB"
-        assert pub[3].startswith("███")
-        assert ("node3", "subscriber") in copies
+        copies = {(r[0], r[1]): r for r in texts(app, "progress")}
+        pub = copies[("node1", "COPY publisher")]
+        assert pub[5] == "~25%" and pub[7] == "~1.2 GiB"
+        assert pub[4].startswith("███")
+        assert ("node3", "subscription") in copies
         arch = {r[0]: r for r in texts(app, "archiver")}
         assert arch["node1"][2] == "0" and arch["node1"][5] == "1m"
         mem = texts(app, "memory")

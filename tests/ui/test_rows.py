@@ -25,6 +25,7 @@ from pgtop_ha.models.snapshot import (
     Archiver,
     ClusterSnapshot,
     HAProxyState,
+    Maintenance,
     NodeSnapshot,
     Process,
     Slot,
@@ -35,13 +36,13 @@ from pgtop_ha.ui.format import age, age_step, bar, duration, fit_name, human_byt
 from pgtop_ha.ui.panes import (
     archiver,
     cluster,
-    copy,
     events,
     haproxy,
     locks,
     memory,
     overview,
     problems,
+    progress,
     replication,
     slots,
 )
@@ -317,22 +318,40 @@ def test_copy_rows_rate_and_eta() -> None:
     cur = fx.healthy(fx.T0 + timedelta(seconds=10))
     node1 = cur.node("node1")
     assert node1 is not None
-    progress = tuple(
+    copies = tuple(
         c.model_copy(update={"bytes_processed": 400 * fx.MiB, "percent": None}) for c in node1.copy_progress
     )
     cur = cur.model_copy(
         update={
             "nodes": tuple(
-                n.model_copy(update={"copy_progress": progress}) if n.name == "node1" else n
-                for n in cur.nodes
+                n.model_copy(update={"copy_progress": copies}) if n.name == "node1" else n for n in cur.nodes
             )
         }
     )
-    row = texts(copy.rows(cur, ctx(history=[prev])))["node1|5001"]
-    assert row[1] == "publisher" and row[4] == "~33%"
-    assert row[7] == "10 MiB/s" and row[8] == "1m"  # 800 MiB left at 10 MiB/s = 80 s
-    subs = texts(copy.rows(fx.subscriber_copy(fx.healthy()), ctx()))
-    assert subs["node3|sub|lab_sub|"][4:6] == ["3/4", "d:1 r:3"]
+    row = texts(progress.rows(cur, ctx(history=[prev])))["node1|5001"]
+    assert row[1] == "COPY publisher" and row[5] == "~33%"
+    assert row[8] == "10 MiB/s" and row[9] == "1m"  # 800 MiB left at 10 MiB/s = 80 s
+    subs = texts(progress.rows(fx.subscriber_copy(fx.healthy()), ctx()))
+    assert subs["node3|sub|lab_sub|"][5:7] == ["3/4", "d:1 r:3"]
+
+
+def test_maintenance_rows_percent_rate_and_eta_of_the_phase() -> None:
+    prev, cur = fx.healthy(), fx.healthy(fx.T0 + timedelta(seconds=10))
+
+    def vacuuming(snap: ClusterSnapshot, done: int) -> ClusterSnapshot:
+        m = Maintenance(
+            pid=7001, command="autovacuum", phase="scanning heap", datname="labdb", relation="sync_big",
+            done=done, total=10_000, unit="blocks",
+        )  # fmt: skip
+        nodes = tuple(
+            n.model_copy(update={"maintenance": (m,)}) if n.name == "node1" else n for n in snap.nodes
+        )
+        return snap.model_copy(update={"nodes": nodes})
+
+    row = texts(progress.rows(vacuuming(cur, 3_000), ctx(history=[vacuuming(prev, 2_000)])))["node1|m|7001"]
+    assert row[1:4] == ["autovacuum", "sync_big", "scanning heap"]
+    assert row[5] == "30%" and row[6] == "3000 blk" and row[8] == "100 blk/s"
+    assert row[9] == "1m"  # 7,000 blocks left at 100 a second
 
 
 def test_archiver_rows_warn_on_failure_and_queue() -> None:

@@ -95,7 +95,7 @@ def _pooled() -> list[ClusterSnapshot]:
 SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "replication": _busy,
     "slots": _busy,
-    "copy": _busy,
+    "progress": _busy,
     "archiver": _busy,
     "memory": _busy,
     "probes": _probed,

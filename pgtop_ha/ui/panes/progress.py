@@ -1,16 +1,17 @@
-"""Copy pane: COPY progress with bars, rate and ETA, publisher and subscriber side."""
+"""Progress pane: VACUUM, ANALYZE, CREATE INDEX, CLUSTER, base backups and COPY, with % and ETA."""
 
 from __future__ import annotations
 
-from pgtop_ha.models.derive import CopyRate, copy_rates, copy_total
-from pgtop_ha.models.snapshot import ClusterSnapshot, CopyProgress
+from pgtop_ha.models.derive import CopyRate, MaintenanceRate, copy_rates, copy_total, maintenance_rates
+from pgtop_ha.models.snapshot import ClusterSnapshot, CopyProgress, Maintenance
 from pgtop_ha.ui.format import age, bar, count, finite, human_bytes, rate, ratio
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, name_column, num
 
 COLUMNS = (
     name_column("node", "Node"),
-    Column("side", "Side"),
+    Column("side", "What"),
     Column("relation", "Relation"),
+    Column("phase", "Phase"),
     Column("bar", "Progress"),
     Column("pct", "%", right=True),
     Column("done", "Done", right=True),
@@ -25,10 +26,38 @@ def side(copy: CopyProgress) -> str:
     """Publisher side copies out (COPY TO), the subscriber copies in (COPY FROM)."""
     command = (copy.command or "").upper()
     if command.endswith("TO"):
-        return "publisher"
+        return "COPY publisher"
     if command.endswith("FROM"):
-        return "subscriber"
-    return "?"
+        return "COPY subscriber"
+    return "COPY"
+
+
+def _amount(value: int | None, unit: str | None) -> str:
+    if unit == "bytes":
+        return human_bytes(value)
+    return f"{count(value)} {'blk' if unit == 'blocks' else 'tup'}" if value is not None else "?"
+
+
+def _maintenance_row(node: str, m: Maintenance, speed: MaintenanceRate) -> Row:
+    """The row of one maintenance operation, built from its model and its speed."""
+    frac = ratio(m.done, m.total)
+    frac = None if frac is None else max(0.0, min(1.0, frac))
+    pct = None if frac is None else frac * 100
+    per_s = None if speed.per_s is None else f"{_amount(round(speed.per_s), m.unit)}/s"
+    cells = {
+        "node": cell(node),
+        "side": cell(m.command or "?"),
+        "relation": cell(m.relation or m.datname or "-"),
+        "phase": cell(m.phase or "?"),
+        "bar": cell(bar(frac), sort=pct if pct is not None else -1.0),
+        "pct": num(f"{pct:.0f}%" if pct is not None else "?", pct),
+        "done": num(_amount(m.done, m.unit), m.done),
+        "total": num(_amount(m.total, m.unit), m.total),
+        "rate": num(per_s or "-", speed.per_s),
+        "eta": num(age(speed.eta_s) if speed.eta_s is not None else "-", speed.eta_s),
+        "who": cell(m.application_name or f"pid {m.pid}"),
+    }
+    return Row(key=f"{node}|m|{m.pid}", node=node, cells=cells)
 
 
 def _fraction(copy: CopyProgress) -> float | None:
@@ -38,10 +67,13 @@ def _fraction(copy: CopyProgress) -> float | None:
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
-    """A row per running COPY, then a row per subscription with its tables' sync states."""
+    """A row per maintenance operation and per COPY, then per subscription its tables' states."""
     out = []
     rates = {} if ctx.previous is None else copy_rates(ctx.previous, snapshot)
+    speeds = {} if ctx.previous is None else maintenance_rates(ctx.previous, snapshot)
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        for m in node.maintenance:
+            out.append(_maintenance_row(node.name, m, speeds.get((node.name, m.pid), MaintenanceRate())))
         for c in node.copy_progress:
             frac = _fraction(c)
             total = copy_total(c)
@@ -57,6 +89,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         "node": cell(node.name),
                         "side": cell(side(c)),
                         "relation": cell(c.relation or "?"),
+                        "phase": cell(c.type or "-"),
                         "bar": cell(bar(frac), sort=pct if pct is not None else -1.0),
                         "pct": num(f"{est}{pct:.0f}%" if pct is not None else "?", pct),
                         "done": num(human_bytes(c.bytes_processed), c.bytes_processed),
@@ -80,8 +113,9 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     node=node.name,
                     cells={
                         "node": cell(node.name),
-                        "side": cell("subscriber"),
+                        "side": cell("subscription"),
                         "relation": cell(f"sub {sub.subname}" + (f" {sub.relation}" if sub.relation else "")),
+                        "phase": cell("table sync"),
                         "bar": cell(bar(frac), sort=-1.0 if frac is None else frac * 100),
                         "pct": num(f"{ready}/{n}", frac),
                         "done": cell(text),
@@ -96,10 +130,10 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 
 
 PANE = PaneSpec(
-    id="copy",
-    title="Copy",
+    id="progress",
+    title="Progress",
     key="5",
     columns=COLUMNS,
     rows=rows,
-    help="COPY progress on both sides, rate and ETA",
+    help="VACUUM, ANALYZE, CREATE INDEX, CLUSTER, backups, COPY",
 )
