@@ -696,6 +696,11 @@ def wal_status_rank(wal_status: str | None) -> int:
     return _WAL_STATUS_RANK.get(wal_status or "", 0)
 
 
+def failover_copy_ready(slot: Slot) -> bool:
+    """A standby's copy of a failover slot survives its promotion: synced and persisted."""
+    return bool(slot.synced) and slot.temporary is not True
+
+
 def missing_permanent_slots(snapshot: ClusterSnapshot, name: str) -> list[str]:
     """Permanent slots Patroni should keep on this member but PostgreSQL does not list (sorted).
 
@@ -708,9 +713,12 @@ def missing_permanent_slots(snapshot: ClusterSnapshot, name: str) -> list[str]:
     if "slots" in n.unavailable:
         return []
     have = {s.slot_name for s in n.slots}
-    # A failover slot (17+) that a standby lacks is lost if that standby is promoted.
+    # A failover slot (17+) that a standby lacks is lost if that standby is promoted, and so is one
+    # it holds but does not sync (its own, left from when it was primary: never updated) or has
+    # not persisted yet (a temporary synced copy is dropped at promotion).
+    ready = {s.slot_name for s in n.slots if not n.in_recovery or failover_copy_ready(s)}
     patroni = permanent_slots(snapshot)
-    out = [slot for slot in failover_slots(snapshot) if slot not in have and slot not in patroni]
+    out = [slot for slot in failover_slots(snapshot) if slot not in ready and slot not in patroni]
     for slot, kind in patroni.items():
         if slot == _slug(name) or slot in have:
             continue

@@ -128,6 +128,7 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
     ):
         fp = _lab_parser(faults, name, text)
         fp.add_argument("--seconds", type=int, default=60, metavar="N", help="about how long (default 60)")
+    _lab_parser(faults, "sync-slots", "advance failover slots, drop standbys' stale ones (17+)")
     lx = _lab_parser(faults, "long-xact", "a session idle in transaction: it holds the xmin horizon")
     lx.add_argument("--seconds", type=int, default=300, metavar="N", help="how long (default 300)")
     pr = _lab_parser(faults, "pending-restart", "raise max_connections via Patroni: restart pending")
@@ -226,6 +227,7 @@ def run_lab(args: argparse.Namespace) -> int:
     """Dispatch `pgtop-ha lab ...`."""
     from pgtop_ha.lab import faults, subscriber
     from pgtop_ha.lab.cluster import DEFAULT_ROWS, Lab
+    from pgtop_ha.lab.progress import Progress
 
     if args.lab_command == "fleet":
         from pgtop_ha.lab.fleet import run_fleet_lab
@@ -268,6 +270,9 @@ def run_lab(args: argparse.Namespace) -> int:
         message = faults.lock(lab, args.seconds, args.waiters)
     elif args.fault == "slow-reader":
         message = faults.slow_reader(lab, args.seconds)
+    elif args.fault == "sync-slots":
+        synced = lab.sync_failover_slots(Progress(total=1, out=lab.out))
+        message = "every standby has synced the failover slots" if synced else "not synced within 60s"
     elif args.fault == "long-xact":
         message = faults.long_xact(lab, args.seconds)
     elif args.fault == "vacuum":

@@ -370,7 +370,7 @@ class Lab:
         )
 
     def sync_failover_slots(self, progress: Progress | None = None, timeout: float = 60) -> bool:
-        """Advance the failover slots on the leader, as a consumer would, until standbys hold them.
+        """Advance the failover slots on the leader, as a consumer would, until standbys sync them.
 
         A standby copies a failover slot only once it has moved past the standby's own start: an
         idle one stays behind, and a switchover to that standby loses it.
@@ -381,7 +381,13 @@ class Lab:
             "SELECT count(pg_replication_slot_advance(slot_name, pg_current_wal_lsn())) "
             "FROM pg_replication_slots WHERE failover AND NOT active"
         )
-        synced = "SELECT count(*) FROM pg_replication_slots WHERE failover AND synced"
+        synced = "SELECT count(*) FROM pg_replication_slots WHERE failover AND synced AND NOT temporary"
+
+        # A standby's own failover slot (left from when it led) blocks syncing: drop it, as a DBA would.
+        stale = (
+            "SELECT count(pg_drop_replication_slot(slot_name)) FROM pg_replication_slots "
+            "WHERE failover AND NOT synced AND NOT active"
+        )
 
         def done() -> bool:
             if progress is not None:
@@ -390,6 +396,8 @@ class Lab:
                 leader = self.leader_index()
                 self.psql(advance, leader, timeout=10)
                 standbys = [i for i in range(len(self.layout.names)) if i != leader]
+                for i in standbys:
+                    self.psql(stale, i, timeout=10)
                 return all(self.psql(synced, i, timeout=10) not in ("", "0") for i in standbys)
             except UserError:
                 return False

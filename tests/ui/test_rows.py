@@ -311,6 +311,18 @@ def test_failover_slots_of_postgresql_17_join_the_kept_slot_matrix() -> None:
     assert matrix["fo"] == ["fo", "PostgreSQL", "✔ yes", "✔ synced", "✖ no"]
     assert missing_permanent_slots(snap, "node3") == ["fo"]
     assert missing_permanent_slots(snap, "node2") == []
+    # A standby's own copy (left from when it led) is never updated; a temporary one is dropped
+    # at promotion: neither would survive a failover to it.
+    for copy, shown in (
+        (Slot(slot_name="fo", slot_type="logical", failover=True, synced=False), "✖ stale"),
+        (Slot(slot_name="fo", slot_type="logical", failover=True, synced=True, temporary=True), "… syncing"),
+    ):
+        nodes = tuple(
+            n.model_copy(update={"slots": (*n.slots, copy)}) if n.name == "node3" else n for n in snap.nodes
+        )
+        held = snap.model_copy(update={"nodes": nodes})
+        assert texts(slots.matrix_rows(held, ctx()))["fo"][4] == shown
+        assert missing_permanent_slots(held, "node3") == ["fo"]
 
 
 def test_copy_rows_rate_and_eta() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgtop_ha.judge.grades import permanent_slot_absent_level, wal_status_level
-from pgtop_ha.judge.health import is_leader, retained_level, slot_level
+from pgtop_ha.judge.health import failover_copy_ready, is_leader, retained_level, slot_level
 from pgtop_ha.models.derive import SlotRates, slot_keepers, slot_presence, slot_rates
 from pgtop_ha.models.snapshot import ClusterSnapshot, Slot
 from pgtop_ha.models.thresholds import Level
@@ -108,14 +108,24 @@ def matrix_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             if present is None:
                 cells[key] = cell("?")
             elif present:
-                node = snapshot.node(name)
-                synced = node is not None and any(s.synced for s in node.slots if s.slot_name == slot_name)
-                cells[key] = cell("✔ synced" if synced else "✔ yes", Level.OK)
+                cells[key] = _present(snapshot, name, slot_name, keepers.get(slot_name))
             else:
                 leader = is_leader(snapshot.member(name))
                 cells[key] = cell("✖ no", permanent_slot_absent_level(leader))
         out.append(same_row(slot_name, cells))
     return out
+
+
+def _present(snapshot: ClusterSnapshot, member: str, slot_name: str, keeper: str | None) -> Cell:
+    """A member's copy of a kept slot; a standby's failover copy says whether it would survive."""
+    node = snapshot.node(member)
+    slot = None if node is None else next((s for s in node.slots if s.slot_name == slot_name), None)
+    if slot is None or node is None or not node.in_recovery or keeper == "Patroni":
+        return cell("✔ yes", Level.OK)
+    if failover_copy_ready(slot):
+        return cell("✔ synced", Level.OK)
+    # Its own (not synced: never updated) or a temporary copy (dropped at promotion).
+    return cell("✖ stale" if not slot.synced else "… syncing", permanent_slot_absent_level(False))
 
 
 MATRIX = Table("slots-matrix", (), matrix_rows, dynamic_columns=matrix_columns)
