@@ -123,6 +123,7 @@ def unavailable(caps: Capabilities, *, local_memory: bool) -> dict[str, str]:
         out["parameters.file_setting"] = "needs superuser (pg_file_settings)"
     if not caps.ls_archive_status:
         out["archiver.ready_count"] = "needs pg_monitor"
+        out["wal_disk"] = "needs pg_monitor (pg_ls_waldir)"
     if not local_memory and not caps.remote_memory:
         out["processes.memory"] = "needs superuser or pg_read_server_files"
     return out
@@ -178,6 +179,11 @@ def cache_query(caps: Capabilities) -> str | None:
     own, only while the Cache pane is on screen and at most every CACHE_REFRESH_S.
     """
     return view_sql("cache", caps.version) if caps.buffercache else None
+
+
+def wal_disk_query(caps: Capabilities) -> str | None:
+    """pg_wal's size and its bounds, its own statement on the calm cadence; None without the grant."""
+    return view_sql("wal_disk", caps.version) if caps.ls_archive_status else None
 
 
 def _file_setting(caps: Capabilities) -> str:

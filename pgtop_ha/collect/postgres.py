@@ -21,7 +21,14 @@ from pgtop_ha.clock import Clock
 from pgtop_ha.collect import procmem
 from pgtop_ha.collect.document import HugePagesSetting, read_document
 from pgtop_ha.collect.errors import ParseError
-from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query, cache_query, unavailable
+from pgtop_ha.collect.pgquery import (
+    PROBE_SQL,
+    Capabilities,
+    build_query,
+    cache_query,
+    unavailable,
+    wal_disk_query,
+)
 from pgtop_ha.collect.source import PollTask
 from pgtop_ha.judge.health import SLOW_S
 from pgtop_ha.models import derive
@@ -34,6 +41,7 @@ from pgtop_ha.models.snapshot import (
     PendingSetting,
     Process,
     Setting,
+    WalDisk,
 )
 from pgtop_ha.models.text import clean, one_line
 from pgtop_ha.models.waits import wait_counts
@@ -45,6 +53,9 @@ REFRESH_S = 5.0  # process memory is read this often while the Memory pane is sh
 DASHBOARD_REFRESH_S = 15.0  # ... and this often while it is one pane of several
 # Pending restarts are re-read when pg_conf_load_time() changes, and at least this often anyway.
 PENDING_REFRESH_S = 60.0
+# pg_wal's size: listing the directory costs more with every file a slot retains, and it moves
+# no faster than a DBA reads it.
+WAL_REFRESH_S = 10.0
 CACHE_REFRESH_S = 15.0  # pg_buffercache while the Cache pane is on screen (it visits every buffer)
 _PROCESS_FIELDS = tuple(Process.model_fields)
 _READINGS = tuple(NodeReadings.model_fields)  # what the document hands to NodeSnapshot as is
@@ -252,6 +263,9 @@ class NodeReader:
         self._cache: CacheState | None = None
         self._cache_at: float | None = None
         self._cache_error: str | None = None
+        self._wal_disk: WalDisk | None = None
+        self._wal_at: float | None = None
+        self._wal_error: str | None = None
         self._pending_at: float | None = None
         self._pending_conf: str | None = None  # pg_conf_load_time() when pending was read
         self._conf_load_time: str | None = None  # the latest pg_conf_load_time() seen
@@ -464,6 +478,7 @@ class NodeReader:
                 self.last_query_s = loop.time() - sent
                 self.round_trips += 1
                 await self._read_cache(conn, caps, loop.time())
+                await self._read_wal_disk(conn, caps, loop.time())
             if not isinstance(text, str):
                 raise ParseError("postgres document: empty")
             parsed = self._parse(text, caps)
@@ -535,6 +550,21 @@ class NodeReader:
         )
         self._huge_view = (host, pg, view)
         return view
+
+    async def _read_wal_disk(self, conn: asyncpg.Connection, caps: Capabilities, now: float) -> None:
+        """pg_wal's size on its own statement, every WAL_REFRESH_S; a failure is its own line."""
+        sql = wal_disk_query(caps)
+        if sql is None or (self._wal_at is not None and now - self._wal_at < WAL_REFRESH_S):
+            return
+        self._wal_at = now
+        try:
+            row = await conn.fetchrow(sql)
+            self.round_trips += 1
+            self._wal_disk, self._wal_error = WalDisk.model_validate(dict(row or {})), None
+        except ValidationError as exc:
+            self._wal_disk, self._wal_error = None, f"unexpected value: {exc.errors()[0]['msg']}"
+        except asyncpg.PostgresError as exc:
+            self._wal_disk, self._wal_error = None, one_line(str(exc))
 
     async def _read_cache(self, conn: asyncpg.Connection, caps: Capabilities, now: float) -> None:
         """pg_buffercache on its own statement, every CACHE_REFRESH_S while the pane is on screen.
@@ -645,6 +675,8 @@ class NodeReader:
             missing.setdefault("lock_counts", NOT_ASKED)
         if self._cache_error is not None:
             missing["cache"] = self._cache_error
+        if self._wal_error is not None:
+            missing["wal_disk"] = self._wal_error
         self.last_ok_at = now
         self._failures = 0
         self._failing_since = None
@@ -656,6 +688,7 @@ class NodeReader:
             last_ok_at=now,
             server_version=caps.version,
             wal_segment_size=caps.wal_segment_size,
+            wal_disk=self._wal_disk,
             processes=tuple(rows),
             memory_source=self._source if memory else None,
             hugepages_total=self._hugepages.total if self._hugepages else None,

@@ -24,6 +24,7 @@ from pgtop_ha.models.snapshot import (
     Member,
     NodeSnapshot,
     Slot,
+    WalDisk,
 )
 from pgtop_ha.models.text import skeleton
 from pgtop_ha.models.thresholds import Level, Thresholds
@@ -92,6 +93,22 @@ def lag_level(t: Thresholds, lag_bytes: int | None, lag_s: float | None = None) 
 def retained_level(t: Thresholds, retained: int | None) -> Level:
     """A slot's retained WAL graded."""
     return t.slot_retained_bytes.grade(retained)
+
+
+def wal_disk_ratio(w: WalDisk) -> float | None:
+    """pg_wal on disk over what PostgreSQL keeps by itself (max_wal_size + wal_keep_size)."""
+    bound = (w.max_wal_size or 0) + (w.wal_keep_size or 0)
+    return None if w.bytes is None or bound <= 0 else w.bytes / bound
+
+
+def wal_disk_level(t: Thresholds, w: WalDisk | None) -> Level:
+    """pg_wal's size graded against max_wal_size + wal_keep_size."""
+    return Level.OK if w is None else t.wal_disk_ratio.grade(wal_disk_ratio(w))
+
+
+def top_retainer(n: NodeSnapshot) -> Slot | None:
+    """The slot on this node that retains the most WAL (None without one retaining any)."""
+    return max((s for s in n.slots if s.retained_bytes), key=lambda s: s.retained_bytes or 0, default=None)
 
 
 def horizon_level(t: Thresholds, h: HorizonHolder) -> Level:
@@ -612,6 +629,12 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
             if why in ("conflicting", "lost", "unreserved"):
                 text += f", {why}"
             yield Problem(lv, n.name, text, key=f"slot {slot.slot_name}", rule="slots.retained")
+    if (lv := wal_disk_level(t, n.wal_disk)) > Level.OK and n.wal_disk is not None:
+        keeper = top_retainer(n)
+        text = f"pg_wal {human_bytes(n.wal_disk.bytes)}, past max_wal_size + wal_keep_size"
+        if keeper is not None:
+            text += f"; slot {keeper.slot_name} retains {human_bytes(keeper.retained_bytes)}"
+        yield Problem(lv, n.name, text, "pg_wal large", key="pg_wal", rule="wal.disk")
     worst = max(n.horizon, key=lambda h: horizon_level(t, h), default=None)
     if worst is not None and (lv := horizon_level(t, worst)) > Level.OK:
         # No age in the text (a problem keeps its row while it lasts): the Horizon pane has them.

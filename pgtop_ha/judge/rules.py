@@ -40,6 +40,7 @@ RULES: dict[str, str] = {
     "slots.retained": "a slot retains WAL past slot_retained_bytes, or is lost, unreserved or conflicting",
     "slots.permanent-missing": "a slot kept across failover (Patroni's, or failover = true) is missing",
     "horizon.held": "a session, slot, prepared transaction or standby holds the xmin horizon past its band",
+    "wal.disk": "pg_wal on disk past wal_disk_ratio times max_wal_size + wal_keep_size",
     "archiver.ready": "WAL segments waiting to be archived past archive_ready",
     "locks.waits": "sessions wait on a lock past lock_wait_s",
     "pooler.contradiction": "pgBouncer or pgpool-II disagrees with Patroni",

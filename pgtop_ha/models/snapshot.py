@@ -227,6 +227,16 @@ class CopyProgress(Bounded):
     relation_tuples: float | None = None
 
 
+class WalDisk(Bounded):
+    """pg_wal on disk, and the settings that bound it."""
+
+    bytes: int | None = None
+    files: int | None = None
+    max_wal_size: int | None = None
+    wal_keep_size: int | None = None
+    max_slot_wal_keep_size: int | None = None  # None: unlimited (-1)
+
+
 class Maintenance(Bounded):
     """One running VACUUM, ANALYZE, CREATE INDEX, CLUSTER or base backup (pg_stat_progress_*)."""
 
@@ -444,6 +454,7 @@ class NodeSnapshot(NodeReadings):
     last_ok_at: datetime | None = None
     server_version: int | None = None
     wal_segment_size: int | None = None
+    wal_disk: WalDisk | None = None  # read every WAL_REFRESH_S (collect/postgres.py), kept between
     processes: tuple[Process, ...] = ()
     waits: tuple[WaitCount, ...] = ()  # wait events of this snapshot's processes, most first
     memory_source: str | None = None

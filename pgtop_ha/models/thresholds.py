@@ -83,6 +83,10 @@ class Thresholds(Frozen):
     lock_wait_s: Band = Field(
         Band(warn=10.0, crit=60.0), description="Seconds the query of a session waiting on a lock has run."
     )
+    wal_disk_ratio: Band = Field(
+        Band(warn=1.5, crit=3.0),
+        description="pg_wal on disk as a multiple of max_wal_size + wal_keep_size.",
+    )
     horizon_s: Band = Field(
         Band(warn=300.0, crit=1800.0),
         description="Seconds a session's or prepared transaction's xmin has held back vacuum.",

@@ -39,6 +39,7 @@ from pgtop_ha.models.snapshot import (
     Slot,
     Subscription,
     WaitCount,
+    WalDisk,
 )
 from pgtop_ha.settings import Settings
 
@@ -133,6 +134,7 @@ def _node(name: str, leader: str, at: datetime, **kw: object) -> NodeSnapshot:
         "receive_lsn": None if primary else 0x3000060,
         "replay_lsn": None if primary else 0x3000060,
         "wal_segment_size": 16 * MiB,
+        "wal_disk": WalDisk(bytes=80 * MiB, files=5, max_wal_size=1024 * MiB, wal_keep_size=128 * MiB),
         "replication": tuple(
             Replication(
                 pid=4000 + i,

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from pgtop_ha.judge.grades import permanent_slot_absent_level, wal_status_level
-from pgtop_ha.judge.health import failover_copy_ready, is_leader, retained_level, slot_level
+from pgtop_ha.judge.health import (
+    failover_copy_ready,
+    is_leader,
+    retained_level,
+    slot_level,
+    top_retainer,
+    wal_disk_level,
+)
 from pgtop_ha.models.derive import SlotRates, slot_keepers, slot_presence, slot_rates
-from pgtop_ha.models.snapshot import ClusterSnapshot, Slot
+from pgtop_ha.models.snapshot import ClusterSnapshot, Slot, WalDisk
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.format import fit_name, human_bytes, rate
+from pgtop_ha.ui.format import count, fit_name, human_bytes, rate
 from pgtop_ha.ui.panes.base import (
     NAME_WIDTH,
     Cell,
@@ -48,6 +55,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         for slot in node.slots:
             out.append(_slot_row(node.name, slot, ctx, rates.get((node.name, slot.slot_name), _NO_RATES)))
         out.extend(more_row(COLUMNS, node.name, len(node.slots), node.slots_total, "more slots"))
+        if node.wal_disk is not None:
+            out.append(_wal_row(node.name, node.wal_disk, top_retainer(node), ctx))
     return out
 
 
@@ -70,6 +79,25 @@ def _slot_row(node: str, slot: Slot, ctx: Context, rates: SlotRates) -> Row:
         "stream": num(rate(rates.stream_bytes_s), rates.stream_bytes_s),
     }
     return same_row(f"{node}|{slot.slot_name}", cells, node)
+
+
+def _wal_row(node: str, w: WalDisk, retainer: Slot | None, ctx: Context) -> Row:
+    """pg_wal on disk below the node's slots: its size, its bound, and the slot that keeps most."""
+    level = wal_disk_level(ctx.thresholds, w)
+    bound = (w.max_wal_size or 0) + (w.wal_keep_size or 0)
+    cells = {
+        "node": cell(node),
+        "slot": cell("(pg_wal)"),
+        "health": state(level),
+        "type": cell("on disk"),
+        "active": cell(f"{count(w.files)} files"),
+        "retained": num(human_bytes(w.bytes), w.bytes, level),
+        "wal_status": cell(f"of {human_bytes(bound)}"),
+        "safe": num("", None),
+        "spill": cell("most kept by" if retainer else ""),
+        "stream": cell(retainer.slot_name if retainer else ""),
+    }
+    return same_row(f"{node}|(pg_wal)", cells, node)
 
 
 def _member_keys(members: tuple[str, ...]) -> list[tuple[str, str]]:
