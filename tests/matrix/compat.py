@@ -23,6 +23,10 @@ CASES = ((14, "4.1"), (15, "4.1"), (16, "4.1"), (17, "4.1"), (18, "4.1"), (16, "
 PANE_SOURCE = {"copy": "copy_progress", "cache": "cache", "locks": "locks", "waits": "locks"}
 
 
+# Filled by the tests, read by conftest's session end: one module both import by the same name.
+REPORTS: dict[str, Report] = {}
+
+
 def case_id(case: tuple[int, str]) -> str:
     """pg18-patroni4.1, the test id and the page's column."""
     return f"pg{case[0]}-patroni{case[1]}"

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.matrix.compat import CASES, Report, case_id, write_page
+from tests.matrix.compat import CASES, REPORTS, case_id, write_page
 
-REPORTS: dict[str, Report] = {}
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
 
 

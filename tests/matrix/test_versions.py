@@ -9,8 +9,7 @@ import pytest
 
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab, claim_layout
-from tests.matrix.compat import CASES, case_id, measure, report
-from tests.matrix.conftest import REPORTS
+from tests.matrix.compat import CASES, REPORTS, case_id, measure, report
 
 pytestmark = pytest.mark.matrix
 
