@@ -46,6 +46,7 @@ class OwnView:
     version: str | None
     scope: str | None
     name: str | None
+    failsafe_active: bool | None = None
 
 
 def decode_json(text: str | bytes, what: str) -> Any:
@@ -116,6 +117,7 @@ def parse_cluster(data: Any, limit: int | None = None) -> ClusterView:
                 api_url=redact(api_url) if api_url is not None else None,
                 tags=as_dict(entry.get("tags")) or {},
                 pending_restart=as_bool(entry.get("pending_restart")),
+                scheduled_restart=as_dict(entry.get("scheduled_restart")),
             )
         )
     leader = next((m.name for m in members if is_leader_role(m.role)), None)
@@ -146,6 +148,7 @@ def parse_patroni(data: Any) -> OwnView:
         pause=bool(as_bool(body.get("pause"))),
         dcs_last_seen=as_int(body.get("dcs_last_seen")),
         version=as_str(meta.get("version")),
+        failsafe_active=as_bool(body.get("failsafe_mode_is_active")),
         scope=as_str(meta.get("scope")),
         name=as_str(meta.get("name")),
     )

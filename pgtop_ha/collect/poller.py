@@ -423,6 +423,7 @@ class Poller:
                 own_timeline=own.timeline,
                 dcs_last_seen=own.dcs_last_seen,
                 patroni_version=own.version,
+                failsafe_active=own.failsafe_active,
                 pause=own.pause,
                 pending_restart=own.pending_restart or bool(base.pending_restart),
                 pending_restart_reason=own.pending_restart_reason,

@@ -17,7 +17,7 @@ from pgtop_ha.engines.stopwatch import FailoverReport, LeaderSilence, Stopwatch
 from pgtop_ha.judge.checks import ROLE_GRACE_S, Check, disagreements
 from pgtop_ha.judge.health import DEFAULT_POOLS, UNSETTLED_S, Pools, member_state, node_state, source_state
 from pgtop_ha.models.event import Event
-from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry
 
 __all__ = ["ActiveCheck", "FailoverReport", "Timeline", "cadence"]
 
@@ -26,6 +26,7 @@ FASTEST_S = 0.2  # ...but never faster than this
 # Events one snapshot may add: a /cluster of thousands of members, or a HAProxy page that changed
 # whole, is one line past this, not thousands.
 MAX_CHANGES = 200
+PAST_SWITCHES = 10  # of Patroni's /history, told at start
 CALM_AFTER_S = UNSETTLED_S  # a leader change keeps the fast cadence this long
 
 EPISODES_SWEEP = 2048  # past this many remembered flips, the ended ones are swept
@@ -60,6 +61,21 @@ def _secs(a: datetime, b: datetime) -> float:
     return round(max(0.0, (b - a).total_seconds()), 3)
 
 
+def _switch_text(entry: HistoryEntry) -> str:
+    """One /history row as words: "timeline 3 → 4 (no recovery target specified; new leader node2)"."""
+    said = [x for x in (entry.reason, f"new leader {entry.new_leader}" if entry.new_leader else "") if x]
+    return f"timeline {entry.timeline} → {entry.timeline + 1}" + (f" ({'; '.join(said)})" if said else "")
+
+
+def _when(stamp: str | None) -> datetime | None:
+    """A /history timestamp (ISO 8601, with its offset) as an aware datetime; None when it is not one."""
+    try:
+        at = datetime.fromisoformat(stamp or "")
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else None
+
+
 class Timeline:
     """Folds snapshots into events in observed order; markers and actions join the same list."""
 
@@ -86,6 +102,7 @@ class Timeline:
         self._raw: list[Check] = []
         self._max_tl: int | None = None
         self._bump: tuple[int, int] | None = None  # (event id, old timeline) awaiting /history
+        self._history_told = False  # the switches before the console ran, told once
         self._leader_changed_at: datetime | None = None
         self._changed_at: datetime | None = None  # when an event was last added or updated
         self._stopwatch = Stopwatch(pools)
@@ -128,6 +145,7 @@ class Timeline:
         if len(self._episodes) > EPISODES_SWEEP:
             self._sweep(at)
         self._timeline_bump(snap, touched)
+        self._past_switches(snap, touched)
         for tag, event in self._stopwatch.observe(snap):
             touched[self._tagged(tag, event).id] = None
         self._prev = snap
@@ -234,14 +252,21 @@ class Timeline:
             entry = next((h for h in snap.history if h.timeline == old), None)
             current = self._events.get(event_id)
             if entry is not None and current is not None:
-                said = [
-                    x
-                    for x in (entry.reason, f"new leader {entry.new_leader}" if entry.new_leader else "")
-                    if x
-                ]
-                text = f"timeline {old} → {old + 1}" + (f" ({'; '.join(said)})" if said else "")
-                self._update(event_id, touched, text=text)
+                self._update(event_id, touched, text=_switch_text(entry))
                 self._bump = None
+
+    def _past_switches(self, snap: ClusterSnapshot, touched: dict[int, None]) -> None:
+        """Patroni's /history, read at start: the timeline switches before the console ran."""
+        if self._history_told or not snap.history:
+            return
+        self._history_told = True
+        for entry in snap.history[-PAST_SWITCHES:]:
+            at = _when(entry.timestamp)
+            if at is None or at > snap.taken_at:
+                continue  # no time, or one from the future: not placed on the timeline
+            text = f"{_switch_text(entry)}, from /history"
+            event = Event(at=at, kind="history", text=text, source="patroni", node=entry.new_leader)
+            touched[self._add(event).id] = None
 
     # -- events from elsewhere ------------------------------------------------------------------
 

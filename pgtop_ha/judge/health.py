@@ -476,6 +476,7 @@ def cluster_problems(
     out.extend(identity_problems(snapshot))
     if snapshot.cluster.pause:
         out.append(Problem(Level.WARN, None, "cluster in maintenance mode (paused)", rule="patroni.paused"))
+    out.extend(_patroni_notes(snapshot))
     for name in names:
         known = members.get(name) if members is not None else None
         out.extend(known if known is not None else member_problems(snapshot, name, t, pools, now))
@@ -605,6 +606,33 @@ def pooler_findings(snapshot: ClusterSnapshot) -> list[Finding]:
     for pool in snapshot.pgpool:
         out.extend(pgpool_findings(pool, patroni))
     return out
+
+
+def _patroni_notes(snapshot: ClusterSnapshot) -> Iterable[Problem]:
+    """What Patroni says is planned or unusual: failsafe, versions apart, a scheduled action."""
+    failsafe = sorted(m.name for m in snapshot.members if m.failsafe_active)
+    if failsafe:
+        text = "failsafe mode active: the DCS is unreachable, the leader keeps running on its members' word"
+        yield Problem(Level.WARN, None, text, "failsafe mode active", key="failsafe", rule="patroni.failsafe")
+    versions = sorted({m.patroni_version for m in snapshot.members if m.patroni_version})
+    if len(versions) > 1:
+        text = f"Patroni versions differ ({', '.join(versions)}): an upgrade in progress?"
+        yield Problem(
+            Level.WARN, None, text, "Patroni versions differ", key="versions", rule="patroni.versions"
+        )
+    planned = snapshot.cluster.scheduled_switchover
+    if planned:
+        to = planned.get("to")
+        text = f"switchover scheduled at {planned.get('at', '?')}" + (f" to {to}" if to else "")
+        yield Problem(
+            Level.WARN, None, text, "switchover scheduled", key="scheduled", rule="patroni.scheduled"
+        )
+    for m in snapshot.members:
+        if m.scheduled_restart:
+            text = f"restart scheduled at {m.scheduled_restart.get('schedule', '?')}"
+            yield Problem(
+                Level.WARN, m.name, text, "restart scheduled", key="scheduled", rule="patroni.scheduled"
+            )
 
 
 def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:

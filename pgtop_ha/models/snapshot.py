@@ -118,6 +118,8 @@ class Member(Bounded):
     own_timeline: int | None = None
     dcs_last_seen: int | None = None
     patroni_version: str | None = None
+    failsafe_active: bool | None = None  # its own /patroni: the leader runs on its members' word (DCS down)
+    scheduled_restart: dict[str, Any] | None = None  # /cluster's scheduled_restart of this member
     # The own /patroni poll still running within its timeout: the last answer is kept (slow).
     slow_s: float | None = None
     # /cluster was read and does not list it: it left, or only [patroni] urls name its REST.
