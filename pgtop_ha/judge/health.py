@@ -608,6 +608,17 @@ def pooler_findings(snapshot: ClusterSnapshot) -> list[Finding]:
     return out
 
 
+# What stays on the banner while it lasts: a state the operator chose or must not forget.
+BANNER_RULES = frozenset({"patroni.paused", "patroni.scheduled", "patroni.failsafe"})
+
+
+def banner_notes(snapshot: ClusterSnapshot) -> tuple[str, ...]:
+    """Maintenance mode, a scheduled switchover or restart, failsafe mode: the banner's lines."""
+    notes = [p for p in _patroni_notes(snapshot) if p.rule in BANNER_RULES]
+    paused = ("cluster in maintenance mode (paused)",) if snapshot.cluster.pause else ()
+    return paused + tuple(f"{p.node}: {p.text}" if p.node else p.text for p in notes)
+
+
 def _patroni_notes(snapshot: ClusterSnapshot) -> Iterable[Problem]:
     """What Patroni says is planned or unusual: failsafe, versions apart, a scheduled action."""
     failsafe = sorted(m.name for m in snapshot.members if m.failsafe_active)

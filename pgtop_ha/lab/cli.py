@@ -128,6 +128,8 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
     ):
         fp = _lab_parser(faults, name, text)
         fp.add_argument("--seconds", type=int, default=60, metavar="N", help="about how long (default 60)")
+    se = _lab_parser(faults, "stop-etcd", "SIGSTOP etcd for N seconds: Patroni loses its DCS (failsafe mode)")
+    se.add_argument("--seconds", type=int, default=30, metavar="N", help="how long (default 30)")
     _lab_parser(faults, "sync-slots", "advance failover slots, drop standbys' stale ones (17+)")
     lx = _lab_parser(faults, "long-xact", "a session idle in transaction: it holds the xmin horizon")
     lx.add_argument("--seconds", type=int, default=300, metavar="N", help="how long (default 300)")
@@ -270,6 +272,8 @@ def run_lab(args: argparse.Namespace) -> int:
         message = faults.lock(lab, args.seconds, args.waiters)
     elif args.fault == "slow-reader":
         message = faults.slow_reader(lab, args.seconds)
+    elif args.fault == "stop-etcd":
+        message = faults.stop_etcd(lab, args.seconds)
     elif args.fault == "sync-slots":
         synced = lab.sync_failover_slots(Progress(total=1, out=lab.out))
         message = "every standby has synced the failover slots" if synced else "not synced within 60s"

@@ -79,6 +79,8 @@ def patroni_config(
                 "loop_wait": 2,
                 "retry_timeout": 5,
                 "maximum_lag_on_failover": 16 * 1024 * 1024,
+                # Without its DCS the leader keeps running while every member answers it.
+                "failsafe_mode": True,
                 "postgresql": {
                     "use_pg_rewind": True,
                     "use_slots": True,

@@ -102,6 +102,27 @@ def freeze(lab: Lab, node: str) -> str:
     return f"froze {node}: SIGSTOP to {len(pids)} processes; undo with `pgtop-ha lab fault thaw {node}`"
 
 
+def stop_etcd(lab: Lab, seconds: int = 30) -> str:
+    """SIGSTOP etcd for ``seconds`` (Patroni cannot reach its DCS), then SIGCONT it."""
+    if not 1 <= seconds <= 600:
+        raise UserError("--seconds must be between 1 and 600")
+    pid = lab.book.running("etcd")
+    if pid is None:
+        raise UserError("the lab's etcd is not running")
+    progress = Progress(total=2, out=lab.out)
+    progress.step(f"etcd stopped (SIGSTOP) for {seconds}s: Patroni's leader runs in failsafe mode")
+    _signal([pid], signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            progress.note("etcd stopped", every=5)
+            time.sleep(0.5)  # the fault lasts this long by design
+    finally:
+        _signal([pid], signal.SIGCONT)
+    progress.step("etcd running again")
+    return f"etcd was stopped for {progress.elapsed():.1f}s"
+
+
 def thaw(lab: Lab, node: str) -> str:
     """SIGCONT what `freeze` stopped (and anything else of that node, to be safe)."""
     i = lab.index(node)

@@ -6,8 +6,9 @@ from datetime import timedelta
 
 from pgtop_ha.collect.patroni import parse_cluster, parse_patroni
 from pgtop_ha.engines.timeline import Timeline
-from pgtop_ha.judge.health import Pools, cluster_problems
+from pgtop_ha.judge.health import Pools, banner_notes, cluster_problems
 from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry
+from pgtop_ha.ui.widgets.banner import banner_text
 from tests.ui import fixtures as fx
 
 POOLS = Pools(("pg_writer",), ("pg_reader",))
@@ -74,3 +75,19 @@ def test_history_before_the_console_is_told_once_at_its_own_time() -> None:
     ]
     again = fx.healthy(first.taken_at + timedelta(seconds=1)).model_copy(update={"history": history})
     assert not [e for e in timeline.observe(again) if e.kind == "history"]
+
+
+def test_the_banner_keeps_what_the_operator_must_not_forget() -> None:
+    snap = fx.healthy()
+    assert banner_notes(snap) == ()
+    planned = {"pause": True, "scheduled_switchover": {"at": "04:30"}}
+    snap = _members(snap.model_copy(update={"cluster": snap.cluster.model_copy(update=planned)}), "node2",
+                    scheduled_restart={"schedule": "05:00"})  # fmt: skip
+    notes = banner_notes(snap)
+    assert notes == (
+        "cluster in maintenance mode (paused)",
+        "switchover scheduled at 04:30",
+        "node2: restart scheduled at 05:00",
+    )
+    text = banner_text((), None, snap.taken_at, {}, notes=notes).plain
+    assert "⏲ cluster in maintenance mode (paused)" in text and "⏲ node2: restart scheduled at 05:00" in text

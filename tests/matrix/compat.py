@@ -67,14 +67,15 @@ def pane_states(settings: Settings, before: ClusterSnapshot, snap: ClusterSnapsh
         source = PANE_SOURCE.get(pane.id)
         reasons = {n.unavailable.get(source) for n in snap.nodes} if source else {None}
         if source and None not in reasons:
-            out[pane.title] = f"n/a: {sorted(r for r in reasons if r)[0]}"
+            reason = sorted(r for r in reasons if r)[0]
+            out[pane.title] = reason if reason.startswith("n/a") else f"n/a: {reason}"
             continue
         try:
             count = sum(len(t.rows(snap, ctx)) for t in pane.tables)
         except Exception as exc:  # the page says which pane failed and how
             out[pane.title] = f"✖ {type(exc).__name__}: {exc}"
             continue
-        out[pane.title] = f"✔ {count} rows"
+        out[pane.title] = f"✔ {count} row{'' if count == 1 else 's'}"
     return out
 
 
@@ -101,7 +102,7 @@ def field_states(snap: ClusterSnapshot) -> tuple[int, dict[str, str]]:
         if node.error:
             why[f"node {node.name}"] = f"✖ {node.error}"
         for key, reason in node.unavailable.items():
-            why.setdefault(f"node.{key}", f"n/a: {reason}")
+            why.setdefault(f"node.{key}", reason if reason.startswith("n/a") else f"n/a: {reason}")
     for path, read in seen.items():
         if not read and not any(path.startswith(k) for k in why):
             why[path] = "empty on this lab"
@@ -190,8 +191,8 @@ def write_page(reports: dict[str, Report], path: Path) -> None:
         lines.append(f"| {pane.title} | {cells} |")
     lines += [
         "",
-        "Row counts are the lab's at rest: Locks, Waits and COPY are empty on a quiet cluster; pgBouncer",
-        "and pgpool-II are not started in this walk.",
+        "Row counts are the lab's at rest (Progress is empty on a quiet cluster); pgBouncer and pgpool-II",
+        "are not started in this walk, their panes say so in one row.",
         "",
         "## JSON fields",
         "",

@@ -16,6 +16,7 @@ from textual.containers import Grid
 from textual.reactive import reactive
 from textual.screen import Screen
 
+from pgtop_ha.judge.health import banner_notes
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.ui.compositor import BandCompositor
@@ -331,6 +332,7 @@ class MonitorScreen(Screen[None]):
             names=member_names(app.snapshot) if timed and app.snapshot is not None else (),
             width=self.size.width,
             silence=silence,
+            notes=banner_notes(app.snapshot) if app.snapshot is not None else (),
         )
         self.query_one(Banner).show(banner)
 

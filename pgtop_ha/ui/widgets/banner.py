@@ -120,8 +120,11 @@ def banner_text(
     names: Sequence[str] = (),
     width: int | None = None,
     silence: LeaderSilence | None = None,
+    notes: Sequence[str] = (),
 ) -> Text:
     """The banner line; empty when there is nothing to say.
+
+    ``notes``: what lasts until the operator ends it (maintenance mode, a schedule, failsafe).
 
     ``silence``: the leader has stopped answering and no failover is timed yet; its stopwatch
     takes the place of the last failover's figures.
@@ -157,6 +160,9 @@ def banner_text(
     for active, words in zip(checks, said, strict=True):
         t.append(" ")
         t.append(words, styles.get("crit" if active.check.severity >= 2 else "warn"))
+    for note in notes:
+        t.append(" ")
+        t.append(f"⏲ {shown(note, 120)}", styles.get("warn"))
     return t
 
 
