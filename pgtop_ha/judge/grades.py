@@ -80,6 +80,11 @@ def permanent_slot_absent_level(on_leader: bool) -> Level:
     return Level.CRIT if on_leader else Level.WARN
 
 
+def upstream_level(mismatch: bool) -> Level | None:
+    """A standby not streaming from its replicatefrom member is WARN; otherwise merely shown."""
+    return Level.WARN if mismatch else None
+
+
 def walsender_level(state: str | None) -> Level | None:
     """A walsender that is not streaming (catchup, startup, backup) is WARN."""
     return Level.WARN if state != "streaming" else None

@@ -15,7 +15,7 @@ from pgtop_ha.judge.poolers import Finding, PatroniView, bouncer_findings, pgpoo
 from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
 from pgtop_ha.models.derive import failover_slots, member_names, permanent_slots
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
-from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined
+from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined, upstream_of
 from pgtop_ha.models.snapshot import (
     Archiver,
     ClusterSnapshot,
@@ -396,11 +396,23 @@ def member_problems(
             )
     if m is not None and m.pending_restart:
         out.append(Problem(Level.WARN, name, "pending restart", rule="patroni.pending-restart"))
+    if (why := upstream_mismatch(snapshot, name)) is not None:
+        out.append(Problem(Level.WARN, name, why, "not its replicatefrom", rule="replication.upstream"))
     if n is not None and (why := postgres_unsupported(n.server_version)):
         out.append(Problem(Level.WARN, name, why, "PG version unsupported", rule="postgres.unsupported"))
     if m is not None and (why := patroni_unsupported(m.patroni_version)):
         out.append(Problem(Level.WARN, name, why, "Patroni version unsupported", rule="patroni.unsupported"))
     return out
+
+
+def upstream_mismatch(snapshot: ClusterSnapshot, name: str) -> str | None:
+    """A cascading standby streaming from another member than its replicatefrom tag names."""
+    m = snapshot.member(name)
+    want = m.tags.get("replicatefrom") if m is not None else None
+    got = upstream_of(snapshot, name)
+    if not isinstance(want, str) or got is None or got == want:
+        return None
+    return f"streams from {got}, not from {want} (its replicatefrom)"
 
 
 def human_bytes(value: int | None) -> str:

@@ -97,6 +97,12 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
         metavar="X.Y",
         help="Patroni 3.3, 4.0 or 4.1, each in its own venv (default: the one installed); a new lab only",
     )
+    up.add_argument(
+        "--cascade",
+        action="store_true",
+        default=None,
+        help="the last member streams from the second (Patroni's replicatefrom tag); a new lab only",
+    )
     status = _lab_parser(sub, "status", "members with role, state, ports and PIDs")
     status.add_argument("--json", action="store_true", help="as JSON")
     _lab_parser(sub, "down", "stop everything the lab started and remove its state")
@@ -170,6 +176,7 @@ def layout_from(args: argparse.Namespace) -> Layout:
     postgres = postgres_major(postgres_text) if postgres_text is not None else None
     patroni_text: str | None = getattr(args, "patroni", None)
     patroni = patroni_minor(patroni_text) if patroni_text is not None else None
+    cascade: bool | None = getattr(args, "cascade", None)
     saved = saved_layout(state)
     if saved is not None:
         if explicit is not None and explicit != saved.base_port:
@@ -187,7 +194,11 @@ def layout_from(args: argparse.Namespace) -> Layout:
                 f"--haproxy-servers {servers} disagrees with the lab in {state} "
                 f"({saved.haproxy_servers}); omit it, or `lab down` and remove {state} first"
             )
-        versions = (("--postgres", postgres, saved.postgres), ("--patroni", patroni, saved.patroni))
+        versions = (
+            ("--postgres", postgres, saved.postgres),
+            ("--patroni", patroni, saved.patroni),
+            ("--cascade", cascade, saved.cascade),
+        )
         for flag, given, kept in versions:
             if given is not None and given != kept:
                 raise UserError(
@@ -202,6 +213,7 @@ def layout_from(args: argparse.Namespace) -> Layout:
         haproxy_servers=servers or "members",
         postgres=postgres,
         patroni=patroni,
+        cascade=bool(cascade),
     )
 
 

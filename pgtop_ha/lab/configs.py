@@ -142,7 +142,12 @@ def patroni_config(
                 for action in ("on_role_change", "on_start", "on_restart")
             },
         },
-        "tags": {"nofailover": False, "noloadbalance": False, "clonefrom": False},
+        "tags": {
+            "nofailover": False,
+            "noloadbalance": False,
+            "clonefrom": False,
+            **({"replicatefrom": upstream} if (upstream := layout.replicatefrom(index)) else {}),
+        },
     }
     return json.dumps(conf, indent=1)
 

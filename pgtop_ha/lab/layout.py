@@ -74,6 +74,11 @@ class Layout:
     haproxy_servers: str = "members"
     postgres: int | None = None  # the PostgreSQL major (`lab up --postgres`); None: Debian's newest
     patroni: str | None = None  # the Patroni version (`lab up --patroni`); None: the one installed
+    cascade: bool = False  # the last member streams from the second (`lab up --cascade`)
+
+    def replicatefrom(self, index: int) -> str | None:
+        """The member that member ``index`` streams from by its tag (None: from the leader)."""
+        return self.names[1] if self.cascade and index == len(self.names) - 1 and index > 1 else None
 
     @property
     def etcd_client_port(self) -> int:
@@ -173,6 +178,8 @@ class Layout:
             doc["postgres"] = self.postgres
         if self.patroni is not None:
             doc["patroni"] = self.patroni
+        if self.cascade:
+            doc["cascade"] = True
         return json.dumps(doc, indent=1) + "\n"
 
     @property
@@ -250,9 +257,9 @@ def saved_layout(state_dir: Path) -> Layout | None:
         ports = doc["ports"]
         names = doc.get("names", list(NODE_NAMES))
         servers = doc.get("haproxy_servers", "members")
-        postgres, patroni = doc.get("postgres"), doc.get("patroni")
+        postgres, patroni, cascade = doc.get("postgres"), doc.get("patroni"), doc.get("cascade", False)
     except (ValueError, TypeError, KeyError, AttributeError):
-        base, ports, names, servers, postgres, patroni = None, None, None, None, None, None
+        base, ports, names, servers, postgres, patroni, cascade = None, None, None, None, None, None, False
     if not isinstance(base, int) or isinstance(base, bool) or not 1024 <= base <= 65000:
         raise UserError(f"lab layout {path} is damaged (no valid base_port); fix or remove it")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -263,11 +270,11 @@ def saved_layout(state_dir: Path) -> Layout | None:
         checked = member_names(",".join(names))
     except UserError:
         raise UserError(f"lab layout {path} is damaged (names); fix or remove it") from None
-    if postgres not in (None, *POSTGRES) or patroni not in (None, *PATRONI):
+    if postgres not in (None, *POSTGRES) or patroni not in (None, *PATRONI) or not isinstance(cascade, bool):
         raise UserError(f"lab layout {path} is damaged (versions); fix or remove it")
     layout = Layout(
         base_port=base, state_dir=state_dir, names=checked, haproxy_servers=servers,
-        postgres=postgres, patroni=patroni,
+        postgres=postgres, patroni=patroni, cascade=cascade,
     )  # fmt: skip
     expected = layout.port_map()
     if isinstance(ports, dict) and not (_ADDED_LATER & ports.keys()):

@@ -66,6 +66,15 @@ def member_listening(snapshot: ClusterSnapshot, host: str | None, port: int | No
     return member_at(known, host, port)
 
 
+def upstream_of(snapshot: ClusterSnapshot, name: str) -> str | None:
+    """The member a standby streams from, by its WAL receiver (None: not known, or not a standby)."""
+    n = snapshot.node(name)
+    wr = None if n is None or not n.in_recovery else n.wal_receiver
+    if wr is None or not wr.sender_host:
+        return None
+    return member_listening(snapshot, wr.sender_host, wr.sender_port) or f"{wr.sender_host}:{wr.sender_port}"
+
+
 def known_names(snapshot: ClusterSnapshot) -> frozenset[str]:
     """Every member the console knows: Patroni's members and the polled nodes."""
     return frozenset(m.name for m in snapshot.members) | frozenset(n.name for n in snapshot.nodes)

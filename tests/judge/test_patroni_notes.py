@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from pgtop_ha.collect.patroni import parse_cluster, parse_patroni
 from pgtop_ha.engines.timeline import Timeline
-from pgtop_ha.judge.health import Pools, banner_notes, cluster_problems
-from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry
+from pgtop_ha.judge.health import Pools, banner_notes, cluster_problems, upstream_mismatch
+from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry, WalReceiver
 from pgtop_ha.ui.widgets.banner import banner_text
 from tests.ui import fixtures as fx
 
@@ -91,3 +91,16 @@ def test_the_banner_keeps_what_the_operator_must_not_forget() -> None:
     )
     text = banner_text((), None, snap.taken_at, {}, notes=notes).plain
     assert "⏲ cluster in maintenance mode (paused)" in text and "⏲ node2: restart scheduled at 05:00" in text
+
+
+def test_a_standby_off_its_replicatefrom_is_a_verdict() -> None:
+    base = fx.healthy()
+    # Each standby streams from node1's port (25410), the leader.
+    receiver = WalReceiver(status="streaming", sender_host="127.0.0.1", sender_port=25410)
+    nodes = tuple(n.model_copy(update={"wal_receiver": receiver}) if n.in_recovery else n for n in base.nodes)
+    base = base.model_copy(update={"nodes": nodes})
+    snap = _members(base, "node3", tags={"replicatefrom": "node2"})
+    # node3 streams from the leader (node1) though its tag names node2: Patroni fell back.
+    assert upstream_mismatch(snap, "node3") == "streams from node1, not from node2 (its replicatefrom)"
+    assert "replication.upstream" in _rules(snap)
+    assert upstream_mismatch(base, "node3") is None

@@ -77,7 +77,7 @@ async def test_failover_shows_old_leader_unreachable_new_leader_leading() -> Non
         node1 = row_of(app, "cluster", "node1")
         node2 = row_of(app, "cluster", "node2")
         assert node1[1] == "✖ CRIT" and node1[3] == "DOWN"
-        assert node1[9].startswith("✖ REST+PG")
+        assert node1[10].startswith("✖ REST+PG")
         assert node2[2:4] == ["leader", "primary"] and node2[5] == "UP"
         await pilot.press("8")
         await pilot.pause()

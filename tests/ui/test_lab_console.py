@@ -85,7 +85,7 @@ async def test_failover_shows_old_leader_unreachable_and_new_leader(lab: Lab, la
 
         await until(pilot, shown, 45, "old leader DOWN and a new leader leading")
         rows = cluster_rows(app)
-        assert rows[old][9].startswith("✖")  # reachability with the age of the last success
+        assert rows[old][10].startswith("✖")  # reachability with the age of the last success
         if new is not None and new != old:
             assert leads(rows, new)
 

@@ -197,7 +197,7 @@ def test_events_between_snapshots() -> None:
 def test_cluster_rows() -> None:
     rows = texts(cluster.rows(fx.failed_over(), ctx(now=fx.T0 + timedelta(seconds=41))))
     assert rows["node1"][:4] == ["node1", "✖ CRIT", "replica", "DOWN"]
-    assert rows["node1"][9] == "✖ REST+PG 20s"
+    assert rows["node1"][10] == "✖ REST+PG 20s"
     assert rows["node2"][:4] == ["node2", "✔ OK", "leader", "primary"]
 
 
@@ -561,10 +561,10 @@ def test_reach_says_slow_not_unreachable() -> None:
     snap = fx.healthy()
     members = tuple(m.model_copy(update={"slow_s": 1.6}) if m.name == "node1" else m for m in snap.members)
     shown = texts(cluster.rows(snap.model_copy(update={"members": members}), ctx()))
-    assert shown["node1"][9] == "▲ REST slow 2s"
+    assert shown["node1"][10] == "▲ REST slow 2s"
     down = tuple(m.model_copy(update={"reachable": False}) if m.name == "node1" else m for m in snap.members)
-    assert shown["node2"][9] == "ok"
-    assert texts(cluster.rows(snap.model_copy(update={"members": down}), ctx()))["node1"][9].startswith(
+    assert shown["node2"][10] == "ok"
+    assert texts(cluster.rows(snap.model_copy(update={"members": down}), ctx()))["node1"][10].startswith(
         "✖ REST"
     )
 

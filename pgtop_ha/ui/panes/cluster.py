@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import down_level, pending_level, reach_level
-from pgtop_ha.judge.health import is_leader, is_up, lag_level, member_state, node_state, routes, unreachable
+from pgtop_ha.judge.grades import down_level, pending_level, reach_level, upstream_level
+from pgtop_ha.judge.health import (
+    is_leader,
+    is_up,
+    lag_level,
+    member_state,
+    node_state,
+    routes,
+    unreachable,
+    upstream_mismatch,
+)
 from pgtop_ha.judge.routing import server_level
 from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.roles import short_name
+from pgtop_ha.models.servers import upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import INVALID, age, count, human_bytes
@@ -34,6 +44,7 @@ COLUMNS = (
     Column("reader", "Reader"),
     Column("tl", "TL", right=True),
     Column("lag", "Lag", right=True),
+    Column("upstream", "From"),
     Column("reach", "Reach"),
     Column("state", "Patroni"),
     Column("restart", "Restart"),
@@ -94,6 +105,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     "reader": cell(r_text, r_level),
                     "tl": num(count(timeline), timeline),
                     "lag": lag_cell,
+                    "upstream": _upstream(snapshot, name),
                     "reach": _reach(snapshot, name, ctx),
                     "state": cell((m.state or "?") if m else "-"),
                     "restart": cell(
@@ -106,6 +118,15 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             )
         )
     return out
+
+
+def _upstream(snapshot: ClusterSnapshot, name: str) -> Cell:
+    """Whom a standby streams from, as patronictl topology draws it; a cascade marked."""
+    got = upstream_of(snapshot, name)
+    if got is None:
+        return cell("-")
+    cascade = got != snapshot.cluster.leader
+    return cell(f"└ {got}" if cascade else got, upstream_level(upstream_mismatch(snapshot, name) is not None))
 
 
 def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context) -> Cell:
