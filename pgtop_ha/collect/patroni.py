@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar, cast
 
 import httpx
@@ -47,6 +49,7 @@ class OwnView:
     scope: str | None
     name: str | None
     failsafe_active: bool | None = None
+    cert_not_after: datetime | None = None  # its REST certificate's end, from the TLS handshake
 
 
 def decode_json(text: str | bytes, what: str) -> Any:
@@ -229,10 +232,15 @@ class PatroniClient:
         self.requests = 0
         # Per URL, the last answer's body and what it parsed to (bodies up to REMEMBERED_BODY_BYTES).
         self._last: dict[str, tuple[bytes, object]] = {}
+        self._cert: dict[str, datetime | None] = {}  # per URL, its peer certificate's end (https)
 
     async def _body(self, url: str, *, any_status: bool = False) -> bytes:
         self.requests += 1
         response = await self._http.get(url, limit_s=self._timeout)
+        if "tls_not_after" in response.extensions:
+            if len(self._cert) >= REMEMBERED_URLS:
+                self._cert.clear()
+            self._cert[url] = response.extensions["tls_not_after"]
         # /patroni answers 503 with a full JSON body when PostgreSQL is down: still data.
         is_json = response.content.startswith(b"{")
         if response.status_code >= 400 and not (any_status and is_json):
@@ -267,7 +275,15 @@ class PatroniClient:
     async def own(self, api_url: str) -> OwnView:
         """GET a member's api_url (its /patroni)."""
         url = api_url if api_url.rstrip("/").endswith("/patroni") else f"{api_url}/patroni"
-        return await self._parsed(url, "patroni /patroni", parse_patroni, any_status=True)
+        view = await self._parsed(url, "patroni /patroni", parse_patroni, any_status=True)
+        cert = self._cert.get(url)
+        if view.cert_not_after != cert:
+            # Kept beside the body, so a calm member still hands back the very same view.
+            view = dataclasses.replace(view, cert_not_after=cert)
+            last = self._last.get(url)
+            if last is not None:
+                self._last[url] = (last[0], view)
+        return view
 
     async def history(self, root: str) -> tuple[HistoryEntry, ...]:
         """GET <root>/history."""

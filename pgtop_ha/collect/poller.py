@@ -424,6 +424,7 @@ class Poller:
                 dcs_last_seen=own.dcs_last_seen,
                 patroni_version=own.version,
                 failsafe_active=own.failsafe_active,
+                rest_cert_not_after=own.cert_not_after,
                 pause=own.pause,
                 pending_restart=own.pending_restart or bool(base.pending_restart),
                 pending_restart_reason=own.pending_restart_reason,

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from pgtop_ha import pgguard
 from pgtop_ha.clock import Clock
 from pgtop_ha.collect import procmem
+from pgtop_ha.collect.certificate import not_after
 from pgtop_ha.collect.document import HugePagesSetting, read_document
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.pgquery import (
@@ -114,6 +115,13 @@ class Parsed:
     conf_load_time: str | None = None
     hugepages: HugePages | None = None
     huge_pages_setting: HugePagesSetting | None = None
+
+
+def _peer_not_after(conn: asyncpg.Connection) -> datetime | None:
+    """The server certificate's end when the connection is TLS (asyncpg keeps its transport private)."""
+    transport = getattr(conn, "_transport", None)
+    ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+    return not_after(ssl_object.getpeercert(binary_form=True)) if ssl_object is not None else None
 
 
 def parse_document(text: str, caps: Capabilities) -> Parsed:
@@ -264,6 +272,7 @@ class NodeReader:
         self._cache_at: float | None = None
         self._cache_error: str | None = None
         self._wal_disk: WalDisk | None = None
+        self._cert_not_after: datetime | None = None
         self._wal_at: float | None = None
         self._wal_error: str | None = None
         self._pending_at: float | None = None
@@ -426,6 +435,7 @@ class NodeReader:
                 conn.terminate()
                 raise
             self._conn, self._caps = conn, caps
+            self._cert_not_after = _peer_not_after(conn)
             self.server_addr = caps.server_addr or self.server_addr
             self._build_sql(caps)
             self._memory.clear()
@@ -689,6 +699,7 @@ class NodeReader:
             server_version=caps.version,
             wal_segment_size=caps.wal_segment_size,
             wal_disk=self._wal_disk,
+            cert_not_after=self._cert_not_after,
             processes=tuple(rows),
             memory_source=self._source if memory else None,
             hugepages_total=self._hugepages.total if self._hugepages else None,

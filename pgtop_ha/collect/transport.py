@@ -15,6 +15,8 @@ from typing import Any
 import h11
 import httpx
 
+from pgtop_ha.collect.certificate import not_after
+
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 # Everything read off the socket (status lines, 1xx answers, headers, chunk framing, body):
 # bounds a server that sends endless 1xx answers or chunk extensions without any body.
@@ -221,6 +223,8 @@ class LeanGetTransport(httpx.AsyncBaseTransport):
             raise httpx.ConnectError("connection refused", request=request) from None
         except OSError as exc:
             raise httpx.ConnectError(exc.strerror or str(exc), request=request) from None
+        ssl_object = writer.get_extra_info("ssl_object") if tls else None
+        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
         try:
             # One limit for the whole exchange: a server dripping a byte at a time is cut off
             # at the read timeout, not kept alive by each byte.
@@ -244,4 +248,6 @@ class LeanGetTransport(httpx.AsyncBaseTransport):
         finally:
             # Not awaiting wait_closed: a frozen peer must not hold us in a TLS shutdown.
             writer.close()
+        if der is not None:
+            response.extensions["tls_not_after"] = not_after(der)
         return response

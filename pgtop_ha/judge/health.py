@@ -396,12 +396,47 @@ def member_problems(
             )
     if m is not None and m.pending_restart:
         out.append(Problem(Level.WARN, name, "pending restart", rule="patroni.pending-restart"))
+    for which, end in member_certs(snapshot, name):
+        days = cert_days_left(end, now)
+        if (lv := cert_level(days)) > Level.OK and days is not None:
+            when = "expired" if days < 0 else f"expires in {days:.0f} days"
+            text = f"{which} certificate {when} ({end:%Y-%m-%d})"
+            out.append(
+                Problem(lv, name, text, f"{which} cert {when}", key=f"cert {which}", rule="tls.expiry")
+            )
     if (why := upstream_mismatch(snapshot, name)) is not None:
         out.append(Problem(Level.WARN, name, why, "not its replicatefrom", rule="replication.upstream"))
     if n is not None and (why := postgres_unsupported(n.server_version)):
         out.append(Problem(Level.WARN, name, why, "PG version unsupported", rule="postgres.unsupported"))
     if m is not None and (why := patroni_unsupported(m.patroni_version)):
         out.append(Problem(Level.WARN, name, why, "Patroni version unsupported", rule="patroni.unsupported"))
+    return out
+
+
+CERT_WARN_DAYS = 14  # a certificate that expires sooner is WARN (as cnpg's "Expires Soon" is a week)
+CERT_CRIT_DAYS = 3
+
+
+def cert_days_left(not_after: datetime | None, now: datetime) -> float | None:
+    """Days until a certificate ends (negative once it has); None when not read (no TLS)."""
+    return None if not_after is None else (not_after - now).total_seconds() / 86400
+
+
+def cert_level(days: float | None) -> Level:
+    """A certificate's days left graded: WARN under CERT_WARN_DAYS, CRIT under CERT_CRIT_DAYS."""
+    if days is None or days >= CERT_WARN_DAYS:
+        return Level.OK
+    return Level.CRIT if days < CERT_CRIT_DAYS else Level.WARN
+
+
+def member_certs(snapshot: ClusterSnapshot, name: str) -> list[tuple[str, datetime]]:
+    """A member's certificates read from the console's handshakes: (which, its end)."""
+    m, n = snapshot.member(name), snapshot.node(name)
+    out = []
+    if m is not None and m.rest_cert_not_after is not None:
+        out.append(("REST", m.rest_cert_not_after))
+    if n is not None and n.cert_not_after is not None:
+        out.append(("PostgreSQL", n.cert_not_after))
     return out
 
 

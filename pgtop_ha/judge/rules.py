@@ -38,6 +38,7 @@ RULES: dict[str, str] = {
     "haproxy.rows-capped": "HAProxy's stats list more servers than are read (the pools' servers come first)",
     "haproxy.backend-no-pool": "a backend of members is neither a writer nor a reader pool",
     "haproxy.servers-unjoined": "HAProxy servers that are no Patroni member",
+    "tls.expiry": "a member's REST or PostgreSQL certificate ends in under 14 days (CRIT under 3)",
     "replication.upstream": "a cascading standby streams from another member than its replicatefrom",
     "replication.lag": "a replica's lag past lag_bytes",
     "replication.standby-lag": "a standby's replay lag past lag_bytes or lag_s, as its primary sees it",

@@ -103,6 +103,13 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the last member streams from the second (Patroni's replicatefrom tag); a new lab only",
     )
+    up.add_argument(
+        "--tls",
+        type=int,
+        default=None,
+        metavar="DAYS",
+        help="REST API and PostgreSQL over TLS, the certificate valid DAYS days; a new lab only",
+    )
     status = _lab_parser(sub, "status", "members with role, state, ports and PIDs")
     status.add_argument("--json", action="store_true", help="as JSON")
     _lab_parser(sub, "down", "stop everything the lab started and remove its state")
@@ -177,6 +184,9 @@ def layout_from(args: argparse.Namespace) -> Layout:
     patroni_text: str | None = getattr(args, "patroni", None)
     patroni = patroni_minor(patroni_text) if patroni_text is not None else None
     cascade: bool | None = getattr(args, "cascade", None)
+    tls: int | None = getattr(args, "tls", None)
+    if tls is not None and not 1 <= tls <= 3650:
+        raise UserError(f"--tls {tls}: give the certificate's validity in days, 1 to 3650")
     saved = saved_layout(state)
     if saved is not None:
         if explicit is not None and explicit != saved.base_port:
@@ -198,6 +208,7 @@ def layout_from(args: argparse.Namespace) -> Layout:
             ("--postgres", postgres, saved.postgres),
             ("--patroni", patroni, saved.patroni),
             ("--cascade", cascade, saved.cascade),
+            ("--tls", tls, saved.tls),
         )
         for flag, given, kept in versions:
             if given is not None and given != kept:
@@ -214,6 +225,7 @@ def layout_from(args: argparse.Namespace) -> Layout:
         postgres=postgres,
         patroni=patroni,
         cascade=bool(cascade),
+        tls=tls,
     )
 
 

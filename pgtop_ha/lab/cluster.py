@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from pgtop_ha.errors import UserError
-from pgtop_ha.lab import configs, poolers, procs, secrets, versions
+from pgtop_ha.lab import configs, poolers, procs, secrets, tls, versions
 from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, SUPERUSER, Layout, saved_layout
 from pgtop_ha.lab.progress import Progress
 from pgtop_ha.lab.tools import Tools, find_tools
@@ -208,7 +208,12 @@ class Lab:
         """Patroni's GET /cluster from the first member that answers."""
         for i in range(len(self.layout.names)):
             try:
-                resp = httpx.get(f"{self.layout.patroni_url(i)}/cluster", timeout=timeout, trust_env=False)
+                resp = httpx.get(
+                    f"{self.layout.patroni_url(i)}/cluster",
+                    timeout=timeout,
+                    trust_env=False,
+                    verify=self.layout.verify,
+                )
                 if resp.status_code == 200:
                     data: dict[str, Any] = resp.json()
                     return data
@@ -220,7 +225,10 @@ class Lab:
         """The state node ``name`` reports on its own GET /patroni (None when it does not answer)."""
         try:
             resp = httpx.get(
-                f"{self.layout.patroni_url(self.index(name))}/patroni", timeout=timeout, trust_env=False
+                f"{self.layout.patroni_url(self.index(name))}/patroni",
+                timeout=timeout,
+                trust_env=False,
+                verify=self.layout.verify,
             )
             state = resp.json().get("state")
         except (httpx.HTTPError, ValueError):
@@ -236,7 +244,12 @@ class Lab:
         seen = []
         for i, name in enumerate(self.layout.names):
             try:
-                doc = httpx.get(f"{self.layout.patroni_url(i)}/patroni", timeout=2, trust_env=False).json()
+                doc = httpx.get(
+                    f"{self.layout.patroni_url(i)}/patroni",
+                    timeout=2,
+                    trust_env=False,
+                    verify=self.layout.verify,
+                ).json()
                 seen.append(f"{name} {doc.get('patroni', {}).get('version', '?')}")
             except (httpx.HTTPError, ValueError, AttributeError):
                 seen.append(f"{name} not answering")
@@ -460,6 +473,12 @@ class Lab:
         self.lab_file(layout.state_dir / "role-change.sh", poolers.role_change_script(layout), 0o755)
         self.lab_file(layout.state_dir / "bootstrap.sh", configs.bootstrap_script(layout, tools.psql), 0o700)
         archive = configs.archive_command(layout, tools)
+        if layout.tls is not None:
+            tls.make_certificates(layout.tls_dir, layout.tls)
+            self._chown(layout.tls_dir)
+            for path in layout.tls_dir.iterdir():
+                self._chown(path)
+                path.chmod(0o600 if path.suffix == ".key" else 0o644)
         for i, name in enumerate(self.layout.names):
             self.lab_file(
                 layout.state_dir / f"patroni-{name}.yml",

@@ -70,6 +70,7 @@ def patroni_config(
             "listen": f"127.0.0.1:{layout.rest_port(index)}",
             "connect_address": f"127.0.0.1:{layout.rest_port(index)}",
             "authentication": {"username": REST_USER, "password": passwords[REST_USER]},
+            **_tls_restapi(layout),
         },
         "etcd3": {"hosts": [f"127.0.0.1:{layout.etcd_client_port}"]},
         "bootstrap": {
@@ -127,6 +128,7 @@ def patroni_config(
                 "unix_socket_directories": str(layout.run_dir),
                 "password_encryption": "scram-sha-256",
                 "logging_collector": "off",
+                **_tls_postgres(layout),
             },
             "pg_hba": [
                 "local all all scram-sha-256",
@@ -142,6 +144,7 @@ def patroni_config(
                 for action in ("on_role_change", "on_start", "on_restart")
             },
         },
+        **_tls_config(layout),
         "tags": {
             "nofailover": False,
             "noloadbalance": False,
@@ -150,6 +153,28 @@ def patroni_config(
         },
     }
     return json.dumps(conf, indent=1)
+
+
+def _tls_config(layout: Layout) -> dict[str, Any]:
+    """Patroni's REST API over https, and what Patroni verifies its peers' with (`lab up --tls`)."""
+    if layout.tls is None:
+        return {}
+    d = layout.tls_dir
+    return {"ctl": {"cacert": str(d / "ca.crt")}}
+
+
+def _tls_restapi(layout: Layout) -> dict[str, Any]:
+    if layout.tls is None:
+        return {}
+    d = layout.tls_dir
+    return {"certfile": str(d / "server.crt"), "keyfile": str(d / "server.key"), "cafile": str(d / "ca.crt")}
+
+
+def _tls_postgres(layout: Layout) -> dict[str, Any]:
+    if layout.tls is None:
+        return {}
+    d = layout.tls_dir
+    return {"ssl": "on", "ssl_cert_file": str(d / "server.crt"), "ssl_key_file": str(d / "server.key")}
 
 
 def patroni_env(layout: Layout, index: int, pg_lib: Path | None = None) -> dict[str, str]:
@@ -213,7 +238,11 @@ def haproxy_cfg(layout: Layout) -> str:
         ]
         for i in range(len(layout.names)):
             address = f"127.0.0.1:{layout.pg_port(i)}"
-            lines.append(f"    server {server_name(layout, i)} {address} check port {layout.rest_port(i)}")
+            # With TLS, the checks speak https to Patroni's REST API, against the lab's CA.
+            tls = f" check-ssl ca-file {layout.tls_dir / 'ca.crt'}" if layout.tls is not None else ""
+            lines.append(
+                f"    server {server_name(layout, i)} {address} check port {layout.rest_port(i)}{tls}"
+            )
         return [*lines, ""]
 
     return "\n".join(
@@ -310,6 +339,7 @@ audit_log = "{layout.audit_log}"
 
 [patroni]
 urls = [{urls}]
+{_tls_console(layout)}
 user = "{REST_USER}"
 password_file = "{layout.rest_password_file}"
 
@@ -318,7 +348,7 @@ user = "{MONITOR_USER}"
 dbname = "{DBNAME}"
 passfile = "{layout.pgpass}"
 operator_user = "{OPERATOR_USER}"
-
+{_tls_console_postgres(layout)}
 [haproxy]
 url = "{layout.stats_url}"
 {socket}
@@ -340,6 +370,21 @@ kind = "reader"
 [lab]
 base_port = {layout.base_port}
 state_dir = "{layout.state_dir}"
+"""
+
+
+def _tls_console(layout: Layout) -> str:
+    if layout.tls is None:
+        return ""
+    return f"""ca_file = "{layout.tls_dir / "ca.crt"}"
+"""
+
+
+def _tls_console_postgres(layout: Layout) -> str:
+    if layout.tls is None:
+        return ""
+    return f"""sslmode = "verify-full"
+sslrootcert = "{layout.tls_dir / "ca.crt"}"
 """
 
 

@@ -182,7 +182,12 @@ def switchover(lab: Lab, to: str | None = None, timeout: float = 90) -> str:
     def accepted() -> bool:
         try:
             resp = httpx.post(
-                f"{url}/switchover", json=body, auth=(REST_USER, password), timeout=60, trust_env=False
+                f"{url}/switchover",
+                json=body,
+                auth=(REST_USER, password),
+                timeout=60,
+                trust_env=False,
+                verify=lab.layout.verify,
             )
         except httpx.HTTPError as exc:
             raise UserError(f"switchover request to {url} failed: {exc}") from None
@@ -542,7 +547,12 @@ def _patch_config(lab: Lab, body: dict[str, object]) -> dict[str, object]:
     url = lab.layout.patroni_url(lab.leader_index())
     try:
         resp = httpx.patch(
-            f"{url}/config", json=body, auth=(REST_USER, password), timeout=30, trust_env=False
+            f"{url}/config",
+            json=body,
+            auth=(REST_USER, password),
+            timeout=30,
+            trust_env=False,
+            verify=lab.layout.verify,
         )
     except httpx.HTTPError as exc:
         raise UserError(f"PATCH {url}/config failed: {exc}") from None
@@ -582,7 +592,9 @@ def pending_restart(lab: Lab, undo: bool = False, timeout: float = 60) -> str:
     password = lab.layout.rest_password_file.read_text().strip()
     url = lab.layout.patroni_url(lab.leader_index())
     try:
-        config = httpx.get(f"{url}/config", auth=(REST_USER, password), timeout=10, trust_env=False).json()
+        config = httpx.get(
+            f"{url}/config", auth=(REST_USER, password), timeout=10, trust_env=False, verify=lab.layout.verify
+        ).json()
     except (httpx.HTTPError, ValueError) as exc:
         raise UserError(f"GET {url}/config failed: {exc}") from None
     before = config.get("postgresql", {}).get("parameters", {}).get(PENDING_PARAMETER)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,17 @@ class Layout:
     postgres: int | None = None  # the PostgreSQL major (`lab up --postgres`); None: Debian's newest
     patroni: str | None = None  # the Patroni version (`lab up --patroni`); None: the one installed
     cascade: bool = False  # the last member streams from the second (`lab up --cascade`)
+    tls: int | None = None  # days the server certificate is valid (`lab up --tls DAYS`); None: no TLS
+
+    @property
+    def tls_dir(self) -> Path:
+        """The lab's CA and server certificate."""
+        return self.state_dir / "tls"
+
+    @property
+    def verify(self) -> ssl.SSLContext | bool:
+        """What the lab's own REST calls verify against: its CA with TLS, else nothing to verify."""
+        return ssl.create_default_context(cafile=self.tls_dir / "ca.crt") if self.tls is not None else True
 
     def replicatefrom(self, index: int) -> str | None:
         """The member that member ``index`` streams from by its tag (None: from the leader)."""
@@ -100,7 +112,8 @@ class Layout:
 
     def patroni_url(self, index: int) -> str:
         """Patroni REST URL of node ``index`` (0-based)."""
-        return f"http://127.0.0.1:{self.rest_port(index)}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.rest_port(index)}"
 
     @property
     def writer_port(self) -> int:
@@ -180,6 +193,8 @@ class Layout:
             doc["patroni"] = self.patroni
         if self.cascade:
             doc["cascade"] = True
+        if self.tls is not None:
+            doc["tls"] = self.tls
         return json.dumps(doc, indent=1) + "\n"
 
     @property
@@ -258,8 +273,10 @@ def saved_layout(state_dir: Path) -> Layout | None:
         names = doc.get("names", list(NODE_NAMES))
         servers = doc.get("haproxy_servers", "members")
         postgres, patroni, cascade = doc.get("postgres"), doc.get("patroni"), doc.get("cascade", False)
+        tls = doc.get("tls")
     except (ValueError, TypeError, KeyError, AttributeError):
         base, ports, names, servers, postgres, patroni, cascade = None, None, None, None, None, None, False
+        tls = None
     if not isinstance(base, int) or isinstance(base, bool) or not 1024 <= base <= 65000:
         raise UserError(f"lab layout {path} is damaged (no valid base_port); fix or remove it")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -272,9 +289,11 @@ def saved_layout(state_dir: Path) -> Layout | None:
         raise UserError(f"lab layout {path} is damaged (names); fix or remove it") from None
     if postgres not in (None, *POSTGRES) or patroni not in (None, *PATRONI) or not isinstance(cascade, bool):
         raise UserError(f"lab layout {path} is damaged (versions); fix or remove it")
+    if tls is not None and (not isinstance(tls, int) or isinstance(tls, bool) or not 1 <= tls <= 3650):
+        raise UserError(f"lab layout {path} is damaged (tls); fix or remove it")
     layout = Layout(
         base_port=base, state_dir=state_dir, names=checked, haproxy_servers=servers,
-        postgres=postgres, patroni=patroni, cascade=cascade,
+        postgres=postgres, patroni=patroni, cascade=cascade, tls=tls,
     )  # fmt: skip
     expected = layout.port_map()
     if isinstance(ports, dict) and not (_ADDED_LATER & ports.keys()):

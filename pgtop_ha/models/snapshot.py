@@ -119,6 +119,7 @@ class Member(Bounded):
     dcs_last_seen: int | None = None
     patroni_version: str | None = None
     failsafe_active: bool | None = None  # its own /patroni: the leader runs on its members' word (DCS down)
+    rest_cert_not_after: datetime | None = None  # its REST API's certificate's end (https only)
     scheduled_restart: dict[str, Any] | None = None  # /cluster's scheduled_restart of this member
     # The own /patroni poll still running within its timeout: the last answer is kept (slow).
     slow_s: float | None = None
@@ -457,6 +458,7 @@ class NodeSnapshot(NodeReadings):
     server_version: int | None = None
     wal_segment_size: int | None = None
     wal_disk: WalDisk | None = None  # read every WAL_REFRESH_S (collect/postgres.py), kept between
+    cert_not_after: datetime | None = None  # the server certificate's end, from the TLS handshake
     processes: tuple[Process, ...] = ()
     waits: tuple[WaitCount, ...] = ()  # wait events of this snapshot's processes, most first
     memory_source: str | None = None

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pgtop_ha.judge.grades import down_level, pending_level, reach_level, upstream_level
 from pgtop_ha.judge.health import (
+    cert_days_left,
+    cert_level,
     is_leader,
     is_up,
     lag_level,
+    member_certs,
     member_state,
     node_state,
     routes,
@@ -49,6 +52,7 @@ COLUMNS = (
     Column("state", "Patroni"),
     Column("restart", "Restart"),
     Column("pause", "Pause"),
+    Column("cert", "Cert", right=True),
 )
 
 
@@ -106,6 +110,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     "tl": num(count(timeline), timeline),
                     "lag": lag_cell,
                     "upstream": _upstream(snapshot, name),
+                    "cert": _cert(snapshot, name, ctx),
                     "reach": _reach(snapshot, name, ctx),
                     "state": cell((m.state or "?") if m else "-"),
                     "restart": cell(
@@ -118,6 +123,16 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             )
         )
     return out
+
+
+def _cert(snapshot: ClusterSnapshot, name: str, ctx: Context) -> Cell:
+    """Days left on the member's soonest-ending certificate (REST or PostgreSQL); "-" without TLS."""
+    days = [cert_days_left(end, ctx.now) for _, end in member_certs(snapshot, name)]
+    soonest = min((d for d in days if d is not None), default=None)
+    if soonest is None:
+        return num("-", None)
+    level = cert_level(soonest)
+    return num(f"{soonest:.0f}d", soonest, level if level > Level.OK else None)
 
 
 def _upstream(snapshot: ClusterSnapshot, name: str) -> Cell:
