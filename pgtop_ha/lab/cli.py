@@ -141,6 +141,10 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
     ):
         fp = _lab_parser(faults, name, text)
         fp.add_argument("--seconds", type=int, default=60, metavar="N", help="about how long (default 60)")
+    sr2 = _lab_parser(faults, "schedule-restart", "schedule a node's restart through Patroni (or --cancel)")
+    sr2.add_argument("node", metavar="NODE")
+    sr2.add_argument("--minutes", type=int, default=60, metavar="N", help="from now (default 60)")
+    sr2.add_argument("--cancel", action="store_true", help="cancel the scheduled restart")
     se = _lab_parser(faults, "stop-etcd", "SIGSTOP etcd for N seconds: Patroni loses its DCS (failsafe mode)")
     se.add_argument("--seconds", type=int, default=30, metavar="N", help="how long (default 30)")
     _lab_parser(faults, "sync-slots", "advance failover slots, drop standbys' stale ones (17+)")
@@ -296,6 +300,8 @@ def run_lab(args: argparse.Namespace) -> int:
         message = faults.lock(lab, args.seconds, args.waiters)
     elif args.fault == "slow-reader":
         message = faults.slow_reader(lab, args.seconds)
+    elif args.fault == "schedule-restart":
+        message = faults.schedule_restart(lab, args.node, args.minutes, args.cancel)
     elif args.fault == "stop-etcd":
         message = faults.stop_etcd(lab, args.seconds)
     elif args.fault == "sync-slots":

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -100,6 +101,37 @@ def freeze(lab: Lab, node: str) -> str:
         json.dump(pids, fh)
     _signal(pids, signal.SIGSTOP)
     return f"froze {node}: SIGSTOP to {len(pids)} processes; undo with `pgtop-ha lab fault thaw {node}`"
+
+
+def schedule_restart(lab: Lab, node: str, minutes: int = 60, cancel: bool = False) -> str:
+    """Schedule a restart of ``node`` in ``minutes`` through Patroni's REST API (or cancel it)."""
+    if not 1 <= minutes <= 1440:
+        raise UserError("--minutes must be between 1 and 1440")
+    url = f"{lab.layout.patroni_url(lab.index(node))}/restart"
+    password = lab.layout.rest_password_file.read_text().strip()
+    at = datetime.now(UTC) + timedelta(minutes=minutes)
+    try:
+        if cancel:
+            resp = httpx.delete(
+                url, auth=(REST_USER, password), timeout=30, trust_env=False, verify=lab.layout.verify
+            )
+        else:
+            body = {"schedule": at.isoformat(timespec="seconds")}
+            resp = httpx.post(
+                url,
+                json=body,
+                auth=(REST_USER, password),
+                timeout=30,
+                trust_env=False,
+                verify=lab.layout.verify,
+            )
+    except httpx.HTTPError as exc:
+        raise UserError(f"{url} failed: {exc}") from None
+    if resp.status_code not in (200, 202, 404):
+        raise UserError(f"Patroni refused ({resp.status_code}): {resp.text.strip()[:200]}")
+    if cancel:
+        return f"{node}: scheduled restart cancelled ({resp.text.strip()[:80]})"
+    return f"{node}: restart scheduled at {at:%H:%M} UTC; undo: `lab fault schedule-restart {node} --cancel`"
 
 
 def stop_etcd(lab: Lab, seconds: int = 30) -> str:
