@@ -17,6 +17,8 @@ NO_CANDIDATE = "switchover is not possible: no good candidates have been found"
 
 
 class _Layout:
+    verify = True  # no TLS: nothing to verify the REST API against
+
     def __init__(self, tmp: Path) -> None:
         self.rest_password_file = tmp / "patroni-rest"
         self.rest_password_file.write_text("secret\n")
