@@ -453,29 +453,36 @@ def slow_reader(lab: Lab, seconds: int = 60) -> str:
     """A client on the leader that reads a big result slowly: its backend waits on ClientWrite."""
     if not 1 <= seconds <= 3600:
         raise UserError("--seconds must be between 1 and 3600")
+    return _leader_client(
+        lab, "slow-reader", _SLOW_READER, seconds,
+        doing="a client reading a large result a few bytes at a time",
+        until="wait_event = 'ClientWrite'", seen="the backend waits on ClientWrite", what="slow reader",
+    )  # fmt: skip
+
+
+def _leader_client(lab: Lab, fault: str, script: str, seconds: int, *, doing: str, until: str, seen: str,
+                   what: str) -> str:  # fmt: skip
+    """Run ``script`` as a lab client on the leader for ``seconds``, saying when its backend is ``until``."""
     i = lab.leader_index()
+    app = f"lab-fault-{fault}"
     dsn = (
-        f"host=127.0.0.1 port={lab.layout.pg_port(i)} user={SUPERUSER} dbname={DBNAME} "
-        "application_name=lab-fault-slow-reader"
+        f"host=127.0.0.1 port={lab.layout.pg_port(i)} user={SUPERUSER} dbname={DBNAME} application_name={app}"
     )
-    name = "fault-slow-reader"
+    name = f"fault-{fault}"
     _end_clients(lab, [name])
     progress = Progress(total=2, out=lab.out)
-    progress.step(f"{lab.layout.names[i]}: a client reading a large result a few bytes at a time")
+    progress.step(f"{lab.layout.names[i]}: {doing}")
     try:
-        _spawn_client(lab, name, [lab.patroni_python(), "-c", _SLOW_READER, dsn, str(seconds)])
-        waiting = (
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lab-fault-slow-reader' "
-            "AND wait_event = 'ClientWrite'"
-        )
-        if procs.poll(lambda: lab.psql(waiting, i) != "0", 30, interval=0.5):
-            progress.step(f"the backend waits on ClientWrite; ending in {seconds}s")
+        _spawn_client(lab, name, [lab.patroni_python(), "-c", script, dsn, str(seconds)])
+        reached = f"SELECT count(*) FROM pg_stat_activity WHERE application_name = '{app}' AND {until}"
+        if procs.poll(lambda: lab.psql(reached, i) != "0", 30, interval=0.5):
+            progress.step(f"{seen}; ending in {seconds}s")
         else:
-            progress.step("no ClientWrite wait seen yet; the reader keeps going")
-        _wait_clients(lab, [name], progress, seconds, f"slow reader on {lab.layout.names[i]}")
+            progress.step(f"not seen yet ({seen}); the client keeps going")
+        _wait_clients(lab, [name], progress, seconds, f"{what} on {lab.layout.names[i]}")
     finally:
         _end_clients(lab, [name])
-    return f"slow reader ended after {progress.elapsed():.1f}s"
+    return f"{what} ended after {progress.elapsed():.1f}s"
 
 
 _LONG_XACT = """
@@ -492,27 +499,12 @@ def long_xact(lab: Lab, seconds: int = 300) -> str:
     """A session on the leader idle in transaction: it holds the xmin horizon while it lasts."""
     if not 1 <= seconds <= 86400:
         raise UserError("--seconds must be between 1 and 86400")
-    i = lab.leader_index()
-    dsn = (
-        f"host=127.0.0.1 port={lab.layout.pg_port(i)} user={SUPERUSER} dbname={DBNAME} "
-        "application_name=lab-fault-long-xact"
-    )
-    name = "fault-long-xact"
-    _end_clients(lab, [name])
-    progress = Progress(total=2, out=lab.out)
-    progress.step(f"{lab.layout.names[i]}: a session idle in transaction for {seconds}s")
-    try:
-        _spawn_client(lab, name, [lab.patroni_python(), "-c", _LONG_XACT, dsn, str(seconds)])
-        held = (
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lab-fault-long-xact' "
-            "AND state = 'idle in transaction' AND backend_xid IS NOT NULL"
-        )
-        if procs.poll(lambda: lab.psql(held, i) != "0", 30, interval=0.5):
-            progress.step(f"it holds the xmin horizon; ending in {seconds}s")
-        _wait_clients(lab, [name], progress, seconds, f"long transaction on {lab.layout.names[i]}")
-    finally:
-        _end_clients(lab, [name])
-    return f"long transaction ended after {progress.elapsed():.1f}s"
+    return _leader_client(
+        lab, "long-xact", _LONG_XACT, seconds,
+        doing=f"a session idle in transaction for {seconds}s",
+        until="state = 'idle in transaction' AND backend_xid IS NOT NULL",
+        seen="it holds the xmin horizon", what="long transaction",
+    )  # fmt: skip
 
 
 def _table_size(lab: Lab, i: int) -> tuple[int, int]:

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.procs import poll
-from tests.support.lab_polls import quiet, running
-
-PGTOP = [sys.executable, "-m", "pgtop_ha"]
-
-
-def _run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*PGTOP, "--config", str(config), *args], capture_output=True, text=True, timeout=60
-    )
+from tests.support.lab_polls import cli_json, quiet, running
 
 
 def test_a_session_idle_in_transaction_holds_the_horizon(lab: Lab, tmp_path: Path) -> None:
@@ -33,7 +22,7 @@ def test_a_session_idle_in_transaction_holds_the_horizon(lab: Lab, tmp_path: Pat
     with running(lambda: faults.long_xact(quiet(lab), seconds=30), 90):
 
         def held() -> bool:
-            docs.append(json.loads(_run(config, "snapshot").stdout))
+            docs.append(cli_json(config, "snapshot"))
             leader = next(n for n in docs[-1]["nodes"] if n["name"] == docs[-1]["cluster"]["leader"])
             return any(
                 h["kind"] == "backend"
@@ -47,7 +36,7 @@ def test_a_session_idle_in_transaction_holds_the_horizon(lab: Lab, tmp_path: Pat
         assert poll(held, 30, interval=0.5), docs[-1]["nodes"]
 
         def judged() -> bool:
-            checks.append(json.loads(_run(config, "check", "--json").stdout))
+            checks.append(cli_json(config, "check", "--json"))
             return any(v["rule"] == "horizon.held" for v in checks[-1]["verdicts"])
 
         assert poll(judged, 30, interval=0.5), checks[-1]

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -13,15 +10,7 @@ import pytest
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.procs import poll
-from tests.support.lab_polls import quiet, running
-
-PGTOP = [sys.executable, "-m", "pgtop_ha"]
-
-
-def _snapshot(lab: Lab) -> dict[str, Any]:
-    argv = [*PGTOP, "--config", str(lab.layout.console_config), "snapshot", "--only", "locks"]
-    doc: dict[str, Any] = json.loads(subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout)
-    return doc
+from tests.support.lab_polls import cli_json, quiet, running
 
 
 @pytest.mark.parametrize(
@@ -36,7 +25,7 @@ def test_maintenance_shows_its_phase_and_progress(
     with running(lambda: fault(quiet(lab), 20), 120):
 
         def progressing() -> bool:
-            doc = _snapshot(lab)
+            doc = cli_json(lab.layout.console_config, "snapshot", "--only", "locks")
             leader = next(n for n in doc["nodes"] if n["name"] == doc["cluster"]["leader"])
             seen.extend(
                 m for m in leader["maintenance"] if m["command"] == command and m["relation"] == "sync_big"

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from typing import Any
 
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.procs import poll
-from tests.support.lab_polls import quiet
-
-PGTOP = [sys.executable, "-m", "pgtop_ha"]
-
-
-def _check(lab: Lab) -> dict[str, Any]:
-    argv = [*PGTOP, "--config", str(lab.layout.console_config), "check", "--json"]
-    doc: dict[str, Any] = json.loads(subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout)
-    return doc
+from tests.support.lab_polls import cli_json, quiet
 
 
 def test_a_scheduled_restart_is_shown_until_cancelled(lab: Lab) -> None:
@@ -28,7 +17,7 @@ def test_a_scheduled_restart_is_shown_until_cancelled(lab: Lab) -> None:
     try:
 
         def scheduled() -> bool:
-            seen.append(_check(lab))
+            seen.append(cli_json(lab.layout.console_config, "check", "--json"))
             return any(
                 v["rule"] == "patroni.scheduled" and v["subject"] == node for v in seen[-1]["verdicts"]
             )
@@ -38,4 +27,12 @@ def test_a_scheduled_restart_is_shown_until_cancelled(lab: Lab) -> None:
         assert verdict["text"].startswith("restart scheduled at ") and verdict["level"] == 1
     finally:
         faults.schedule_restart(quiet(lab), node, cancel=True)
-    assert poll(lambda: not any(v["rule"] == "patroni.scheduled" for v in _check(lab)["verdicts"]), 30)
+    assert poll(
+        lambda: (
+            not any(
+                v["rule"] == "patroni.scheduled"
+                for v in cli_json(lab.layout.console_config, "check", "--json")["verdicts"]
+            )
+        ),
+        30,
+    )

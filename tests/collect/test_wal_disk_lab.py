@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import PERMANENT_SLOT
 from pgtop_ha.lab.procs import poll
-
-PGTOP = [sys.executable, "-m", "pgtop_ha"]
-
-
-def _json(config: Path, *args: str) -> dict[str, Any]:
-    argv = [*PGTOP, "--config", str(config), *args]
-    doc: dict[str, Any] = json.loads(subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout)
-    return doc
+from tests.support.lab_polls import cli_json
 
 
 def test_wal_on_disk_names_the_slot_that_keeps_most(lab: Lab, tmp_path: Path) -> None:
@@ -28,7 +18,7 @@ def test_wal_on_disk_names_the_slot_that_keeps_most(lab: Lab, tmp_path: Path) ->
         lab.layout.console_config.read_text()
         + "\n[thresholds]\nwal_disk_ratio = { warn = 0.01, crit = 1000 }\n"
     )
-    doc = _json(config, "snapshot")
+    doc = cli_json(config, "snapshot")
     for n in doc["nodes"]:
         w = n["wal_disk"]
         assert w is not None and w["bytes"] > 0 and w["files"] > 0, n["name"]
@@ -36,7 +26,7 @@ def test_wal_on_disk_names_the_slot_that_keeps_most(lab: Lab, tmp_path: Path) ->
     checks: list[dict[str, Any]] = []
 
     def judged() -> bool:
-        checks.append(_json(config, "check", "--json"))
+        checks.append(cli_json(config, "check", "--json"))
         named = f"slot {PERMANENT_SLOT} retains"
         return any(v["rule"] == "wal.disk" and named in v["text"] for v in checks[-1]["verdicts"])
 

@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.lab.cluster import Lab
@@ -64,3 +69,11 @@ async def until_seen(
                 f"last nodes: {snap.nodes}"
             )
         await asyncio.sleep(PACE_S)
+
+
+def cli_json(config: Path, *args: str) -> dict[str, Any]:
+    """`pgtop-ha --config CONFIG ARGS...` (snapshot, check --json) as its parsed JSON answer."""
+    argv = [sys.executable, "-m", "pgtop_ha", "--config", str(config), *args]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+    doc: dict[str, Any] = json.loads(out)
+    return doc
