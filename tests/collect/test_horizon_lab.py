@@ -19,7 +19,7 @@ def test_a_session_idle_in_transaction_holds_the_horizon(lab: Lab, tmp_path: Pat
     )
     docs: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
-    with running(lambda: faults.long_xact(quiet(lab), seconds=30), 90):
+    with running(lambda: faults.long_xact(quiet(lab), seconds=12), 90):
 
         def held() -> bool:
             docs.append(cli_json(config, "snapshot"))

@@ -22,7 +22,7 @@ def test_maintenance_shows_its_phase_and_progress(
     lab: Lab, fault: Callable[[Lab, int], str], command: str
 ) -> None:
     seen: list[dict[str, Any]] = []
-    with running(lambda: fault(quiet(lab), 20), 120):
+    with running(lambda: fault(quiet(lab), 6), 120):
 
         def progressing() -> bool:
             doc = cli_json(lab.layout.console_config, "snapshot", "--only", "locks")

@@ -110,7 +110,6 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     "tl": num(count(timeline), timeline),
                     "lag": lag_cell,
                     "upstream": _upstream(snapshot, name),
-                    "cert": _cert(snapshot, name, ctx),
                     "reach": _reach(snapshot, name, ctx),
                     "state": cell((m.state or "?") if m else "-"),
                     "restart": cell(
@@ -118,6 +117,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         pending_level(bool(m and m.pending_restart)),
                     ),
                     "pause": cell("yes" if (m and m.pause) or snapshot.cluster.pause else "-"),
+                    "cert": _cert(snapshot, name, ctx),
                 },
                 name,
             )
