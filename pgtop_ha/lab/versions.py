@@ -95,7 +95,11 @@ def _extract(tar: tarfile.TarFile, into: Path) -> None:
     root = into.resolve()
     for member in tar.getmembers():
         target = (into / member.name).resolve()
-        linked = (target.parent / member.linkname).resolve() if member.issym() else target
+        linked = target
+        if member.issym():
+            linked = (target.parent / member.linkname).resolve()
+        elif member.islnk():  # a hard link names a path from the archive's root
+            linked = (into / member.linkname).resolve()
         if not (target.is_relative_to(root) and linked.is_relative_to(root)) or member.isdev():
             raise UserError(f"the PostgreSQL build holds an unsafe path {member.name!r}; not unpacked")
     tar.extractall(into)  # noqa: S202 - every member was checked above
