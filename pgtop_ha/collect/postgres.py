@@ -7,10 +7,11 @@ come only from libpq's conventions, and none goes in clear text without TLS (pgt
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlencode
 
 import asyncpg
@@ -57,6 +58,7 @@ PENDING_REFRESH_S = 60.0
 # pg_wal's size: listing the directory costs more with every file a slot retains, and it moves
 # no faster than a DBA reads it.
 WAL_REFRESH_S = 10.0
+T = TypeVar("T")
 CACHE_REFRESH_S = 15.0  # pg_buffercache while the Cache pane is on screen (it visits every buffer)
 _PROCESS_FIELDS = tuple(Process.model_fields)
 _READINGS = tuple(NodeReadings.model_fields)  # what the document hands to NodeSnapshot as is
@@ -232,6 +234,54 @@ def describe_error(exc: BaseException, target: Target) -> str:
 NOT_ASKED = "not read: asked only while its pane is on screen (snapshot reads it unless --without)"
 
 
+class SideRead(Generic[T]):
+    """A statement of its own, sent at most every ``every`` seconds, its answer kept in between.
+
+    A failure here (a missing grant, a cancelled statement, a bad answer) is this read's own line
+    in ``unavailable``, not the node's: the cycle's document was read.
+    """
+
+    def __init__(self, every: float, fetch: Callable[[asyncpg.Connection, str], Awaitable[T]]) -> None:
+        self.every = every
+        self._fetch = fetch
+        self.value: T | None = None
+        self.error: str | None = None
+        self._at: float | None = None
+
+    def clear(self) -> None:
+        """Forget the last answer (its pane left the screen)."""
+        self.value = self.error = self._at = None
+
+    async def refresh(self, conn: asyncpg.Connection, sql: str | None, now: float) -> bool:
+        """Send ``sql`` when due; True when the server answered (a round trip made)."""
+        if sql is None or (self._at is not None and now - self._at < self.every):
+            return False
+        self._at = now
+        try:
+            self.value, self.error = await self._fetch(conn, sql), None
+        except ValidationError as exc:
+            self.value, self.error = None, f"unexpected value: {exc.errors()[0]['msg']}"
+        except ParseError as exc:
+            self.value, self.error = None, one_line(str(exc))
+        except asyncpg.PostgresError as exc:
+            self.value, self.error = None, one_line(str(exc))
+            return False
+        return True
+
+
+async def _fetch_cache(conn: asyncpg.Connection, sql: str) -> CacheState:
+    """pg_buffercache's answer (it visits every buffer: the Cache pane's own, slow statement)."""
+    text = await conn.fetchval(sql)
+    if not isinstance(text, str):
+        raise ParseError("postgres cache: empty answer")
+    return CacheState.model_validate_json(text, strict=True)
+
+
+async def _fetch_wal_disk(conn: asyncpg.Connection, sql: str) -> WalDisk:
+    """pg_wal's size and its bounds (listing it costs more with every file a slot retains)."""
+    return WalDisk.model_validate(dict(await conn.fetchrow(sql) or {}))
+
+
 class NodeReader:
     """Polls one node's PostgreSQL: one connection, probed once, reconnected with backoff."""
 
@@ -268,13 +318,9 @@ class NodeReader:
         self._full_at: float | None = None
         self._pending: tuple[PendingSetting, ...] = ()
         self._settings_read: tuple[Setting, ...] = ()
-        self._cache: CacheState | None = None
-        self._cache_at: float | None = None
-        self._cache_error: str | None = None
-        self._wal_disk: WalDisk | None = None
+        self._cache = SideRead(CACHE_REFRESH_S, _fetch_cache)
+        self._wal_disk = SideRead(WAL_REFRESH_S, _fetch_wal_disk)
         self._cert_not_after: datetime | None = None
-        self._wal_at: float | None = None
-        self._wal_error: str | None = None
         self._pending_at: float | None = None
         self._pending_conf: str | None = None  # pg_conf_load_time() when pending was read
         self._conf_load_time: str | None = None  # the latest pg_conf_load_time() seen
@@ -487,8 +533,11 @@ class NodeReader:
                 text = await conn.fetchval(sql)
                 self.last_query_s = loop.time() - sent
                 self.round_trips += 1
-                await self._read_cache(conn, caps, loop.time())
-                await self._read_wal_disk(conn, caps, loop.time())
+                if "cache" not in self._needs:
+                    self._cache.clear()
+                else:
+                    self.round_trips += await self._cache.refresh(conn, cache_query(caps), loop.time())
+                self.round_trips += await self._wal_disk.refresh(conn, wal_disk_query(caps), loop.time())
             if not isinstance(text, str):
                 raise ParseError("postgres document: empty")
             parsed = self._parse(text, caps)
@@ -523,7 +572,7 @@ class NodeReader:
         parsed.fields["pending_restart"] = self._pending
         # Settings change only with a reload or a restart: read on the same cycles, kept between.
         parsed.fields["parameters"] = self._settings_read if "parameters" in self._needs else None
-        parsed.fields["cache"] = self._cache
+        parsed.fields["cache"] = self._cache.value
         await self._finish(parsed, caps, full)
 
     def _parse(self, text: str, caps: Capabilities) -> Parsed:
@@ -560,45 +609,6 @@ class NodeReader:
         )
         self._huge_view = (host, pg, view)
         return view
-
-    async def _read_wal_disk(self, conn: asyncpg.Connection, caps: Capabilities, now: float) -> None:
-        """pg_wal's size on its own statement, every WAL_REFRESH_S; a failure is its own line."""
-        sql = wal_disk_query(caps)
-        if sql is None or (self._wal_at is not None and now - self._wal_at < WAL_REFRESH_S):
-            return
-        self._wal_at = now
-        try:
-            row = await conn.fetchrow(sql)
-            self.round_trips += 1
-            self._wal_disk, self._wal_error = WalDisk.model_validate(dict(row or {})), None
-        except ValidationError as exc:
-            self._wal_disk, self._wal_error = None, f"unexpected value: {exc.errors()[0]['msg']}"
-        except asyncpg.PostgresError as exc:
-            self._wal_disk, self._wal_error = None, one_line(str(exc))
-
-    async def _read_cache(self, conn: asyncpg.Connection, caps: Capabilities, now: float) -> None:
-        """pg_buffercache on its own statement, every CACHE_REFRESH_S while the pane is on screen.
-
-        A failure here (a missing grant, a cancelled statement, a bad answer) is the Cache pane's
-        line, not the node's: the cycle's document was read.
-        """
-        if "cache" not in self._needs:
-            self._cache = self._cache_at = self._cache_error = None
-            return
-        sql = cache_query(caps)
-        if sql is None or (self._cache_at is not None and now - self._cache_at < CACHE_REFRESH_S):
-            return
-        self._cache_at = now
-        try:
-            text = await conn.fetchval(sql)
-            self.round_trips += 1
-            if not isinstance(text, str):
-                raise ParseError("postgres cache: empty answer")
-            self._cache, self._cache_error = CacheState.model_validate_json(text, strict=True), None
-        except ValidationError as exc:
-            self._cache, self._cache_error = None, f"unexpected value: {exc.errors()[0]['msg']}"
-        except (asyncpg.PostgresError, ParseError) as exc:
-            self._cache, self._cache_error = None, one_line(str(exc))
 
     async def _refresh_memory(self, parsed: Parsed, full: bool) -> str | None:
         """Update the per-pid memory cache; a reason when memory cannot be read here."""
@@ -683,10 +693,10 @@ class NodeReader:
                 missing.setdefault(need, NOT_ASKED)
         if "locks" not in self._needs:
             missing.setdefault("lock_counts", NOT_ASKED)
-        if self._cache_error is not None:
-            missing["cache"] = self._cache_error
-        if self._wal_error is not None:
-            missing["wal_disk"] = self._wal_error
+        if self._cache.error is not None:
+            missing["cache"] = self._cache.error
+        if self._wal_disk.error is not None:
+            missing["wal_disk"] = self._wal_disk.error
         self.last_ok_at = now
         self._failures = 0
         self._failing_since = None
@@ -698,7 +708,7 @@ class NodeReader:
             last_ok_at=now,
             server_version=caps.version,
             wal_segment_size=caps.wal_segment_size,
-            wal_disk=self._wal_disk,
+            wal_disk=self._wal_disk.value,
             cert_not_after=self._cert_not_after,
             processes=tuple(rows),
             memory_source=self._source if memory else None,

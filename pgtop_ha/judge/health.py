@@ -95,9 +95,14 @@ def retained_level(t: Thresholds, retained: int | None) -> Level:
     return t.slot_retained_bytes.grade(retained)
 
 
+def wal_disk_bound(w: WalDisk) -> int:
+    """What PostgreSQL keeps in pg_wal by itself: max_wal_size + wal_keep_size (0 when unknown)."""
+    return (w.max_wal_size or 0) + (w.wal_keep_size or 0)
+
+
 def wal_disk_ratio(w: WalDisk) -> float | None:
-    """pg_wal on disk over what PostgreSQL keeps by itself (max_wal_size + wal_keep_size)."""
-    bound = (w.max_wal_size or 0) + (w.wal_keep_size or 0)
+    """pg_wal on disk over wal_disk_bound."""
+    bound = wal_disk_bound(w)
     return None if w.bytes is None or bound <= 0 else w.bytes / bound
 
 
@@ -668,8 +673,7 @@ def banner_notes(snapshot: ClusterSnapshot) -> tuple[str, ...]:
 
 def _patroni_notes(snapshot: ClusterSnapshot) -> Iterable[Problem]:
     """What Patroni says is planned or unusual: failsafe, versions apart, a scheduled action."""
-    failsafe = sorted(m.name for m in snapshot.members if m.failsafe_active)
-    if failsafe:
+    if any(m.failsafe_active for m in snapshot.members):
         text = "failsafe mode active: the DCS is unreachable, the leader keeps running on its members' word"
         yield Problem(Level.WARN, None, text, "failsafe mode active", key="failsafe", rule="patroni.failsafe")
     versions = sorted({m.patroni_version for m in snapshot.members if m.patroni_version})

@@ -93,6 +93,7 @@ class Lab:
         self.out = out or sys.stderr
         self.book = procs.PidBook(layout.pids_file)
         self._run_as: procs.RunAs | None = None
+        self._tools: Tools | None = None
 
     # ----- identity and helpers -------------------------------------------------------------
     @property
@@ -197,8 +198,10 @@ class Lab:
         return str(runtime)
 
     def tools(self, note: Callable[[str], None] | None = None) -> Tools:
-        """The lab's binaries, its PostgreSQL version's; ``note`` allows fetching that build."""
-        return find_tools(self.layout.postgres, note)
+        """The lab's binaries, its PostgreSQL version's (found once); ``note`` allows fetching that build."""
+        if self._tools is None:
+            self._tools = find_tools(self.layout.postgres, note)
+        return self._tools
 
     def env(self, index: int) -> dict[str, str]:
         """Environment of node ``index``'s Patroni and of pgBackRest run for it."""
@@ -256,14 +259,11 @@ class Lab:
         out["patroni"] = ", ".join(seen)
         known = versions.pgbackrest_version(tools.pgbackrest)
         shown = ".".join(map(str, known)) if known else "?"
-        if tools.pgbackrest_archives():
-            out["archive"] = f"{configs.ARCHIVE_COMMAND} (pgBackRest {shown} knows PostgreSQL {major})"
-        else:
-            out["archive"] = (
-                f"{configs.archive_command(self.layout, tools)} (pgBackRest {shown} cannot archive "
-                f"PostgreSQL {major}: it needs {'.'.join(map(str, versions.PGBACKREST_KNOWS[major]))}; "
-                "the pgBackRest pane is left out)"
-            )
+        why = f"pgBackRest {shown} knows PostgreSQL {major}"
+        if not tools.pgbackrest_archives:
+            needs = ".".join(map(str, versions.PGBACKREST_KNOWS[major]))
+            why = f"pgBackRest {shown} cannot archive PostgreSQL {major}, it needs {needs}: pane left out"
+        out["archive"] = f"{configs.archive_command(self.layout, tools)} ({why})"
         return out
 
     def leader(self) -> str | None:
@@ -359,7 +359,7 @@ class Lab:
         self._wait_members(progress, timeout=240)
 
         progress.step("pgBackRest stanza and HAProxy")
-        if tools.pgbackrest_archives():
+        if tools.pgbackrest_archives:
             self._stanza(tools)
         self._start_haproxy(tools, progress)
 
@@ -371,7 +371,7 @@ class Lab:
             self.start_poolers(with_, progress)
         progress.step("writing the console config")
         self.layout.console_config.write_text(
-            configs.console_config(self.layout, with_, pgbackrest=tools.pgbackrest_archives())
+            configs.console_config(self.layout, with_, pgbackrest=tools.pgbackrest_archives)
         )
         # Patroni restarts each replica once to create the permanent slot there: wait it out.
         self._wait_members(progress, timeout=240)

@@ -46,7 +46,7 @@ def etcd_argv(layout: Layout, etcd: str) -> list[str]:
 
 def archive_command(layout: Layout, tools: Tools) -> str:
     """pgBackRest's archive-push where it knows this PostgreSQL, else a copy into the repo's wal/."""
-    if tools.pgbackrest_archives():
+    if tools.pgbackrest_archives:
         return ARCHIVE_COMMAND
     target = layout.state_dir / "pgbackrest" / "repo" / "wal"
     return f"test ! -f {target}/%f && cp %p {target}/%f"

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -103,30 +104,34 @@ def freeze(lab: Lab, node: str) -> str:
     return f"froze {node}: SIGSTOP to {len(pids)} processes; undo with `pgtop-ha lab fault thaw {node}`"
 
 
+def _rest(lab: Lab, method: str, url: str, *, timeout: float, body: object = None) -> httpx.Response:
+    """One authenticated call to a lab member's REST API; a UserError naming it when it fails."""
+    password = lab.layout.rest_password_file.read_text().strip()
+    send: Callable[..., httpx.Response] = getattr(httpx, method.lower())  # looked up at each call
+    extra = {} if body is None else {"json": body}
+    try:
+        return send(
+            url,
+            auth=(REST_USER, password),
+            timeout=timeout,
+            trust_env=False,
+            verify=lab.layout.verify,
+            **extra,
+        )
+    except httpx.HTTPError as exc:
+        raise UserError(f"{method} {url} failed: {exc}") from None
+
+
 def schedule_restart(lab: Lab, node: str, minutes: int = 60, cancel: bool = False) -> str:
     """Schedule a restart of ``node`` in ``minutes`` through Patroni's REST API (or cancel it)."""
     if not 1 <= minutes <= 1440:
         raise UserError("--minutes must be between 1 and 1440")
     url = f"{lab.layout.patroni_url(lab.index(node))}/restart"
-    password = lab.layout.rest_password_file.read_text().strip()
     at = datetime.now(UTC) + timedelta(minutes=minutes)
-    try:
-        if cancel:
-            resp = httpx.delete(
-                url, auth=(REST_USER, password), timeout=30, trust_env=False, verify=lab.layout.verify
-            )
-        else:
-            body = {"schedule": at.isoformat(timespec="seconds")}
-            resp = httpx.post(
-                url,
-                json=body,
-                auth=(REST_USER, password),
-                timeout=30,
-                trust_env=False,
-                verify=lab.layout.verify,
-            )
-    except httpx.HTTPError as exc:
-        raise UserError(f"{url} failed: {exc}") from None
+    if cancel:
+        resp = _rest(lab, "DELETE", url, timeout=30)
+    else:
+        resp = _rest(lab, "POST", url, timeout=30, body={"schedule": at.isoformat(timespec="seconds")})
     if resp.status_code not in (200, 202, 404):
         raise UserError(f"Patroni refused ({resp.status_code}): {resp.text.strip()[:200]}")
     if cancel:
@@ -205,24 +210,13 @@ def switchover(lab: Lab, to: str | None = None, timeout: float = 90) -> str:
     body: dict[str, str] = {"leader": leader}
     if to:
         body["candidate"] = to
-    password = lab.layout.rest_password_file.read_text().strip()
     progress = Progress(total=2, out=lab.out)
     progress.step(f"POST /switchover from {leader}" + (f" to {to}" if to else ""))
     url = lab.layout.patroni_url(lab.index(leader))
     refused: list[httpx.Response] = []
 
     def accepted() -> bool:
-        try:
-            resp = httpx.post(
-                f"{url}/switchover",
-                json=body,
-                auth=(REST_USER, password),
-                timeout=60,
-                trust_env=False,
-                verify=lab.layout.verify,
-            )
-        except httpx.HTTPError as exc:
-            raise UserError(f"switchover request to {url} failed: {exc}") from None
+        resp = _rest(lab, "POST", f"{url}/switchover", timeout=60, body=body)
         if resp.status_code == 200:
             return True
         if resp.status_code != 412 or NO_CANDIDATE_YET not in resp.text:
@@ -567,19 +561,8 @@ PENDING_PARAMETER = "max_connections"
 
 
 def _patch_config(lab: Lab, body: dict[str, object]) -> dict[str, object]:
-    password = lab.layout.rest_password_file.read_text().strip()
     url = lab.layout.patroni_url(lab.leader_index())
-    try:
-        resp = httpx.patch(
-            f"{url}/config",
-            json=body,
-            auth=(REST_USER, password),
-            timeout=30,
-            trust_env=False,
-            verify=lab.layout.verify,
-        )
-    except httpx.HTTPError as exc:
-        raise UserError(f"PATCH {url}/config failed: {exc}") from None
+    resp = _rest(lab, "PATCH", f"{url}/config", timeout=30, body=body)
     if resp.status_code != 200:
         raise UserError(f"Patroni refused PATCH /config ({resp.status_code}): {resp.text.strip()[:200]}")
     answer: dict[str, object] = resp.json()
@@ -613,13 +596,10 @@ def pending_restart(lab: Lab, undo: bool = False, timeout: float = 60) -> str:
             raise UserError(f"pending_restart still set after {timeout:.0f}s; see `pgtop-ha lab status`")
         saved.unlink(missing_ok=True)
         return f"{PENDING_PARAMETER} restored; no restart pending"
-    password = lab.layout.rest_password_file.read_text().strip()
     url = lab.layout.patroni_url(lab.leader_index())
     try:
-        config = httpx.get(
-            f"{url}/config", auth=(REST_USER, password), timeout=10, trust_env=False, verify=lab.layout.verify
-        ).json()
-    except (httpx.HTTPError, ValueError) as exc:
+        config = _rest(lab, "GET", f"{url}/config", timeout=10).json()
+    except ValueError as exc:
         raise UserError(f"GET {url}/config failed: {exc}") from None
     before = config.get("postgresql", {}).get("parameters", {}).get(PENDING_PARAMETER)
     if saved.exists():
@@ -654,7 +634,7 @@ def backup(lab: Lab, kind: str = "full", timeout: float = 1800) -> str:
         raise UserError("--type must be full, diff or incr")
     tools = lab.tools()
     i = lab.leader_index()
-    env = configs_env(lab, i)
+    env = lab.env(i)
     progress = Progress(total=3, out=lab.out)
     progress.step(f"pgbackrest stanza-create (idempotent) on {lab.layout.names[i]}")
     cwd = lab.layout.state_dir / "pgbackrest"
@@ -693,11 +673,6 @@ def backup(lab: Lab, kind: str = "full", timeout: float = 1800) -> str:
     )  # fmt: skip
     print(info.stdout.rstrip(), file=lab.out)
     return f"{kind} backup of stanza {STANZA} done in {progress.elapsed():.1f}s"
-
-
-def configs_env(lab: Lab, index: int) -> dict[str, str]:
-    """pgBackRest's environment for node ``index`` (config file, data directory, port)."""
-    return lab.env(index)
 
 
 def _last_line(path: os.PathLike[str]) -> str:

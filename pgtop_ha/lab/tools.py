@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,8 +43,9 @@ class Tools:
         """The build's own lib/ for LD_LIBRARY_PATH (None for Debian's)."""
         return versions.library_dir(self.pg_bin)
 
+    @functools.cached_property
     def pgbackrest_archives(self) -> bool:
-        """Whether Debian's pgBackRest can archive this PostgreSQL (else the lab copies WAL)."""
+        """Whether Debian's pgBackRest can archive this PostgreSQL (else the lab copies WAL); asked once."""
         return versions.pgbackrest_archives(self.pg_version, versions.pgbackrest_version(self.pgbackrest))
 
 

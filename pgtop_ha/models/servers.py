@@ -72,7 +72,8 @@ def upstream_of(snapshot: ClusterSnapshot, name: str) -> str | None:
     wr = None if n is None or not n.in_recovery else n.wal_receiver
     if wr is None or not wr.sender_host:
         return None
-    return member_listening(snapshot, wr.sender_host, wr.sender_port) or f"{wr.sender_host}:{wr.sender_port}"
+    port = f":{wr.sender_port}" if wr.sender_port else ""
+    return member_listening(snapshot, wr.sender_host, wr.sender_port) or wr.sender_host + port
 
 
 def known_names(snapshot: ClusterSnapshot) -> frozenset[str]:

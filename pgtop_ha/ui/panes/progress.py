@@ -40,8 +40,7 @@ def _amount(value: int | None, unit: str | None) -> str:
 
 def _maintenance_row(node: str, m: Maintenance, speed: MaintenanceRate) -> Row:
     """The row of one maintenance operation, built from its model and its speed."""
-    frac = ratio(m.done, m.total)
-    frac = None if frac is None else max(0.0, min(1.0, frac))
+    frac = _within(ratio(m.done, m.total))
     pct = None if frac is None else frac * 100
     per_s = None if speed.per_s is None else f"{_amount(round(speed.per_s), m.unit)}/s"
     cells = {
@@ -62,7 +61,11 @@ def _maintenance_row(node: str, m: Maintenance, speed: MaintenanceRate) -> Row:
 
 def _fraction(copy: CopyProgress) -> float | None:
     percent = finite(copy.percent)
-    fraction = percent / 100 if percent is not None else ratio(copy.bytes_processed, copy_total(copy))
+    return _within(percent / 100 if percent is not None else ratio(copy.bytes_processed, copy_total(copy)))
+
+
+def _within(fraction: float | None) -> float | None:
+    """A share done, held to 0..1 (a counter past its estimate is done, not 120 %)."""
     return None if fraction is None else max(0.0, min(1.0, fraction))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pgtop_ha.judge.grades import receiver_level, silent_standby_level, walsender_level
 from pgtop_ha.judge.health import lag_level
 from pgtop_ha.models.derive import REPLY_ON_TIME_S, age_s, stage_lag_seconds, standby_silent
-from pgtop_ha.models.servers import member_listening
+from pgtop_ha.models.servers import upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, age_step, duration, human_bytes, sparkline
@@ -94,13 +94,8 @@ def _standby_side(snapshot: ClusterSnapshot, covered: set[str | None]) -> list[R
         wr = node.wal_receiver
         status = wr.status if wr is not None and wr.status else "no receiver"
         level = receiver_level(status)
-        sender = "?"
-        if wr is not None and wr.sender_host:
-            # Its upstream by name, as the primary's own rows say it: "…0.0.1:27612" was read
-            # beside "node3" everywhere else while the leader was frozen.
-            sender = member_listening(snapshot, wr.sender_host, wr.sender_port) or (
-                wr.sender_host + (f":{wr.sender_port}" if wr.sender_port else "")
-            )
+        # Its upstream by name, as the primary's own rows say it, not by address.
+        sender = upstream_of(snapshot, node.name) or "?"
         backlog = None
         if node.receive_lsn is not None and node.replay_lsn is not None:
             backlog = max(0, node.receive_lsn - node.replay_lsn)

@@ -9,6 +9,7 @@ from pgtop_ha.judge.health import (
     retained_level,
     slot_level,
     top_retainer,
+    wal_disk_bound,
     wal_disk_level,
 )
 from pgtop_ha.models.derive import SlotRates, slot_keepers, slot_presence, slot_rates
@@ -84,7 +85,7 @@ def _slot_row(node: str, slot: Slot, ctx: Context, rates: SlotRates) -> Row:
 def _wal_row(node: str, w: WalDisk, retainer: Slot | None, ctx: Context) -> Row:
     """pg_wal on disk below the node's slots: its size, its bound, and the slot that keeps most."""
     level = wal_disk_level(ctx.thresholds, w)
-    bound = (w.max_wal_size or 0) + (w.wal_keep_size or 0)
+    bound = wal_disk_bound(w)
     cells = {
         "node": cell(node),
         "slot": cell("(pg_wal)"),
