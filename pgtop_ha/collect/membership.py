@@ -418,7 +418,7 @@ class Membership:
             root = self._root(slot)
             if not slot.configured or root is None:
                 continue
-            said, alias = self._said(slot), self._alias(slot)
+            said, alias = self.said(slot), self._alias(slot)
             if root in covered or alias:
                 # Listed after all, or the root answers for a member shown (a VIP, a host name).
                 if alias:
@@ -441,14 +441,14 @@ class Membership:
             self.members[name] = slot
 
     @staticmethod
-    def _said(slot: MemberSources) -> str | None:
+    def said(slot: MemberSources) -> str | None:
         """The member name a slot's own /patroni last answered with (None: no answer, or no name)."""
         value = Membership._own_value(slot)
         return value.name if value is not None else None
 
     def _alias(self, slot: MemberSources) -> bool:
         """Its root answers for another member shown (a VIP, a host name for an address)."""
-        said = self._said(slot)
+        said = self.said(slot)
         return said is not None and said != slot.name and said in self.members
 
     def unsure(self, slot: MemberSources) -> bool:
@@ -463,7 +463,7 @@ class Membership:
             return reading.error is None
         # An answer without a name (Patroni before 3.0) cannot tell a member from another name
         # for one: only a root that does not answer at all is shown then.
-        return self._said(slot) is None or self._alias(slot)
+        return self.said(slot) is None or self._alias(slot)
 
     def _root_label(self, root: str) -> str:
         """A configured root's name while its member's is unknown: its host, or host:port when shared."""
@@ -550,6 +550,10 @@ class Membership:
 
     def take_cluster(self, reading: Reading[Discovered]) -> list[MemberSources]:
         found = reading.value
+        if found is None and reading.error is not None and not self._settings.nodes:
+            # A DCS outage can stop /cluster while each member's /patroni still answers: poll the
+            # roots not covered by a member already known, so members are shown by their own word.
+            return self._follow_roots(None)
         if found is None or found is self._applied:
             return []
         self._applied = found

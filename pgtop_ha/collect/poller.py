@@ -340,7 +340,7 @@ class Poller:
         members: list[Member] = []
         nodes: list[NodeSnapshot] = []
         for slot in self.membership.members.values():
-            if slot.configured and (not live or self.membership.unsure(slot)):
+            if slot.configured and self.membership.unsure(slot):
                 continue
             members.append(self._member(slot, live))
             if slot.configured:
@@ -388,7 +388,7 @@ class Poller:
 
     def _member(self, slot: MemberSources, live: bool) -> Member:
         entry = slot.cluster_entry if live else None
-        base = entry or Member(name=slot.name)
+        base = entry or Member(name=self.membership.said(slot) or slot.name)
         host = base.host
         port = base.port
         if slot.node is not None:

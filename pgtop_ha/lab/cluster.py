@@ -353,7 +353,11 @@ class Lab:
         self._start_etcd(tools, progress)
 
         progress.step(f"starting Patroni on {', '.join(self.layout.names)}")
-        for name in self.layout.names:
+        for i, name in enumerate(self.layout.names):
+            # A cascading member starts once there is a leader: were it to win the race to
+            # bootstrap, it would lead, and there would be no cascade.
+            if self.layout.replicatefrom(i) and not procs.poll(lambda: self.leader() is not None, 120):
+                raise UserError(f"no leader within 120s; see {self.layout.log_dir}")
             if not self.book.running(f"patroni-{name}"):
                 self.start_patroni(name, python=python)
         self._wait_members(progress, timeout=240)

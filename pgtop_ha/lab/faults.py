@@ -192,6 +192,36 @@ def fix_archive(lab: Lab) -> str:
     return "archive repository writable again"
 
 
+RELEASED_BELOW = 256 * 1024**2  # what a released permanent slot may still keep on a member
+
+
+def release_slot(lab: Lab, timeout: float = 120) -> str:
+    """Advance the idle permanent slot to now, as a consumer would; wait for every member's copy."""
+    leader = lab.leader_index()
+    advance = (
+        "SELECT count(pg_replication_slot_advance(slot_name, pg_current_wal_lsn())) "
+        f"FROM pg_replication_slots WHERE slot_name = '{PERMANENT_SLOT}' AND NOT active"
+    )
+    kept = (
+        "SELECT coalesce(max(pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN "
+        "pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END, restart_lsn)), 0)::bigint "
+        f"FROM pg_replication_slots WHERE slot_name = '{PERMANENT_SLOT}'"
+    )
+
+    def released() -> bool:
+        # restart_lsn moves only past a running-xacts record decoded after the last advance: a
+        # checkpoint writes one, the next advance takes it. Patroni then moves the standbys' copies.
+        lab.psql(advance, leader, timeout=timeout)
+        lab.psql("CHECKPOINT", leader, timeout=timeout)
+        return all(
+            int(lab.psql(kept, i, timeout=10) or 0) < RELEASED_BELOW for i in range(len(lab.layout.names))
+        )
+
+    if not procs.poll(released, timeout, interval=0.5):
+        raise UserError(f"the permanent slot {PERMANENT_SLOT} still keeps WAL after {timeout:.0f}s")
+    return f"permanent slot {PERMANENT_SLOT} advanced to the current WAL position"
+
+
 # Patroni's 412 while no replica qualifies yet; any other refusal is final.
 NO_CANDIDATE_YET = "no good candidates have been found"
 CANDIDATE_WAIT_S = 30.0

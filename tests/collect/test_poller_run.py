@@ -265,3 +265,35 @@ async def test_a_configured_root_that_answers_unlisted_is_its_own_member() -> No
     # The root answering for the listed member "a" is "a" under another name: never a member.
     assert all(m.name in ("a", "c") or m.name == f"127.0.0.1:{lost.port}" for s in seen for m in s.members)
     assert [m.name for m in last.members] == ["a", "c"]
+
+
+async def test_without_cluster_the_roots_answer_for_themselves_in_the_first_cycle() -> None:
+    """/cluster failing from the start (a DCS outage) still shows each root's member by its own word.
+
+    A fake: a Patroni whose /cluster fails while /patroni answers depends on etcd's watch state.
+    """
+
+    def own_answer(name: str, role: str) -> Handler:
+        async def own(_got: Received, writer: asyncio.StreamWriter) -> None:
+            body = json.dumps(
+                {"role": role, "state": "running", "patroni": {"name": name}, "failsafe_mode_is_active": True}
+            )
+            writer.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body.encode())
+
+        return own
+
+    async def no_dcs(_got: Received, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\n\r\nDCS down")
+
+    async with (
+        fake_server({"/cluster": no_dcs, "/patroni": own_answer("a", "primary")}) as a,
+        fake_server({"/cluster": no_dcs, "/patroni": own_answer("b", "replica")}) as b,
+    ):
+        poller = Poller.from_settings(Settings(patroni={"urls": (a.url, b.url), "timeout": 1.0}), StepClock())
+        try:
+            snap = await poller.cycle()
+        finally:
+            await poller.aclose()
+    assert not snap.cluster.reachable
+    assert {m.name: m.own_role for m in snap.members} == {"a": "primary", "b": "replica"}
+    assert all(m.failsafe_active and not m.unlisted for m in snap.members)
