@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pgtop_ha import __version__
-from pgtop_ha.console import run_console, run_replay
+from pgtop_ha.console import run_attach, run_console, run_replay
 from pgtop_ha.crash import crash_line, quiet_unraisable, write_report
 from pgtop_ha.errors import UserError
 from pgtop_ha.models.text import clean
@@ -133,8 +133,28 @@ def _parser(lab: bool = False) -> argparse.ArgumentParser:
     )
     mark = sub.add_parser("mark", help="stamp a marker on every running console's and recorder's timeline")
     mark.add_argument("text", nargs="+", metavar="TEXT", help='what happened, e.g. "killed primary"')
+    _serve_subcommands(sub, common)
     _lab_subcommands(sub, common, lab)
     return parser
+
+
+def _serve_subcommands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """`serve` (one poller for many viewers) and `attach` (a viewer)."""
+    serve = sub.add_parser("serve", parents=[common], help="poll and record once, for every `attach` viewer")
+    serve.add_argument("--socket", type=Path, metavar="PATH", help="the unix socket (default: a private one)")
+    serve.add_argument("--group", metavar="NAME", help="let this group attach (socket mode 0660)")
+    serve.add_argument("--listen", metavar="HOST:PORT", help="also listen on a loopback TCP port")
+    serve.add_argument("--record", type=Path, metavar="FILE", help="record to FILE as `record` does")
+    _record_max(serve)
+    serve.add_argument(
+        "--web", metavar="HOST:PORT", help="the read-only console in a browser, behind a token"
+    )
+    serve.add_argument(
+        "--web-host", action="store_true", help="let --web listen on an address other than loopback"
+    )
+    attach = sub.add_parser("attach", help="the console fed by a `pgtop-ha serve` (always read-only)")
+    attach.add_argument("target", nargs="?", metavar="SOCKET|HOST:PORT", help="where serve listens")
+    attach.add_argument("--theme", default=argparse.SUPPRESS, metavar="NAME", help="dark, light or mono")
 
 
 def _fleet_arguments(sub: Any, common: argparse.ArgumentParser, events: argparse.ArgumentParser) -> None:
@@ -271,6 +291,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_record(_settings(args), args.file, parse_limit(args.record_max))
         if args.command == "replay":
             return run_replay(args)
+        if args.command == "serve":
+            from pgtop_ha.serve.cli import run_serve_command
+
+            return run_serve_command(args, _settings(args))
+        if args.command == "attach":
+            return run_attach(args.target, getattr(args, "theme", None))
         if args.command == "fleet":
             from pgtop_ha.fleet_cli import run_fleet
 

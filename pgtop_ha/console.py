@@ -20,6 +20,7 @@ from pgtop_ha.settings import Settings, load_settings, resolve_mode
 if TYPE_CHECKING:
     from pgtop_ha.collect.poller import Poller
     from pgtop_ha.ui.app import PgtopApp
+    from pgtop_ha.ui.attach import AttachApp
 
 
 def run_console(settings: Settings, record: Path | None = None, record_max: str = "1GiB") -> int:
@@ -135,4 +136,28 @@ def run_replay(args: argparse.Namespace) -> int:
     if app.crash is not None:
         print(crash_line(app.crash, app.crash_report), file=sys.stderr)
         return 1
+    return app.return_code or 0
+
+
+def run_attach(target: str | None, theme: str | None) -> int:
+    """`pgtop-ha attach [SOCKET|HOST:PORT]`: the console fed by a serve; no write path is loaded."""
+    from pgtop_ha.serve.address import parse_target
+    from pgtop_ha.serve.viewer import AttachSource
+
+    address = parse_target(target)
+    chosen = theme or load_settings(None, {}).theme
+
+    async def build() -> AttachApp:
+        source = await AttachSource.connect(address)
+        await asyncio.to_thread(_import_ui, operator=False)
+        from pgtop_ha.ui.attach import AttachApp
+
+        return AttachApp(replay_settings({"settings": source.hello.get("settings")}, chosen), source)
+
+    app = run_built(build)
+    if app.crash is not None:
+        print(crash_line(app.crash, app.crash_report), file=sys.stderr)
+        return 1
+    if app.source_error:
+        print(f"pgtop-ha: {app.source_error}", file=sys.stderr)
     return app.return_code or 0

@@ -1,0 +1,90 @@
+"""The stream between `serve` and `attach`: one JSON object per line, bounded both ways.
+
+The server sends hello, then the events and snapshots it holds, then each snapshot and marker as
+it comes; a viewer sends only markers. Snapshots cross as the recorder stores them: scrubbed.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from pgtop_ha.collect.errors import ParseError
+from pgtop_ha.models.event import Event
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.record.markers import clean_marker
+from pgtop_ha.record.scrub import cleaned_json, scrubbed_json
+from pgtop_ha.record.store import MAX_SNAPSHOT_BYTES
+
+VERSION = 1
+MAX_FROM_SERVER = MAX_SNAPSHOT_BYTES + 4096  # one line: a snapshot as large as a recording holds
+MAX_FROM_VIEWER = 8192  # one line: a marker of 500 characters, and room
+
+
+def encode(kind: str, **fields: Any) -> bytes:
+    """One line of kind ``kind``."""
+    return (json.dumps({"t": kind, **fields}, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def snapshot_line(snapshot: ClusterSnapshot) -> bytes:
+    """A snapshot's line, secrets masked as in a recording (encoded once for every viewer)."""
+    return b'{"t":"snap","s":' + scrubbed_json(snapshot.model_dump_json()).encode() + b"}\n"
+
+
+def events_line(events: list[Event]) -> bytes:
+    """The server's events so far, for a viewer that comes late."""
+    dumped = [json.loads(scrubbed_json(e.model_dump_json())) for e in events]
+    return encode("events", events=dumped)
+
+
+def marker_line(at: datetime, text: str, source: str) -> bytes:
+    """A marker stamped by the server, to every viewer."""
+    return encode("mark", at=at.isoformat(), text=text, source=source)
+
+
+def decode(line: bytes, what: str) -> dict[str, Any]:
+    """One line as an object with a string ``t``, every string cleaned; ParseError naming ``what``."""
+    try:
+        doc = cleaned_json(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise ParseError(f"{what}: not a line of JSON") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("t"), str):
+        raise ParseError(f"{what}: not a pgtop-ha stream line (no type)")
+    return doc
+
+
+def snapshot_of(doc: dict[str, Any], what: str) -> ClusterSnapshot:
+    """The snapshot a "snap" line holds."""
+    try:
+        return ClusterSnapshot.model_validate(doc.get("s"))
+    except (ValidationError, ValueError):
+        raise ParseError(f"{what}: a snapshot this pgtop-ha cannot read") from None
+
+
+def events_of(doc: dict[str, Any]) -> list[Event]:
+    """The events an "events" line holds (those this pgtop-ha cannot read are left out)."""
+    found = doc.get("events")
+    out = []
+    known = Event.model_fields
+    for item in found if isinstance(found, list) else []:
+        if isinstance(item, dict):
+            try:
+                out.append(Event.model_validate({k: v for k, v in item.items() if k in known}))
+            except (ValidationError, ValueError):
+                continue
+    return out
+
+
+def marker_of(doc: dict[str, Any]) -> tuple[datetime, str, str] | None:
+    """A "mark" line's time, text and source (None when it is not one)."""
+    try:
+        at = datetime.fromisoformat(str(doc.get("at")))
+    except ValueError:
+        return None
+    text, source = doc.get("text"), doc.get("source")
+    if not isinstance(text, str) or not isinstance(source, str) or at.tzinfo is None:
+        return None
+    return at, clean_marker(text), clean_marker(source)[:100]
