@@ -11,11 +11,11 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pgtop_ha.crash import crash_line
 from pgtop_ha.runtime import run_app, run_built, settle_heap
-from pgtop_ha.settings import Settings, load_settings, resolve_mode
+from pgtop_ha.settings import Settings, load_settings, recorded_settings, resolve_mode
 
 if TYPE_CHECKING:
     from pgtop_ha.collect.poller import Poller
@@ -98,26 +98,6 @@ def build_poller(settings: Settings, *, operator: bool) -> Poller:
     return poller
 
 
-def replay_settings(header: dict[str, Any], theme: str) -> Settings:
-    """Settings for replaying: the recorded thresholds and pools (how states were judged), local theme."""
-    found = header.get("settings")
-    recorded: dict[str, Any] = found if isinstance(found, dict) else {}
-    found = recorded.get("haproxy")
-    haproxy: dict[str, Any] = found if isinstance(found, dict) else {}
-    tree: dict[str, Any] = {
-        "cluster_name": recorded.get("cluster_name"),
-        "interval": recorded.get("interval", 1.0),
-        "thresholds": recorded.get("thresholds", {}),
-        "haproxy": {k: haproxy[k] for k in ("writer_backends", "reader_backends") if k in haproxy},
-        "read_only": True,
-    }
-    try:
-        return Settings.model_validate({**tree, "theme": theme})
-    except ValueError:
-        # A recording from another version may not fit: judge with today's defaults instead.
-        return Settings.model_validate({"theme": theme, "read_only": True})
-
-
 def run_replay(args: argparse.Namespace) -> int:
     """`pgtop-ha replay FILE`: the console over a recording, no actions at all."""
     from pgtop_ha.record.reader import Recording
@@ -131,7 +111,7 @@ def run_replay(args: argparse.Namespace) -> int:
     except BaseException:
         recording.close()
         raise
-    app = ReplayApp(replay_settings(recording.header, theme), source, args.file)
+    app = ReplayApp(recorded_settings(recording.header, theme), source, args.file)
     run_app(app)
     if app.crash is not None:
         print(crash_line(app.crash, app.crash_report), file=sys.stderr)
@@ -152,7 +132,7 @@ def run_attach(target: str | None, theme: str | None) -> int:
         await asyncio.to_thread(_import_ui, operator=False)
         from pgtop_ha.ui.attach import AttachApp
 
-        return AttachApp(replay_settings({"settings": source.hello.get("settings")}, chosen), source)
+        return AttachApp(AttachApp.settings_for(source.hello, chosen), source)
 
     app = run_built(build)
     if app.crash is not None:

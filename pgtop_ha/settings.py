@@ -618,3 +618,23 @@ def resolve_mode(settings: Settings, environ: Mapping[str, str]) -> Mode:
     if ssh:
         return Mode(True, "read-only: SSH session (start with --operator to act)", "SSH")
     return Mode(False, "operator: not an SSH session (--read-only to disable actions)", "default")
+
+
+def recorded_settings(header: dict[str, Any], theme: str) -> Settings:
+    """Settings to watch a recording or a serve with: its thresholds and pools, the local theme."""
+    found = header.get("settings")
+    recorded: dict[str, Any] = found if isinstance(found, dict) else {}
+    found = recorded.get("haproxy")
+    haproxy: dict[str, Any] = found if isinstance(found, dict) else {}
+    tree: dict[str, Any] = {
+        "cluster_name": recorded.get("cluster_name"),
+        "interval": recorded.get("interval", 1.0),
+        "thresholds": recorded.get("thresholds", {}),
+        "haproxy": {k: haproxy[k] for k in ("writer_backends", "reader_backends") if k in haproxy},
+        "read_only": True,
+    }
+    try:
+        return Settings.model_validate({**tree, "theme": theme})
+    except ValueError:
+        # A recording from another version may not fit: judge with today's defaults instead.
+        return Settings.model_validate({"theme": theme, "read_only": True})

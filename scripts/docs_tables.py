@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHECK = ROOT / "docs" / "check.md"
 CONFIGURATION = ROOT / "docs" / "configuration.md"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
-LAYERS = ("models", "judge", "engines", "collect", "record", "ui", "actions", "lab")
+LAYERS = ("models", "judge", "engines", "collect", "record", "serve", "ui", "actions", "lab")
 GRAPH_START, GRAPH_END = "<!-- imports: made by scripts/docs_tables.py -->\n", "<!-- /imports -->\n"
 CONFIGURATION_HEAD = """# Configuration
 

@@ -65,7 +65,12 @@ def patroni_config(
     conf: dict[str, Any] = {
         "scope": SCOPE,
         "name": name,
-        "log": {"level": "INFO", "dir": str(layout.log_dir / f"patroni-{name}")},
+        # patroni.api at DEBUG logs each REST request: Patroni's own count of what a console asks.
+        "log": {
+            "level": "INFO",
+            "dir": str(layout.log_dir / f"patroni-{name}"),
+            "loggers": {"patroni.api": "DEBUG"},
+        },
         "restapi": {
             "listen": f"127.0.0.1:{layout.rest_port(index)}",
             "connect_address": f"127.0.0.1:{layout.rest_port(index)}",

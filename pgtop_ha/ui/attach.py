@@ -15,7 +15,7 @@ from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.serve.viewer import AttachSource
-from pgtop_ha.settings import Mode, Settings
+from pgtop_ha.settings import Mode, Settings, recorded_settings
 from pgtop_ha.ui.app import EVENTS, HISTORY, PgtopApp
 
 KEPT_AS_SENT = ("marker", "action")  # events no snapshot can make again
@@ -38,6 +38,11 @@ class AttachApp(PgtopApp):
         source.on_backlog = self._seed
         source.on_marker = self._marked
         self.title = f"pgtop-ha attach {label}"
+
+    @staticmethod
+    def settings_for(hello: dict[str, object], theme: str) -> Settings:
+        """The serve's thresholds and pools (how it judges), this viewer's theme."""
+        return recorded_settings({"settings": hello.get("settings")}, theme)
 
     def cadence(self) -> float:
         """The serve polls; a viewer has no pace of its own."""
