@@ -550,7 +550,8 @@ class Membership:
 
     def take_cluster(self, reading: Reading[Discovered]) -> list[MemberSources]:
         found = reading.value
-        if found is None and reading.error is not None and not self._settings.nodes:
+        failed = reading.error is not None and self.cluster is not None and self.cluster.finished
+        if found is None and failed and not self._settings.nodes:
             # A DCS outage can stop /cluster while each member's /patroni still answers: poll the
             # roots not covered by a member already known, so members are shown by their own word.
             return self._follow_roots(None)

@@ -101,6 +101,11 @@ class Source(Generic[T]):
         """Seconds the poll in flight has waited; None when none runs."""
         return self._runner.running_for()
 
+    @property
+    def finished(self) -> bool:
+        """A poll has ended (answered or failed) at least once."""
+        return self._finished
+
     def reading(self) -> Reading[T]:
         """The latest reading; while a poll runs, the last answer kept with how long it waits."""
         waited = self._runner.running_for()
