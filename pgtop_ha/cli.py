@@ -161,6 +161,9 @@ def _fleet_arguments(sub: Any, common: argparse.ArgumentParser, events: argparse
     """`fleet`, and `events --prometheus URL --scope NAME --since 6h` (history from Prometheus)."""
     fleet = sub.add_parser("fleet", parents=[common], help="many clusters at a glance, read from Prometheus")
     fleet.add_argument("--prometheus", metavar="URL", help="Prometheus base URL (or fleet.prometheus)")
+    fleet.add_argument(
+        "--match", metavar="MATCHERS", help="""only these clusters, asked of Prometheus: '{env="prod"}'"""
+    )
     events.add_argument("--prometheus", metavar="URL", help="read history from Prometheus instead of FILE")
     events.add_argument("--scope", metavar="NAME", help="with --prometheus: the cluster (Patroni scope)")
     events.add_argument("--since", default="6h", metavar="DURATION", help="with --prometheus (default 6h)")
@@ -300,7 +303,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "fleet":
             from pgtop_ha.fleet_cli import run_fleet
 
-            return run_fleet(_settings(args), args.prometheus, lambda extra: _merged_settings(args, extra))
+            return run_fleet(
+                _settings(args), args.prometheus, lambda extra: _merged_settings(args, extra), args.match
+            )
         if args.command == "events" and (args.prometheus or args.file is None):
             from pgtop_ha.fleet_cli import run_history
 

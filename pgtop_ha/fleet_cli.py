@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 from pgtop_ha.collect.fleet_source import PrometheusFleet
+from pgtop_ha.collect.http import Login
 from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader, duration_seconds
+from pgtop_ha.collect.tls import context_maker
 from pgtop_ha.errors import UserError
 from pgtop_ha.judge.fleet import FleetQueries, FleetRow, history_events
 from pgtop_ha.models.event import Event
@@ -32,20 +35,40 @@ def prometheus_url(settings: Settings, given: str | None) -> str:
     return url
 
 
-def queries_of(fleet: FleetSettings) -> FleetQueries:
-    """The fleet's PromQL from its settings."""
+def match_of(text: str | None) -> str:
+    """`--match '{env="prod"}'` as matchers to add to every query ('' when not given)."""
+    if not text:
+        return ""
+    inner = text.strip()
+    if inner.startswith("{") and inner.endswith("}"):
+        inner = inner[1:-1].strip()
+    if not inner or any(c in inner for c in "{}\n") or inner.count('"') % 2:
+        raise UserError(f"--match {clean(text)[:100]!r}: give label matchers, e.g. '{{env=\"prod\"}}'")
+    return inner
+
+
+def queries_of(fleet: FleetSettings, match: str = "") -> FleetQueries:
+    """The fleet's PromQL from its settings and `--match`."""
     return FleetQueries(
         scope_label=fleet.scope_label,
         name_label=fleet.name_label,
         writer_backend=fleet.writer_backend,
         selector=fleet.selector,
+        match=match,
     )
 
 
 def reader_of(settings: Settings, url: str) -> PrometheusReader:
-    """A GET-only reader of ``url``, refused when the host is not allowed."""
+    """A GET-only reader of ``url`` with the fleet's TLS and login, refused when the host is not allowed."""
+    found = settings.prometheus_login()
+    login = None if found is None else Login(url, found[1], found[2], scheme=found[0])
     try:
-        return PrometheusReader(url, verify=settings.fleet.verify, allowed_hosts=settings.fleet.allowed_hosts)
+        return PrometheusReader(
+            url,
+            verify=context_maker("fleet", settings.fleet),
+            allowed_hosts=settings.fleet.allowed_hosts,
+            login=login,
+        )
     except PrometheusError as exc:
         raise UserError(str(exc)) from None
 
@@ -73,16 +96,16 @@ def run_fleet(
     settings: Settings,
     url: str | None,
     reload_settings: Callable[[dict[str, Any]], Settings],
+    match: str | None = None,
 ) -> int:
     """The fleet screen; Enter opens a cluster's console (read-only), leaving it returns to the fleet."""
     from pgtop_ha.ui.fleet.app import FleetApp
 
     base = prometheus_url(settings, url)
+    queries = queries_of(settings.fleet, match_of(match))
     filter_text = ""
     while True:
-        source = PrometheusFleet(
-            reader_of(settings, base), queries_of(settings.fleet), interval=settings.fleet.interval
-        )
+        source = PrometheusFleet(reader_of(settings, base), queries, interval=settings.fleet.interval)
         app = FleetApp(source, filter_text=filter_text)
         scope = run_app(app)
         filter_text = app.filter_text
@@ -93,10 +116,26 @@ def run_fleet(
         row = next((r for r in app.rows if r.scope == scope), None)
         if row is None:
             continue
+        if not row.instances and row.scope not in settings.fleet.clusters:
+            # A healthy cluster's members are not read each refresh: ask for this one's now.
+            row = dataclasses.replace(row, instances=_instances(settings, base, queries, row.scope))
         cluster = drill_settings(settings, row, reload_settings)
         code = run_drill(cluster)
         if code != 0:
             return code
+
+
+def _instances(settings: Settings, base: str, queries: FleetQueries, scope: str) -> tuple[str, ...]:
+    async def ask() -> tuple[str, ...]:
+        source = PrometheusFleet(reader_of(settings, base), queries)
+        try:
+            return await source.instances(scope)
+        except PrometheusError as exc:
+            raise UserError(str(exc)) from None
+        finally:
+            await source.aclose()
+
+    return asyncio.run(ask())
 
 
 def drill_settings(

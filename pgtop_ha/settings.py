@@ -222,18 +222,31 @@ class FleetCluster(_Section):
     config: Path | None = Field(None, description="This cluster's own console config (credentials, HAProxy).")
 
 
-class FleetSettings(_Section):
-    """The fleet view: many clusters read through Prometheus."""
+class FleetSettings(TLSSettings):
+    """The fleet view: many clusters read through Prometheus (or Thanos, Mimir, VictoriaMetrics)."""
 
-    prometheus: str | None = Field(None, description="Prometheus base URL, e.g. http://127.0.0.1:9090.")
+    prometheus: str | None = Field(
+        None, description="Query API base URL, with any path: http://127.0.0.1:9090, https://h/prometheus."
+    )
+    user: str | None = Field(None, description="Basic auth user for the query API.")
+    password_file: Path | None = Field(None, description="File holding the basic auth password.")
+    bearer_token_file: Path | None = Field(None, description="File holding a bearer token for the query API.")
     scope_label: str = Field("scope", pattern=_LABEL, description="Label naming the cluster.")
     name_label: str = Field("name", pattern=_LABEL, description="Label naming the member.")
     writer_backend: str = Field("pg_writer", pattern=r'^[^"\\\n]+$', description="HAProxy writer backend.")
     selector: str = Field("", description='Extra PromQL matchers, e.g. job="patroni".')
     interval: float | None = Field(None, ge=1, le=600, description="Refresh seconds (default: scrape).")
-    verify: Flag = Field(True, description="Verify Prometheus's TLS certificate.")
     allowed_hosts: Hosts = Field((), description="Hosts Prometheus and drill downs may go to (empty: any).")
     clusters: dict[str, FleetCluster] = Field(default_factory=dict, description="Per-cluster overrides.")
+
+    @model_validator(mode="after")
+    def _login(self) -> FleetSettings:
+        if (self.user is None) != (self.password_file is None):
+            given, missing = ("user", "password_file") if self.user is not None else ("password_file", "user")
+            raise ValueError(f"{given} is set without {missing}; set both (basic auth) or neither")
+        if self.user is not None and self.bearer_token_file is not None:
+            raise ValueError("both basic auth (user) and bearer_token_file are set; keep one")
+        return self
 
 
 class ProbeEndpoint(_Section):
@@ -380,6 +393,15 @@ class Settings(_Section):
         if h.user is None or h.password_file is None:
             return None
         return h.user, _secret_file(h.password_file, "haproxy.password_file", "the stats page's password")
+
+    def prometheus_login(self) -> tuple[str, str | None, SecretStr] | None:
+        """("Basic", user, password) or ("Bearer", None, token) for the query API, or None."""
+        f = self.fleet
+        if f.bearer_token_file is not None:
+            return "Bearer", None, _secret_file(f.bearer_token_file, "fleet.bearer_token_file", "the token")
+        if f.user is not None and f.password_file is not None:
+            return "Basic", f.user, _secret_file(f.password_file, "fleet.password_file", "the password")
+        return None
 
 
 def _secret_file(path: Path, key: str, what: str) -> SecretStr:

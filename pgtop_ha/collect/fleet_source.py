@@ -1,4 +1,4 @@
-"""The fleet's rows from Prometheus: a handful of instant queries per refresh."""
+"""The fleet from Prometheus: three instant queries per refresh, whatever the fleet's size."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from pgtop_ha.collect.prometheus import PrometheusReader
-from pgtop_ha.judge.fleet import FleetQueries, FleetRow, build_rows
+from pgtop_ha.judge.fleet import FleetPage, FleetQueries, build_rows, counts_of
 
 DEFAULT_INTERVAL = 5.0
 
@@ -27,15 +27,23 @@ class PrometheusFleet:
         self._interval = interval
         self._clock = clock
 
-    async def rows(self) -> list[FleetRow]:
-        """One refresh: query, then build the rows (worst first)."""
-        answers = await self.reader.fleet(self.queries)
-        return build_rows(
+    async def refresh(self, filter_text: str = "") -> FleetPage:
+        """One refresh, narrowed server-side to clusters whose name holds ``filter_text``."""
+        queries = self.queries.matching(filter_text)
+        answers = await self.reader.fleet(queries)
+        rows = build_rows(
             answers.vectors,
             now=self._clock(),
-            scope_label=self.queries.scope_label,
-            name_label=self.queries.name_label,
+            scope_label=queries.scope_label,
+            name_label=queries.name_label,
         )
+        counts = counts_of(answers.vectors.get("counts", ()))
+        return FleetPage(rows, counts, answers.bytes_read, answers.warnings)
+
+    async def instances(self, scope: str) -> tuple[str, ...]:
+        """Each member's instance label (its REST root) for one cluster, for a drill down."""
+        samples = await self.reader.query(self.queries.members_of(scope))
+        return tuple(sorted({i for s in samples if (i := s.labels.get("instance"))}))
 
     async def interval(self) -> float:
         """The configured interval, else Prometheus's scrape interval, else 5 s."""

@@ -1,4 +1,4 @@
-"""A GET-only HTTP client: nothing but GET, and no credentials but HAProxy's own stats page login."""
+"""A GET-only HTTP client: nothing but GET, and no credentials but a login for one configured origin."""
 
 from __future__ import annotations
 
@@ -25,20 +25,24 @@ class ReadOnlyViolation(RuntimeError):
 
 
 @dataclass(frozen=True)
-class StatsLogin:
-    """HAProxy's stats page login (`stats auth`), sent to that page's origin and nowhere else."""
+class Login:
+    """A login (Basic, or a Bearer token) sent to the origin of ``url`` and nowhere else."""
 
-    url: str  # the stats page the user configured: its scheme, host and port alone receive it
-    user: str
+    url: str  # the page the user configured: its scheme, host and port alone receive it
+    user: str | None
     password: SecretStr = field(repr=False)
+    scheme: str = "Basic"
 
     def origin(self) -> tuple[str, str, int | None]:
         """(scheme, host, port) of the page the login is for."""
         return _origin(httpx.URL(self.url))
 
     def header(self) -> str:
-        """The Authorization header's value (Basic)."""
-        pair = f"{self.user}:{self.password.get_secret_value()}".encode()
+        """The Authorization header's value."""
+        secret = self.password.get_secret_value()
+        if self.scheme == "Bearer":
+            return f"Bearer {secret}"
+        pair = f"{self.user or ''}:{secret}".encode()
         return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
@@ -47,7 +51,7 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
 
 
 class GetOnlyTransport(httpx.AsyncBaseTransport):
-    """Wraps a transport and refuses any method but GET, and credentials but the stats page's own."""
+    """Wraps a transport and refuses any method but GET, and credentials for any other origin."""
 
     def __init__(
         self, inner: httpx.AsyncBaseTransport, login_origin: tuple[str, str, int | None] | None = None
@@ -116,7 +120,7 @@ class GetOnlyClient:
         timeout: float,
         verify: Verify = True,
         transport: httpx.AsyncBaseTransport | None = None,
-        login: StatsLogin | None = None,
+        login: Login | None = None,
     ) -> None:
         # Requests go straight to the GET-only transport, not through httpx.AsyncClient: its
         # machinery (auth, redirects, cookies, hooks, proxies from the environment) does nothing
@@ -125,8 +129,8 @@ class GetOnlyClient:
         self._transport = GetOnlyTransport(transport or LeanGetTransport(verify=verify), origin)
         self._timeout = timeout
         self._headers = {"Accept": "application/json, text/plain;q=0.9", "User-Agent": _USER_AGENT}
-        # Only a client made for HAProxy's stats page holds a login; the transport above refuses
-        # it for any other origin, so a server's answer can never steer it elsewhere.
+        # Only a client made for one page (HAProxy's stats, a query API) holds a login; the
+        # transport refuses it for any other origin, so an answer can never steer it elsewhere.
         self._login_headers = None if login is None else {**self._headers, "Authorization": login.header()}
         self._login_origin = origin
 

@@ -19,7 +19,7 @@ import httpx
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.collect import haproxy
 from pgtop_ha.collect.errors import ParseError
-from pgtop_ha.collect.http import GetOnlyClient, StatsLogin
+from pgtop_ha.collect.http import GetOnlyClient, Login
 from pgtop_ha.collect.membership import Discovered, Membership, MemberSources, refusal
 from pgtop_ha.collect.patroni import (
     OwnView,
@@ -163,7 +163,7 @@ class Poller:
         if settings.haproxy.url:
             haproxy_tls = context_maker("haproxy", settings.haproxy)
             login = settings.haproxy_login()
-            stats_login = None if login is None else StatsLogin(settings.haproxy.url, *login)
+            stats_login = None if login is None else Login(settings.haproxy.url, *login)
             haproxy_http = GetOnlyClient(
                 timeout=settings.haproxy.timeout, verify=haproxy_tls, login=stats_login
             )

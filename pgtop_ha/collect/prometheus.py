@@ -12,7 +12,8 @@ from urllib.parse import urlencode
 
 import httpx
 
-from pgtop_ha.collect.http import GetOnlyClient
+from pgtop_ha.collect.http import GetOnlyClient, Login
+from pgtop_ha.collect.transport import Verify
 from pgtop_ha.judge.fleet import FleetQueries, Sample, Series
 from pgtop_ha.models.text import clean
 from pgtop_ha.models.trust import HostPolicy
@@ -55,6 +56,22 @@ def _number(value: Any) -> float | None:
     except ValueError:
         return None
     return number if math.isfinite(number) else None
+
+
+def warnings_of(body: bytes) -> tuple[str, ...]:
+    """What the engine says is partial or doubtful in a successful answer (Prometheus and Thanos
+    ``warnings``, VictoriaMetrics ``isPartial``), a few cleaned lines."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        return ()
+    if not isinstance(doc, dict):
+        return ()
+    found = doc.get("warnings")
+    said = [clean(str(w))[:200] for w in found[:3]] if isinstance(found, list) else []
+    if doc.get("isPartial") is True:
+        said.append("partial answer (isPartial)")
+    return tuple(said)
 
 
 def _result(body: bytes) -> list[Any]:
@@ -167,9 +184,11 @@ def duration_seconds(text: str) -> float | None:
 
 @dataclass(frozen=True)
 class FleetAnswers:
-    """What one refresh read: the samples of each fleet query, by query name."""
+    """What one refresh read: the samples of each fleet query, by query name, and the bytes."""
 
     vectors: Mapping[str, tuple[Sample, ...]]
+    bytes_read: int = 0
+    warnings: tuple[str, ...] = ()
 
 
 class PrometheusReader:
@@ -180,15 +199,16 @@ class PrometheusReader:
         base_url: str,
         *,
         timeout: float = 5.0,
-        verify: bool = True,
+        verify: Verify = True,
         allowed_hosts: tuple[str, ...] = (),
         client: GetOnlyClient | None = None,
+        login: Login | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         refusal = HostPolicy.of(allowed_hosts).refusal(host_of(self.base_url))
         if refusal is not None:
             raise PrometheusError(f"prometheus URL {redact(self.base_url)} refused: {refusal}")
-        self._client = client or GetOnlyClient(timeout=timeout, verify=verify)
+        self._client = client or GetOnlyClient(timeout=timeout, verify=verify, login=login)
 
     async def _get(self, path: str, params: Mapping[str, str]) -> bytes:
         url = f"{self.base_url}{path}?{urlencode(params)}"
@@ -202,13 +222,16 @@ class PrometheusReader:
         return response.content
 
     async def query(self, promql: str) -> tuple[Sample, ...]:
-        """An instant query (/api/v1/query); a large answer is parsed off the event loop."""
+        """An instant query (/api/v1/query)."""
+        return (await self._query(promql))[0]
+
+    async def _query(self, promql: str) -> tuple[tuple[Sample, ...], bytes]:
         body = await self._get("/api/v1/query", {"query": promql})
         if len(body) < _THREAD_BYTES:
-            return parse_vector(body)
-        # A 1 MB answer takes ~0.1 s of CPU to parse: in a thread, a screen sharing the loop
-        # keeps answering keys (the GIL is handed over every few ms).
-        return await asyncio.to_thread(parse_vector, body)
+            return parse_vector(body), body
+        # A large answer is parsed in a thread: a screen sharing the loop keeps answering keys
+        # (the GIL is handed over every few ms).
+        return await asyncio.to_thread(parse_vector, body), body
 
     async def query_range(self, promql: str, start: float, end: float, step: float) -> tuple[Series, ...]:
         """A range query (/api/v1/query_range)."""
@@ -223,11 +246,20 @@ class PrometheusReader:
             return None
 
     async def fleet(self, queries: FleetQueries) -> FleetAnswers:
-        """Every fleet query of one refresh (a handful, whatever the number of clusters)."""
-        out: dict[str, tuple[Sample, ...]] = {}
-        for name, promql in queries.all().items():
-            out[name] = await self.query(promql)
-        return FleetAnswers(out)
+        """One refresh in two rounds, whatever the fleet's size: every cluster counted and the
+        worst named, then those clusters' rows (their series alone)."""
+        first = queries.first()
+        # Each round's queries at once: the server evaluates them side by side.
+        rounds = list(await asyncio.gather(*(self._query(q) for q in first.values())))
+        out = {name: samples for name, (samples, _) in zip(first, rounds, strict=True)}
+        scopes = [s.labels.get(queries.scope_label, "") for s in out["worst"]]
+        details = await asyncio.gather(*(self._query(q) for q in queries.detail([s for s in scopes if s])))
+        out["fleet"] = tuple(sample for samples, _ in details for sample in samples)
+        rounds += details
+        warned: list[str] = []
+        for _, body in rounds:
+            warned += [w for w in warnings_of(body) if w not in warned]
+        return FleetAnswers(out, sum(len(body) for _, body in rounds), tuple(warned[:3]))
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from urllib.parse import quote
 
 from pgtop_ha.models.event import Event
 
@@ -28,37 +31,118 @@ class Series:
     points: tuple[tuple[float, float], ...]
 
 
+OK, WARN, CRIT = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class FleetRule:
+    """One thing wrong with a cluster: its level, its weight (per member where counted), a cap."""
+
+    level: int
+    weight: int
+    cap: int | None = None
+
+    def points(self, times: int = 1) -> int:
+        """What it adds to a cluster's severity: weight x times, capped, on its level's scale."""
+        raw = self.weight * times
+        return (raw if self.cap is None else min(raw, self.cap)) * SCALE[self.level]
+
+
+# A level's points never reach the next level's scale (caps below): the severity sorts crit
+# before warn before ok whatever the counts, and its scale tells the level.
+SCALE = {CRIT: 1_000_000, WARN: 1_000, OK: 1}
+
+# One table for both sides: Prometheus ranks and counts the fleet with it, build_rows grades a row.
+RULES: dict[str, FleetRule] = {
+    "no_leader": FleetRule(CRIT, 100),
+    "leaders": FleetRule(CRIT, 100),
+    "writer": FleetRule(CRIT, 50),
+    "dcs": FleetRule(CRIT, 20),
+    "down": FleetRule(CRIT, 10),  # per member down
+    "streaming": FleetRule(WARN, 5, cap=990),  # per replica not streaming
+    "lagging": FleetRule(WARN, 5),
+    "paused": FleetRule(WARN, 3),
+    "timeline": FleetRule(OK, 2),  # a switch in the last hour: sorted up, not a problem
+    "restart": FleetRule(OK, 1),
+}
+
+
+def level_of(severity: float) -> int:
+    """The level a severity is on (SCALE)."""
+    return CRIT if severity >= SCALE[CRIT] else WARN if severity >= SCALE[WARN] else OK
+
+
+DCS_STALE_S = 60.0
+DETAIL = 200  # clusters read in full each refresh: the worst, then healthy ones
+URL_QUERY = 7000  # characters of one encoded detail query: within a proxy's 8 KiB request line
+
+
+def promql_string(value: str) -> str:
+    """``value`` as a PromQL double-quoted string."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _literal(text: str) -> str:
+    """``text`` as an RE2 pattern matching it alone."""
+    # RE2 takes a backslash before ASCII punctuation only; anything else is literal as it is.
+    return "".join(f"\\{c}" if c in string.punctuation else c for c in text)
+
+
+def name_matcher(label: str, text: str) -> str:
+    """A matcher for ``label`` containing ``text`` (case-insensitive, every character literal)."""
+    return f"{label}=~{promql_string(f'(?i).*{_literal(text)}.*')}"
+
+
 @dataclass(frozen=True)
 class FleetQueries:
-    """The PromQL of one refresh: two queries whatever the number of clusters; label names configurable.
+    """The PromQL of one refresh: three queries whatever the number of clusters; label names configurable.
 
-    Prometheus aggregates per cluster (``by (scope)``) so an answer holds about one series per
-    cluster and aggregate, tagged with label ``q``: 1,000 clusters are ~10,000 small series, not
-    the 30,000+ labelled member series a plain selector returns (most of the CPU was JSON).
+    Prometheus ranks and counts every cluster (RULES, ``by (scope)``) and answers in detail only for
+    the ``limit`` worst: a refresh's answers stay bounded however large the fleet.
     """
 
     scope_label: str = "scope"
     name_label: str = "name"
     writer_backend: str = "pg_writer"
     selector: str = ""  # extra matchers, e.g. 'job="patroni"'
+    match: str = ""  # more matchers: `fleet --match` and the screen's filter
+    limit: int = DETAIL
+    only: str = ""  # the clusters of a detail query, a matcher HAProxy's series take too
+
+    def _sel(self) -> str:
+        return ",".join(p for p in (self.selector, self.match, self.only) if p)
 
     def _m(self, metric: str) -> str:
-        return f"{metric}{{{self.selector}}}" if self.selector else metric
+        sel = self._sel()
+        return f"{metric}{{{sel}}}" if sel else metric
 
     def _tag(self, name: str, expr: str) -> str:
         return f'label_replace({expr}, "{Q}", "{name}", "", "")'
 
-    def all(self) -> dict[str, str]:
-        """Query name → PromQL."""
+    def matching(self, text: str) -> FleetQueries:
+        """These queries narrowed to clusters whose name contains ``text`` (none: unchanged)."""
+        if not text:
+            return self
+        extra = name_matcher(self.scope_label, text)
+        return dataclasses.replace(self, match=",".join(p for p in (self.match, extra) if p))
+
+    def _total(self) -> str:
+        sc, nm = self.scope_label, self.name_label
+        seen = f"max_over_time({self._m('patroni_postgres_running')}[1h])"
+        return f"count by ({sc}) (max by ({sc}, {nm}) ({seen}))"
+
+    def _parts(self) -> dict[str, str]:
         sc, nm = self.scope_label, self.name_label
         by = f"by ({sc})"
-        leader = f"max by ({sc}, {nm}) ({self._m('patroni_primary')}) == 1"
         replayed = (
             f"min {by} ({self._m('patroni_xlog_replayed_location')} "
             f"unless on ({sc}, {nm}) ({self._m('patroni_primary')} == 1))"
         )
-        parts = {
-            "leader": leader,
+        matchers = ",".join(m for m in (f'proxy="{self.writer_backend}"', self.only) if m)
+        writer = f"haproxy_backend_active_servers{{{matchers}}}"
+        return {
+            "leader": f"max by ({sc}, {nm}) ({self._m('patroni_primary')}) == 1",
+            "total": self._total(),
             "up": f"sum {by} ({self._m('patroni_postgres_running')})",
             "streaming": f"sum {by} ({self._m('patroni_postgres_streaming')})",
             "timeline": f"max {by} ({self._m('patroni_postgres_timeline')})",
@@ -67,11 +151,115 @@ class FleetQueries:
             "paused": f"max {by} ({self._m('patroni_is_paused')})",
             "dcs_last_seen": f"min {by} ({self._m('patroni_dcs_last_seen')} > 0)",
             "lag": f"max {by} ({self._m('patroni_xlog_location')}) - on ({sc}) {replayed}",
-            "writer": f'sum {by} (haproxy_backend_active_servers{{proxy="{self.writer_backend}"}})',
+            # HAProxy's exporter carries no Patroni selector: kept to the clusters selected.
+            "writer": f"sum {by} ({writer}) and on ({sc}) {self._m('patroni_postgres_running')}",
         }
-        fleet = " or ".join(self._tag(k, v) for k, v in parts.items())
-        members = f"max by ({sc}, {nm}, instance) (max_over_time({self._m('patroni_postgres_running')}[1h]))"
-        return {"fleet": fleet, "members": members}
+
+    def _terms(self) -> dict[str, str]:
+        """Each rule as PromQL: per cluster it applies to, its points (RULES)."""
+        sc, nm = self.scope_label, self.name_label
+        p = self._parts()
+        running, primary = self._m("patroni_postgres_running"), self._m("patroni_primary")
+        leaders = f"count by ({sc}) ({primary} == 1)"
+        gone = f"max by ({sc}, {nm}) (max_over_time({running}[1h])) unless on ({sc}, {nm}) ({running} == 1)"
+        streaming = self._m("patroni_postgres_streaming")
+        idle = f"({running} == 1) unless on ({sc}, {nm}) ({primary} == 1 or {streaming} == 1)"
+
+        def flat(key: str, when: str) -> str:
+            return f"({when}) * 0 + {RULES[key].points()}"
+
+        def counted(key: str, what: str) -> str:
+            rule = RULES[key]
+            times = f"count by ({sc}) ({what}) * {rule.weight}"
+            capped = times if rule.cap is None else f"clamp_max({times}, {rule.cap})"
+            return f"{capped} * {SCALE[rule.level]}"
+
+        return {
+            "no_leader": flat("no_leader", f"({p['total']}) unless on ({sc}) {leaders}"),
+            "leaders": flat("leaders", f"{leaders} > 1"),
+            "writer": flat("writer", f"({p['writer']}) != 1"),
+            "dcs": flat("dcs", f"time() - ({p['dcs_last_seen']}) > {DCS_STALE_S:g}"),
+            "down": counted("down", gone),
+            "streaming": counted("streaming", idle),
+            "lagging": flat("lagging", f"({p['lag']}) > {LAG_WARN_BYTES}"),
+            "paused": flat("paused", f"({p['paused']}) == 1"),
+            "timeline": flat("timeline", f"({p['timeline_changes']}) > 0"),
+            "restart": flat("restart", f"({p['pending_restart']}) > 0"),
+        }
+
+    def severity(self) -> str:
+        """Every cluster's severity (RULES' points summed; 0 when nothing applies)."""
+        tagged = " or ".join(self._tag(k, v) for k, v in self._terms().items())
+        return f"(sum by ({self.scope_label}) ({tagged}) or ({self._total()}) * 0)"
+
+    def first(self) -> dict[str, str]:
+        """The first round: every cluster counted by level (one pass), and the ``limit`` worst."""
+        level = f"clamp_max(floor(log10({self.severity()} + 1) / 3), {CRIT})"
+        return {
+            "counts": f'count_values("level", {level})',
+            "worst": f"topk({self.limit}, {self.severity()})",
+        }
+
+    def detail(self, scopes: Sequence[str]) -> list[str]:
+        """The second round: the rows of ``scopes``, their series alone read (a few queries when many)."""
+        out: list[str] = []
+        chunk: list[str] = []
+        for scope in scopes:
+            if chunk and len(quote(self._detail([*chunk, scope]))) > URL_QUERY:
+                out.append(self._detail(chunk))
+                chunk = []
+            chunk.append(scope)
+        if chunk:
+            out.append(self._detail(chunk))
+        return out
+
+    def _detail(self, scopes: Sequence[str]) -> str:
+        one_of = "|".join(_literal(s) for s in scopes)
+        # Chosen in the first round under --match: by name alone now, so HAProxy's series match too.
+        only = dataclasses.replace(self, match="", only=f"{self.scope_label}=~{promql_string(one_of)}")
+        return " or ".join(only._tag(k, v) for k, v in only._parts().items())
+
+    def members_of(self, scope: str) -> str:
+        """One cluster's members with their instance (for a drill down into any cluster)."""
+        sc, nm = self.scope_label, self.name_label
+        one = dataclasses.replace(
+            self, match=",".join(p for p in (self.match, f"{sc}={promql_string(scope)}") if p)
+        )
+        return f"max by ({sc}, {nm}, instance) (max_over_time({one._m('patroni_postgres_running')}[1h]))"
+
+
+@dataclass(frozen=True)
+class FleetCounts:
+    """Every cluster Prometheus knows (under the selector), by state."""
+
+    total: int = 0
+    crit: int = 0
+    warn: int = 0
+
+    @property
+    def ok(self) -> int:
+        """Clusters with nothing wrong."""
+        return max(0, self.total - self.crit - self.warn)
+
+
+@dataclass(frozen=True)
+class FleetPage:
+    """One refresh: every cluster counted by state, the worst ones in full."""
+
+    rows: list[FleetRow]
+    counts: FleetCounts
+    bytes_read: int = 0
+    warnings: tuple[str, ...] = ()  # the engine's word that its answer is partial or doubtful
+
+
+def counts_of(samples: Sequence[Sample]) -> FleetCounts:
+    """The "counts" answer: clusters per level (count_values by ``level``)."""
+    got: dict[int, int] = {}
+    for sample in samples:
+        level = sample.labels.get("level")
+        if level in ("0", "1", "2") and 0 <= sample.value < 1e9:
+            got[int(level)] = int(sample.value)
+    return FleetCounts(total=sum(got.values()), crit=got.get(CRIT, 0), warn=got.get(WARN, 0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +281,8 @@ class FleetRow:
     writer_up: int | None  # HAProxy writer backend's active servers; None where not scraped
     instances: tuple[str, ...] = ()  # host:port of each member's /metrics (its REST root)
     problems: tuple[str, ...] = ()
-    severity: int = 0
+    severity: int = 0  # the sort: RULES' weights summed
+    level: int = 0  # OK, WARN or CRIT: the worst rule that applies
 
     def cells(self) -> tuple[str, ...]:
         """The row's texts, in COLUMNS order."""
@@ -142,18 +331,8 @@ def build_rows(
     scope_label: str = "scope",
     name_label: str = "name",
 ) -> list[FleetRow]:
-    """Rows from a refresh's answers, worst first; samples without the scope label are skipped."""
+    """Rows for the clusters the "fleet" answer holds, worst first; the "members" answer names them."""
     acc: dict[str, _Acc] = {}
-    for s in answers.get("members", ()):
-        scope = s.labels.get(scope_label)
-        if not scope:
-            continue
-        a = acc.get(scope) or acc.setdefault(scope, _Acc())
-        name = s.labels.get(name_label) or s.labels.get("instance") or "?"
-        a.members.add(name)
-        instance = s.labels.get("instance")
-        if instance:
-            a.instances[name] = instance
     for s in answers.get("fleet", ()):
         scope = s.labels.get(scope_label)
         kind = s.labels.get(Q)
@@ -164,6 +343,15 @@ def build_rows(
             a.leaders.append(s.labels.get(name_label) or "?")
         else:
             a.values[kind] = s.value
+    for s in answers.get("members", ()):
+        a_or_none = acc.get(s.labels.get(scope_label) or "")
+        if a_or_none is None:
+            continue  # a cluster not among the rows read in full
+        name = s.labels.get(name_label) or s.labels.get("instance") or "?"
+        a_or_none.members.add(name)
+        instance = s.labels.get("instance")
+        if instance:
+            a_or_none.instances[name] = instance
     rows = [_row(scope, a, now) for scope, a in acc.items()]
     rows.sort(key=lambda r: (-r.severity, r.scope))
     return rows
@@ -176,7 +364,7 @@ def _count(value: float | None) -> int:
 def _row(scope: str, a: _Acc, now: float) -> FleetRow:
     v = a.values
     leaders = sorted(a.leaders)
-    total = max(len(a.members | set(leaders)), _count(v.get("up")))
+    total = max(len(a.members | set(leaders)), _count(v.get("total")), _count(v.get("up")))
     up = min(_count(v.get("up")), total)
     replicas = max(0, total - len(leaders))
     streaming = min(_count(v.get("streaming")), replicas)
@@ -189,35 +377,29 @@ def _row(scope: str, a: _Acc, now: float) -> FleetRow:
     seen = v.get("dcs_last_seen")
     dcs_age = max(0.0, now - seen) if seen is not None else None
     writer = _count(v.get("writer")) if "writer" in v else None
-    problems: list[str] = []
-    severity = 0
+    # Each rule that applies: (key, times counted, the problem's words or "" when it is no problem).
+    found: list[tuple[str, int, str]] = []
     if not leaders:
-        problems.append("no leader")
-        severity += 100
+        found.append(("no_leader", 1, "no leader"))
     elif len(leaders) > 1:
-        problems.append(f"{len(leaders)} leaders")
-        severity += 100
+        found.append(("leaders", 1, f"{len(leaders)} leaders"))
     if writer is not None and writer != 1:
-        problems.append(f"writer has {writer} UP")
-        severity += 50
+        found.append(("writer", 1, f"writer has {writer} UP"))
     if up < total:
-        problems.append(f"{total - up} down")
-        severity += 10 * (total - up)
-    if streaming < replicas:
-        problems.append(f"{replicas - streaming} not streaming")
-        severity += 5 * (replicas - streaming)
+        found.append(("down", total - up, f"{total - up} down"))
+    idle = max(0, up - len(leaders) - streaming)  # replicas running but not streaming (down ones are down)
+    if idle:
+        found.append(("streaming", idle, f"{idle} not streaming"))
     if lag is not None and lag > LAG_WARN_BYTES:
-        problems.append("lagging")
-        severity += 5
-    if tl_changes:
-        severity += 2
+        found.append(("lagging", 1, "lagging"))
     if paused:
-        severity += 3
+        found.append(("paused", 1, "maintenance mode"))
+    if dcs_age is not None and dcs_age > DCS_STALE_S:
+        found.append(("dcs", 1, "DCS not seen"))
+    if tl_changes:
+        found.append(("timeline", 1, ""))
     if pending:
-        severity += 1
-    if dcs_age is not None and dcs_age > 60:
-        problems.append("DCS not seen")
-        severity += 20
+        found.append(("restart", 1, ""))
     return FleetRow(
         scope=scope,
         leader=", ".join(leaders) or None,
@@ -233,8 +415,9 @@ def _row(scope: str, a: _Acc, now: float) -> FleetRow:
         dcs_age_s=dcs_age,
         writer_up=writer,
         instances=tuple(a.instances[n] for n in sorted(a.instances)),
-        problems=tuple(problems),
-        severity=severity,
+        problems=tuple(text for _, _, text in found if text),
+        severity=(severity := sum(RULES[key].points(n) for key, n, _ in found)),
+        level=level_of(severity),
     )
 
 

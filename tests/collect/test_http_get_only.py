@@ -10,7 +10,7 @@ from pgtop_ha.collect.http import (
     GetOnlyClient,
     GetOnlyTransport,
     ReadOnlyViolation,
-    StatsLogin,
+    Login,
     strip_userinfo,
 )
 
@@ -68,7 +68,7 @@ def test_strip_userinfo() -> None:
 async def test_a_stats_login_goes_to_its_own_page_and_nowhere_else() -> None:
     # HAProxy's `stats auth`: the one credential the read path sends, to the origin configured.
     seen, transport = _recording()
-    login = StatsLogin("http://127.0.0.1:7000/stats", "reader", SecretStr("pw-7000"))
+    login = Login("http://127.0.0.1:7000/stats", "reader", SecretStr("pw-7000"))
     assert "pw-7000" not in repr(login)
     client = GetOnlyClient(timeout=1, transport=transport, login=login)
     try:

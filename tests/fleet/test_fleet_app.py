@@ -5,27 +5,34 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
-from pgtop_ha.collect.prometheus import PrometheusError, parse_vector
-from pgtop_ha.judge.fleet import FleetRow, build_rows
+from pgtop_ha.collect.prometheus import PrometheusError
+from pgtop_ha.judge.fleet import FleetCounts, FleetPage, FleetRow, level_of, matches
 from pgtop_ha.ui.fleet.app import FleetApp
-from tests.fleet.synth import synthetic_bodies
+from tests.fleet.synth import FakeFleet
 
 NOW = 1_700_000_000.0
 
 
 class Scripted:
-    """A FleetSource answering from a list (an Exception item is raised)."""
+    """A FleetSource answering from a list (an Exception item is raised); it filters as Prometheus would."""
 
-    def __init__(self, answers: list[list[FleetRow] | Exception]) -> None:
+    def __init__(self, answers: list[list[FleetRow] | Exception], total: int | None = None) -> None:
         self.answers = answers
         self.calls = 0
+        self.asked: list[str] = []
+        self.total = total
 
-    async def rows(self) -> list[FleetRow]:
+    async def refresh(self, filter_text: str = "") -> FleetPage:
         item = self.answers[min(self.calls, len(self.answers) - 1)]
         self.calls += 1
+        self.asked.append(filter_text)
         if isinstance(item, Exception):
             raise item
-        return item
+        rows = [r for r in item if matches(r, filter_text)]
+        levels = [level_of(r.severity) for r in rows]
+        total = len(rows) if self.total is None or filter_text else self.total
+        counts = FleetCounts(total=total, crit=levels.count(2), warn=levels.count(1))
+        return FleetPage(rows, counts)
 
     async def interval(self) -> float:
         return 0.05
@@ -35,8 +42,7 @@ class Scripted:
 
 
 def _rows(n: int) -> list[FleetRow]:
-    bodies = synthetic_bodies(n, now=NOW)
-    return build_rows({k: parse_vector(v) for k, v in bodies.items()}, now=NOW)
+    return sorted(FakeFleet(n, now=NOW).rows, key=lambda r: r.scope)
 
 
 def _status(app: FleetApp) -> str:
@@ -57,14 +63,17 @@ async def test_rows_filter_and_drill() -> None:
     async with app.run_test(size=(160, 30)) as pilot:
         table = app.query_one(DataTable)
         await _until(pilot, lambda: table.row_count == 4)
-        assert "4 clusters" in _status(app)
+        assert _status(app) == "4 clusters: 4 ok · 0 warn · 0 crit"
         await pilot.press("slash", *"0003", "enter")
         await _until(pilot, lambda: table.row_count == 1)
+        # Asked of Prometheus too: the whole fleet is narrowed, not only the rows at hand.
+        await _until(pilot, lambda: app.answered_for == "0003")
+        assert "1 clusters: 1 ok" in _status(app) and "(filter: 0003)" in _status(app)
         await pilot.press("escape")
         await _until(pilot, lambda: table.row_count == 4)
         table.focus()
         await pilot.press("down", "enter")
-    assert app.return_value == "cluster-0001"
+    assert app.return_value == "cluster-00001"
 
 
 async def test_prometheus_error_is_one_line_and_keeps_rows() -> None:
@@ -85,6 +94,18 @@ async def test_first_refresh_fails() -> None:
         assert _status(app) == "Prometheus: connection refused (no answer yet)"
         await pilot.press("q")
     assert app.return_value is None
+
+
+async def test_the_header_counts_the_whole_fleet_beyond_the_rows() -> None:
+    rows = FakeFleet(300, now=NOW).rows
+    app = FleetApp(Scripted([rows[:20]], total=10_000))
+    async with app.run_test(size=(160, 30)) as pilot:
+        table = app.query_one(DataTable)
+        await _until(pilot, lambda: table.row_count == 20)
+        status = _status(app)
+        assert status.startswith("10,000 clusters: ") and "the 20 worst shown" in status
+        first = str(table.get_row_at(0)[0])
+        assert first == rows[0].scope and rows[0].problems  # problems first
 
 
 async def test_many_clusters_stay_responsive() -> None:

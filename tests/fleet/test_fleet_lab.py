@@ -14,7 +14,7 @@ import pytest
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.fleet_cli import fleet_history
-from pgtop_ha.judge.fleet import FleetQueries, FleetRow
+from pgtop_ha.judge.fleet import CRIT, FleetPage, FleetQueries, FleetRow
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab, _claim, _port_free
 from pgtop_ha.lab.fleet import RANGE, Fleet, FleetLab, prometheus_config
@@ -52,9 +52,12 @@ def fleet_lab() -> Iterator[FleetLab]:
         lab.down()
 
 
+async def _page(url: str) -> FleetPage:
+    return await PrometheusFleet(PrometheusReader(url), FleetQueries()).refresh()
+
+
 async def _rows(url: str) -> dict[str, FleetRow]:
-    source = PrometheusFleet(PrometheusReader(url), FleetQueries())
-    return {r.scope: r for r in await source.rows()}
+    return {r.scope: r for r in (await _page(url)).rows}
 
 
 def test_prometheus_config_labels_each_lab() -> None:
@@ -87,7 +90,7 @@ async def test_rows_match_cluster_and_switchover_shows(fleet_lab: FleetLab) -> N
         assert (row.members_up, row.members_total, row.replicas, row.streaming) == (3, 3, 2, 2)
         assert row.writer_up == 1  # HAProxy's exporter is scraped
         assert row.paused is False and row.pending_restart == 0
-        assert len(row.instances) == 3
+        assert len(await source.instances(fleet.scope(i))) == 3  # asked for a drill down
 
     before = rows["lab1"]
     start = time.time()
@@ -119,6 +122,22 @@ async def test_rows_match_cluster_and_switchover_shows(fleet_lab: FleetLab) -> N
             break
         await _sleep()
     assert {"leader", "timeline"} <= kinds
+
+    # A replica's Patroni stopped in lab2: its row sorts first, counted crit, within two scrapes.
+    replica = next(n for n in labs[1].layout.names if n != labs[1].leader())
+    faults.stop_patroni(labs[1], replica)
+    try:
+        stopped = time.monotonic()
+        page = await _page(url)
+        while time.monotonic() < stopped + 2 * 5.0 + 2.0:
+            page = await _page(url)
+            if page.rows and page.rows[0].scope == "lab2" and page.rows[0].level == CRIT:
+                break
+            await _sleep()
+        assert page.rows[0].scope == "lab2" and "1 down" in page.rows[0].problems, page.rows
+        assert (page.counts.total, page.counts.crit) == (2, 1)
+    finally:
+        faults.start_patroni(labs[1], replica)
 
 
 async def _sleep() -> None:

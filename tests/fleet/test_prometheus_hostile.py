@@ -9,7 +9,7 @@ import pytest
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader
 from pgtop_ha.judge.fleet import FleetQueries
-from tests.fleet.synth import synthetic_bodies
+from tests.fleet.synth import FakeFleet, query_of
 from tests.hostile.fakes import answer, fake_server, json_answer
 
 
@@ -23,7 +23,7 @@ def _free_port() -> int:
 async def _error(url: str) -> str:
     source = PrometheusFleet(PrometheusReader(url, timeout=2), FleetQueries())
     with pytest.raises(PrometheusError) as info:
-        await source.rows()
+        await source.refresh()
     text = str(info.value)
     assert "\n" not in text and "\x1b" not in text and len(text) < 300
     return text
@@ -60,20 +60,16 @@ async def test_huge_answer_is_refused() -> None:
 
 
 async def test_get_only_no_credentials_and_a_handful_of_queries() -> None:
-    bodies = synthetic_bodies(5)
-    by_query = {q: bodies[name] for name, q in FleetQueries().all().items()}
+    fleet = FakeFleet(5)
 
     async def handle(got, writer):  # type: ignore[no-untyped-def]
-        from urllib.parse import parse_qs, urlsplit
-
-        query = parse_qs(urlsplit(got.target).query)["query"][0]
-        await json_answer(by_query[query])(got, writer)
+        await json_answer(fleet.answer(query_of(got.target)))(got, writer)
 
     async with fake_server({"/api/v1/query": handle}) as server:
         url = server.url.replace("http://", "http://user:secret@")
-        rows = await PrometheusFleet(PrometheusReader(url), FleetQueries()).rows()
-        assert len(rows) == 5
-        assert len(server.received) == len(FleetQueries().all()) <= 5
+        page = await PrometheusFleet(PrometheusReader(url), FleetQueries()).refresh()
+        assert len(page.rows) == 5 and page.counts.total == 5
+        assert len(server.received) == 3  # counts, the worst, their rows
         for got in server.received:
             assert got.method == "GET"
             assert "authorization" not in got.headers and b"secret" not in got.raw

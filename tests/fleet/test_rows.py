@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from urllib.parse import quote
 
 import pytest
 
@@ -13,29 +15,41 @@ from pgtop_ha.collect.prometheus import (
     parse_scrape_interval,
     parse_vector,
 )
-from pgtop_ha.judge.fleet import FleetQueries, Q, Sample, Series, build_rows, history_events, matches
-from tests.fleet.synth import synthetic_bodies
+from pgtop_ha.judge.fleet import (
+    CRIT,
+    OK,
+    RULES,
+    WARN,
+    FleetQueries,
+    Q,
+    Sample,
+    Series,
+    build_rows,
+    counts_of,
+    history_events,
+    level_of,
+    matches,
+)
+from tests.fleet.synth import FakeFleet
 
 NOW = 1_700_000_000.0
 
 
 def _rows(clusters: int = 3):  # type: ignore[no-untyped-def]
-    bodies = synthetic_bodies(clusters, now=NOW)
-    return build_rows({k: parse_vector(v) for k, v in bodies.items()}, now=NOW)
+    return FakeFleet(clusters, now=NOW).rows
 
 
 def test_healthy_fleet_rows() -> None:
     rows = _rows(3)
-    assert [r.scope for r in rows] == ["cluster-0000", "cluster-0001", "cluster-0002"]
+    assert [r.scope for r in rows] == ["cluster-00000", "cluster-00001", "cluster-00002"]
     r = rows[1]
     assert (r.leader, r.members_up, r.members_total, r.streaming, r.replicas) == ("node1", 3, 3, 2, 2)
     assert r.max_lag_bytes == 10_000
     assert r.timeline == 3
     assert r.writer_up == 1
     assert r.dcs_age_s == pytest.approx(2)
-    assert r.instances == ("127.0.0.1:8000", "127.0.0.1:8001", "127.0.0.1:8002")
     assert rows[0].timeline_changes == 1 and rows[1].timeline_changes == 0
-    assert r.problems == ()
+    assert r.problems == () and r.level == OK and rows[0].severity == RULES["timeline"].points()
 
 
 def _agg(scope: str, **values: float) -> list[Sample]:
@@ -55,13 +69,31 @@ def test_worst_first_and_problems() -> None:
     members = (
         _members("a", "n1", "n2", "n3") + _members("b", "n1", "n2", "n3") + _members("c", "n1", "n2", "n3")
     )
+    fleet += _agg("c", total=3)
     rows = build_rows({"fleet": fleet, "members": members}, now=NOW)
     assert [r.scope for r in rows] == ["c", "b", "a"]  # c: no leader, 3 down
     assert rows[0].members_up == 0 and rows[0].leader is None and "no leader" in rows[0].problems
     assert "no leader" in rows[1].problems and "1 down" in rows[1].problems
     a = rows[2]
     assert (a.leader, a.members_up, a.members_total, a.replicas, a.streaming) == ("n1", 2, 3, 2, 1)
-    assert a.problems == ("1 down", "1 not streaming")
+    # The replica that is down is not also "not streaming".
+    assert a.problems == ("1 down",) and a.level == CRIT
+    assert rows[0].severity == RULES["no_leader"].points() + RULES["down"].points(3)
+
+
+def test_a_level_is_told_by_its_severity_whatever_the_counts() -> None:
+    # Many replicas not streaming stay a warning; one member down is worse than any warnings.
+    many = [_leader("w", "n1"), *_agg("w", total=500, up=500, streaming=0, paused=1, lag=10**12)]
+    one_down = [_leader("d", "n1"), *_agg("d", total=3, up=2, streaming=1)]
+    warn, crit = build_rows({"fleet": many}, now=NOW), build_rows({"fleet": one_down}, now=NOW)
+    assert warn[0].level == WARN == level_of(warn[0].severity) and warn[0].severity < crit[0].severity
+    assert crit[0].level == CRIT == level_of(crit[0].severity)
+
+
+def test_counts_come_from_count_values() -> None:
+    samples = [Sample({"level": "0"}, 9812), Sample({"level": "1"}, 150), Sample({"level": "2"}, 38)]
+    counts = counts_of([*samples, Sample({"level": "x"}, 5), Sample({}, 1)])
+    assert (counts.total, counts.ok, counts.warn, counts.crit) == (10_000, 9812, 150, 38)
 
 
 def test_writer_not_exactly_one_and_two_leaders() -> None:
@@ -79,12 +111,12 @@ def test_missing_labels_tolerated() -> None:
         Sample({"scope": "x", Q: "unknown"}, 1),
         Sample({"scope": "x", Q: "up"}, -5),  # out of range: 0
     ]
-    members = [Sample({"scope": "x"}, 1), Sample({}, 1)]
+    members = [Sample({"scope": "x"}, 1), Sample({}, 1), Sample({"scope": "only-in-members"}, 1)]
     body = json.dumps(
         {"status": "success", "data": {"result": [{"metric": {}, "value": [1, "1"]}, {"value": [1, "1"]}, 5]}}
     ).encode()
     assert parse_vector(body) == (Sample({}, 1.0),)
-    (row,) = build_rows({"fleet": fleet, "members": members}, now=NOW)
+    (row,) = build_rows({"fleet": fleet, "members": members}, now=NOW)  # rows come from "fleet" alone
     assert row.scope == "x" and row.leader == "?" and row.members_up == 0
     assert row.timeline is None and row.dcs_age_s is None and row.writer_up is None
     assert row.cells()[4] == "-"
@@ -147,16 +179,31 @@ def test_scrape_interval_and_durations() -> None:
     assert duration_seconds("6x") is None and duration_seconds("") is None and duration_seconds("5") is None
 
 
-def test_queries_are_a_handful() -> None:
-    q = FleetQueries(scope_label="cluster", selector='job="patroni"').all()
-    assert len(q) <= 5
-    assert 'patroni_primary{job="patroni"}' in q["fleet"] and "changes(" in q["fleet"]
-    assert "by (cluster)" in q["fleet"] and "by (cluster, name, instance)" in q["members"]
+def test_two_rounds_of_bounded_queries() -> None:
+    q = FleetQueries(scope_label="cluster", selector='job="patroni"', match='env="prod"', limit=50)
+    first = q.first()
+    assert set(first) == {"counts", "worst"} and first["worst"].startswith("topk(50, ")
+    assert 'patroni_primary{job="patroni",env="prod"}' in first["worst"] and "changes(" in first["worst"]
+    assert first["counts"].startswith('count_values("level", ')
+    scopes = [f"c-{i:05d}.prod" for i in range(400)]
+    detail = q.detail(scopes)
+    assert len(detail) > 1 and all(len(quote(d)) <= 7000 for d in detail)
+    # Every cluster once; "." is a literal in RE2's eyes, not any character; --match is not repeated.
+    named = [n for d in detail for n in d.split('cluster=~"')[1].split('"')[0].split("|")]
+    assert [re.sub(r"\\(.)", r"\1", n.replace("\\\\", "\\")) for n in named] == scopes
+    assert named[0] == "c\\\\-00000\\\\.prod"  # "." is a literal in RE2's eyes, not any character
+    assert all('env="prod"' not in d and 'proxy="pg_writer",cluster=~' in d for d in detail)
+
+
+def test_a_name_filter_is_literal_and_case_blind() -> None:
+    q = FleetQueries().matching('a.b"c\\')
+    assert q.match == 'scope=~"(?i).*a\\\\.b\\\\\\"c\\\\\\\\.*"'
+    assert FleetQueries().matching("") == FleetQueries()
 
 
 def test_filter() -> None:
     rows = _rows(3)
-    assert [r.scope for r in rows if matches(r, "0002")] == ["cluster-0002"]
+    assert [r.scope for r in rows if matches(r, "0002")] == ["cluster-00002"]
     assert all(matches(r, "") for r in rows)
 
 

@@ -1,4 +1,4 @@
-"""The fleet screen: one row per cluster, worst first, filterable; Enter drills into a cluster."""
+"""The fleet screen: every cluster counted by state, the worst in rows, filterable; Enter drills in."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input, Static
 
-from pgtop_ha.judge.fleet import COLUMNS, FleetRow, matches
+from pgtop_ha.judge.fleet import COLUMNS, FleetCounts, FleetRow, matches
 from pgtop_ha.models.text import clean
 from pgtop_ha.ui.driver import CalmApp
 from pgtop_ha.ui.fleet.source import FleetSource
@@ -38,9 +38,13 @@ class FleetApp(CalmApp[str | None]):
         super().__init__()
         self.source = source
         self.rows: list[FleetRow] = []
+        self.counts = FleetCounts()
+        self.warnings: tuple[str, ...] = ()
         self.filter_text = filter_text
+        self._wake = asyncio.Event()  # a new filter: refresh now, not at the next interval
         self.error: str | None = None
         self.refreshes = 0
+        self.answered_for = ""  # the filter the rows on screen were asked with
         self._shown: dict[str, tuple[str, ...]] = {}
         self._order: list[str] = []
         self._task: asyncio.Task[None] | None = None
@@ -64,27 +68,40 @@ class FleetApp(CalmApp[str | None]):
         with contextlib.suppress(Exception):
             interval = await self.source.interval()
         while True:
+            self._wake.clear()
+            asked = self.filter_text
             try:
-                rows = await self.source.rows()
+                page = await self.source.refresh(asked)
             except Exception as exc:  # any failure is shown as one line; the last rows stay
                 lines = str(exc).splitlines()
                 self.error = clean(lines[0])[:200] if lines else type(exc).__name__
             else:
                 self.error = None
-                self.rows = rows
+                self.rows, self.counts, self.warnings = page.rows, page.counts, page.warnings
+                self.answered_for = asked
             self.refreshes += 1
             self._render_rows()
-            await asyncio.sleep(interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), interval)
 
     def _visible(self) -> list[FleetRow]:
         return [r for r in self.rows if matches(r, self.filter_text)]
 
+    def status(self, shown: int) -> str:
+        """Every cluster accounted for: counts by state, then what the table holds."""
+        c = self.counts
+        status = f"{c.total:,} clusters: {c.ok:,} ok · {c.warn:,} warn · {c.crit:,} crit"
+        if self.filter_text:
+            status += f" (filter: {self.filter_text})"
+        if c.total > shown:
+            status += f"; the {shown:,} worst shown"
+        if self.warnings:
+            status += f"; Prometheus warns: {self.warnings[0]}"
+        return status
+
     def _render_rows(self) -> None:
         visible = self._visible()
-        bad = sum(1 for r in self.rows if r.severity)
-        status = f"{len(self.rows)} clusters, {bad} with problems"
-        if self.filter_text:
-            status += f", {len(visible)} shown (filter: {self.filter_text})"
+        status = self.status(len(visible))
         if self.error:
             kept = "showing the last answer" if self.rows else "no answer yet"
             status = f"Prometheus: {self.error} ({kept})"
@@ -125,13 +142,15 @@ class FleetApp(CalmApp[str | None]):
         self.filter_text = ""
         self.query_one(DataTable).focus()
         self._render_rows()
+        self._wake.set()
 
     @on(Input.Submitted, "#filter")
     def _apply_filter(self, event: Input.Submitted) -> None:
         self.filter_text = clean(event.value)[:80]
         event.input.remove_class("shown")
         self.query_one(DataTable).focus()
-        self._render_rows()
+        self._render_rows()  # the rows at hand at once; Prometheus narrows the whole fleet next
+        self._wake.set()
 
     @on(DataTable.RowSelected)
     def _drill(self, event: DataTable.RowSelected) -> None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pgtop_ha.judge.fleet import FleetRow
+from pgtop_ha.judge.fleet import FleetPage
 
 
 class FleetSource(Protocol):
-    """Gives the fleet's rows, worst first; raises an Exception whose str is one line on failure."""
+    """Gives the fleet's counts and worst rows; raises an Exception whose str is one line on failure."""
 
-    async def rows(self) -> list[FleetRow]:
-        """One refresh."""
+    async def refresh(self, filter_text: str = "") -> FleetPage:
+        """One refresh, narrowed to clusters whose name holds ``filter_text``."""
         ...
 
     async def interval(self) -> float:

@@ -1,0 +1,151 @@
+"""A real Prometheus holding N synthetic Patroni clusters (backfilled by promtool): the fleet at scale.
+
+Each cluster has three members as Patroni's /metrics and HAProxy's exporter would report them, with
+chosen faults. The samples end a few seconds before ``up`` returns, so instant queries at "now" see
+them for Prometheus's lookback (five minutes).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from pgtop_ha.errors import UserError
+from pgtop_ha.lab import procs
+
+FAULTS = (
+    "no_leader",
+    "leaders",
+    "writer",
+    "dcs",
+    "down",
+    "streaming",
+    "lagging",
+    "paused",
+    "timeline",
+    "restart",
+)
+MEMBERS = ("node1", "node2", "node3")
+LOOKBACK_S = 300.0  # Prometheus's default: samples older than this are not seen at "now"
+
+
+def scope_of(i: int) -> str:
+    """The ``i``th synthetic cluster's scope."""
+    return f"pg-{i:05d}"
+
+
+def _lines(i: int, fault: str | None, times: tuple[float, float, float]) -> Iterator[str]:
+    scope = scope_of(i)
+    old, _, _ = times
+    for m, name in enumerate(MEMBERS):
+        labels = f'scope="{scope}",name="{name}",instance="127.0.0.{1 + i % 250}:{8008 + m}"'
+        primary = (m == 0 and fault != "no_leader") or (m == 1 and fault == "leaders")
+        for t in times:
+            if fault == "down" and m == 2 and t != old:
+                continue  # its Patroni stopped answering: no sample since
+            tl = 2 if fault == "timeline" and t == old else 3
+            values = {
+                "patroni_postgres_running": 1,
+                "patroni_primary": int(primary),
+                "patroni_postgres_streaming": int(not primary and not (fault == "streaming" and m == 2)),
+                "patroni_xlog_location": 5_000_000_000 if primary else 0,
+                "patroni_xlog_replayed_location": 0
+                if primary
+                else 5_000_000_000 - (200_000_000 if fault == "lagging" else 1_000),
+                "patroni_postgres_timeline": tl,
+                "patroni_pending_restart": int(fault == "restart" and m == 1),
+                "patroni_is_paused": int(fault == "paused"),
+                "patroni_dcs_last_seen": int(t - (400 if fault == "dcs" else 2)),
+            }
+            for metric, value in values.items():
+                yield f"{metric}{{{labels}}} {value} {t:.3f}"
+    writer = f'haproxy_backend_active_servers{{proxy="pg_writer",scope="{scope}"}}'
+    for t in times:
+        yield f"{writer} {int(fault != 'writer')} {t:.3f}"
+
+
+def openmetrics(clusters: int, faults: Mapping[int, str], now: float) -> Iterator[str]:
+    """The fleet as OpenMetrics text, one line at a time (a metric's samples need not be adjacent)."""
+    times = (now - 3000.0, now - 60.0, now - 20.0)
+    metrics = ("patroni_postgres_running", "patroni_primary", "patroni_postgres_streaming",
+               "patroni_xlog_location", "patroni_xlog_replayed_location", "patroni_postgres_timeline",
+               "patroni_pending_restart", "patroni_is_paused", "patroni_dcs_last_seen",
+               "haproxy_backend_active_servers")  # fmt: skip
+    for metric in metrics:
+        yield f"# TYPE {metric} gauge"
+    for i in range(clusters):
+        yield from _lines(i, faults.get(i), times)
+    yield "# EOF"
+
+
+@dataclass
+class SyntheticPrometheus:
+    """One Prometheus on 127.0.0.1:``port`` over a backfilled TSDB in ``state_dir`` (its PID tracked)."""
+
+    state_dir: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        """Its query API's base URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def _book(self) -> procs.PidBook:
+        return procs.PidBook(self.state_dir / "pids.json")
+
+    def up(self, clusters: int, faults: Mapping[int, str]) -> float:
+        """Backfill ``clusters`` and start Prometheus over them; the seconds the backfill took."""
+        promtool, prometheus = shutil.which("promtool"), shutil.which("prometheus")
+        if promtool is None or prometheus is None:
+            raise UserError("promtool and prometheus not found; install Debian's `prometheus` package")
+        self.down()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        data, text = self.state_dir / "data", self.state_dir / "fleet.om"
+        began = time.monotonic()
+        now = time.time()
+        with text.open("w") as fh:
+            for line in openmetrics(clusters, faults, now):
+                fh.write(line + "\n")
+        subprocess.run(
+            [promtool, "tsdb", "create-blocks-from", "openmetrics", str(text), str(data)],
+            check=True, capture_output=True, timeout=1800,
+        )  # fmt: skip
+        text.unlink()
+        took = time.monotonic() - began
+        config = self.state_dir / "prometheus.yml"
+        config.write_text("global:\n  scrape_interval: 5s\n")
+        proc = procs.spawn(
+            [prometheus, f"--config.file={config}", f"--storage.tsdb.path={data}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=30d",
+             "--query.max-samples=200000000"],
+            log=self.state_dir / "prometheus.log", run_as=procs.RunAs(), cwd=self.state_dir,
+        )  # fmt: skip
+        self._book.record("prometheus", proc.pid)
+
+        def ready() -> bool:
+            if not self._book.running("prometheus"):
+                raise UserError(f"prometheus exited; see {self.state_dir / 'prometheus.log'}")
+            try:
+                return httpx.get(f"{self.url}/-/ready", timeout=1, trust_env=False).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        if not procs.poll(ready, 300, interval=0.2):
+            raise UserError(f"Prometheus not ready after 300 s; see {self.state_dir / 'prometheus.log'}")
+        if time.time() - now > LOOKBACK_S - 60:
+            raise UserError("the backfill took too long: its samples are past Prometheus's lookback")
+        return took
+
+    def down(self) -> None:
+        """Stop Prometheus (by its recorded PID) and remove the state."""
+        pid = self._book.running("prometheus")
+        if pid is not None:
+            procs.terminate([pid])
+        shutil.rmtree(self.state_dir, ignore_errors=True)
