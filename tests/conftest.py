@@ -25,6 +25,7 @@ from pgtop_ha.lab.procs import poll
 from pgtop_ha.settings import Settings, load_settings
 
 TEST_ROWS = int(os.environ.get("PGTOPHA_TEST_ROWS", "1000000"))
+pytest_plugins = ["tests.support.pki"]  # the private CA fixture, for every https test
 
 
 def pytest_asyncio_loop_factories(

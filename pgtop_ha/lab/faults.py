@@ -208,15 +208,19 @@ def release_slot(lab: Lab, timeout: float = 120) -> str:
         f"FROM pg_replication_slots WHERE slot_name = '{PERMANENT_SLOT}'"
     )
 
+    def low() -> bool:
+        nodes = range(len(lab.layout.names))
+        return all(int(lab.psql(kept, i, timeout=10) or 0) < RELEASED_BELOW for i in nodes)
+
     def released() -> bool:
         # restart_lsn moves only past a running-xacts record decoded after the last advance: a
         # checkpoint writes one, the next advance takes it. Patroni then moves the standbys' copies.
         lab.psql(advance, leader, timeout=timeout)
         lab.psql("CHECKPOINT", leader, timeout=timeout)
-        return all(
-            int(lab.psql(kept, i, timeout=10) or 0) < RELEASED_BELOW for i in range(len(lab.layout.names))
-        )
+        return low()
 
+    if low():
+        return f"permanent slot {PERMANENT_SLOT} keeps little WAL already"
     if not procs.poll(released, timeout, interval=0.5):
         raise UserError(f"the permanent slot {PERMANENT_SLOT} still keeps WAL after {timeout:.0f}s")
     return f"permanent slot {PERMANENT_SLOT} advanced to the current WAL position"

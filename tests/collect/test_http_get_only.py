@@ -9,8 +9,8 @@ from pydantic import SecretStr
 from pgtop_ha.collect.http import (
     GetOnlyClient,
     GetOnlyTransport,
-    ReadOnlyViolation,
     Login,
+    ReadOnlyViolation,
     strip_userinfo,
 )
 

@@ -1,0 +1,102 @@
+"""The fleet's PromQL on a real Prometheus over a synthetic fleet (backfilled by promtool).
+
+Every rule of RULES is made to happen on one cluster each; Prometheus's counts and ranking must be
+what the judge says of the same clusters' rows, and a refresh's bytes must not grow with the fleet.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgtop_ha.collect.fleet_source import PrometheusFleet
+from pgtop_ha.collect.prometheus import PrometheusReader
+from pgtop_ha.judge.fleet import CRIT, OK, RULES, WARN, FleetQueries, level_of
+from pgtop_ha.lab.synthetic_fleet import FAULTS, SyntheticPrometheus, scope_of
+
+pytestmark = pytest.mark.lab
+
+SMALL, LARGE = 300, 3000
+FAULTY = {7 * i + 3: fault for i, fault in enumerate(FAULTS)}
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    prom = SyntheticPrometheus(tmp_path_factory.mktemp("small") / "prom", _port())
+    try:
+        prom.up(SMALL, FAULTY)
+        yield prom.url
+    finally:
+        prom.down()
+
+
+def _source(url: str, **kw: object) -> PrometheusFleet:
+    return PrometheusFleet(PrometheusReader(url, timeout=60), FleetQueries(**kw))  # type: ignore[arg-type]
+
+
+async def test_prometheus_counts_and_ranks_as_the_judge_grades(small: str) -> None:
+    every = await _source(small, limit=SMALL).refresh()
+    assert len(every.rows) == SMALL and every.counts.total == SMALL
+    levels = [r.level for r in every.rows]
+    assert (every.counts.crit, every.counts.warn) == (levels.count(CRIT), levels.count(WARN))
+    worst = await _source(small, limit=30).refresh()
+    # The same clusters in the same order, but among equals (healthy ones) Prometheus picks any.
+    assert [r.severity for r in worst.rows] == [r.severity for r in every.rows[:30]]
+    bad = [r.scope for r in every.rows if r.severity]
+    assert [r.scope for r in worst.rows if r.severity] == bad and len(bad) == len(FAULTY)
+    assert worst.counts == every.counts  # the whole fleet is accounted for, whatever is shown
+
+
+async def test_each_rule_is_seen_with_its_level(small: str) -> None:
+    rows = {r.scope: r for r in (await _source(small, limit=SMALL).refresh()).rows}
+    said = {
+        "no_leader": "no leader",
+        "leaders": "2 leaders",
+        "writer": "writer has 0 UP",
+        "dcs": "DCS not seen",
+        "down": "1 down",
+        "streaming": "1 not streaming",
+        "lagging": "lagging",
+        "paused": "maintenance mode",
+    }
+    for index, fault in FAULTY.items():
+        row = rows[scope_of(index)]
+        assert row.level == RULES[fault].level == level_of(row.severity), (fault, row)
+        assert row.severity == RULES[fault].points(), (fault, row)
+        assert (said[fault] in row.problems) if fault in said else row.problems == (), (fault, row)
+    healthy = rows[scope_of(0)]
+    assert healthy.level == OK and healthy.severity == 0 and healthy.members_up == healthy.members_total == 3
+
+
+async def test_the_filter_and_match_are_asked_of_prometheus(small: str) -> None:
+    page = await _source(small).refresh("pg-00073")
+    assert [r.scope for r in page.rows] == ["pg-00073"] and page.counts.total == 1
+    page = await _source(small, match='scope=~"pg-0000.*"').refresh()
+    assert page.counts.total == 10 and page.counts.crit == 1  # pg-00003 has no leader
+    assert await _source(small).instances("pg-00005") == (
+        "127.0.0.6:8008",
+        "127.0.0.6:8009",
+        "127.0.0.6:8010",
+    )
+
+
+async def test_a_refresh_reads_as_much_at_ten_times_the_fleet(small: str, tmp_path: Path) -> None:
+    prom = SyntheticPrometheus(tmp_path / "large", _port())
+    try:
+        prom.up(LARGE, FAULTY)
+        large = await _source(prom.url, limit=50).refresh()
+    finally:
+        prom.down()
+    base = await _source(small, limit=50).refresh()
+    assert large.counts.total == LARGE and len(large.rows) == len(base.rows) == 50
+    assert large.bytes_read < base.bytes_read * 1.1, (large.bytes_read, base.bytes_read)
