@@ -37,6 +37,16 @@ from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import MONITOR_USER, saved_layout
 
 TMUX = ["tmux", "-L", f"pgtop-serve-bench-{os.getpid()}"]
+TABS = """
+import asyncio, sys
+from tests.support.browser import browser
+async def main(url, n, hold):
+    async with browser() as browse:
+        for _ in range(n):
+            await browse(url)
+        await asyncio.sleep(hold)
+asyncio.run(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3])))
+"""
 PGTOP = [sys.executable, "-m", "pgtop_ha"]
 API_LINE = re.compile(rb'API thread: \S+ - - "(?P<method>[A-Z]+) (?P<path>/[a-z]*)')
 # What a console asks; HAProxy's health checks (/primary, /replica) are the same in every scenario.
@@ -170,7 +180,7 @@ def run(args: argparse.Namespace) -> list[Window]:
     tmp = Path(tempfile.mkdtemp(prefix="pgtop-serve-bench-"))
     console = [*PGTOP, "--config", str(args.config), "--read-only"]
     with tmux():
-        for n in [1, max(args.viewer_counts)]:
+        for n in [1, max(args.viewer_counts)] if "consoles" in args.scenarios else []:
             pids = [pane(f"console-{i}", console) for i in range(n)]
             out.append(
                 measure(
@@ -179,7 +189,7 @@ def run(args: argparse.Namespace) -> list[Window]:
             )
             for i in range(n):
                 kill(f"console-{i}")
-        for n in args.viewer_counts:
+        for n in args.viewer_counts if "attach" in args.scenarios else []:
             sock = tmp / f"serve-{n}.sock"
             proc, _ = start_serve(args.config, sock, None)
             pids = [pane(f"attach-{i}", [*PGTOP, "attach", str(sock)]) for i in range(n)]
@@ -187,23 +197,30 @@ def run(args: argparse.Namespace) -> list[Window]:
             for i in range(n):
                 kill(f"attach-{i}")
             stop(proc)
-        if args.tabs and shutil.which("chromium"):
+        if args.tabs and shutil.which("chromium") and "tabs" in args.scenarios:
             sock = tmp / "serve-web.sock"
             proc, url = start_serve(args.config, sock, f"127.0.0.1:{args.web_port}")
             assert url, "serve printed no browser URL"
-            profile = tmp / "chromium"
+            # Each tab opened over DevTools, as the browser test does; held open for the window.
+            hold = args.seconds + 60
             browser = subprocess.Popen(
-                ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
-                 "--window-size=1400,1000", *([url] * args.tabs)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                [sys.executable, "-c", TABS, url, str(args.tabs), str(hold)],
+                cwd=Path(__file__).resolve().parent.parent, start_new_session=True,
             )  # fmt: skip
-            time.sleep(5)
-            tabs = [c.pid for c in psutil.Process(proc.pid).children() if "attach" in " ".join(c.cmdline())]
+            deadline = time.monotonic() + 60
+            tabs: list[int] = []
+            while time.monotonic() < deadline and len(tabs) < args.tabs:
+                time.sleep(0.5)
+                tabs = [
+                    c.pid
+                    for c in psutil.Process(proc.pid).children(recursive=True)
+                    if "attach" in " ".join(c.cmdline()) and c.name().startswith("python")
+                ]
+            assert len(tabs) == args.tabs, f"{len(tabs)} of {args.tabs} tabs attached"
             out.append(measure(lab, f"serve + {args.tabs} browser tabs", args.seconds, proc.pid, tabs, True))
             os.killpg(browser.pid, signal.SIGTERM)
             browser.wait(30)
             stop(proc)
-            print(f"(browser tabs: {len(tabs)} attach processes under serve)", file=sys.stderr)
     shutil.rmtree(tmp, ignore_errors=True)
     return out
 
@@ -218,6 +235,7 @@ def main() -> None:
     parser.add_argument("--tabs", type=int, default=5)
     parser.add_argument("--web-port", type=int, default=25499)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--scenarios", default="consoles,attach,tabs")
     args = parser.parse_args()
     args.viewer_counts = [int(v) for v in args.viewers.split(",")]
     windows = run(args)

@@ -2,7 +2,8 @@
 
 Each cluster has three members as Patroni's /metrics and HAProxy's exporter would report them, with
 chosen faults. The samples end a few seconds before ``up`` returns, so instant queries at "now" see
-them for Prometheus's lookback (five minutes).
+them for Prometheus's lookback (five minutes); the DCS is "last seen" in the future, so no cluster
+turns stale while a bench runs.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ FAULTS = (
 )
 MEMBERS = ("node1", "node2", "node3")
 LOOKBACK_S = 300.0  # Prometheus's default: samples older than this are not seen at "now"
+FRESH_S = 600
 
 
 def scope_of(i: int) -> str:
@@ -61,7 +63,8 @@ def _lines(i: int, fault: str | None, times: tuple[float, float, float]) -> Iter
                 "patroni_postgres_timeline": tl,
                 "patroni_pending_restart": int(fault == "restart" and m == 1),
                 "patroni_is_paused": int(fault == "paused"),
-                "patroni_dcs_last_seen": int(t - (400 if fault == "dcs" else 2)),
+                # Fresh for FRESH_S after the backfill (a bench at 50k clusters runs for minutes).
+                "patroni_dcs_last_seen": int(t - 400 if fault == "dcs" else t + FRESH_S),
             }
             for metric, value in values.items():
                 yield f"{metric}{{{labels}}} {value} {t:.3f}"
