@@ -148,6 +148,9 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
     se = _lab_parser(faults, "stop-etcd", "SIGSTOP etcd for N seconds: Patroni loses its DCS (failsafe mode)")
     se.add_argument("--seconds", type=int, default=30, metavar="N", help="how long (default 30)")
     _lab_parser(faults, "sync-slots", "advance failover slots, drop standbys' stale ones (17+)")
+    mp = _lab_parser(faults, "mixed-patroni", "restart a node's Patroni under another version (an upgrade)")
+    mp.add_argument("node", metavar="NODE")
+    mp.add_argument("--patroni", required=True, metavar="X.Y", help="3.3, 4.0 or 4.1")
     lx = _lab_parser(faults, "long-xact", "a session idle in transaction: it holds the xmin horizon")
     lx.add_argument("--seconds", type=int, default=300, metavar="N", help="how long (default 300)")
     pr = _lab_parser(faults, "pending-restart", "raise max_connections via Patroni: restart pending")
@@ -304,6 +307,8 @@ def run_lab(args: argparse.Namespace) -> int:
         message = faults.schedule_restart(lab, args.node, args.minutes, args.cancel)
     elif args.fault == "stop-etcd":
         message = faults.stop_etcd(lab, args.seconds)
+    elif args.fault == "mixed-patroni":
+        message = faults.mixed_patroni(lab, args.node, args.patroni)
     elif args.fault == "sync-slots":
         synced = lab.sync_failover_slots(Progress(total=1, out=lab.out))
         message = "every standby has synced the failover slots" if synced else "not synced within 60s"

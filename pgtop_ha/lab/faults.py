@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from pgtop_ha.errors import UserError
-from pgtop_ha.lab import procs
+from pgtop_ha.lab import procs, versions
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, PERMANENT_SLOT, REST_USER, SUPERUSER
 from pgtop_ha.lab.progress import Progress
@@ -69,12 +69,12 @@ def stop_patroni(lab: Lab, node: str) -> str:
     return f"Patroni on {node} stopped in {progress.elapsed():.1f}s"
 
 
-def start_patroni(lab: Lab, node: str, timeout: float = 180) -> str:
+def start_patroni(lab: Lab, node: str, timeout: float = 180, python: str | None = None) -> str:
     """Start a node's Patroni again (also after `crash`) and wait until it runs or streams."""
     lab.index(node)
     progress = Progress(total=1, out=lab.out)
     progress.step(f"starting Patroni on {node}")
-    lab.start_patroni(node, python=lab.patroni_python())
+    lab.start_patroni(node, python=python or lab.patroni_python())
 
     def back() -> bool:
         # Ask the node itself: after a crash /cluster still shows its stale entry until the TTL.
@@ -184,6 +184,15 @@ def break_archive(lab: Lab) -> str:
     """Make the pgBackRest repository unwritable: archiving fails and .ready files pile up."""
     os.chmod(_repo(lab), 0)
     return "archive repository made unwritable; undo with `pgtop-ha lab fault fix-archive`"
+
+
+def mixed_patroni(lab: Lab, node: str, minor: str) -> str:
+    """Restart a node's Patroni under another version, as midway through a rolling upgrade."""
+    minor = versions.patroni_minor(minor)
+    python = str(versions.ensure_patroni(minor, lambda line: Progress(total=1, out=lab.out).note(line)))
+    stop_patroni(lab, node)
+    start_patroni(lab, node, python=python)
+    return f"{node} runs Patroni {versions.PATRONI[minor]}; `lab fault start {node}` after a stop undoes it"
 
 
 def fix_archive(lab: Lab) -> str:

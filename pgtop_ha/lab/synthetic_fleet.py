@@ -1,9 +1,8 @@
 """A real Prometheus holding N synthetic Patroni clusters (backfilled by promtool): the fleet at scale.
 
-Each cluster has three members as Patroni's /metrics and HAProxy's exporter would report them, with
-chosen faults. The samples end a few seconds before ``up`` returns, so instant queries at "now" see
-them for Prometheus's lookback (five minutes); the DCS is "last seen" in the future, so no cluster
-turns stale while a bench runs.
+Three members a cluster, as Patroni's /metrics and HAProxy's exporter report them, with chosen
+faults. Instant queries at "now" see the samples for Prometheus's lookback (five minutes); the DCS
+is "last seen" in the future, so no cluster turns stale while a bench runs.
 """
 
 from __future__ import annotations
