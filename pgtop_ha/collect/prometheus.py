@@ -252,8 +252,10 @@ class PrometheusReader:
         # Each round's queries at once: the server evaluates them side by side.
         rounds = list(await asyncio.gather(*(self._query(q) for q in first.values())))
         out = {name: samples for name, (samples, _) in zip(first, rounds, strict=True)}
-        scopes = [s.labels.get(queries.scope_label, "") for s in out["worst"]]
-        details = await asyncio.gather(*(self._query(q) for q in queries.detail([s for s in scopes if s])))
+        named = [s.labels.get(queries.scope_label, "") for s in out["worst"]]
+        # topk's answer is bounded by the query; an engine that answers more is cut to it.
+        scopes = list(dict.fromkeys(s for s in named if s))[: queries.limit]
+        details = await asyncio.gather(*(self._query(q) for q in queries.detail(scopes)))
         out["fleet"] = tuple(sample for samples, _ in details for sample in samples)
         rounds += details
         warned: list[str] = []

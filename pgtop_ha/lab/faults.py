@@ -192,7 +192,7 @@ def mixed_patroni(lab: Lab, node: str, minor: str) -> str:
     python = str(versions.ensure_patroni(minor, lambda line: Progress(total=1, out=lab.out).note(line)))
     stop_patroni(lab, node)
     start_patroni(lab, node, python=python)
-    return f"{node} runs Patroni {versions.PATRONI[minor]}; `lab fault start {node}` after a stop undoes it"
+    return f"{node} runs Patroni {versions.PATRONI[minor]}; run it again with the lab's own version to end it"
 
 
 def fix_archive(lab: Lab) -> str:

@@ -81,3 +81,18 @@ def test_disallowed_host_refused() -> None:
         PrometheusReader("http://10.1.2.3:9090", allowed_hosts=("127.0.0.1",))
     with pytest.raises(PrometheusError, match="never contacted"):
         PrometheusReader("http://169.254.169.254")
+
+
+async def test_an_engine_that_answers_more_than_asked_is_cut_to_the_limit() -> None:
+    fleet = FakeFleet(2000)
+    every = fleet.answer("topk(2000, x)")  # whatever is asked: every cluster, as if topk were ignored
+
+    async def handle(got, writer):  # type: ignore[no-untyped-def]
+        query = query_of(got.target)
+        await json_answer(every if query.startswith("topk(") else fleet.answer(query))(got, writer)
+
+    async with fake_server({"/api/v1/query": handle}) as server:
+        page = await PrometheusFleet(PrometheusReader(server.url), FleetQueries(limit=50)).refresh()
+        asked = len(server.received)
+    assert len(page.rows) == 50 and page.counts.total == 2000
+    assert asked <= 2 + 10  # the two first queries, then a few detail queries for 50 clusters
