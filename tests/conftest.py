@@ -3,12 +3,14 @@
 By default each session claims its own free port range and state directory, so several suites can
 run side by side. Environment knobs:
 - PGTOPHA_TEST_BASE_PORT and PGTOPHA_TEST_STATE_DIR pin the lab (to reuse one across sessions);
-- PGTOPHA_TEST_KEEP_LAB=1 leaves the lab running after the session (the next session reuses it).
+- PGTOPHA_TEST_KEEP_LAB=1 leaves the lab running after the session (the next session reuses it);
+- PGTOPHA_TEST_POSTGRES=18 runs the lab on that PostgreSQL (`pytest -m lab`: the lab suite).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import os
 import sys
@@ -22,6 +24,7 @@ from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab, claim_layout
 from pgtop_ha.lab.layout import NODE_NAMES, Layout
 from pgtop_ha.lab.procs import poll
+from pgtop_ha.lab.versions import postgres_major
 from pgtop_ha.settings import Settings, load_settings
 
 TEST_ROWS = int(os.environ.get("PGTOPHA_TEST_ROWS", "1000000"))
@@ -39,8 +42,24 @@ def _layout() -> Layout:
     pinned = os.environ.get("PGTOPHA_TEST_BASE_PORT")
     if pinned:
         state = os.environ.get("PGTOPHA_TEST_STATE_DIR", f"/tmp/pgtop-ha-test-{pinned}")
-        return Layout(base_port=int(pinned), state_dir=Path(state))
-    return claim_layout(None)
+        layout = Layout(base_port=int(pinned), state_dir=Path(state))
+    else:
+        layout = claim_layout(None)
+    version = os.environ.get("PGTOPHA_TEST_POSTGRES")
+    return dataclasses.replace(layout, postgres=postgres_major(version)) if version else layout
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test on the session's lab is in the lab suite (`-m lab`), whatever its module says."""
+    for item in items:
+        if "lab_session" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.lab)
+
+
+def needs_pgbackrest(lab: Lab) -> None:
+    """Skip unless the lab archives with pgBackRest (it cannot on versions newer than it knows)."""
+    if not lab.tools().pgbackrest_archives:
+        pytest.skip(f"pgBackRest does not archive PostgreSQL {lab.tools().pg_version} in this lab")
 
 
 @pytest.fixture(scope="session")
