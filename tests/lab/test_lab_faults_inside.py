@@ -17,6 +17,7 @@ from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.configs import STANZA
 from pgtop_ha.lab.layout import NODE_NAMES
 from pgtop_ha.lab.tools import find_tools
+from tests.conftest import needs_pgbackrest
 from tests.support.lab_polls import quiet, running
 
 pytestmark = pytest.mark.lab
@@ -80,6 +81,7 @@ def test_cache_extensions_on_every_node(lab: Lab) -> None:
 
 
 def test_backup_is_listed_and_read_by_the_source(lab: Lab) -> None:
+    needs_pgbackrest(lab)
     faults.backup(quiet(lab))
     config = lab.layout.state_dir / "pgbackrest.conf"
     info = subprocess.run(
