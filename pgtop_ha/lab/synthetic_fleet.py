@@ -62,7 +62,7 @@ def _lines(i: int, fault: str | None, times: tuple[float, float, float]) -> Iter
                 "patroni_postgres_timeline": tl,
                 "patroni_pending_restart": int(fault == "restart" and m == 1),
                 "patroni_is_paused": int(fault == "paused"),
-                # Fresh for FRESH_S after the backfill (a bench at 50k clusters runs for minutes).
+                # Fresh for FRESH_S after the backfill: a bench over a large fleet runs for minutes.
                 "patroni_dcs_last_seen": int(t - 400 if fault == "dcs" else t + FRESH_S),
             }
             for metric, value in values.items():

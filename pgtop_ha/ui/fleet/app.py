@@ -90,9 +90,12 @@ class FleetApp(CalmApp[str | None]):
     def status(self, shown: int) -> str:
         """Every cluster accounted for: counts by state, then what the table holds."""
         c = self.counts
-        status = f"{c.total:,} clusters: {c.ok:,} ok · {c.warn:,} warn · {c.crit:,} crit"
-        if self.filter_text:
-            status += f" (filter: {self.filter_text})"
+        noun = "cluster" if c.total == 1 else "clusters"
+        status = f"{c.total:,} {noun}: {c.ok:,} ok · {c.warn:,} warn · {c.crit:,} crit"
+        if self.answered_for:
+            status += f" (filter: {self.answered_for})"
+        if self.filter_text != self.answered_for:
+            status += f"; asking Prometheus for {self.filter_text or 'every cluster'}…"
         if c.total > shown:
             status += f"; the {shown:,} worst shown"
         if self.warnings:
