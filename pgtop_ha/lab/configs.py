@@ -49,7 +49,11 @@ def archive_command(layout: Layout, tools: Tools) -> str:
     if tools.pgbackrest_archives:
         return ARCHIVE_COMMAND
     target = layout.state_dir / "pgbackrest" / "repo" / "wal"
-    return f"test ! -f {target}/%f && cp %p {target}/%f"
+    # The members share one archive: a segment the old primary archived is the new one's to skip
+    # when identical, or archiving would stop at the first segment both have after a failover.
+    # Copied under another name first, so an interrupted copy is never taken for a segment.
+    done = f"{target}/%f"
+    return f"test ! -f {done} && cp %p {done}.part && mv {done}.part {done} || cmp -s %p {done}"
 
 
 def patroni_config(
