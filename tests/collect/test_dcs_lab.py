@@ -12,13 +12,13 @@ from tests.support.lab_polls import cli_json, quiet, running
 
 def test_etcd_stopped_is_failsafe_then_healthy(lab: Lab) -> None:
     seen: list[dict[str, Any]] = []
-    with running(lambda: faults.stop_etcd(quiet(lab), seconds=30), 75):
+    with running(lambda: faults.stop_etcd(quiet(lab), seconds=20), 65):
 
         def failsafe() -> bool:
             seen.append(cli_json(lab.layout.console_config, "check", "--json"))
             return any(v["rule"] == "patroni.failsafe" for v in seen[-1]["verdicts"])
 
-        assert poll(failsafe, 28, interval=0.5), seen[-1]
+        assert poll(failsafe, 18, interval=0.5), seen[-1]
     rules = {v["rule"] for v in seen[-1]["verdicts"]}
     # The leader stays: no failover while every member answers it.
     assert not rules & {"leader.none", "routing.no-writer"}, seen[-1]
