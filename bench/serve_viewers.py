@@ -38,14 +38,19 @@ from pgtop_ha.lab.layout import MONITOR_USER, saved_layout
 
 TMUX = ["tmux", "-L", f"pgtop-serve-bench-{os.getpid()}"]
 TABS = """
-import asyncio, sys
+import asyncio, signal, sys
 from tests.support.browser import browser
 async def main(url, n, hold):
+    # SIGTERM ends the wait, so the browser is closed on the way out.
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
     async with browser() as browse:
         for _ in range(n):
             await browse(url)
         await asyncio.sleep(hold)
-asyncio.run(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3])))
+try:
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3])))
+except asyncio.CancelledError:
+    pass
 """
 PGTOP = [sys.executable, "-m", "pgtop_ha"]
 API_LINE = re.compile(rb'API thread: \S+ - - "(?P<method>[A-Z]+) (?P<path>/[a-z]*)')
@@ -218,8 +223,8 @@ def run(args: argparse.Namespace) -> list[Window]:
                 ]
             assert len(tabs) == args.tabs, f"{len(tabs)} of {args.tabs} tabs attached"
             out.append(measure(lab, f"serve + {args.tabs} browser tabs", args.seconds, proc.pid, tabs, True))
-            os.killpg(browser.pid, signal.SIGTERM)
-            browser.wait(30)
+            browser.send_signal(signal.SIGTERM)  # its own handler closes Chromium
+            browser.wait(60)
             stop(proc)
     shutil.rmtree(tmp, ignore_errors=True)
     return out
