@@ -72,10 +72,7 @@ def run_console(settings: Settings, record: Path | None = None, record_max: str 
             recorder.close()
     if recorder is not None and recorder.error is not None:
         print(f"pgtop-ha: recording stopped early: {recorder.error}", file=sys.stderr)
-    if app.crash is not None:
-        print(crash_line(app.crash, app.crash_report), file=sys.stderr)
-        return 1
-    return app.return_code or 0
+    return _exit_code(app)
 
 
 def _import_ui(*, operator: bool) -> None:
@@ -113,10 +110,7 @@ def run_replay(args: argparse.Namespace) -> int:
         raise
     app = ReplayApp(recorded_settings(recording.header, theme), source, args.file)
     run_app(app)
-    if app.crash is not None:
-        print(crash_line(app.crash, app.crash_report), file=sys.stderr)
-        return 1
-    return app.return_code or 0
+    return _exit_code(app)
 
 
 def run_attach(target: str | None, theme: str | None) -> int:
@@ -135,9 +129,14 @@ def run_attach(target: str | None, theme: str | None) -> int:
         return AttachApp(AttachApp.settings_for(source.hello, chosen), source)
 
     app = run_built(build)
+    if app.crash is None and app.source_error:
+        print(f"pgtop-ha: {app.source_error}", file=sys.stderr)
+    return _exit_code(app)
+
+
+def _exit_code(app: PgtopApp) -> int:
+    """A crash as one line (exit 1), else the app's own code."""
     if app.crash is not None:
         print(crash_line(app.crash, app.crash_report), file=sys.stderr)
         return 1
-    if app.source_error:
-        print(f"pgtop-ha: {app.source_error}", file=sys.stderr)
     return app.return_code or 0

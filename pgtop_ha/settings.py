@@ -75,6 +75,13 @@ class NodeSettings(_Section):
         return None if value is None else patroni_root(value)
 
 
+def _pair(user: str | None, password_file: Path | None, what: str) -> None:
+    """A login is a user and its password file, both or neither (ValueError naming the one missing)."""
+    if (user is None) != (password_file is None):
+        given, missing = ("user", "password_file") if user is not None else ("password_file", "user")
+        raise ValueError(f"{given} is set without {missing}; set both ({what}) or neither")
+
+
 class TLSSettings(_Section):
     """TLS for https URLs, the same on the read and the write path (system CA store by default)."""
 
@@ -176,11 +183,7 @@ class HAProxySettings(TLSSettings):
 
     @model_validator(mode="after")
     def _login(self) -> HAProxySettings:
-        if (self.user is None) != (self.password_file is None):
-            given, missing = ("user", "password_file") if self.user is not None else ("password_file", "user")
-            raise ValueError(
-                f"{given} is set without {missing}; set both (the stats page's login) or neither"
-            )
+        _pair(self.user, self.password_file, "the stats page's login")
         return self
 
 
@@ -241,9 +244,7 @@ class FleetSettings(TLSSettings):
 
     @model_validator(mode="after")
     def _login(self) -> FleetSettings:
-        if (self.user is None) != (self.password_file is None):
-            given, missing = ("user", "password_file") if self.user is not None else ("password_file", "user")
-            raise ValueError(f"{given} is set without {missing}; set both (basic auth) or neither")
+        _pair(self.user, self.password_file, "basic auth")
         if self.user is not None and self.bearer_token_file is not None:
             raise ValueError("both basic auth (user) and bearer_token_file are set; keep one")
         return self

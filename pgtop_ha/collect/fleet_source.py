@@ -1,4 +1,4 @@
-"""The fleet from Prometheus: three instant queries per refresh, whatever the fleet's size."""
+"""The fleet from Prometheus: two rounds of instant queries per refresh, whatever the fleet's size."""
 
 from __future__ import annotations
 

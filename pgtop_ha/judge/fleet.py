@@ -95,7 +95,7 @@ def name_matcher(label: str, text: str) -> str:
 
 @dataclass(frozen=True)
 class FleetQueries:
-    """The PromQL of one refresh: three queries whatever the number of clusters; label names configurable.
+    """The PromQL of one refresh in two rounds, whatever the number of clusters; label names configurable.
 
     Prometheus ranks and counts every cluster (RULES, ``by (scope)``) and answers in detail only for
     the ``limit`` worst: a refresh's answers stay bounded however large the fleet.
@@ -126,10 +126,13 @@ class FleetQueries:
         extra = name_matcher(self.scope_label, text)
         return dataclasses.replace(self, match=",".join(p for p in (self.match, extra) if p))
 
+    def _seen(self, *labels: str) -> str:
+        """Every member seen in the last hour, one series per ``labels`` (after scope and name)."""
+        by = ", ".join((self.scope_label, self.name_label, *labels))
+        return f"max by ({by}) (max_over_time({self._m('patroni_postgres_running')}[1h]))"
+
     def _total(self) -> str:
-        sc, nm = self.scope_label, self.name_label
-        seen = f"max_over_time({self._m('patroni_postgres_running')}[1h])"
-        return f"count by ({sc}) (max by ({sc}, {nm}) ({seen}))"
+        return f"count by ({self.scope_label}) ({self._seen()})"
 
     def _parts(self) -> dict[str, str]:
         sc, nm = self.scope_label, self.name_label
@@ -161,7 +164,7 @@ class FleetQueries:
         p = self._parts()
         running, primary = self._m("patroni_postgres_running"), self._m("patroni_primary")
         leaders = f"count by ({sc}) ({primary} == 1)"
-        gone = f"max by ({sc}, {nm}) (max_over_time({running}[1h])) unless on ({sc}, {nm}) ({running} == 1)"
+        gone = f"{self._seen()} unless on ({sc}, {nm}) ({running} == 1)"
         streaming = self._m("patroni_postgres_streaming")
         idle = f"({running} == 1) unless on ({sc}, {nm}) ({primary} == 1 or {streaming} == 1)"
 
@@ -221,11 +224,8 @@ class FleetQueries:
 
     def members_of(self, scope: str) -> str:
         """One cluster's members with their instance (for a drill down into any cluster)."""
-        sc, nm = self.scope_label, self.name_label
-        one = dataclasses.replace(
-            self, match=",".join(p for p in (self.match, f"{sc}={promql_string(scope)}") if p)
-        )
-        return f"max by ({sc}, {nm}, instance) (max_over_time({one._m('patroni_postgres_running')}[1h]))"
+        one = f"{self.scope_label}={promql_string(scope)}"
+        return dataclasses.replace(self, match=",".join(p for p in (self.match, one) if p))._seen("instance")
 
 
 @dataclass(frozen=True)
@@ -281,8 +281,12 @@ class FleetRow:
     writer_up: int | None  # HAProxy writer backend's active servers; None where not scraped
     instances: tuple[str, ...] = ()  # host:port of each member's /metrics (its REST root)
     problems: tuple[str, ...] = ()
-    severity: int = 0  # the sort: RULES' weights summed
-    level: int = 0  # OK, WARN or CRIT: the worst rule that applies
+    severity: int = 0  # the sort: RULES' points summed
+
+    @property
+    def level(self) -> int:
+        """OK, WARN or CRIT: the worst rule that applies, read off the severity."""
+        return level_of(self.severity)
 
     def cells(self) -> tuple[str, ...]:
         """The row's texts, in COLUMNS order."""
@@ -416,8 +420,7 @@ def _row(scope: str, a: _Acc, now: float) -> FleetRow:
         writer_up=writer,
         instances=tuple(a.instances[n] for n in sorted(a.instances)),
         problems=tuple(text for _, _, text in found if text),
-        severity=(severity := sum(RULES[key].points(n) for key, n, _ in found)),
-        level=level_of(severity),
+        severity=sum(RULES[key].points(n) for key, n, _ in found),
     )
 
 

@@ -56,6 +56,14 @@ USABLE = (
 )
 
 
+def event_of(row: dict[str, Any]) -> Event | None:
+    """An event written by any pgtop-ha, its fields this one does not know dropped; None if unreadable."""
+    try:
+        return Event.model_validate({k: v for k, v in row.items() if k in Event.model_fields})
+    except (ValidationError, ValueError):
+        return None
+
+
 class Recording:
     """An open recording, read-only."""
 
@@ -245,13 +253,13 @@ class Recording:
 
     def events(self) -> list[Event]:
         """Every recorded event this pgtop-ha understands (unknown fields dropped), in time order."""
-        known = Event.model_fields
         out = []
         for seq, row in self._event_rows():
-            try:
-                out.append(Event.model_validate({k: v for k, v in row.items() if k in known}))
-            except (ValidationError, ValueError):
+            event = event_of(row)
+            if event is None:
                 self._note_skipped("events", seq)
+            else:
+                out.append(event)
         return out
 
     def markers(self) -> list[Marker]:

@@ -117,6 +117,11 @@ def _create_file(path: Path) -> None:
     os.close(fd)
 
 
+def stored_json(snapshot: ClusterSnapshot) -> str:
+    """A snapshot's JSON as a recording stores it: every secret masked."""
+    return scrubbed_json(snapshot.model_dump_json())
+
+
 class Recorder:
     """Appends a cluster's snapshots, events and markers to one recording file."""
 
@@ -161,12 +166,13 @@ class Recorder:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def cycle(self, snapshot: ClusterSnapshot, events: Sequence[Event]) -> None:
-        """Store one cycle: the snapshot and every new or changed event, committed together."""
+    def cycle(self, snapshot: ClusterSnapshot, events: Sequence[Event], scrubbed: str | None = None) -> None:
+        """Store one cycle: the snapshot (``scrubbed``: its stored JSON, when made already) and every
+        new or changed event, committed together."""
         if self.error is not None:
             return
         try:
-            blob = compress(scrubbed_json(snapshot.model_dump_json()))
+            blob = compress(scrubbed if scrubbed is not None else stored_json(snapshot))
             with _transaction(self._conn):
                 self._conn.execute(
                     "INSERT INTO snapshots (taken_at, data) VALUES (?, ?)", (epoch(snapshot.taken_at), blob)

@@ -52,7 +52,6 @@ class Hub:
         self.backlog: deque[bytes] = deque()
         self._backlog_bytes = 0
         self._numbers = 0
-        self.dropped = 0
 
     def snapshot(self, line: bytes) -> None:
         """A new snapshot: kept for late viewers, sent to every viewer."""
@@ -77,7 +76,6 @@ class Hub:
         if viewer.closing is not None:
             return
         viewer.closing = why
-        self.dropped += 1
         self._say(f"viewer {viewer.number} dropped: {why}")
         while not viewer.queue.empty():
             viewer.queue.get_nowait()
@@ -129,7 +127,7 @@ class Hub:
             try:
                 line = await reader.readline()
             except (ValueError, asyncio.LimitOverrunError):
-                self._refuse(viewer, f"a line over {wire.MAX_FROM_VIEWER} bytes")
+                self.drop(viewer, f"it sent a line over {wire.MAX_FROM_VIEWER} bytes")
                 return
             except (ConnectionError, OSError):
                 return
@@ -138,16 +136,14 @@ class Hub:
             try:
                 doc = wire.decode(line, f"viewer {viewer.number}")
             except ParseError as exc:
-                self._refuse(viewer, str(exc).split(": ", 1)[-1])
+                self.drop(viewer, f"it sent {str(exc).split(': ', 1)[-1]}")
                 return
             if doc["t"] != "mark" or not isinstance(doc.get("text"), str):
-                self._refuse(viewer, f"a line of type {json.dumps(doc['t'])[:40]}; viewers send markers only")
+                kind = json.dumps(doc["t"])[:40]
+                self.drop(viewer, f"it sent a line of type {kind}; viewers send markers only")
                 return
             source = doc.get("source")
             self._on_marker(doc["text"], clean(source)[:60] if isinstance(source, str) else "viewer")
-
-    def _refuse(self, viewer: Viewer, what: str) -> None:
-        self.drop(viewer, f"it sent {what}")
 
     async def aclose(self) -> None:
         """Say goodbye to every viewer."""

@@ -23,7 +23,7 @@ from pgtop_ha.models.text import clean
 from pgtop_ha.record.headless import KEEP_EVENTS, SnapshotSourceLike
 from pgtop_ha.record.limits import RecordLimit
 from pgtop_ha.record.markers import MarkerInbox, clean_marker
-from pgtop_ha.record.recorder import Recorder, header_values
+from pgtop_ha.record.recorder import Recorder, header_values, stored_json
 from pgtop_ha.runtime import run
 from pgtop_ha.serve import wire
 from pgtop_ha.serve.address import Address, claim_socket, share_with
@@ -113,11 +113,12 @@ async def serve(
         nonlocal cycles
         cycles += 1
         timeline.observe(snapshot)
-        if recorder is not None:
-            recorder.cycle(snapshot, timeline.events())
+        scrubbed = stored_json(snapshot)  # once, for the recording and every viewer
+        if recorder is not None and recorder.error is None:
+            recorder.cycle(snapshot, timeline.events(), scrubbed)
             if recorder.error is not None:
                 say(f"recording stopped: {recorder.error}")
-        hub.snapshot(wire.snapshot_line(snapshot))
+        hub.snapshot(wire.snapshot_line(scrubbed))
 
     def pace() -> float:
         return cadence(timeline, settings.interval, clock())

@@ -16,7 +16,8 @@ from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.record.markers import clean_marker
-from pgtop_ha.record.scrub import cleaned_json, scrubbed_json
+from pgtop_ha.record.reader import event_of
+from pgtop_ha.record.scrub import cleaned_json, scrub_tree
 from pgtop_ha.record.store import MAX_SNAPSHOT_BYTES
 
 VERSION = 1
@@ -29,15 +30,14 @@ def encode(kind: str, **fields: Any) -> bytes:
     return (json.dumps({"t": kind, **fields}, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
-def snapshot_line(snapshot: ClusterSnapshot) -> bytes:
-    """A snapshot's line, secrets masked as in a recording (encoded once for every viewer)."""
-    return b'{"t":"snap","s":' + scrubbed_json(snapshot.model_dump_json()).encode() + b"}\n"
+def snapshot_line(scrubbed: str) -> bytes:
+    """A snapshot's line from its JSON as a recording stores it, secrets masked (made once a cycle)."""
+    return b'{"t":"snap","s":' + scrubbed.encode() + b"}\n"
 
 
 def events_line(events: list[Event]) -> bytes:
     """The server's events so far, for a viewer that comes late."""
-    dumped = [json.loads(scrubbed_json(e.model_dump_json())) for e in events]
-    return encode("events", events=dumped)
+    return encode("events", events=scrub_tree([e.model_dump(mode="json") for e in events]))
 
 
 def marker_line(at: datetime, text: str, source: str) -> bytes:
@@ -67,15 +67,8 @@ def snapshot_of(doc: dict[str, Any], what: str) -> ClusterSnapshot:
 def events_of(doc: dict[str, Any]) -> list[Event]:
     """The events an "events" line holds (those this pgtop-ha cannot read are left out)."""
     found = doc.get("events")
-    out = []
-    known = Event.model_fields
-    for item in found if isinstance(found, list) else []:
-        if isinstance(item, dict):
-            try:
-                out.append(Event.model_validate({k: v for k, v in item.items() if k in known}))
-            except (ValidationError, ValueError):
-                continue
-    return out
+    items = found if isinstance(found, list) else []
+    return [e for item in items if isinstance(item, dict) and (e := event_of(item)) is not None]
 
 
 def marker_of(doc: dict[str, Any]) -> tuple[datetime, str, str] | None:

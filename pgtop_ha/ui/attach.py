@@ -54,9 +54,8 @@ class AttachApp(PgtopApp):
         timeline = Timeline(pools=self.timeline.pools, keep=EVENTS)
         start = before[0].taken_at if before else None
         # What the first snapshot makes by itself (Patroni's /history) is not taken twice.
-        again = set()
-        if before:
-            again = {_key(e) for e in Timeline(pools=self.timeline.pools).observe(before[0])}
+        first = Timeline(pools=self.timeline.pools).observe(before[0]) if before else []
+        again = {_key(e) for e in first}
         kept = [
             e
             for e in events
