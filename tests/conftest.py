@@ -84,6 +84,9 @@ def restore(lab: Lab, timeout: float = 240) -> None:
     if not poll(quiet.healthy, timeout, interval=0.5):
         raise AssertionError(f"lab not healthy within {timeout}s: {quiet.cluster()}")
     faults.release_slot(quiet)  # WAL an earlier test wrote is no later test's warning
+    # Patroni restarts a standby to copy a permanent slot the leader had to recreate.
+    if not poll(quiet.healthy, timeout, interval=0.5):
+        raise AssertionError(f"lab not healthy within {timeout}s after the slot: {quiet.cluster()}")
     if lab.tools().pg_version >= 17:
         # A failover slot idle since a failover is missing on a standby until advanced past it.
         quiet.sync_failover_slots()

@@ -221,10 +221,26 @@ def release_slot(lab: Lab, timeout: float = 120) -> str:
         nodes = range(len(lab.layout.names))
         return all(int(lab.psql(kept, i, timeout=10) or 0) < RELEASED_BELOW for i in nodes)
 
+    exists = f"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '{PERMANENT_SLOT}'"
+    lost = (
+        "SELECT count(pg_drop_replication_slot(slot_name)) FROM pg_replication_slots "
+        f"WHERE slot_name = '{PERMANENT_SLOT}' AND NOT active"
+    )
+
     def released() -> bool:
         # restart_lsn moves only past a running-xacts record decoded after the last advance: a
         # checkpoint writes one, the next advance takes it. Patroni then moves the standbys' copies.
-        lab.psql(advance, leader, timeout=timeout)
+        try:
+            lab.psql(advance, leader, timeout=timeout)
+        except UserError as e:
+            if "has already been removed" not in str(e):
+                raise
+            # A copy promoted with a member may point at WAL that member never kept: no consumer
+            # can use it again. Drop it; Patroni recreates its permanent slot at the current LSN.
+            lab.psql(lost, leader, timeout=timeout)
+            return False
+        if lab.psql(exists, leader, timeout=timeout) in ("", "0"):
+            return False  # dropped above; Patroni has not recreated it yet
         lab.psql("CHECKPOINT", leader, timeout=timeout)
         return low()
 
