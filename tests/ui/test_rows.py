@@ -912,3 +912,14 @@ def test_slots_and_locks_past_their_row_caps_say_how_many_more() -> None:
     assert [r.cells["slot"].text for r in slot_rows] == ["+700 more slots"]
     assert [r.cells["pid"].text for r in lock_rows] == ["+250 more"]
     assert not [r for r in slots.rows(snap, ctx()) if r.key.endswith("|more")]
+
+
+def test_overview_orders_events_by_when_they_happened_as_the_events_pane_does() -> None:
+    # A stopwatch's event is stored when the outage ends, stamped at its first failed write.
+    later = fx.event("node1", "PostgreSQL unreachable", fx.T0 + timedelta(seconds=1)).model_copy(
+        update={"id": 1}
+    )
+    outage = fx.event("node1", "write outage 5.3 s", fx.T0).model_copy(update={"id": 2})
+    evs = [later, outage]
+    over = [r.cells["text"].text for r in overview.event_rows(fx.healthy(), ctx(events=evs))]
+    assert over == ["PostgreSQL unreachable", "write outage 5.3 s"]

@@ -269,7 +269,9 @@ def event_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 
 def _short_event_rows(newest: tuple[Event, ...], names: Sequence[str]) -> list[Row]:
     # A read's slowness that ended as its source's unreachability is left to the Events pane.
-    shown_events = without_preludes(newest)[::-1]
+    # By when each happened, as the Events pane and `events` order them: a stopwatch's event is
+    # stamped at the outage's first failed write but stored when the outage ends.
+    shown_events = sorted(without_preludes(newest), key=lambda e: e.at)[::-1]
     full_rows = [events.event_row(ev) for ev in shown_events]
     # A change of the whole cluster (a parameter pending restart, a timeline) is one event per
     # member, and at 80x24 the same line three or seven times: the same words on every member
