@@ -448,8 +448,9 @@ def test_events_and_problems_rows() -> None:
     assert [c.text for c in rows[0].cells.values()][1:] == [
         "✖ CRIT",
         "node1",
-        "reachability",
+        "-",  # still unreachable: no span yet
         "PostgreSQL unreachable",
+        "reachability",
     ]
     assert texts(problems.rows(fx.healthy(), ctx())) == {"|ok": ["✔ OK", "cluster", "no problems"]}
 
@@ -755,8 +756,9 @@ def test_overview_cuts_an_events_text_never_how_long_it_lasted() -> None:
     assert shown_text.startswith("PostgreSQL down on the leader") and "…" in shown_text
     assert shown_text.endswith(" — for 2.4 s")
     assert 8 + len("node3") + len(shown_text) + 3 * 2 <= 78  # inside the pane's border
-    # The Events pane has the room: the whole text, then the duration.
-    assert events.rows(fx.healthy(), ctx(events=[ev]))[0].cells["text"].text == f"{text} — for 2.4 s"
+    # The Events pane has a column for it, before the whole text.
+    cells = events.rows(fx.healthy(), ctx(events=[ev]))[0].cells
+    assert (cells["lasted"].text, cells["text"].text) == ("2.4 s", text)
 
 
 def test_a_state_that_lasted_under_a_tenth_of_a_second_is_not_said_to_last_zero() -> None:
@@ -834,7 +836,7 @@ def test_event_rows_are_the_same_objects_until_an_event_changes() -> None:
     evs[5] = evs[5].model_copy(update={"duration_s": 3.0})
     later = events.rows(fx.healthy(), ctx(events=tuple(evs)))
     by_key = {r.key: r for r in later}
-    assert by_key["#9005"].cells["text"].text == "change 5 — for 3.0 s"
+    assert by_key["#9005"].cells["lasted"].text == "3.0 s"
     assert [r for r in later if r is not by_key["#9005"]] == [r for r in first if r.key != "#9005"]
     assert all(a is b for a, b in zip(first, later, strict=True) if a.key != "#9005")
     over = overview.event_rows(fx.healthy(), ctx(events=tuple(evs)))

@@ -58,7 +58,7 @@ async def test_events_pane_shows_how_long_a_flip_lasted() -> None:
         await pilot.press("8")
         await pilot.pause()
         flat = [" ".join(r) for r in texts(app, "events")]
-        assert any("HAProxy pg_writer/node1 UP → DOWN — for 2.0 s" in r for r in flat), flat
+        assert any("2.0 s HAProxy pg_writer/node1 UP → DOWN" in r for r in flat), flat
         assert not any("DOWN → UP" in r for r in flat)
 
 
@@ -105,16 +105,16 @@ async def test_events_pane_keeps_the_newest_on_top_until_the_dba_moves_down() ->
         await still(pilot, app)
         assert events.region.height < 30  # the pane cannot show them all
         assert events.cursor_row == 0 and events.scroll_y == 0
-        assert texts(app, "events")[0][-1] == "step 29"
+        assert texts(app, "events")[0][4] == "step 29"
         # Moved down to read one, the cursor stays with it as new events push it down.
         events.focus()
         for _ in range(3):
             await pilot.press("down")
         await until(pilot, lambda: events.cursor_row == 3, what="cursor on row 3")
-        reading = texts(app, "events")[3][-1]
+        reading = texts(app, "events")[3][4]
         app.mark("step 30")
         await until(pilot, partial(_holds, events, 31), what="step 30 in the table")
-        assert events.cursor_row == 4 and texts(app, "events")[4][-1] == reading
+        assert events.cursor_row == 4 and texts(app, "events")[4][4] == reading
         # Back on the first row, it follows the newest again.
         for _ in range(4):
             await pilot.press("up")
@@ -123,4 +123,4 @@ async def test_events_pane_keeps_the_newest_on_top_until_the_dba_moves_down() ->
         await until(pilot, partial(_holds, events, 32), what="step 31 in the table")
         await still(pilot, app)
         assert events.cursor_row == 0 and events.scroll_y == 0
-        assert texts(app, "events")[0][-1] == "step 31"
+        assert texts(app, "events")[0][4] == "step 31"

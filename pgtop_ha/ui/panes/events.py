@@ -1,5 +1,5 @@
 """Events pane: the incident timeline (changes, checks, the failover stopwatch, markers, actions),
-newest first; a state that flipped back shows how long it lasted."""
+newest first; a state that flipped back shows how long it lasted, in a column of its own."""
 
 from __future__ import annotations
 
@@ -13,20 +13,31 @@ COLUMNS = (
     Column("time", "Time"),
     Column("level", "Level"),
     name_column("node", "Node"),
-    Column("kind", "Kind"),
+    # Before the text: a narrow pane cuts the text, never how long the state lasted.
+    Column("lasted", "For", right=True),
     Column("text", "What changed"),
+    Column("kind", "Kind"),  # last: the text says it too, and a narrow pane needs the room
 )
+
+
+def span(ev: Event) -> str:
+    """How long the reported state lasted: '4.2 s', or the flap count and span; '' while it lasts."""
+    if ev.count > 1:
+        return (
+            f"×{ev.count} in {ev.duration_s:.1f} s" if ev.duration_s is not None else f"×{ev.count}, flapping"
+        )
+    if ev.duration_s is not None:
+        # A source slow by a few ms past its budget read "for 0.0 s": it did last, briefly.
+        return "<0.1 s" if ev.duration_s < 0.05 else f"{ev.duration_s:.1f} s"
+    return ""
 
 
 def lasted(ev: Event) -> str:
     """How long the reported state lasted, as a suffix: ' — for 4.2 s', or the flap count and span."""
-    if ev.count > 1:
-        span = f" in {ev.duration_s:.1f} s" if ev.duration_s is not None else ", still flapping"
-        return f" — ×{ev.count}{span}"
-    if ev.duration_s is not None:
-        # A source slow by a few ms past its budget read "for 0.0 s": it did last, briefly.
-        return " — for <0.1 s" if ev.duration_s < 0.05 else f" — for {ev.duration_s:.1f} s"
-    return ""
+    text = span(ev)
+    if not text:
+        return ""
+    return f" — {text}" if ev.count > 1 else f" — for {text}"
 
 
 # Each event's row, kept while the event is the very object the timeline holds (an update in
@@ -71,8 +82,9 @@ def _build(ev: Event) -> Row:
             "time": cell(when.strftime("%H:%M:%S"), sort=ev.at.timestamp()),
             "level": cell(level.word if level else "· info", level if level else None, float(level)),
             "node": cell(shown(ev.node, 64) if ev.node else "-"),
+            "lasted": cell(span(ev) or "-", sort=ev.duration_s),
+            "text": cell(shown(bare_text(ev)), level if level else None),
             "kind": cell(ev.kind),
-            "text": cell(event_text(ev), level if level else None),
         },
     )
 
