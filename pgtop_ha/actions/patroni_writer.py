@@ -11,6 +11,7 @@ import httpx
 from pgtop_ha.collect.tls import context_for
 from pgtop_ha.collect.transport import CLIENT_CERT_HINT
 from pgtop_ha.models.base import Frozen
+from pgtop_ha.models.text import fit
 from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.models.urls import host_of, redact, root_of
 from pgtop_ha.settings import Settings
@@ -39,8 +40,7 @@ class PatroniReply(Frozen):
 
 
 def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return fit(" ".join(text.split()), limit)
 
 
 class PatroniWriter:

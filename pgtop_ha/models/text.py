@@ -50,6 +50,11 @@ def clean(text: str, *, keep_newlines: bool = False) -> str:
     return _visible(text)
 
 
+def fit(text: str, limit: int) -> str:
+    """``text`` if it has ``limit`` characters or fewer, else its first ``limit - 1`` and "…"."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def removed(text: str, shown: int = 4) -> str:
     """The invisible or control characters in ``text``, as code points: "U+200B U+FEFF (+2)"."""
     gone = list(dict.fromkeys(c for c in text if unicodedata.category(c) in _HIDDEN))

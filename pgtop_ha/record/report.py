@@ -14,7 +14,7 @@ from typing import Any
 
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.judge.health import DEFAULT_POOLS, Pools
-from pgtop_ha.models.text import clean
+from pgtop_ha.models.text import clean, fit
 from pgtop_ha.record.reader import Marker, Recording
 from pgtop_ha.record.store import from_epoch
 
@@ -169,15 +169,22 @@ def _failover_lines(n: int, f: dict[str, Any]) -> list[str]:
     return lines
 
 
+NAME_LIMIT = 64  # a longer node name (a hostile recording's) ends in "…"
+
+
 def format_events(events: list[dict[str, Any]]) -> str:
     """Events (as JSON rows) in the timeline's text format: a header line, then one line each."""
-    out = [f"{'TIME':<12}  {'LEVEL':<5}  {'NODE':<10}  {'KIND':<14}  WHAT"]
-    for e in events:
+    # Columns as wide as their widest value: a name cut to fit could read as another member's.
+    nodes = [fit(clean(str(e.get("node") or "-")), NAME_LIMIT) for e in events]
+    kinds = [fit(clean(str(e.get("kind"))), NAME_LIMIT) for e in events]
+    nw, kw = max([4, *map(len, nodes)]), max([4, *map(len, kinds)])
+    out = [f"{'TIME':<12}  {'LEVEL':<5}  {'NODE':<{nw}}  {'KIND':<{kw}}  WHAT"]
+    for e, node, kind in zip(events, nodes, kinds, strict=True):
         severity = e.get("severity")
         level = _LEVELS.get(severity if isinstance(severity, int) else 0, "info")
         out.append(
-            f"{_time(e.get('at')):<12}  {level:<5}  {clean(str(e.get('node') or '-'))[:10]:<10}  "
-            f"{clean(str(e.get('kind')))[:14]:<14}  {clean(str(e.get('text')))}{_extra(e, _CORE)}"
+            f"{_time(e.get('at')):<12}  {level:<5}  {node:<{nw}}  {kind:<{kw}}  "
+            f"{clean(str(e.get('text')))}{_extra(e, _CORE)}"
         )
     if not events:
         out.append("(no events)")
@@ -203,15 +210,7 @@ def format_report(report: dict[str, Any]) -> str:
         out.append(f"{report['skipped_rows']} rows could not be read and were skipped (a damaged file?)")
     if not report["complete"]:
         out.append("not closed cleanly (recorder killed?): the recording ends at its last whole cycle")
-    out += ["", f"{'TIME':<12}  {'LEVEL':<5}  {'NODE':<10}  {'KIND':<14}  WHAT"]
-    for e in report["events"]:
-        level = _LEVELS.get(e.get("severity") if isinstance(e.get("severity"), int) else 0, "info")
-        out.append(
-            f"{_time(e.get('at')):<12}  {level:<5}  {clean(str(e.get('node') or '-'))[:10]:<10}  "
-            f"{clean(str(e.get('kind')))[:14]:<14}  {clean(str(e.get('text')))}{_extra(e, _CORE)}"
-        )
-    if not report["events"]:
-        out.append("(no events)")
+    out += ["", format_events(report["events"])]
     out += ["", "Write outages and failovers (stopwatch, recomputed from the snapshots)"]
     for n, f in enumerate(report["failovers"], 1):
         out += _failover_lines(n, f)

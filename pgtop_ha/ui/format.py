@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pgtop_ha.judge.health import human_bytes as _human_bytes
 from pgtop_ha.models.numbers import INT_LIMIT as _INT_LIMIT
 from pgtop_ha.models.numbers import finite
-from pgtop_ha.models.text import clean
+from pgtop_ha.models.text import clean, fit
 
 __all__ = [
     "INVALID",
@@ -43,8 +43,7 @@ MAX_TEXT = 256  # characters: a megabyte of member name must not become a column
 def shown(text: str, limit: int = MAX_TEXT) -> str:
     """Untrusted text as it may reach the terminal: one line, no control characters, bounded."""
     # Bound before cleaning too: the regexes should not walk a megabyte either.
-    text = clean(text[: limit * 4])
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return fit(clean(text[: limit * 4]), limit)
 
 
 # A member's name where 80 columns are shared (the overview, the stopwatch): what the overview's
