@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -38,6 +39,7 @@ from pgtop_ha.ui.panes import (
     cluster,
     events,
     haproxy,
+    horizon,
     locks,
     memory,
     overview,
@@ -46,7 +48,7 @@ from pgtop_ha.ui.panes import (
     replication,
     slots,
 )
-from pgtop_ha.ui.panes.base import Context, Row, SameInputs
+from pgtop_ha.ui.panes.base import NOT_READ, Context, Row, SameInputs
 from pgtop_ha.ui.themes import available, level_styles, load_theme, resolve
 from pgtop_ha.ui.widgets.pane import matches
 from tests.ui import fixtures as fx
@@ -467,7 +469,7 @@ def test_themes_are_data_files() -> None:
 
 def test_replication_falls_back_to_the_standbys_own_view() -> None:
     rows = texts(replication.rows(fx.kill_primary(), ctx()))
-    assert set(rows) == {"?|node2", "?|node3"}
+    assert set(rows) == {"?|node2", "?|node3", "node1|not-read"}
     assert rows["?|node2"][3] == "no receiver" and rows["?|node2"][2] == "▲ WARN"
 
 
@@ -925,3 +927,13 @@ def test_overview_orders_events_by_when_they_happened_as_the_events_pane_does() 
     evs = [later, outage]
     over = [r.cells["text"].text for r in overview.event_rows(fx.healthy(), ctx(events=evs))]
     assert over == ["PostgreSQL unreachable", "write outage 5.3 s"]
+
+
+@pytest.mark.parametrize("pane", [slots, horizon, memory, replication, progress], ids=lambda p: p.PANE.id)
+def test_a_member_postgres_did_not_answer_is_not_read_never_an_empty_gap(pane: Any) -> None:
+    # An empty Slots or Progress pane while the primary is down read as "none there".
+    by_key = {r.key: r for r in pane.rows(fx.kill_primary(), ctx())}
+    row = by_key["node1|not-read"]
+    shown = [c.text for c in row.cells.values() if c.text]
+    assert shown[0] == "node1" and NOT_READ in shown
+    assert "node2|not-read" not in by_key  # a member that answered has its own rows

@@ -195,6 +195,24 @@ def more_row(columns: Sequence[Column], node: str, shown: int, total: int | None
     return [Row(key=f"{node}|more", node=node, cells=cells)]
 
 
+NOT_READ = "not read"
+
+
+def not_read_rows(columns: Sequence[Column], snapshot: ClusterSnapshot) -> list[Row]:
+    """A row per member whose PostgreSQL did not answer: its name and "not read", not a silent gap."""
+    first = columns[0].key
+    # The first text column past the name holds the words; a health column says it is unknown.
+    words = next(c.key for c in columns[1:] if not c.right and c.key != "health")
+    out = []
+    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        if node.reachable:
+            continue
+        cells = {c.key: Cell("?" if c.key == "health" else "") for c in columns}
+        cells[first], cells[words] = cell(node.name), cell(NOT_READ)
+        out.append(same_row(f"{node.name}|not-read", cells, node.name))
+    return out
+
+
 def placeholder(columns: Sequence[Column], text: str, key: str = "|none") -> Row:
     """The one row of a pane with nothing to show: '-' first, OK, ``text`` in the last column."""
     first, last = columns[0].key, columns[-1].key

@@ -13,6 +13,7 @@ from pgtop_ha.ui.panes.base import (
     Row,
     cell,
     name_column,
+    not_read_rows,
     num,
     same_row,
     state,
@@ -38,6 +39,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         if node.reachable:
             out.extend(_row(node.name, rank, h, ctx) for rank, h in enumerate(node.horizon, 1))
+    out.extend(not_read_rows(COLUMNS, snapshot))
     return out
 
 

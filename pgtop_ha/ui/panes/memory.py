@@ -16,6 +16,7 @@ from pgtop_ha.ui.panes.base import (
     SameInputs,
     cell,
     name_column,
+    not_read_rows,
     num,
     same_row,
 )
@@ -123,6 +124,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         note = node.unavailable.get("processes.memory")
         inputs = (node.hugepages, note, node.memory_source, *node.processes)
         out.extend(_NODES.rows(node.name, inputs, functools.partial(_node_rows, node)))
+    out.extend(not_read_rows(COLUMNS, snapshot))
     return out
 
 
