@@ -47,6 +47,7 @@ from pgtop_ha.ui.panes import (
     progress,
     replication,
     slots,
+    waits,
 )
 from pgtop_ha.ui.panes.base import NOT_READ, Context, Row, SameInputs
 from pgtop_ha.ui.themes import available, level_styles, load_theme, resolve
@@ -929,7 +930,9 @@ def test_overview_orders_events_by_when_they_happened_as_the_events_pane_does() 
     assert over == ["PostgreSQL unreachable", "write outage 5.3 s"]
 
 
-@pytest.mark.parametrize("pane", [slots, horizon, memory, replication, progress], ids=lambda p: p.PANE.id)
+@pytest.mark.parametrize(
+    "pane", [slots, horizon, memory, replication, progress, waits], ids=lambda p: p.PANE.id
+)
 def test_a_member_postgres_did_not_answer_is_not_read_never_an_empty_gap(pane: Any) -> None:
     # An empty Slots or Progress pane while the primary is down read as "none there".
     by_key = {r.key: r for r in pane.rows(fx.kill_primary(), ctx())}

@@ -11,7 +11,17 @@ from pgtop_ha.judge.grades import wait_kind_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.waits import kind, window
 from pgtop_ha.ui.format import count, shown, sparkline
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell, name_column, num
+from pgtop_ha.ui.panes.base import (
+    Column,
+    Context,
+    PaneSpec,
+    Place,
+    Row,
+    cell,
+    name_column,
+    not_read_rows,
+    num,
+)
 
 COLUMNS = (
     name_column("node", "Node"),
@@ -44,6 +54,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 },
             )
         )
+    out.extend(not_read_rows(COLUMNS, snapshot))
     return out
 
 
