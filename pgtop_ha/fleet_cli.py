@@ -16,7 +16,7 @@ from pgtop_ha.collect.tls import context_maker
 from pgtop_ha.errors import UserError
 from pgtop_ha.judge.fleet import FleetQueries, FleetRow, history_events
 from pgtop_ha.models.event import Event
-from pgtop_ha.models.text import clean
+from pgtop_ha.models.text import clean, fit
 from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.models.urls import redact
 from pgtop_ha.runtime import run_app, run_built, settle_heap
@@ -43,7 +43,7 @@ def match_of(text: str | None) -> str:
     if inner.startswith("{") and inner.endswith("}"):
         inner = inner[1:-1].strip()
     if not inner or any(c in inner for c in "{}\n") or inner.count('"') % 2:
-        raise UserError(f"--match {clean(text)[:100]!r}: give label matchers, e.g. '{{env=\"prod\"}}'")
+        raise UserError(f"--match {fit(clean(text), 100)!r}: give label matchers, e.g. '{{env=\"prod\"}}'")
     return inner
 
 

@@ -15,7 +15,7 @@ import httpx
 from pgtop_ha.collect.http import GetOnlyClient, Login
 from pgtop_ha.collect.transport import Verify
 from pgtop_ha.judge.fleet import FleetQueries, Sample, Series
-from pgtop_ha.models.text import clean
+from pgtop_ha.models.text import clean, fit
 from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.models.urls import host_of, redact
 
@@ -68,7 +68,7 @@ def warnings_of(body: bytes) -> tuple[str, ...]:
     if not isinstance(doc, dict):
         return ()
     found = doc.get("warnings")
-    said = [clean(str(w))[:200] for w in found[:3]] if isinstance(found, list) else []
+    said = [fit(clean(str(w)), 200) for w in found[:3]] if isinstance(found, list) else []
     if doc.get("isPartial") is True:
         said.append("partial answer (isPartial)")
     return tuple(said)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from urllib.parse import quote
 
 from pgtop_ha.models.event import Event
+from pgtop_ha.models.thresholds import Level
 
 LAG_WARN_BYTES = 16 * 1024 * 1024
 Q = "q"  # the label each aggregate of the "fleet" query is tagged with
@@ -31,14 +32,14 @@ class Series:
     points: tuple[tuple[float, float], ...]
 
 
-OK, WARN, CRIT = 0, 1, 2
+OK, WARN, CRIT = Level.OK, Level.WARN, Level.CRIT
 
 
 @dataclass(frozen=True)
 class FleetRule:
     """One thing wrong with a cluster: its level, its weight (per member where counted), a cap."""
 
-    level: int
+    level: Level
     weight: int
     cap: int | None = None
 
@@ -67,7 +68,7 @@ RULES: dict[str, FleetRule] = {
 }
 
 
-def level_of(severity: float) -> int:
+def level_of(severity: float) -> Level:
     """The level a severity is on (SCALE)."""
     return CRIT if severity >= SCALE[CRIT] else WARN if severity >= SCALE[WARN] else OK
 
@@ -197,7 +198,7 @@ class FleetQueries:
 
     def first(self) -> dict[str, str]:
         """The first round: every cluster counted by level (one pass), and the ``limit`` worst."""
-        level = f"clamp_max(floor(log10({self.severity()} + 1) / 3), {CRIT})"
+        level = f"clamp_max(floor(log10({self.severity()} + 1) / 3), {int(CRIT)})"
         return {
             "counts": f'count_values("level", {level})',
             "worst": f"topk({self.limit}, {self.severity()})",
@@ -284,7 +285,7 @@ class FleetRow:
     severity: int = 0  # the sort: RULES' points summed
 
     @property
-    def level(self) -> int:
+    def level(self) -> Level:
         """OK, WARN or CRIT: the worst rule that applies, read off the severity."""
         return level_of(self.severity)
 

@@ -17,20 +17,10 @@ from pathlib import Path
 import httpx
 
 from pgtop_ha.errors import UserError
+from pgtop_ha.judge.fleet import RULES
 from pgtop_ha.lab import procs
 
-FAULTS = (
-    "no_leader",
-    "leaders",
-    "writer",
-    "dcs",
-    "down",
-    "streaming",
-    "lagging",
-    "paused",
-    "timeline",
-    "restart",
-)
+FAULTS = tuple(RULES)  # one synthetic cluster per rule the fleet grades by
 MEMBERS = ("node1", "node2", "node3")
 LOOKBACK_S = 300.0  # Prometheus's default: samples older than this are not seen at "now"
 FRESH_S = 600

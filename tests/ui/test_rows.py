@@ -469,7 +469,7 @@ def test_themes_are_data_files() -> None:
 
 
 def test_replication_falls_back_to_the_standbys_own_view() -> None:
-    rows = texts(replication.rows(fx.kill_primary(), ctx()))
+    rows = texts(replication.PANE.rows_of(fx.kill_primary(), ctx()))
     assert set(rows) == {"?|node2", "?|node3", "node1|not-read"}
     assert rows["?|node2"][3] == "no receiver" and rows["?|node2"][2] == "▲ WARN"
 
@@ -935,7 +935,7 @@ def test_overview_orders_events_by_when_they_happened_as_the_events_pane_does() 
 )
 def test_a_member_postgres_did_not_answer_is_not_read_never_an_empty_gap(pane: Any) -> None:
     # An empty Slots or Progress pane while the primary is down read as "none there".
-    by_key = {r.key: r for r in pane.rows(fx.kill_primary(), ctx())}
+    by_key = {r.key: r for r in pane.PANE.rows_of(fx.kill_primary(), ctx())}
     row = by_key["node1|not-read"]
     shown = [c.text for c in row.cells.values() if c.text]
     assert shown[0] == "node1" and NOT_READ in shown

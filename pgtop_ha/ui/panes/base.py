@@ -198,7 +198,7 @@ def more_row(columns: Sequence[Column], node: str, shown: int, total: int | None
 NOT_READ = "not read"
 
 
-def not_read_rows(columns: Sequence[Column], snapshot: ClusterSnapshot) -> list[Row]:
+def _not_read_rows(columns: Sequence[Column], snapshot: ClusterSnapshot) -> list[Row]:
     """A row per member whose PostgreSQL did not answer: its name and "not read", not a silent gap."""
     first = columns[0].key
     # The first text column past the name holds the words; a health column says it is unknown.
@@ -244,6 +244,12 @@ class Table:
     optional: bool = False  # hidden while it has no rows (a pane's later tables always are)
     cursor: bool = True  # a row cursor (off for tables that are read, not browsed)
     fill: bool = False  # takes the pane's height left below the others: the first rows that fit
+    per_member: bool = False  # rows from each member's PostgreSQL: one that did not answer says so
+
+    def rows_of(self, snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+        """Its rows, then a "not read" row per member a per-member table has nothing from."""
+        out = self.rows(snapshot, ctx)
+        return [*out, *_not_read_rows(self.columns, snapshot)] if self.per_member else out
 
 
 @dataclass(frozen=True)

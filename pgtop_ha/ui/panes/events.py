@@ -60,12 +60,10 @@ def bare_text(ev: Event) -> str:
     return ev.text.removeprefix(f"{ev.node}: ") if ev.node else ev.text
 
 
-def event_text(ev: Event, width: int | None = None) -> str:
+def event_text(ev: Event, width: int) -> str:
     """What changed, with how long it lasted; cut to ``width`` in its text, never in the duration."""
     text = bare_text(ev)
     suffix = lasted(ev)
-    if width is None:
-        return shown(text) + suffix
     # How long a state lasted is what the report after a failure test needs: the text gives way.
     return shown(text, max(1, width - len(suffix))) + suffix
 

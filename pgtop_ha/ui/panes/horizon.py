@@ -13,7 +13,6 @@ from pgtop_ha.ui.panes.base import (
     Row,
     cell,
     name_column,
-    not_read_rows,
     num,
     same_row,
     state,
@@ -39,7 +38,6 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         if node.reachable:
             out.extend(_row(node.name, rank, h, ctx) for rank, h in enumerate(node.horizon, 1))
-    out.extend(not_read_rows(COLUMNS, snapshot))
     return out
 
 
@@ -69,6 +67,7 @@ PANE = PaneSpec(
     key="h",
     columns=COLUMNS,
     rows=rows,
+    per_member=True,
     help="who holds the xmin horizon, oldest first (key only)",
     place=Place(dashboard=False),
 )

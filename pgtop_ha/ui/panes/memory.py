@@ -16,7 +16,6 @@ from pgtop_ha.ui.panes.base import (
     SameInputs,
     cell,
     name_column,
-    not_read_rows,
     num,
     same_row,
 )
@@ -124,7 +123,6 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         note = node.unavailable.get("processes.memory")
         inputs = (node.hugepages, note, node.memory_source, *node.processes)
         out.extend(_NODES.rows(node.name, inputs, functools.partial(_node_rows, node)))
-    out.extend(not_read_rows(COLUMNS, snapshot))
     return out
 
 
@@ -148,6 +146,7 @@ PANE = PaneSpec(
     key="7",
     columns=COLUMNS,
     rows=rows,
+    per_member=True,
     help="per node totals, HugePages, top backends by Pss",
     needs=frozenset({"memory"}),
     focus_needs=frozenset({"memory_focus"}),

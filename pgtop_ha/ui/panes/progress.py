@@ -5,7 +5,7 @@ from __future__ import annotations
 from pgtop_ha.models.derive import CopyRate, MaintenanceRate, copy_rates, copy_total, maintenance_rates
 from pgtop_ha.models.snapshot import ClusterSnapshot, CopyProgress, Maintenance
 from pgtop_ha.ui.format import age, bar, count, finite, human_bytes, rate, ratio
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, name_column, not_read_rows, num
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, name_column, num
 
 COLUMNS = (
     name_column("node", "Node"),
@@ -129,7 +129,6 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     },
                 )
             )
-    out.extend(not_read_rows(COLUMNS, snapshot))
     return out
 
 
@@ -139,5 +138,6 @@ PANE = PaneSpec(
     key="5",
     columns=COLUMNS,
     rows=rows,
+    per_member=True,
     help="VACUUM, ANALYZE, CREATE INDEX, CLUSTER, backups, COPY",
 )

@@ -9,18 +9,7 @@ from pgtop_ha.models.servers import upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, age_step, duration, human_bytes, sparkline
-from pgtop_ha.ui.panes.base import (
-    Column,
-    Context,
-    PaneSpec,
-    Row,
-    cell,
-    name_column,
-    not_read_rows,
-    num,
-    same_row,
-    state,
-)
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, name_column, num, same_row, state
 
 COLUMNS = (
     name_column("upstream", "From"),
@@ -62,7 +51,6 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         out.extend(_walsender_row(node.name, r, ctx) for r in node.replication)
     covered = {r.node for r in out}
     out.extend(_standby_side(snapshot, covered))
-    out.extend(not_read_rows(COLUMNS, snapshot))
     return out
 
 
@@ -143,5 +131,6 @@ PANE = PaneSpec(
     key="3",
     columns=COLUMNS,
     rows=rows,
+    per_member=True,
     help="per standby: state, sync, lag per stage (bytes, time)",
 )

@@ -27,7 +27,6 @@ from pgtop_ha.ui.panes.base import (
     cell,
     more_row,
     name_column,
-    not_read_rows,
     num,
     same_row,
     state,
@@ -59,7 +58,6 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         out.extend(more_row(COLUMNS, node.name, len(node.slots), node.slots_total, "more slots"))
         if node.wal_disk is not None:
             out.append(_wal_row(node.name, node.wal_disk, top_retainer(node), ctx))
-    out.extend(not_read_rows(COLUMNS, snapshot))
     return out
 
 
@@ -166,6 +164,7 @@ PANE = PaneSpec(
     key="4",
     columns=COLUMNS,
     rows=rows,
+    per_member=True,
     help="slots, retained WAL, decoding rates, permanent slots",
     more=(MATRIX,),
 )

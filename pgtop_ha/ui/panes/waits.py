@@ -11,17 +11,7 @@ from pgtop_ha.judge.grades import wait_kind_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.waits import kind, window
 from pgtop_ha.ui.format import count, shown, sparkline
-from pgtop_ha.ui.panes.base import (
-    Column,
-    Context,
-    PaneSpec,
-    Place,
-    Row,
-    cell,
-    name_column,
-    not_read_rows,
-    num,
-)
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell, name_column, num
 
 COLUMNS = (
     name_column("node", "Node"),
@@ -54,7 +44,6 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 },
             )
         )
-    out.extend(not_read_rows(COLUMNS, snapshot))
     return out
 
 
@@ -64,6 +53,7 @@ PANE = PaneSpec(
     key="w",
     columns=COLUMNS,
     rows=rows,
+    per_member=True,
     help="top wait events per node over the last minute (key only)",
     place=Place(dashboard=False),
 )

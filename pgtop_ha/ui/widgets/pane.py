@@ -106,7 +106,7 @@ class Pane(Vertical):
         for spec in self.specs:
             table = self.tables[spec.id]
             table.use_names(names)
-            rows = [r for r in spec.rows(snapshot, ctx) if matches(r, node_filter)]
+            rows = [r for r in spec.rows_of(snapshot, ctx) if matches(r, node_filter)]
             columns = spec.dynamic_columns(snapshot) if spec.dynamic_columns else None
             written += table.apply(rows, columns)
             want = bool(rows) or (spec is self.specs[0] and not spec.optional)
