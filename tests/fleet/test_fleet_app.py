@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import DataTable, Static
 
 from pgtop_ha.collect.prometheus import PrometheusError
-from pgtop_ha.judge.fleet import FleetCounts, FleetPage, FleetRow, level_of, matches
+from pgtop_ha.judge.fleet import CRIT, WARN, FleetCounts, FleetPage, FleetRow, level_of, matches
 from pgtop_ha.ui.fleet.app import FleetApp
 from tests.fleet.synth import FakeFleet
 
@@ -31,7 +31,7 @@ class Scripted:
         rows = [r for r in item if matches(r, filter_text)]
         levels = [level_of(r.severity) for r in rows]
         total = len(rows) if self.total is None or filter_text else self.total
-        counts = FleetCounts(total=total, crit=levels.count(2), warn=levels.count(1))
+        counts = FleetCounts(total=total, crit=levels.count(CRIT), warn=levels.count(WARN))
         return FleetPage(rows, counts)
 
     async def interval(self) -> float:
