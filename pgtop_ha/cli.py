@@ -143,7 +143,18 @@ def _serve_subcommands(sub: Any, common: argparse.ArgumentParser) -> None:
     serve = sub.add_parser("serve", parents=[common], help="poll and record once, for every `attach` viewer")
     serve.add_argument("--socket", type=Path, metavar="PATH", help="the unix socket (default: a private one)")
     serve.add_argument("--group", metavar="NAME", help="let this group attach (socket mode 0660)")
-    serve.add_argument("--listen", metavar="HOST:PORT", help="also listen on a loopback TCP port")
+    serve.add_argument(
+        "--listen", metavar="HOST:PORT", help="also listen on a loopback TCP port (viewers need a token)"
+    )
+    serve.add_argument(
+        "--tokens", type=Path, metavar="FILE", help="TCP viewers' tokens: NAME TOKEN lines in a 0600 file"
+    )
+    serve.add_argument(
+        "--max-viewers", type=_count, default=None, metavar="N", help="viewers attached at once (default 256)"
+    )
+    serve.add_argument(
+        "--max-tabs", type=_count, default=None, metavar="N", help="browser tabs open at once (default 8)"
+    )
     serve.add_argument("--record", type=Path, metavar="FILE", help="record to FILE as `record` does")
     _record_max(serve)
     serve.add_argument(
@@ -154,6 +165,12 @@ def _serve_subcommands(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     attach = sub.add_parser("attach", help="the console fed by a `pgtop-ha serve` (always read-only)")
     attach.add_argument("target", nargs="?", metavar="SOCKET|HOST:PORT", help="where serve listens")
+    attach.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="over TCP: the token file serve wrote beside its socket (default: the private one)",
+    )
     attach.add_argument("--theme", default=argparse.SUPPRESS, metavar="NAME", help="dark, light or mono")
 
 
@@ -208,6 +225,13 @@ def _seconds(text: str) -> float:
     if not 0 < value <= 86400:
         raise argparse.ArgumentTypeError(f"{text!r}: give seconds between 0 and 86400")
     return value
+
+
+def _count(text: str) -> int:
+    """A whole number from 1 to 10,000 (argparse type)."""
+    if not text.isdigit() or not 1 <= int(text) <= 10_000:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number from 1 to 10000")
+    return int(text)
 
 
 def _record_max(parser: argparse.ArgumentParser) -> None:
@@ -299,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_serve_command(args, _settings(args))
         if args.command == "attach":
-            return run_attach(args.target, getattr(args, "theme", None))
+            return run_attach(args.target, getattr(args, "theme", None), args.token_file)
         if args.command == "fleet":
             from pgtop_ha.fleet_cli import run_fleet
 

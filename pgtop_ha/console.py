@@ -113,24 +113,28 @@ def run_replay(args: argparse.Namespace) -> int:
     return _exit_code(app)
 
 
-def run_attach(target: str | None, theme: str | None) -> int:
+def run_attach(target: str | None, theme: str | None, token_file: Path | None = None) -> int:
     """`pgtop-ha attach [SOCKET|HOST:PORT]`: the console fed by a serve; no write path is loaded."""
+    from pgtop_ha.models.text import clean
     from pgtop_ha.serve.address import parse_target
+    from pgtop_ha.serve.peers import tcp_token
     from pgtop_ha.serve.viewer import AttachSource
 
     address = parse_target(target)
+    token = tcp_token(address, token_file)
     chosen = theme or load_settings(None, {}).theme
 
     async def build() -> AttachApp:
-        source = await AttachSource.connect(address)
+        source = await AttachSource.connect(address, token)
         await asyncio.to_thread(_import_ui, operator=False)
         from pgtop_ha.ui.attach import AttachApp
 
         return AttachApp(AttachApp.settings_for(source.hello, chosen), source)
 
     app = run_built(build)
-    if app.crash is None and app.source_error:
-        print(f"pgtop-ha: {app.source_error}", file=sys.stderr)
+    if app.crash is None and app.ended:
+        print(f"pgtop-ha: {clean(app.ended)[:300]}", file=sys.stderr)
+        return 1
     return _exit_code(app)
 
 

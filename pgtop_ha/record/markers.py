@@ -71,10 +71,14 @@ def clean_marker(text: str) -> str:
     return " ".join(clean(text[: MAX_TEXT * 4]).split())[:MAX_TEXT]
 
 
-def _peer_uid(sock: socket.socket | None) -> int | None:
-    if sock is None or not hasattr(socket, "SO_PEERCRED"):
+def peer_uid(sock: socket.socket | None) -> int | None:
+    """The uid at the other end of a unix socket (Linux's SO_PEERCRED), None where unknown."""
+    if sock is None or sock.family != socket.AF_UNIX or not hasattr(socket, "SO_PEERCRED"):
         return None
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
     return int(struct.unpack("3i", creds)[1])
 
 
@@ -130,7 +134,7 @@ class MarkerInbox:
         writer: asyncio.StreamWriter,
         on_marker: Callable[[str, str], object],
     ) -> dict[str, Any]:
-        uid = _peer_uid(writer.get_extra_info("socket"))
+        uid = peer_uid(writer.get_extra_info("socket"))
         if uid is not None and uid not in (os.getuid(), 0):
             return {"ok": False, "error": "not your console"}
         try:

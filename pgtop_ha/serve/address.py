@@ -75,6 +75,26 @@ def listen_tcp(text: str) -> Address:
     return Address(host=host, port=port)
 
 
+SUN_PATH_MAX = 107  # bytes of a unix socket's path on Linux (sun_path is 108, with its NUL)
+
+
+def check_socket_path(path: Path) -> None:
+    """A path a unix socket can be bound at: short enough, in a directory that exists."""
+    size = len(os.fsencode(path))
+    if size > SUN_PATH_MAX:
+        raise UserError(
+            f"--socket {str(path)[:60]}…: {size} bytes, over the {SUN_PATH_MAX} a unix socket's path "
+            "may have; give a shorter path"
+        )
+    parent = path.parent
+    if not parent.is_dir():
+        raise UserError(f"--socket {path}: no such directory {parent}; create it or give another path")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(
+            f"--socket {path}: {parent} is not writable by you; give a path in your own directory"
+        )
+
+
 def claim_socket(path: Path) -> None:
     """Make ``path`` free for a new socket: a stale one is removed, a live one or a file refused."""
     try:

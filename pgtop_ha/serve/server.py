@@ -26,8 +26,9 @@ from pgtop_ha.record.markers import MarkerInbox, clean_marker
 from pgtop_ha.record.recorder import Recorder, header_values, stored_json
 from pgtop_ha.runtime import run
 from pgtop_ha.serve import wire
-from pgtop_ha.serve.address import Address, claim_socket, share_with
-from pgtop_ha.serve.hub import Hub
+from pgtop_ha.serve.address import Address, check_socket_path, claim_socket, share_with
+from pgtop_ha.serve.hub import MAX_VIEWERS, Hub
+from pgtop_ha.serve.peers import Token, new_token, token_path, user_name, write_token
 from pgtop_ha.settings import Settings
 
 if TYPE_CHECKING:
@@ -36,23 +37,44 @@ if TYPE_CHECKING:
 STATUS_EVERY_S = 30.0
 
 
-async def _listen(address: Address, hub: Hub, group: str | None) -> asyncio.Server:
+async def _listen(address: Address, hub: Hub, group: str | None, backlog: int) -> asyncio.Server:
+    limit = wire.MAX_FROM_VIEWER
     if address.path is not None:
+        check_socket_path(address.path)
         claim_socket(address.path)
         # Made private before anyone can connect: the mode is set by umask at bind time.
         old = os.umask(0o177)
         try:
-            limit = wire.MAX_FROM_VIEWER
-            server = await asyncio.start_unix_server(hub.handle, path=address.path, limit=limit)
+            server = await asyncio.start_unix_server(
+                hub.handle, path=address.path, limit=limit, backlog=backlog
+            )
+        except OSError as exc:
+            raise UserError(
+                f"--socket {address.path}: {exc.strerror or exc}; give a path in a directory you can write"
+            ) from None
         finally:
             os.umask(old)
         share_with(address.path, group)
         return server
     try:
-        return await asyncio.start_server(hub.handle, address.host, address.port, limit=wire.MAX_FROM_VIEWER)
+        return await asyncio.start_server(
+            hub.handle, address.host, address.port, limit=limit, backlog=backlog
+        )
     except OSError as exc:
         why = exc.strerror or exc
         raise UserError(f"--listen {address}: {why}; is another serve on that port?") from None
+
+
+def _tcp_tokens(
+    addresses: list[Address], tokens: tuple[Token, ...] | None
+) -> tuple[Path | None, tuple[Token, ...]]:
+    """The tokens TCP viewers prove themselves with, and the file the serve writes its own to."""
+    if not any(a.path is None for a in addresses):
+        return None, ()
+    if tokens:
+        return None, tokens
+    sock = next(a.path for a in addresses if a.path is not None)
+    return token_path(sock), (new_token(user_name(os.getuid())),)
 
 
 async def serve(
@@ -66,6 +88,8 @@ async def serve(
     out: TextIO = sys.stdout,
     clock: Clock = system_clock,
     source: SnapshotSourceLike | None = None,
+    tokens: tuple[Token, ...] | None = None,
+    max_viewers: int = MAX_VIEWERS,
 ) -> int:
     """Poll, record and stream until SIGINT/SIGTERM; the exit code."""
     loop = asyncio.get_running_loop()
@@ -96,16 +120,35 @@ async def serve(
         hub.send(wire.marker_line(at, text, origin))
         say(f"marker from {origin}: {text}")
 
-    hub = Hub(hello, lambda: wire.events_line(timeline.events()), on_marker, say)
+    token_file, known = _tcp_tokens(addresses, tokens)
+    hub = Hub(
+        hello,
+        lambda: wire.events_line(timeline.events()),
+        on_marker,
+        say,
+        tokens=known,
+        max_viewers=max_viewers,
+        group=group is not None,
+    )
     servers = []
+    made: list[Path] = []  # sockets and the token file, gone when the serve ends
     try:
         for address in addresses:
-            servers.append(await _listen(address, hub, group))
+            servers.append(await _listen(address, hub, group, max_viewers))
+            if address.path is not None:
+                made.append(address.path)
+        if token_file is not None:
+            write_token(token_file, known[0])
+            made.append(token_file)
     except BaseException:
         for server in servers:
             server.close()
-        if recorder is not None:
+        if recorder is not None and record is not None:
             recorder.close()
+            made.append(record)  # a failed start leaves no file behind, not even the recording
+        for path in made:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
         raise
     cycles = 0
 
@@ -139,7 +182,12 @@ async def serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     for address in addresses:
-        say(f"serving on {address}: `pgtop-ha attach {address}`")
+        if address.path is None and token_file is not None:
+            say(f"serving on {address}: `pgtop-ha attach {address} --token-file {token_file}`")
+        elif address.path is None:
+            say(f"serving on {address} to the holders of {len(known)} token(s) (--tokens)")
+        else:
+            say(f"serving on {address}: `pgtop-ha attach {address}`")
     if recorder is not None:
         say(f"recording to {record} (at most {limit.describe()})")
     tasks = [
@@ -163,10 +211,9 @@ async def serve(
         await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
             await source.aclose()
-        for address in addresses:
-            if address.path is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    address.path.unlink()
+        for path in made:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
         if recorder is not None:
             recorder.close()
     for task in tasks:
@@ -185,9 +232,22 @@ def run_serve(
     record: Path | None,
     limit: RecordLimit,
     web: WebView | None,
+    tokens: tuple[Token, ...] | None = None,
+    max_viewers: int = MAX_VIEWERS,
 ) -> int:
     """`pgtop-ha serve`: UserError when there is nothing to poll; the exit code."""
     haproxy = settings.haproxy.url or settings.haproxy.socket
     if not settings.patroni.urls and not settings.nodes and not haproxy:
         raise UserError("nothing to serve: give --patroni URL (or [[nodes]] / --haproxy in the config)")
-    return run(serve(settings, addresses, group=group, record=record, limit=limit, web=web))
+    return run(
+        serve(
+            settings,
+            addresses,
+            group=group,
+            record=record,
+            limit=limit,
+            web=web,
+            tokens=tokens,
+            max_viewers=max_viewers,
+        )
+    )

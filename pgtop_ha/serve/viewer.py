@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,9 @@ from pgtop_ha.serve import wire
 from pgtop_ha.serve.address import Address
 
 HELLO_TIMEOUT_S = 10.0
+BACKLOG = 600  # snapshots taken from what a serve holds, whatever it announces (as many as it keeps)
+BACKLOG_BYTES = 128 * 1024**2  # of their lines: beyond it the oldest are let go
+MIN_GAP_S = 0.1  # live snapshots handled at most this often: a flooding peer cannot starve the screen
 
 
 class ServeEnded(UserError):
@@ -30,13 +34,14 @@ class AttachSource:
         self._reader = reader
         self._writer = writer
         self.hello: dict[str, Any] = {}
+        self._last_size = 0
         # Set by the app: the events and snapshots the serve held when this viewer came.
         self.on_backlog: Callable[[list[Event], list[ClusterSnapshot]], object] | None = None
         self.on_marker: Callable[[datetime, str, str], object] | None = None
 
     @classmethod
-    async def connect(cls, address: Address) -> AttachSource:
-        """Connect and read hello; UserError naming the address and the fix."""
+    async def connect(cls, address: Address, token: str | None = None) -> AttachSource:
+        """Connect (over TCP, send ``token`` first) and read hello; UserError naming the address and fix."""
         limit = wire.MAX_FROM_SERVER
         try:
             if address.path is not None:
@@ -49,13 +54,27 @@ class AttachSource:
             ) from None
         except PermissionError:
             raise UserError(f"{address}: permission denied; ask for the serve's --group") from None
+        except BlockingIOError:
+            raise UserError(
+                f"the serve at {address} is busy (its queue of new viewers is full); try again"
+            ) from None
         except OSError as exc:
             why = exc.strerror or exc.__class__.__name__
             raise UserError(f"no pgtop-ha serve answers at {address} ({why}); is it running?") from None
         source = cls(address, reader, writer)
+        if address.path is None:
+            writer.write(wire.encode("auth", token=token or ""))
         try:
             async with asyncio.timeout(HELLO_TIMEOUT_S):
                 doc = await source._next()
+        except ServeEnded:
+            await source.aclose()
+            if address.path is None:
+                raise UserError(
+                    f"the serve at {address} closed the connection: its token is wrong or missing; "
+                    "give --token-file with the file serve wrote beside its socket"
+                ) from None
+            raise
         except TimeoutError:
             await source.aclose()
             raise UserError(
@@ -64,6 +83,9 @@ class AttachSource:
         except UserError:
             await source.aclose()
             raise
+        if doc["t"] == "bye":
+            await source.aclose()
+            raise UserError(f"{address}: {str(doc.get('text'))[:200]}")
         if doc["t"] != "hello" or doc.get("version") != wire.VERSION:
             await source.aclose()
             raise UserError(
@@ -82,6 +104,8 @@ class AttachSource:
             raise ServeEnded(f"the serve at {self.address} went away ({exc.__class__.__name__})") from None
         if not line.endswith(b"\n"):
             raise ServeEnded(f"the serve at {self.address} closed the stream")
+        self._last_size = len(line)
+        await asyncio.sleep(0)  # lines already buffered do not hold the screen: it gets its turn
         try:
             return wire.decode(line, str(self.address))
         except ParseError as exc:
@@ -92,9 +116,11 @@ class AttachSource:
     ) -> None:
         """Hand over what the serve held, then each snapshot and marker as it comes (the serve's pace)."""
         events: list[Event] = []
-        backlog: list[ClusterSnapshot] = []
+        backlog: deque[tuple[ClusterSnapshot, int]] = deque()
+        held = 0
         expected = self.hello.get("backlog")
-        count = expected if isinstance(expected, int) and expected >= 0 else 0
+        # What the serve announces is a claim, not a size to allocate: no more than a serve keeps.
+        count = min(expected, BACKLOG) if isinstance(expected, int) and expected >= 0 else 0
         first = await self._next()
         pending: dict[str, Any] | None = first
         if first["t"] == "events":
@@ -105,16 +131,27 @@ class AttachSource:
             if doc["t"] != "snap":
                 pending = doc
                 break
-            backlog.append(wire.snapshot_of(doc, str(self.address)))
-        if self.on_backlog is not None and (events or len(backlog) > 1):
-            self.on_backlog(events, backlog[:-1])
-        if backlog:
-            on_snapshot(backlog[-1])
+            size = self._last_size
+            backlog.append((wire.snapshot_of(doc, str(self.address)), size))
+            held += size
+            while held > BACKLOG_BYTES and len(backlog) > 1:
+                held -= backlog.popleft()[1]
+        before = [snap for snap, _ in backlog]
+        if self.on_backlog is not None and (events or len(before) > 1):
+            self.on_backlog(events, before[:-1])
+        if before:
+            on_snapshot(before[-1])
+        del backlog, before
+        loop = asyncio.get_running_loop()
+        last = loop.time()
         while True:
             doc = pending or await self._next()
             pending = None
             kind = doc["t"]
             if kind == "snap":
+                if (wait := last + MIN_GAP_S - loop.time()) > 0:
+                    await asyncio.sleep(wait)
+                last = loop.time()
                 on_snapshot(wire.snapshot_of(doc, str(self.address)))
             elif kind == "mark" and (marker := wire.marker_of(doc)) is not None:
                 if self.on_marker is not None:
@@ -122,10 +159,10 @@ class AttachSource:
             elif kind == "bye":
                 raise ServeEnded(f"{self.address}: {str(doc.get('text'))[:200]}")
 
-    def send_mark(self, text: str, source: str) -> None:
-        """Ask the serve to stamp a marker (it comes back to every viewer, this one too)."""
+    def send_mark(self, text: str) -> None:
+        """Ask the serve to stamp a marker under this viewer's identity (it comes back to every viewer)."""
         with contextlib.suppress(ConnectionError, OSError, RuntimeError):
-            self._writer.write(wire.encode("mark", text=text, source=source))
+            self._writer.write(wire.encode("mark", text=text))
 
     async def aclose(self) -> None:
         """Close the connection."""

@@ -7,6 +7,7 @@ it comes; a viewer sends only markers. Snapshots cross as the recorder stores th
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -21,8 +22,12 @@ from pgtop_ha.record.scrub import cleaned_json, scrub_tree
 from pgtop_ha.record.store import MAX_SNAPSHOT_BYTES
 
 VERSION = 1
+_STRINGS = re.compile(r'"[^"]*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
 MAX_FROM_SERVER = MAX_SNAPSHOT_BYTES + 4096  # one line: a snapshot as large as a recording holds
 MAX_FROM_VIEWER = 8192  # one line: a marker of 500 characters, and room
+MAX_DEPTH = 32  # nesting of a line's JSON (a snapshot needs under ten)
+MAX_EVENTS = 10_000  # events taken from an "events" line (a serve keeps fewer)
 
 
 def encode(kind: str, **fields: Any) -> bytes:
@@ -48,12 +53,32 @@ def marker_line(at: datetime, text: str, source: str) -> bytes:
 def decode(line: bytes, what: str) -> dict[str, Any]:
     """One line as an object with a string ``t``, every string cleaned; ParseError naming ``what``."""
     try:
-        doc = cleaned_json(line.decode("utf-8"))
+        text = line.decode("utf-8")
+        if _too_deep(text):
+            raise ParseError(f"{what}: JSON nested deeper than {MAX_DEPTH}")
+        doc = cleaned_json(text)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise ParseError(f"{what}: not a line of JSON") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("t"), str):
         raise ParseError(f"{what}: not a pgtop-ha stream line (no type)")
     return doc
+
+
+def _too_deep(text: str) -> bool:
+    """True when brackets outside strings nest deeper than MAX_DEPTH (checked before parsing)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    # Strings hold no structure: drop them (escaped quotes first), then count what is left.
+    bare = _STRINGS.sub("", text.replace("\\\\", "").replace('\\"', ""))
+    for ch in _BRACKETS.findall(bare):
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False
 
 
 def snapshot_of(doc: dict[str, Any], what: str) -> ClusterSnapshot:
@@ -67,7 +92,7 @@ def snapshot_of(doc: dict[str, Any], what: str) -> ClusterSnapshot:
 def events_of(doc: dict[str, Any]) -> list[Event]:
     """The events an "events" line holds (those this pgtop-ha cannot read are left out)."""
     found = doc.get("events")
-    items = found if isinstance(found, list) else []
+    items = found[-MAX_EVENTS:] if isinstance(found, list) else []
     return [e for item in items if isinstance(item, dict) and (e := event_of(item)) is not None]
 
 

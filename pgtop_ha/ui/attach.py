@@ -35,6 +35,7 @@ class AttachApp(PgtopApp):
         mode = Mode(True, f"read-only: attached to {label} (no actions exist)", "attached")
         super().__init__(settings, source, actions=None, mode=mode)
         self.attached = source
+        self.ended: str | None = None  # why the stream ended: said on exit, as one line
         source.on_backlog = self._seed
         source.on_marker = self._marked
         self.title = f"pgtop-ha attach {label}"
@@ -79,11 +80,12 @@ class AttachApp(PgtopApp):
         self.event_count += 1
 
     def mark(self, text: str, source: str = "marker") -> Event:
-        """Send a marker to the serve; it comes back stamped, to every viewer."""
-        self.attached.send_mark(text, source)
+        """Send a marker to the serve; it comes back stamped with this viewer's identity, to every viewer."""
+        self.attached.send_mark(text)
         return Event(at=self.clock(), kind="marker", text=text, source=source)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The stream's end is said in the header, as the serve put it."""
+        """The stream's end ends the viewer: stale data is never left on screen as if live."""
         if event.worker is self._poll and event.state is WorkerState.ERROR:
-            self.source_error = str(event.worker.error)
+            self.ended = str(event.worker.error)
+            self.exit(return_code=1)

@@ -25,6 +25,7 @@ from pgtop_ha.serve import hub as hub_module
 from pgtop_ha.serve import wire
 from pgtop_ha.serve.address import Address, claim_socket
 from pgtop_ha.serve.server import serve
+from pgtop_ha.serve.peers import user_name
 from pgtop_ha.serve.viewer import AttachSource, ServeEnded
 from pgtop_ha.settings import Settings
 from tests.support.scripted import ScriptedSource
@@ -107,11 +108,11 @@ async def test_a_marker_from_one_viewer_comes_back_stamped_to_every_viewer(tmp_p
         for i, v in enumerate(viewers):
             v.on_marker = lambda at, text, src, i=i: marks[i].append((at, text, src))
             runs.append(asyncio.create_task(v.run(lambda s: None, lambda: 1.0)))
-        viewers[0].send_mark("killed \x1b[31mprimary", "key M")
+        viewers[0].send_mark("killed \x1b[31mprimary")
         await until(lambda: all(marks.values()))
         assert marks[0] == marks[1]
         at, text, src = marks[0][0]
-        assert text == "killed primary" and src == "key M" and at.tzinfo is not None
+        assert text == "killed primary" and src == f"{user_name(os.getuid())} via socket" and at.tzinfo is not None
         for run in runs:
             run.cancel()
         for v in viewers:
