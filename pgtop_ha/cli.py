@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pgtop_ha import __version__
 from pgtop_ha.console import run_attach, run_console, run_replay
@@ -18,9 +18,9 @@ from pgtop_ha.runtime import collector_on
 from pgtop_ha.settings import Settings, load_settings
 
 
-def _console_flags() -> argparse.ArgumentParser:
+def _console_flags() -> _Parser:
     """Flags shared by the console, `snapshot` and `demo`."""
-    p = argparse.ArgumentParser(add_help=False)
+    p = _Parser(add_help=False)
     d = argparse.SUPPRESS
     p.add_argument("--config", type=Path, default=d, metavar="PATH", help="TOML config file")
     p.add_argument(
@@ -76,10 +76,52 @@ def _console_flags() -> argparse.ArgumentParser:
 LAB_COMMANDS = ("demo", "lab")
 
 
+class UsageError(Exception):
+    """A command line argparse cannot take: its parser and message."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors raised: `check` must say UNKNOWN (3), not exit 2 (CRITICAL)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise UsageError instead of exiting."""
+        raise UsageError(self, message)
+
+
+def _usage_error(exc: UsageError, args_list: list[str]) -> int:
+    """A usage error: a status line and 3 for `check`, argparse's usage and 2 for the rest."""
+    commands = [a for a in args_list if a in _COMMANDS]
+    if exc.parser.prog.endswith(" check") or (commands and commands[0] == "check"):
+        print(f"PGTOP-HA UNKNOWN - usage: {clean(str(exc))}; see pgtop-ha check --help")
+        return 3
+    exc.parser.print_usage(sys.stderr)
+    print(f"{exc.parser.prog}: error: {clean(str(exc))}", file=sys.stderr)
+    return 2
+
+
+_COMMANDS = (
+    "snapshot",
+    "check",
+    "record",
+    "replay",
+    "events",
+    "mark",
+    "serve",
+    "attach",
+    "fleet",
+    "demo",
+    "lab",
+)
+
+
 def _parser(lab: bool = False) -> argparse.ArgumentParser:
     """The command line; ``lab`` adds the lab's own flags to `demo` and `lab` (it imports the lab)."""
     common = _console_flags()
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pgtop-ha",
         parents=[common],
         description="A live console for PostgreSQL HA clusters run by Patroni behind HAProxy.",
@@ -296,7 +338,11 @@ def _check(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pgtop-ha` command."""
     sys.unraisablehook = quiet_unraisable
-    args = parse(argv)
+    args_list = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = parse(args_list)
+    except UsageError as exc:
+        return _usage_error(exc, args_list)
     if args.command is not None:
         # Only the console keeps the collector off until it is on screen (pgtop_ha/entry.py).
         collector_on()

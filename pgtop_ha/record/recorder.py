@@ -26,6 +26,7 @@ from pgtop_ha.record.store import FORMAT, FORMAT_VERSION, SCHEMA, compress, conn
 from pgtop_ha.settings import Settings
 
 MARKER_CHARS = 500
+MAX_MARKERS = 10_000  # markers in one recording, whatever its limit
 MIN_KEPT = 4  # thinning never goes below this many snapshots
 THIN_ROUNDS = 8  # thinning passes per cycle at most (each halves the oldest half)
 
@@ -134,6 +135,7 @@ class Recorder:
         self._page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
         self.cycles = 0
         self.markers = 0
+        self.markers_refused = 0  # past the limit: counted, not stored
         self.thinned = 0  # snapshots removed to stay within the limit
         self.last_event: Event | None = None
         self.error: str | None = None  # the first write error; the recorder stops there
@@ -194,16 +196,29 @@ class Recorder:
             self._fail(exc)
 
     def marker(self, at: datetime, text: str, source: str, events: Sequence[Event]) -> None:
-        """Store a marker and the timeline's events (which hold it too) in one transaction."""
+        """Store a marker and the timeline's events (which hold it too) in one transaction.
+
+        Markers count under the limit: past it (or past MAX_MARKERS) one is refused and counted.
+        """
         if self.error is not None:
             return
         try:
+            full = self.limit.max_bytes is not None and self.used_bytes() > self.limit.max_bytes
+            if full or self.markers >= MAX_MARKERS:
+                self.markers_refused += 1
+                with _transaction(self._conn):
+                    self._conn.execute(
+                        "INSERT OR REPLACE INTO header (key, value) VALUES ('markers_refused', ?)",
+                        (json.dumps(self.markers_refused),),
+                    )
+                return
             with _transaction(self._conn):
                 self._conn.execute(
                     "INSERT INTO markers (at, text, source) VALUES (?, ?, ?)",
                     (epoch(at), scrub(clean(text))[:MARKER_CHARS], scrub(clean(source))[:100]),
                 )
                 self._write_events(events)
+                self._bound(at)
             self.markers += 1
         except (sqlite3.Error, OSError) as exc:
             self._fail(exc)
@@ -223,6 +238,12 @@ class Recorder:
         self.error = f"{self.path}: {clean(str(exc))[:200]}"
         with contextlib.suppress(sqlite3.Error):
             self._conn.execute("ROLLBACK")
+        # Said in the file too when it still takes a row (a full disk may not): `events` reads it.
+        with contextlib.suppress(sqlite3.Error, OSError):
+            self._conn.execute(
+                "INSERT OR REPLACE INTO header (key, value) VALUES ('stopped_early', ?)",
+                (json.dumps(clean(str(exc))[:200]),),
+            )
 
     # -- bounds --------------------------------------------------------------------------------
 

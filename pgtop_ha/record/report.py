@@ -8,6 +8,7 @@ at their times, so a recording made before an improvement of the stopwatch still
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,16 @@ def recompute(recording: Recording, markers: list[Marker] | None = None) -> Time
     return timeline
 
 
+DISK_FULL_BYTES = 1024**2  # free space below this on a recording's filesystem: full
+
+
+def _disk_full(path: Path) -> bool:
+    try:
+        return shutil.disk_usage(path.parent).free < DISK_FULL_BYTES
+    except OSError:
+        return False
+
+
 def build_report(recording: Recording, *, recompute_events: bool = False) -> dict[str, Any]:
     """The report as JSON-ready data: header, span, events, markers, failovers."""
     first, last = recording.first(), recording.last()
@@ -79,6 +90,9 @@ def build_report(recording: Recording, *, recompute_events: bool = False) -> dic
         "recording": str(recording.path),
         "header": header,
         "complete": "ended_at" in recording.header,
+        # Why it ended early, as the recorder wrote it; else whether its disk is full now.
+        "stopped": recording.header.get("stopped_early"),
+        "disk_full": _disk_full(recording.path),
         "span": {
             "from": first.when.isoformat() if first else None,
             "to": last.when.isoformat() if last else None,
@@ -208,8 +222,14 @@ def format_report(report: dict[str, Any]) -> str:
         out.append(f"snapshots thinned before {_time(from_epoch(float(h['thinned_until'])).isoformat())}")
     if report.get("skipped_rows"):
         out.append(f"{report['skipped_rows']} rows could not be read and were skipped (a damaged file?)")
-    if not report["complete"]:
-        out.append("not closed cleanly (recorder killed?): the recording ends at its last whole cycle")
+    if report.get("stopped"):
+        out.append(f"the recorder stopped early ({clean(str(report['stopped']))[:200]}): it ends there")
+    elif not report["complete"] and report.get("disk_full"):
+        out.append("not closed cleanly, and its disk is full now: the recorder could not write; it ends at "
+                   "its last whole cycle")  # fmt: skip
+    elif not report["complete"]:
+        out.append("not closed cleanly (the recorder was killed or could not write): it ends at its last "
+                   "whole cycle")  # fmt: skip
     out += ["", format_events(report["events"])]
     out += ["", "Write outages and failovers (stopwatch, recomputed from the snapshots)"]
     for n, f in enumerate(report["failovers"], 1):

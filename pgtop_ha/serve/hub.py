@@ -1,8 +1,7 @@
 """The viewers of one `serve`: each proves who it is, gets hello, what the server holds, then every line.
 
-Every viewer is untrusted and bounded: a queue of lines (one that falls behind is dropped), a
-deadline on every write (one that stops reading is closed), a rate of markers, and a cap on
-viewers. A viewer may send markers and nothing else; a marker carries the viewer's identity as
+Every viewer is untrusted and bounded: a queue (one that falls behind is dropped), a deadline on
+every write, a rate of markers and a cap on viewers. A marker carries the viewer's identity as
 the serve knows it (its uid on the socket, its token's name over TCP), never a name it sends.
 """
 

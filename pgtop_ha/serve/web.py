@@ -1,8 +1,7 @@
 """`serve --web`: the attached console in a browser through textual-serve, behind a random token.
 
-Each tab runs `pgtop-ha attach` on the serve's socket: a tab costs the cluster nothing, and the
-process a tab runs gets no secret from the environment (it needs none). Tabs are capped; every
-connection must send its request head within a deadline and carries one request; a websocket
+Each tab runs `pgtop-ha attach` on the serve's socket, without the serve's secrets. Tabs are
+capped; a connection carries one request, whose head must come within a deadline; a websocket
 from another origin is refused.
 """
 

@@ -54,10 +54,13 @@ def decode(line: bytes, what: str) -> dict[str, Any]:
     """One line as an object with a string ``t``, every string cleaned; ParseError naming ``what``."""
     try:
         text = line.decode("utf-8")
-        if _too_deep(text):
-            raise ParseError(f"{what}: JSON nested deeper than {MAX_DEPTH}")
+    except UnicodeDecodeError:
+        raise ParseError(f"{what}: not a line of JSON") from None
+    if _too_deep(text):
+        raise ParseError(f"{what}: JSON nested deeper than {MAX_DEPTH}")
+    try:
         doc = cleaned_json(text)
-    except (UnicodeDecodeError, ValueError, RecursionError):
+    except (ValueError, RecursionError):
         raise ParseError(f"{what}: not a line of JSON") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("t"), str):
         raise ParseError(f"{what}: not a pgtop-ha stream line (no type)")

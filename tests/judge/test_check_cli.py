@@ -38,7 +38,9 @@ def test_a_bad_config_is_unknown_naming_the_file(tmp_path: Path) -> None:
 
 
 def test_wait_healthy_takes_positive_seconds_only() -> None:
+    # A wrong invocation is UNKNOWN (3) with a status line, as a monitoring plugin must say.
     out = _check("--wait-healthy", "soon")
-    assert out.returncode == 2 and "'soon' is not a number of seconds" in out.stderr
+    assert out.returncode == 3 and "UNKNOWN - usage: " in out.stdout
+    assert "'soon' is not a number of seconds" in out.stdout
     out = _check("--wait-healthy", "-5")
-    assert out.returncode == 2 and "give seconds between 0 and 86400" in out.stderr
+    assert out.returncode == 3 and "give seconds between 0 and 86400" in out.stdout

@@ -214,13 +214,15 @@ def test_events_json_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         "recording",
         "header",
         "complete",
+        "stopped",
+        "disk_full",
         "span",
         "events",
         "markers",
         "failovers",
         "skipped_rows",
     }
-    assert report["skipped_rows"] == 0
+    assert report["skipped_rows"] == 0 and report["stopped"] is None
     assert report["complete"] is True
     assert report["span"]["snapshots"] == 10 and report["span"]["seconds"] == 9.0
     assert report["header"]["pgtop_ha_version"] and report["header"]["python_version"]

@@ -21,6 +21,7 @@ from pgtop_ha.record.reader import Frame, Recording
 from pgtop_ha.record.recorder import EventLog, Recorder
 from pgtop_ha.record.scrub import scrub
 from pgtop_ha.record.store import epoch
+from pgtop_ha.settings import Settings
 from tests.record.helpers import failover_script, record_script
 from tests.ui import fixtures as fx
 
@@ -307,3 +308,46 @@ def test_a_replayed_recording_is_cleaned_of_escape_sequences(tmp_path: Path) -> 
         assert [m.text for m in rec.markers()] == ["node1"]
     finally:
         rec.close()
+
+
+def test_markers_count_under_the_size_limit(tmp_path: Path) -> None:
+    """A flood of markers stops at --record-max: the rest are refused and counted, never stored past it."""
+    path = tmp_path / "rec.db"
+    limit = parse_limit("64KiB")
+    rec = Recorder.create(path, Settings(), limit, role="serve")
+    snap = failover_script()[0]
+    rec.cycle(snap, [])
+    at = snap.taken_at
+    for i in range(2000):
+        rec.marker(at + timedelta(milliseconds=i), f"flood {i} " + "z" * 300, "viewer", [])
+    assert rec.markers_refused > 0 and rec.markers + rec.markers_refused == 2000
+    assert limit.max_bytes is not None and rec.used_bytes() <= limit.max_bytes + 8192
+    rec.close()
+    recording = Recording.open(path)
+    try:
+        assert recording.header["markers_refused"] == rec.markers_refused
+        assert len(recording.markers()) == rec.markers
+    finally:
+        recording.close()
+
+
+def test_a_recorder_that_cannot_write_says_so_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pgtop_ha.cli import main
+    from pgtop_ha.record import recorder as recorder_module
+
+    path = tmp_path / "rec.db"
+    rec = Recorder.create(path, Settings(), parse_limit("1GiB"), role="record")
+    script = failover_script()
+    rec.cycle(script[0], [])
+
+    def full(_text: str) -> bytes:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(recorder_module, "compress", full)
+    rec.cycle(script[1], [])
+    assert rec.error is not None and "disk is full" in rec.error
+    assert main(["events", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "the recorder stopped early (database or disk is full)" in out and "killed" not in out

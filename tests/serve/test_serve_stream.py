@@ -24,8 +24,8 @@ from pgtop_ha.record.limits import parse_limit
 from pgtop_ha.serve import hub as hub_module
 from pgtop_ha.serve import wire
 from pgtop_ha.serve.address import Address, claim_socket
-from pgtop_ha.serve.server import serve
 from pgtop_ha.serve.peers import user_name
+from pgtop_ha.serve.server import serve
 from pgtop_ha.serve.viewer import AttachSource, ServeEnded
 from pgtop_ha.settings import Settings
 from tests.support.scripted import ScriptedSource
@@ -112,7 +112,11 @@ async def test_a_marker_from_one_viewer_comes_back_stamped_to_every_viewer(tmp_p
         await until(lambda: all(marks.values()))
         assert marks[0] == marks[1]
         at, text, src = marks[0][0]
-        assert text == "killed primary" and src == f"{user_name(os.getuid())} via socket" and at.tzinfo is not None
+        assert (
+            text == "killed primary"
+            and src == f"{user_name(os.getuid())} via socket"
+            and at.tzinfo is not None
+        )
         for run in runs:
             run.cancel()
         for v in viewers:
