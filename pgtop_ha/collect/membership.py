@@ -16,13 +16,13 @@ from pathlib import Path
 
 from pgtop_ha.clock import Clock
 from pgtop_ha.collect.errors import ParseError
-from pgtop_ha.collect.patroni import ClusterView, OwnView, PatroniClient, describe_http_error
+from pgtop_ha.collect.patroni import ClusterView, HistoryRead, OwnView, PatroniClient, describe_http_error
 from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.judge.health import UNSETTLED_S
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.probe import member_at
-from pgtop_ha.models.snapshot import HistoryEntry, Member, PatroniConfig
+from pgtop_ha.models.snapshot import Member, PatroniConfig
 from pgtop_ha.models.trust import HostPolicy, never_contacted
 from pgtop_ha.models.urls import host_of, member_api_url, redact, root_of
 from pgtop_ha.settings import Settings
@@ -38,7 +38,7 @@ class Discovered:
 
     view: ClusterView
     root: str
-    history: tuple[HistoryEntry, ...] | None = None
+    history: HistoryRead | None = None
     config: PatroniConfig | None = None
     errors: tuple[str, ...] = ()
 
@@ -140,7 +140,7 @@ class Membership:
         for url in settings.patroni.urls:
             self._add_root(url)
         self._preferred: str | None = None
-        self.history: tuple[HistoryEntry, ...] = ()
+        self.history: HistoryRead | None = None
         self.config: PatroniConfig | None = None
         self._refresh_key: tuple[str | None, int | None] | None = None
         self._since_refresh = REFRESH_EVERY

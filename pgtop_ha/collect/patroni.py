@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -11,15 +12,17 @@ from typing import Any, TypeVar, cast
 
 import httpx
 
-from pgtop_ha.collect.coerce import as_bool, as_dict, as_int, as_str
+from pgtop_ha.collect.coerce import MAX_NOTES, Fields, as_bool, as_dict, as_float, as_int, as_str
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.http import GetOnlyClient, RefusedAnswer
 from pgtop_ha.models.roles import is_leader_role
 from pgtop_ha.models.snapshot import ClusterInfo, HistoryEntry, Member, PatroniConfig
-from pgtop_ha.models.text import clean
+from pgtop_ha.models.text import clean, fit
 from pgtop_ha.models.urls import redact
 
 MAX_PARAMETERS = 1000  # postgresql.parameters kept from /config (a real one has tens)
+MAX_TAGS = 64  # tags kept per member (Patroni's own are a handful)
+MAX_HISTORY = 100  # newest /history rows kept (a cluster has one per failover)
 REMEMBERED_BODY_BYTES = 64 * 1024  # a real /cluster or /patroni answer is a few KiB
 REMEMBERED_URLS = 256  # answers kept, one per URL: /cluster and each member's /patroni
 T = TypeVar("T")
@@ -50,6 +53,7 @@ class OwnView:
     name: str | None
     failsafe_active: bool | None = None
     cert_not_after: datetime | None = None  # its REST certificate's end, from the TLS handshake
+    malformed: tuple[str, ...] = ()  # fields of the wrong type, named
 
 
 def decode_json(text: str | bytes, what: str) -> Any:
@@ -60,13 +64,43 @@ def decode_json(text: str | bytes, what: str) -> Any:
         raise ParseError(f"{what}: not JSON ({exc.__class__.__name__})") from None
 
 
-def _lag(entry: dict[str, Any]) -> int | None:
-    # Patroni 4 reports "lag" (and receive_lag/replay_lag) as bytes or the string "unknown".
+def _lag(fields: Fields) -> int | None:
+    # Patroni 4 reports "lag" (and receive_lag/replay_lag) as bytes or the string "unknown";
+    # a negative lag is no lag at all: named, not shown.
     for key in ("lag", "replay_lag", "receive_lag"):
-        value = as_int(entry.get(key))
+        value = fields.whole(key, minimum=0, unknown=("unknown",))
         if value is not None:
             return value
     return None
+
+
+def _tags(value: Any) -> dict[str, Any]:
+    """A member's tags: the first MAX_TAGS, scalars only, text cut (Patroni's own tags are scalars)."""
+    tags = as_dict(value) or {}
+    kept: dict[str, Any] = {}
+    for key, item in list(tags.items())[:MAX_TAGS]:
+        if isinstance(item, str):
+            kept[clean(key)[:64]] = fit(clean(item), 256)
+        elif item is None or isinstance(item, bool):
+            kept[clean(key)[:64]] = item
+        elif isinstance(item, int):
+            kept[clean(key)[:64]] = as_int(item)
+        elif isinstance(item, float):
+            kept[clean(key)[:64]] = as_float(item)
+    return kept
+
+
+_VERSION = re.compile(r"\d{1,3}\.\d{1,3}(\.\d{1,4})?([.+~-][0-9A-Za-z.+~-]{1,24})?")
+UNKNOWN_VERSION = "unknown"
+
+
+def _version(fields: Fields) -> str | None:
+    """Patroni's version as it parses; one that does not is "unknown", and named (cut)."""
+    version = fields.text("version")
+    if version is None or _VERSION.fullmatch(version):
+        return version
+    fields.note("version", f"{fit(version, 24)!r} does not parse: unknown")
+    return UNKNOWN_VERSION
 
 
 DUPLICATES_KEPT = 1000  # names tracked for duplicates, and duplicates reported
@@ -104,7 +138,9 @@ def parse_cluster(data: Any, limit: int | None = None) -> ClusterView:
         others = [i for i in range(len(entries)) if i not in lead][: limit - len(leaders)]
         chosen = [entries[i] for i in sorted([*leaders, *others])]
     members: list[Member] = []
+    notes: list[str] = []
     for entry in chosen:
+        fields = Fields(entry, f"/cluster {clean(str(entry.get('name')))[:40]}:")
         port = as_int(entry.get("port"))
         api_url = as_str(entry.get("api_url"))
         members.append(
@@ -112,24 +148,28 @@ def parse_cluster(data: Any, limit: int | None = None) -> ClusterView:
                 name=as_str(entry.get("name")) or "",
                 role=as_str(entry.get("role")),
                 state=as_str(entry.get("state")),
-                timeline=as_int(entry.get("timeline")),
-                lag_bytes=_lag(entry),
+                timeline=fields.whole("timeline", minimum=1),
+                lag_bytes=_lag(fields),
                 host=as_str(entry.get("host")),
                 port=port if port is not None and 0 < port < 65536 else None,
                 # Shown and stored as given but without credentials; the poller checks its shape.
                 api_url=redact(api_url) if api_url is not None else None,
-                tags=as_dict(entry.get("tags")) or {},
-                pending_restart=as_bool(entry.get("pending_restart")),
+                tags=_tags(entry.get("tags")),
+                pending_restart=fields.flag("pending_restart"),
                 scheduled_restart=as_dict(entry.get("scheduled_restart")),
+                malformed=tuple(fields.notes),
             )
         )
+        notes.extend(fields.notes)
     leader = next((m.name for m in members if is_leader_role(m.role)), None)
+    top = Fields(body, "/cluster:")
     info = ClusterInfo(
         name=as_str(body.get("scope")),
         leader=leader,
-        pause=as_bool(body.get("pause")),
+        pause=top.flag("pause"),
         scheduled_switchover=as_dict(body.get("scheduled_switchover")),
         duplicates=duplicates[:DUPLICATES_KEPT],
+        malformed=tuple(top.notes),
     )
     return ClusterView(info=info, members=tuple(members), listed=len(entries))
 
@@ -140,29 +180,48 @@ def parse_patroni(data: Any) -> OwnView:
     if body is None or ("role" not in body and "state" not in body):
         raise ParseError("patroni /patroni: expected an object with 'role' and 'state'")
     meta = as_dict(body.get("patroni")) or {}
-    pending = as_bool(body.get("pending_restart"))
+    fields = Fields(body, "/patroni:")
+    about = Fields(meta, "/patroni: patroni.")
+    # Patroni omits pending_restart and pause when false; a value of the wrong type is unknown.
+    pending = fields.flag("pending_restart") if "pending_restart" in body else False
+    pause = fields.flag("pause") if "pause" in body else False
     return OwnView(
-        role=as_str(body.get("role")),
-        state=as_str(body.get("state")),
-        timeline=as_int(body.get("timeline")),
-        # Patroni omits pending_restart when false.
-        pending_restart=bool(pending),
+        role=fields.text("role"),
+        state=fields.text("state"),
+        timeline=fields.whole("timeline", minimum=1),
+        pending_restart=pending,
         pending_restart_reason=as_dict(body.get("pending_restart_reason")),
-        pause=bool(as_bool(body.get("pause"))),
-        dcs_last_seen=as_int(body.get("dcs_last_seen")),
-        version=as_str(meta.get("version")),
-        failsafe_active=as_bool(body.get("failsafe_mode_is_active")),
+        pause=pause,
+        dcs_last_seen=fields.whole("dcs_last_seen", minimum=0),
+        version=_version(about),
+        failsafe_active=fields.flag("failsafe_mode_is_active"),
         scope=as_str(meta.get("scope")),
         name=as_str(meta.get("name")),
+        malformed=(*fields.notes, *about.notes)[:MAX_NOTES],
     )
 
 
+@dataclass(frozen=True)
+class HistoryRead:
+    """The newest rows of one /history answer, and how many rows it had."""
+
+    rows: tuple[HistoryEntry, ...]
+    total: int
+
+
+def read_history(data: Any) -> HistoryRead:
+    """The newest MAX_HISTORY rows of a decoded /history answer, the rest counted."""
+    rows = parse_history(data)
+    return HistoryRead(rows, max(len(rows), len(data)))
+
+
 def parse_history(data: Any) -> tuple[HistoryEntry, ...]:
-    """Timeline switches from a decoded /history answer; ParseError if not a list."""
+    """Timeline switches from a decoded /history answer, the newest MAX_HISTORY; ParseError if not a list."""
     if not isinstance(data, list):
         raise ParseError("patroni /history: expected a list of [timeline, lsn, reason, ...] rows")
     rows: list[HistoryEntry] = []
-    for raw in data:
+    # Only the newest rows become models: a long (or hostile) history costs no more than they do.
+    for raw in data[-MAX_HISTORY:]:
         if not isinstance(raw, list) or not raw:
             continue
         timeline = as_int(raw[0])
@@ -285,9 +344,9 @@ class PatroniClient:
                 self._last[url] = (last[0], view)
         return view
 
-    async def history(self, root: str) -> tuple[HistoryEntry, ...]:
-        """GET <root>/history."""
-        return parse_history(await self._json(f"{root}/history", "patroni /history"))
+    async def history(self, root: str) -> HistoryRead:
+        """GET <root>/history: its newest rows, the rest counted."""
+        return read_history(await self._json(f"{root}/history", "patroni /history"))
 
     async def config(self, root: str) -> PatroniConfig:
         """GET <root>/config."""

@@ -18,10 +18,12 @@ import httpx
 
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.collect import haproxy
+from pgtop_ha.collect.coerce import MAX_NOTES
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.http import GetOnlyClient, Login
 from pgtop_ha.collect.membership import Discovered, Membership, MemberSources, refusal
 from pgtop_ha.collect.patroni import (
+    HistoryRead,
     OwnView,
     PatroniClient,
     describe_http_error,
@@ -107,6 +109,7 @@ class Poller:
         patroni = PatroniClient(patroni_http, settings.patroni.timeout, max_members=settings.max_members)
         # Who the members are and how each is reached (collect/membership.py).
         self.membership = Membership(settings, clock, patroni, proc=proc)
+        self._history_given: HistoryRead | None = None
         self.patroni = patroni
         self._pg_hosts = HostPolicy.of(settings.postgres.allowed_hosts)
         self._scope: str | None = settings.cluster_name
@@ -367,7 +370,7 @@ class Poller:
             members=tuple(members),
             nodes=tuple(nodes),
             haproxy=self._haproxy_state(members),
-            history=self.membership.history,
+            **self._history_news(),
             patroni_config=self.membership.config,
             errors=tuple(errors),
             probes=tuple(runner.probe() for runner in self._probes),
@@ -375,6 +378,14 @@ class Poller:
             pgbouncer=tuple(bouncer_state(r, self.membership.locate) for r in self._bouncers),
             pgpool=tuple(pgpool_state(r, self.membership.locate) for r in self._pgpools),
         )
+
+    def _history_news(self) -> dict[str, Any]:
+        """/history for this snapshot: given when it differs from the last one given, else nothing."""
+        read = self.membership.history
+        if read is None or read == self._history_given:
+            return {}
+        self._history_given = read
+        return {"history": read.rows, "history_total": read.total}
 
     def _pooler_readers(self) -> list[PoolerReader[Any]]:
         return [*self._bouncers, *self._pgpools]
@@ -428,6 +439,7 @@ class Poller:
                 pause=own.pause,
                 pending_restart=own.pending_restart or bool(base.pending_restart),
                 pending_restart_reason=own.pending_restart_reason,
+                malformed=(*base.malformed, *own.malformed)[:MAX_NOTES],
             )
         return base.model_copy(update=update)
 

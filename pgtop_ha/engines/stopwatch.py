@@ -366,7 +366,9 @@ class Stopwatch:
             return {} if r.lag_at_promotion_bytes is not None else {"lag_at_promotion_bytes": 0}
         # Where the old timeline ended in the new leader's history is exact; its last replay
         # position seen before the promotion is the fallback until /history says.
-        fork = next((h.lsn for h in snap.history if h.timeline == r.old_timeline and h.lsn is not None), None)
+        fork = next(
+            (h.lsn for h in snap.history or () if h.timeline == r.old_timeline and h.lsn is not None), None
+        )
         if fork is None and r.promotion_lsn is not None:
             return {}  # keep what is known (a later /history read may be cut short)
         lsn = fork if fork is not None else self._standby_lsn.get(new)

@@ -249,7 +249,7 @@ class Timeline:
             self._max_tl = tl
         if self._bump is not None:
             event_id, old = self._bump
-            entry = next((h for h in snap.history if h.timeline == old), None)
+            entry = next((h for h in snap.history or () if h.timeline == old), None)
             current = self._events.get(event_id)
             if entry is not None and current is not None:
                 self._update(event_id, touched, text=_switch_text(entry))

@@ -17,6 +17,7 @@ from pgtop_ha.models.snapshot import ClusterSnapshot
 ROLE_GRACE_S = 10.0  # Patroni's role against pg_is_in_recovery(), timelines: normal in a switchover
 DCS_STALE_LOOPS = 2  # dcs_last_seen older than this many loop_wait is stale
 DEFAULT_LOOP_WAIT_S = 10
+CLOCK_SKEW_S = 5.0  # dcs_last_seen further ahead of the answer's arrival than this: clocks differ
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ CHECK_RULES = {
     "role": "role.disagrees",
     "timelines": "cluster.timelines",
     "dcs": "patroni.dcs-stale",
+    "clock": "patroni.clock-skew",
 }
 
 
@@ -151,7 +153,14 @@ def disagreements(snap: ClusterSnapshot, pools: Pools, *, role_grace_s: float = 
             continue
         # Compared with when that answer came (not now): a slow answer kept is not staleness.
         age = m.last_ok_at.timestamp() - m.dcs_last_seen
-        if age > limit:
+        if age < -CLOCK_SKEW_S:
+            # A contact in the future hides staleness: the clocks, not the DCS, are what is known.
+            text = (
+                f"{m.name}: Patroni's last DCS contact is {-age:.0f} s in the future: its clock and "
+                "this host's differ, so whether it reaches the DCS cannot be told"
+            )
+            out.append(Check(f"clock:{m.name}", text, m.name, 1))
+        elif age > limit:
             text = f"{m.name}: Patroni has not reached the DCS for over {limit:g} s"
             out.append(Check(f"dcs:{m.name}", text, m.name, 2))
     return out

@@ -546,6 +546,7 @@ def cluster_problems(
             )
     out.extend(Problem(f.level, None, f.text, rule="pooler.contradiction") for f in pooler_findings(snapshot))
     out.extend(Problem(Level.WARN, None, e, rule="source.error") for e in snapshot.errors)
+    out.extend(malformed_problems(snapshot))
     backrest = snapshot.pgbackrest
     if backrest is not None and backrest.enabled and backrest.no_stanza and backrest.error is None:
         out.append(
@@ -554,6 +555,17 @@ def cluster_problems(
             )
         )
     return sorted(out, key=lambda p: -p.level)
+
+
+def malformed_problems(snapshot: ClusterSnapshot) -> list[Problem]:
+    """Fields Patroni sent with the wrong type: each answer's named once, and read as unknown."""
+    found = [(None, snapshot.cluster.malformed), *((m.name, m.malformed) for m in snapshot.members)]
+    return [
+        Problem(Level.WARN, node, "; ".join(notes), "fields of the wrong type", key="malformed",
+                rule="patroni.malformed")
+        for node, notes in found
+        if notes
+    ]  # fmt: skip
 
 
 def identity_problems(snapshot: ClusterSnapshot) -> list[Problem]:

@@ -27,6 +27,8 @@ RULES: dict[str, str] = {
     "patroni.scheduled": "a switchover or a member's restart is scheduled",
     "patroni.paused": "the cluster is in maintenance mode: no automatic failover",
     "patroni.dcs-stale": "a member's Patroni has not reached the DCS for two loop_wait",
+    "patroni.clock-skew": "a member's Patroni says it reached the DCS in the future: the clocks differ",
+    "patroni.malformed": "Patroni sent a field of the wrong type (or a negative lag): read as unknown",
     "role.leader-in-recovery": "Patroni's leader is in recovery",
     "role.primary-not-leader": "a PostgreSQL out of recovery is not Patroni's leader",
     "role.disagrees": "Patroni's role and pg_is_in_recovery() disagree past the grace period",

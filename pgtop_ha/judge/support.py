@@ -17,7 +17,9 @@ def postgres_unsupported(server_version: int | None) -> str | None:
 
 
 def patroni_unsupported(version: str | None) -> str | None:
-    """Why this Patroni version is outside the supported range (None: supported or unknown)."""
+    """Why this Patroni version is outside the supported range (None: supported or not read)."""
+    if version == "unknown":
+        return "Patroni sent a version that does not parse: unknown, so unsupported; fields may differ"
     match = re.match(r"(\d+)\.(\d+)", version or "")
     if version is None or match is None or f"{match[1]}.{match[2]}" in PATRONI:
         return None

@@ -91,6 +91,7 @@ class ClusterInfo(Bounded):
     slow_s: float | None = None  # /cluster poll still running (last answer kept), for so long
     # Names /cluster listed more than once, each with every host:port it gave (the first is shown).
     duplicates: tuple[str, ...] = ()
+    malformed: tuple[str, ...] = ()  # /cluster's own fields of the wrong type, named
 
 
 class Member(Bounded):
@@ -125,6 +126,7 @@ class Member(Bounded):
     slow_s: float | None = None
     # /cluster was read and does not list it: it left, or only [patroni] urls name its REST.
     unlisted: bool = False
+    malformed: tuple[str, ...] = ()  # fields of the wrong type in its /cluster entry or /patroni, named
 
 
 class HistoryEntry(Bounded):
@@ -531,7 +533,10 @@ class ClusterSnapshot(Bounded):
     members: tuple[Member, ...] = ()
     nodes: tuple[NodeSnapshot, ...] = ()
     haproxy: HAProxyState = Field(default_factory=HAProxyState)
-    history: tuple[HistoryEntry, ...] = ()
+    # Patroni's /history, newest rows up to a cap, only in a snapshot where it changed; null when
+    # it did not (or was not read): the last one given still holds.
+    history: tuple[HistoryEntry, ...] | None = None
+    history_total: int | None = None  # /history's rows: more than ``history`` past the cap
     patroni_config: PatroniConfig | None = None
     errors: tuple[str, ...] = ()
     probes: tuple[Probe, ...] = ()

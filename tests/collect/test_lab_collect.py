@@ -67,6 +67,7 @@ async def test_leader_and_roles_agree_with_patroni(lab: Lab, poller: Poller) -> 
     assert PERMANENT_SLOT in snap.patroni_config.permanent_slots
     # /history lists the timelines before the current one (none on a fresh cluster).
     current = max(m.timeline or 0 for m in snap.members)
+    assert snap.history is not None, "the first snapshot carries /history"
     assert len(snap.history) == current - 1
     assert all(h.timeline < current for h in snap.history)
 
