@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from pgtop_ha.collect.fleet_source import PrometheusFleet
@@ -11,13 +9,7 @@ from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader
 from pgtop_ha.judge.fleet import FleetQueries
 from tests.fleet.synth import FakeFleet, query_of
 from tests.hostile.fakes import answer, fake_server, json_answer
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
+from tests.support.ports import free_port
 
 
 async def _error(url: str) -> str:
@@ -30,7 +22,7 @@ async def _error(url: str) -> str:
 
 
 async def test_prometheus_down() -> None:
-    assert "connection refused" in await _error(f"http://127.0.0.1:{_free_port()}")
+    assert "connection refused" in await _error(f"http://127.0.0.1:{free_port()}")
 
 
 @pytest.mark.parametrize(

@@ -38,16 +38,10 @@ from pgtop_ha.serve.server import serve
 from pgtop_ha.serve.viewer import AttachSource
 from pgtop_ha.settings import Settings
 from tests.serve.test_serve_stream import T0, lines, snap, until
+from tests.support.ports import free_port
 from tests.support.scripted import ScriptedSource
 
 ME = f"{user_name(os.getuid())} via socket"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 @contextlib.asynccontextmanager
@@ -57,7 +51,7 @@ async def serving(
     """A serve in ``tmp_path`` (and on a loopback port with ``tcp``): its socket, TCP address and log."""
     sock = tmp_path / "serve.sock"
     addresses = [Address(path=sock)]
-    listen = Address(host="127.0.0.1", port=_free_port()) if tcp else None
+    listen = Address(host="127.0.0.1", port=free_port()) if tcp else None
     if listen is not None:
         addresses.append(listen)
     out = io.StringIO()
@@ -397,3 +391,28 @@ def test_attach_over_tcp_without_a_token_file_says_how(
         tcp_token(Address(host="127.0.0.1", port=9), None)
     with pytest.raises(UserError, match="a socket needs none"):
         tcp_token(Address(path=tmp_path / "s.sock"), tmp_path / "t")
+
+
+async def test_q_answers_while_a_peer_floods_the_viewer(tmp_path: Path) -> None:
+    from pgtop_ha.ui.attach import AttachApp
+
+    sock = tmp_path / "flood.sock"
+    line = wire.snapshot_line(snap(0).model_dump_json())
+
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(wire.encode("hello", version=wire.VERSION, backlog=10**9, settings={}))
+        writer.write(wire.encode("events", events=[]))
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            while not writer.is_closing():
+                writer.write(line * 50)
+                await writer.drain()
+
+    server = await asyncio.start_unix_server(flood, path=str(sock))
+    async with server:
+        viewer = await AttachSource.connect(Address(path=sock))
+        app = AttachApp(AttachApp.settings_for(viewer.hello, "dark"), viewer)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(lambda: app.received >= 1, 30)
+            await asyncio.wait_for(pilot.press("q"), 10)
+            await until(lambda: app.return_code is not None, 10)
+        await viewer.aclose()

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import json
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -26,22 +25,16 @@ from pgtop_ha.ui.attach import AttachApp
 from tests.serve.test_serve_stream import until
 from tests.support.browser import browser, chromium
 from tests.support.lab_polls import quiet
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.lab
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 @contextlib.asynccontextmanager
 async def served(lab: Lab, tmp_path: Path) -> AsyncIterator[tuple[Path, str, list[str]]]:
     """`pgtop-ha serve --web` on the lab: its socket, its browser URL, and its output so far."""
     sock = tmp_path / "serve.sock"
-    port = _free_port()
+    port = free_port()
     argv = [sys.executable, "-m", "pgtop_ha", "--config", str(lab.layout.console_config), "serve",
             "--socket", str(sock), "--web", f"127.0.0.1:{port}"]  # fmt: skip
     proc = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

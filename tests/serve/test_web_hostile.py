@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,18 +14,12 @@ from pgtop_ha.serve import web as web_module
 from pgtop_ha.serve.address import Address
 from pgtop_ha.serve.web import WebView
 from tests.serve.test_serve_stream import until
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
+from tests.support.ports import free_port
 
 
 @contextlib.asynccontextmanager
 async def viewing(tmp_path: Path, **options: int) -> AsyncIterator[WebView]:
-    view = WebView("127.0.0.1", _free_port(), Address(path=tmp_path / "none.sock"), **options)  # type: ignore[arg-type]
+    view = WebView("127.0.0.1", free_port(), Address(path=tmp_path / "none.sock"), **options)  # type: ignore[arg-type]
     said: list[str] = []
     task = asyncio.create_task(view.run(said.append))
     await until(lambda: bool(said) or task.done())
