@@ -67,9 +67,11 @@ class Viewer:
     number: int
     who: str
     writer: asyncio.StreamWriter
-    queue: asyncio.Queue[bytes | None] = field(default_factory=lambda: asyncio.Queue(QUEUE))
+    queue: asyncio.Queue[bytes] = field(default_factory=lambda: asyncio.Queue(QUEUE))
     markers: Bucket = field(default_factory=lambda: Bucket(MARKER_BURST, MARKER_EVERY_S, _monotonic))
     closing: str | None = None
+    sending: asyncio.Task[None] | None = None
+    farewell: asyncio.Task[None] | None = None
 
 
 def _end(writer: asyncio.StreamWriter) -> None:
@@ -81,6 +83,21 @@ def _end(writer: asyncio.StreamWriter) -> None:
         transport.abort()
     else:
         transport.close()
+
+
+async def _put(writer: asyncio.StreamWriter, line: bytes, within_s: float) -> None:
+    writer.write(line)
+    await asyncio.wait_for(writer.drain(), within_s)
+
+
+async def _farewell(writer: asyncio.StreamWriter, line: bytes) -> None:
+    """A dropped viewer's last line, then the end: closed at the deadline whether it read or not."""
+    try:
+        await _put(writer, line, BYE_TIMEOUT_S)
+    except (TimeoutError, ConnectionError, OSError, RuntimeError):
+        pass
+    finally:
+        _end(writer)
 
 
 class Hub:
@@ -138,10 +155,13 @@ class Hub:
         viewer.closing = why
         if bye is None:
             self._say(f"viewer {viewer.number} ({viewer.who}) dropped: {why}")
-        while not viewer.queue.empty():
-            viewer.queue.get_nowait()
-        viewer.queue.put_nowait(wire.encode("bye", text=bye or f"dropped by pgtop-ha serve: {why}"))
-        viewer.queue.put_nowait(None)
+        # Whatever it was still waiting to take is abandoned: its last line has a deadline of its own.
+        if viewer.sending is not None:
+            viewer.sending.cancel()
+        line = wire.encode("bye", text=bye or f"dropped by pgtop-ha serve: {why}")
+        viewer.farewell = asyncio.create_task(
+            _farewell(viewer.writer, line), name=f"viewer-{viewer.number}-bye"
+        )
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One connection: who it is, then hello to its end; never an exception out of here."""
@@ -206,18 +226,19 @@ class Hub:
         self.viewers.add(viewer)
         self._say(f"viewer {viewer.number} ({who}) attached ({len(self.viewers)} now)")
         sending = asyncio.create_task(self._write(viewer, first), name=f"viewer-{viewer.number}-out")
+        viewer.sending = sending
         reading = asyncio.create_task(self._read(viewer, reader), name=f"viewer-{viewer.number}-in")
         try:
             await asyncio.wait({sending, reading}, return_when=asyncio.FIRST_COMPLETED)
-            if not sending.done() and viewer.closing is None:
+            if viewer.closing is None:
                 viewer.closing = "gone"  # the peer went away: nothing more to tell it
-                sending.cancel()
-            # A dropped viewer's last line has its own deadline in _write; nothing waits longer.
-            await asyncio.wait({sending}, timeout=BYE_TIMEOUT_S + 1)
+            if viewer.farewell is not None:  # dropped: its last line has its own deadline
+                await asyncio.wait({viewer.farewell}, timeout=BYE_TIMEOUT_S + 1)
         finally:
-            for task in (sending, reading):
+            tasks = [t for t in (sending, reading, viewer.farewell) if t is not None]
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(sending, reading, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             self.viewers.discard(viewer)
             _end(writer)
             self._say(f"viewer {viewer.number} left ({len(self.viewers)} now)")
@@ -226,24 +247,16 @@ class Hub:
         writer = viewer.writer
         try:
             for line in first:
-                await self._put(writer, line, WRITE_TIMEOUT_S)
-            while (queued := await viewer.queue.get()) is not None:
-                last = viewer.closing is not None
-                await self._put(writer, queued, BYE_TIMEOUT_S if last else WRITE_TIMEOUT_S)
+                await _put(writer, line, WRITE_TIMEOUT_S)
+            while True:
+                await _put(writer, await viewer.queue.get(), WRITE_TIMEOUT_S)
         except TimeoutError:
             if viewer.closing is None:
                 viewer.closing = f"it took nothing for {WRITE_TIMEOUT_S:g} s"
                 self._say(f"viewer {viewer.number} ({viewer.who}) closed: {viewer.closing}")
-        except (ConnectionError, OSError):
-            return
-        finally:
-            if viewer.closing is not None and viewer.closing != "gone":
                 _end(writer)  # ends the reader side too
-
-    @staticmethod
-    async def _put(writer: asyncio.StreamWriter, line: bytes, within_s: float) -> None:
-        writer.write(line)
-        await asyncio.wait_for(writer.drain(), within_s)
+        except (ConnectionError, OSError, RuntimeError):
+            return
 
     async def _read(self, viewer: Viewer, reader: asyncio.StreamReader) -> None:
         while viewer.closing is None:

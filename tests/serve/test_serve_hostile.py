@@ -416,3 +416,25 @@ async def test_q_answers_while_a_peer_floods_the_viewer(tmp_path: Path) -> None:
             await asyncio.wait_for(pilot.press("q"), 10)
             await until(lambda: app.return_code is not None, 10)
         await viewer.aclose()
+
+
+async def test_a_dropped_viewer_that_never_reads_is_closed_at_its_last_line_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hub_module, "QUEUE", 2)
+    monkeypatch.setattr(hub_module, "BYE_TIMEOUT_S", 0.5)
+    big = snap(0).model_copy(update={"errors": ("x" * 400_000,)})
+    source = ScriptedSource([big])
+    async with serving(tmp_path, source) as (sock, _, out):
+        stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stuck.connect(str(sock))
+        await until(lambda: "attached (1 now)" in out.getvalue())
+        for i in range(1, 6):
+            source.push(big.model_copy(update={"taken_at": T0 + timedelta(seconds=i)}))
+        await until(lambda: "dropped: it fell 2 lines behind" in out.getvalue())
+        # Closed well before the 20 s a write may take: the drop does not wait behind it.
+        dropped = asyncio.get_running_loop().time()
+        await until(lambda: "left (0 now)" in out.getvalue(), 5)
+        assert asyncio.get_running_loop().time() - dropped < hub_module.WRITE_TIMEOUT_S / 4
+        stuck.close()

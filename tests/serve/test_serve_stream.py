@@ -127,6 +127,7 @@ async def test_a_viewer_that_falls_behind_is_dropped_and_the_others_go_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(hub_module, "QUEUE", 4)
+    monkeypatch.setattr(hub_module, "BYE_TIMEOUT_S", 30.0)  # time to read its last line below
     big = snap(0).model_copy(update={"errors": ("x" * 300_000,)})  # fills the socket buffers quickly
     source = ScriptedSource([big])
     async with serving(tmp_path, source) as sock:
