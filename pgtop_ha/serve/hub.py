@@ -33,6 +33,7 @@ MARKER_EVERY_S = 6.0  # then one per this many seconds
 ALL_MARKER_BURST = 20  # markers from every viewer together
 ALL_MARKER_EVERY_S = 1.0
 REFUSED_SAID_EVERY_S = 10.0
+REFUSALS_SAID_BURST = 10  # refused connections logged at once, then one per REFUSED_SAID_EVERY_S
 
 
 class Bucket:
@@ -129,6 +130,8 @@ class Hub:
         self._all_markers: Bucket | None = None
         self.refused_markers = 0
         self._refused_said = -REFUSED_SAID_EVERY_S
+        self._refusals: Bucket | None = None
+        self._unsaid = 0
 
     def snapshot(self, line: bytes) -> None:
         """A new snapshot: kept for late viewers, sent to every viewer."""
@@ -189,7 +192,9 @@ class Hub:
         uid = peer_uid(sock)
         if uid is not None:
             if not self._group and uid not in (os.getuid(), 0):
-                self._say(f"a connection from {user_name(uid)} refused: the socket is not shared (--group)")
+                self._refused(
+                    f"a connection from {user_name(uid)} refused: the socket is not shared (--group)"
+                )
                 return None
             return f"{user_name(uid)} via socket"
         # TCP: the first line is the token, before a single byte goes back.
@@ -205,7 +210,9 @@ class Hub:
             if doc.get("t") == "auth":
                 token = match(self._tokens, doc.get("token"))
         if token is None:
-            self._say(f"a connection from {where} refused: no valid token in its first {AUTH_TIMEOUT_S:g} s")
+            self._refused(
+                f"a connection from {where} refused: no valid token in its first {AUTH_TIMEOUT_S:g} s"
+            )
             return None
         return f"{token.name} via tcp"
 
@@ -288,6 +295,17 @@ class Hub:
                 self._refuse_marker()
                 continue
             self._on_marker(doc["text"], viewer.who)
+
+    def _refused(self, line: str) -> None:
+        # Said, but a flood of refused connections does not become a flood of lines in the log.
+        if self._refusals is None:
+            self._refusals = Bucket(REFUSALS_SAID_BURST, REFUSED_SAID_EVERY_S, _monotonic)
+        if not self._refusals.take():
+            self._unsaid += 1
+            return
+        more = f" ({self._unsaid} more refused, not said)" if self._unsaid else ""
+        self._unsaid = 0
+        self._say(line + more)
 
     def _refuse_marker(self) -> None:
         self.refused_markers += 1
