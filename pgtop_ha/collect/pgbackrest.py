@@ -332,7 +332,8 @@ class PgBackRestReader:
     """Reads `pgbackrest info` and the local spool; one call is one poll of the source."""
 
     def __init__(self, argv: Sequence[str], config: Path | None, stanza: str | None,
-                 spool: Path | None, clock: Clock) -> None:  # fmt: skip
+                 spool: Path | None, clock: Clock, *, asked: bool = True) -> None:  # fmt: skip
+        self.asked = asked
         self.argv = tuple(argv)
         self.config = config
         self.stanza = stanza
@@ -355,6 +356,7 @@ class PgBackRestReader:
             why = f"pgbackrest info lists no stanza ({read}); set [pgbackrest] config and stanza"
         return PgBackRestState(
             enabled=True,
+            asked=self.asked,
             stanzas=stanzas,
             spools=spools,
             queue_max_bytes=queue_max(conf, self.stanza or (stanzas[0].name if stanzas else None)),
@@ -409,7 +411,12 @@ class PgBackRestSource:
 
     def __init__(self, settings: PgBackRestSettings, clock: Clock) -> None:
         self._reader = PgBackRestReader(
-            settings.command, settings.config, settings.stanza, settings.spool_path, clock
+            settings.command,
+            settings.config,
+            settings.stanza,
+            settings.spool_path,
+            clock,
+            asked=settings.enabled is True,
         )
         self._source: Source[PgBackRestState] = Source(
             "pgbackrest", self._reader.read, settings.timeout, clock, describe
@@ -438,7 +445,7 @@ class PgBackRestSource:
     def state(self) -> PgBackRestState:
         """The last reading, with how the source fares."""
         reading = self._source.reading()
-        base = reading.value or PgBackRestState(enabled=True)
+        base = reading.value or PgBackRestState(enabled=True, asked=self._reader.asked)
         return base.model_copy(
             update={"error": reading.error, "last_ok_at": reading.last_ok_at, "slow_s": reading.slow_s}
         )

@@ -143,11 +143,6 @@ def stanza_level(ok: bool, repo_errors: bool) -> Level:
     return Level.OK if ok and not repo_errors else Level.CRIT
 
 
-def no_stanza_level(error: bool) -> Level:
-    """No stanza: CRIT when `pgbackrest info` failed, WARN when it lists none."""
-    return Level.CRIT if error else Level.WARN
-
-
 def queue_level(word: str) -> Level | None:
     """The async push queue against archive-push-queue-max (pgbackrest.queue_state's word)."""
     return {"warn": Level.WARN, "crit": Level.CRIT, "dropping": Level.CRIT}.get(word)

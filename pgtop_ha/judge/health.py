@@ -11,6 +11,7 @@ from datetime import datetime
 from math import isfinite
 from typing import Literal
 
+from pgtop_ha.judge.backup import no_stanza_level, no_stanza_text
 from pgtop_ha.judge.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
 from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
 from pgtop_ha.models.derive import failover_slots, member_names, permanent_slots
@@ -549,11 +550,10 @@ def cluster_problems(
     out.extend(malformed_problems(snapshot))
     backrest = snapshot.pgbackrest
     if backrest is not None and backrest.enabled and backrest.no_stanza and backrest.error is None:
-        out.append(
-            Problem(
-                Level.WARN, None, backrest.no_stanza, "pgBackRest: no stanza", rule="pgbackrest.no-stanza"
-            )
-        )
+        level = no_stanza_level(error=False, asked=backrest.asked)
+        if level > Level.OK:
+            text = no_stanza_text(backrest, snapshot)
+            out.append(Problem(level, None, text, "pgBackRest: no stanza", rule="pgbackrest.no-stanza"))
     return sorted(out, key=lambda p: -p.level)
 
 

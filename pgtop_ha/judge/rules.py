@@ -51,7 +51,7 @@ RULES: dict[str, str] = {
     "archiver.ready": "WAL segments waiting to be archived past archive_ready",
     "locks.waits": "sessions wait on a lock past lock_wait_s",
     "pooler.contradiction": "pgBouncer or pgpool-II disagrees with Patroni",
-    "pgbackrest.no-stanza": "pgBackRest is read but lists no stanza (not the config or stanza in use)",
+    "pgbackrest.no-stanza": "pgBackRest, asked for, lists no stanza (not the config or stanza in use)",
     "identity.duplicate": "/cluster lists one name for several members (the first one is shown)",
     "identity.hidden": "a name arrived with invisible characters, removed before anything used it",
     "identity.look-alike": "two member names differ only by characters that look alike",

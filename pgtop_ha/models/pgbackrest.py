@@ -86,6 +86,9 @@ class PgBackRestState(Frozen):
     slow_s: float | None = None
     config: str | None = None  # the pgbackrest.conf read (None: none found)
     no_stanza: str | None = None  # why `info` listed no stanza, when it listed none
+    # False when nobody asked for it ([pgbackrest] enabled unset, and one was found on this host):
+    # then finding nothing is information, never a problem.
+    asked: bool = True
 
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3,

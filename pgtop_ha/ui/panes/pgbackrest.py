@@ -6,11 +6,11 @@ the queue pgBackRest's archive-push works through, measured against archive-push
 
 from __future__ import annotations
 
+from pgtop_ha.judge.backup import no_stanza_level, no_stanza_text
 from pgtop_ha.judge.grades import (
     FULL_BACKUP_WARN_S,
     backup_level,
     no_full_backup_level,
-    no_stanza_level,
     queue_level,
     queue_state,
     stale_read_level,
@@ -74,8 +74,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     behind = archiver.segments_behind if archiver else None
     queue = queue_state(ready, pb.queue_max_bytes)
     if not pb.stanzas:
-        text = shown(pb.error or "no stanza reported")
-        level = no_stanza_level(bool(pb.error))
+        text = shown(pb.error or no_stanza_text(pb, snapshot))
+        level = no_stanza_level(bool(pb.error), pb.asked)
         cells = {"stanza": cell("-"), "health": state(level), **blanks(*_REST)}
         return [Row(key="|none", cells={**cells, "error": cell(text, level)})]
     out = []
