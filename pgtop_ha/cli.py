@@ -223,6 +223,10 @@ def _fleet_arguments(sub: Any, common: argparse.ArgumentParser, events: argparse
     fleet.add_argument(
         "--match", metavar="MATCHERS", help="""only these clusters, asked of Prometheus: '{env="prod"}'"""
     )
+    fleet.add_argument(
+        "action", nargs="?", choices=("rules",), help="rules: print the fleet's Prometheus rule file"
+    )
+    fleet.add_argument("--output", type=Path, metavar="FILE", help="with rules: write the rule file here")
     events.add_argument("--prometheus", metavar="URL", help="read history from Prometheus instead of FILE")
     events.add_argument("--scope", metavar="NAME", help="with --prometheus: the cluster (Patroni scope)")
     events.add_argument("--since", default="6h", metavar="DURATION", help="with --prometheus (default 6h)")
@@ -370,6 +374,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_serve_command(args, _settings(args))
         if args.command == "attach":
             return run_attach(args.target, getattr(args, "theme", None), args.token_file)
+        if args.command == "fleet" and args.action == "rules":
+            from pgtop_ha.fleet_cli import run_rules
+
+            return run_rules(_settings(args), args.output)
         if args.command == "fleet":
             from pgtop_ha.fleet_cli import run_fleet
 

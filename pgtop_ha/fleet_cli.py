@@ -7,6 +7,7 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pgtop_ha.collect.fleet_source import PrometheusFleet
@@ -222,4 +223,23 @@ def run_history(settings: Settings, url: str | None, scope: str, since: str, *, 
         return 0
     print(f"{clean(scope)} from {clean(redact(base))}, last {clean(since)}")
     print(format_events(rows))
+    return 0
+
+
+def run_rules(settings: Settings, output: Path | None) -> int:
+    """`pgtop-ha fleet rules [--output FILE]`: the fleet's recording and alerting rules for Prometheus."""
+    from pgtop_ha import __version__
+    from pgtop_ha.judge.fleet_rules import rule_file
+
+    text = rule_file(queries_of(settings.fleet), __version__)
+    if output is None:
+        sys.stdout.write(text)
+        return 0
+    partial = output.with_name(f".{output.name}.partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(output)  # whole or not at all: a Prometheus reloading it never reads half
+    except OSError as exc:
+        raise UserError(f"--output {output}: {exc.strerror or exc}; give a writable path") from None
+    print(f"pgtop-ha: wrote {output}; check it with `promtool check rules {output}`", file=sys.stderr)
     return 0

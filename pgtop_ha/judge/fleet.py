@@ -132,7 +132,8 @@ class FleetQueries:
         by = ", ".join((self.scope_label, self.name_label, *labels))
         return f"max by ({by}) (max_over_time({self._m('patroni_postgres_running')}[1h]))"
 
-    def _total(self) -> str:
+    def total(self) -> str:
+        """Every cluster seen in the last hour, with its count of members."""
         return f"count by ({self.scope_label}) ({self._seen()})"
 
     def _parts(self) -> dict[str, str]:
@@ -146,7 +147,7 @@ class FleetQueries:
         writer = f"haproxy_backend_active_servers{{{matchers}}}"
         return {
             "leader": f"max by ({sc}, {nm}) ({self._m('patroni_primary')}) == 1",
-            "total": self._total(),
+            "total": self.total(),
             "up": f"sum {by} ({self._m('patroni_postgres_running')})",
             "streaming": f"sum {by} ({self._m('patroni_postgres_streaming')})",
             "timeline": f"max {by} ({self._m('patroni_postgres_timeline')})",
@@ -159,7 +160,7 @@ class FleetQueries:
             "writer": f"sum {by} ({writer}) and on ({sc}) {self._m('patroni_postgres_running')}",
         }
 
-    def _terms(self) -> dict[str, str]:
+    def terms(self) -> dict[str, str]:
         """Each rule as PromQL: per cluster it applies to, its points (RULES)."""
         sc, nm = self.scope_label, self.name_label
         p = self._parts()
@@ -193,8 +194,8 @@ class FleetQueries:
 
     def severity(self) -> str:
         """Every cluster's severity (RULES' points summed; 0 when nothing applies)."""
-        tagged = " or ".join(self._tag(k, v) for k, v in self._terms().items())
-        return f"(sum by ({self.scope_label}) ({tagged}) or ({self._total()}) * 0)"
+        tagged = " or ".join(self._tag(k, v) for k, v in self.terms().items())
+        return f"(sum by ({self.scope_label}) ({tagged}) or ({self.total()}) * 0)"
 
     def first(self) -> dict[str, str]:
         """The first round: every cluster counted by level (one pass), and the ``limit`` worst."""

@@ -1,0 +1,97 @@
+"""The fleet's rules as a Prometheus rule file: recorded once per evaluation, alerted by the engine.
+
+The same RULES and PromQL the fleet screen asks live (judge/fleet.py), so the two never differ.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from pgtop_ha.judge.fleet import CRIT, RULES, FleetQueries
+
+GROUP = "pgtop-ha-fleet"
+RULE_POINTS = "pgtop_ha:fleet_rule_points"  # per cluster and rule: its points where it applies
+SEVERITY = "pgtop_ha:fleet_severity"  # per cluster: every rule's points summed (0: healthy)
+LEVEL = "pgtop_ha:fleet_level"  # per cluster: 0 ok, 1 warn, 2 crit
+BY_LEVEL = "pgtop_ha:fleet_clusters"  # clusters per level (label "level")
+RULES_VERSION = "pgtop_ha:fleet_rules_version"  # which rules the file holds: a stale file is told
+VERSION = 1  # raised whenever RULES or their PromQL change
+
+
+@dataclass(frozen=True)
+class Alert:
+    """What an alert says and how long its rule must hold before it fires."""
+
+    name: str
+    summary: str
+    look: str  # what a DBA should look at, and the pgtop-ha key that opens it
+    for_s: int
+
+
+ALERTS: dict[str, Alert] = {
+    "no_leader": Alert("PgtopHaNoLeader", "no member is the leader",
+                       "writes fail until Patroni elects one: open the cluster (Enter), Overview (o)", 30),
+    "leaders": Alert("PgtopHaSeveralLeaders", "more than one member says it is the leader",
+                     "split brain: open the cluster (Enter), Cluster pane (c), HAProxy pools (h)", 0),
+    "writer": Alert("PgtopHaWriterPool", "HAProxy's writer pool does not have exactly one server UP",
+                    "writes go nowhere or to two places: open the cluster (Enter), HAProxy pane (h)", 30),
+    "dcs": Alert("PgtopHaDcsStale", "a member has not reached the DCS for a minute",
+                 "failover is blind without the DCS: open the cluster (Enter), Cluster pane (c)", 30),
+    "down": Alert("PgtopHaMemberDown", "a member seen in the last hour is not running",
+                  "one fewer standby to fail over to: open the cluster (Enter), Cluster pane (c)", 60),
+    "streaming": Alert("PgtopHaReplicaNotStreaming", "a running replica is not streaming",
+                       "it falls behind: open the cluster (Enter), Replication pane (r)", 60),
+    "lagging": Alert("PgtopHaReplicaLag", "a replica's replay lags the leader by over 16 MiB",
+                     "a failover now would lose that WAL or wait: open the cluster, Replication (r)", 120),
+    "paused": Alert("PgtopHaPaused", "the cluster is in maintenance mode: no automatic failover",
+                    "nobody takes over if the leader dies: open the cluster (Enter), Overview (o)", 300),
+}  # fmt: skip
+
+
+def _quoted(text: str) -> str:
+    """A YAML double-quoted scalar (JSON's escapes are YAML's)."""
+    return json.dumps(text, ensure_ascii=True)
+
+
+def rule_file(queries: FleetQueries, version: str) -> str:
+    """The rule file's text: recording rules, then one alert per crit and warn rule, in one group."""
+    sc = queries.scope_label
+    terms = queries.terms()
+    tagged = " or ".join(f'label_replace({expr}, "rule", "{key}", "", "")' for key, expr in terms.items())
+    records = [
+        (RULE_POINTS, tagged),
+        (SEVERITY, f"sum by ({sc}) ({RULE_POINTS}) or ({queries.total()}) * 0"),
+        (LEVEL, f"clamp_max(floor(log10({SEVERITY} + 1) / 3), {int(CRIT)})"),
+        (BY_LEVEL, f'count_values("level", {LEVEL})'),
+        (RULES_VERSION, f"vector({VERSION})"),
+    ]
+    lines = [
+        f"# Written by pgtop-ha {version} (`pgtop-ha fleet rules`) from its fleet rules; do not edit.",
+        "# Check it with `promtool check rules`, then list it under rule_files in prometheus.yml.",
+        "groups:",
+        f"  - name: {GROUP}",
+        "    rules:",
+    ]
+    for name, expr in records:
+        lines += [f"      - record: {name}", f"        expr: {_quoted(expr)}"]
+    for key, alert in ALERTS.items():
+        rule = RULES[key]
+        severity = "critical" if rule.level == CRIT else "warning"
+        lines += [
+            f"      - alert: {alert.name}",
+            f"        expr: {_quoted(RULE_POINTS + '{rule=' + _quoted(key) + '} > 0')}",
+            f"        for: {alert.for_s}s",
+            "        labels:",
+            f"          severity: {severity}",
+            f"          rule: {key}",
+            "        annotations:",
+            f"          summary: {_quoted(f'{{{{ $labels.{sc} }}}}: {alert.summary}')}",
+            f"          description: {_quoted(alert.look)}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def alerted() -> dict[str, str]:
+    """Each alerted rule and its alert's name (every crit and warn rule has one)."""
+    return {key: alert.name for key, alert in ALERTS.items()}

@@ -1,0 +1,153 @@
+"""`pgtop-ha fleet rules` as the ecosystem tests rule files: `promtool check rules`, `promtool test rules`.
+
+One synthetic cluster per fault beside a healthy one: each fault fires its own alert and no other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgtop_ha.cli import main
+from pgtop_ha.judge.fleet import CRIT, RULES, WARN, FleetQueries
+from pgtop_ha.judge.fleet_rules import ALERTS, RULE_POINTS, rule_file
+
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(
+    PROMTOOL is None and os.environ.get("CI") != "true",
+    reason="needs promtool (Debian's prometheus; scripts/setup installs it)",
+)
+SAMPLES = 60  # 15 minutes at 15 s
+EVAL = "10m"
+# The fault each cluster has; "healthy" has none.
+FAULTS = ("healthy", "no_leader", "leaders", "writer", "dcs", "down", "lagging", "paused", "streaming")
+
+
+def _members(fault: str) -> dict[str, dict[str, str]]:
+    """Series values per metric for members a (the leader) and b (a replica), in promtool's notation."""
+    flat = lambda v: f"{v}x{SAMPLES}"  # noqa: E731
+    series = {
+        "patroni_postgres_running": {"a": flat(1), "b": flat(1)},
+        "patroni_primary": {"a": flat(1), "b": flat(0)},
+        "patroni_postgres_streaming": {"a": flat(0), "b": flat(1)},
+        "patroni_postgres_timeline": {"a": flat(1), "b": flat(1)},
+        "patroni_pending_restart": {"a": flat(0), "b": flat(0)},
+        "patroni_is_paused": {"a": flat(0), "b": flat(0)},
+        "patroni_dcs_last_seen": {"a": f"0+15x{SAMPLES}", "b": f"0+15x{SAMPLES}"},  # now, every scrape
+        "patroni_xlog_location": {"a": flat(1000)},
+        "patroni_xlog_replayed_location": {"b": flat(1000)},
+    }
+    if fault == "no_leader":
+        series["patroni_primary"]["a"] = flat(0)
+        series["patroni_postgres_streaming"]["a"] = flat(1)  # a replica again, following nobody
+    elif fault == "leaders":
+        series["patroni_primary"]["b"] = flat(1)
+    elif fault == "dcs":
+        series["patroni_dcs_last_seen"] = {"a": flat(1), "b": flat(1)}  # stopped a long time ago
+    elif fault == "down":
+        series["patroni_postgres_running"]["b"] = f"1x20 0x{SAMPLES - 20}"
+    elif fault == "lagging":
+        series["patroni_xlog_location"]["a"] = flat(100_000_000)
+    elif fault == "paused":
+        series["patroni_is_paused"] = {"a": flat(1), "b": flat(1)}
+    elif fault == "streaming":
+        series["patroni_postgres_streaming"]["b"] = flat(0)
+    return series
+
+
+def _input_series() -> list[dict[str, str]]:
+    out = []
+    for fault in FAULTS:
+        for metric, members in _members(fault).items():
+            for name, values in members.items():
+                out.append({"series": f'{metric}{{scope="{fault}",name="{name}"}}', "values": values})
+        writer = "0" if fault == "writer" else "1"
+        out.append(
+            {"series": f'haproxy_backend_active_servers{{proxy="pg_writer",scope="{fault}"}}',
+             "values": f"{writer}x{SAMPLES}"}
+        )  # fmt: skip
+    return out
+
+
+def _expected(rule: str) -> list[dict[str, Any]]:
+    alert = ALERTS[rule]
+    severity = "critical" if RULES[rule].level == CRIT else "warning"
+    return [
+        {
+            "exp_labels": {"scope": rule, "rule": rule, "severity": severity},
+            "exp_annotations": {"summary": f"{rule}: {alert.summary}", "description": alert.look},
+        }
+    ]
+
+
+def _test_file(rules: Path) -> dict[str, Any]:
+    return {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "15s",
+        "tests": [
+            {
+                "interval": "15s",
+                "input_series": _input_series(),
+                # Every alert at once: the cluster with its fault, and no other cluster, fires it.
+                "alert_rule_test": [
+                    {"eval_time": EVAL, "alertname": ALERTS[rule].name, "exp_alerts": _expected(rule)}
+                    for rule in ALERTS
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": "pgtop_ha:fleet_clusters",
+                        "eval_time": EVAL,
+                        "exp_samples": [
+                            {"labels": 'pgtop_ha:fleet_clusters{level="0"}', "value": 1},
+                            {"labels": 'pgtop_ha:fleet_clusters{level="1"}', "value": 3},
+                            {"labels": 'pgtop_ha:fleet_clusters{level="2"}', "value": 5},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    assert PROMTOOL is not None, "promtool is missing: run scripts/setup"
+    return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_every_crit_and_warn_rule_has_its_alert() -> None:
+    assert {k for k, r in RULES.items() if r.level in (CRIT, WARN)} == set(ALERTS)
+    assert len({a.name for a in ALERTS.values()}) == len(ALERTS)
+    assert set(FAULTS) - {"healthy"} == set(ALERTS)
+
+
+@needs_promtool
+def test_the_rule_file_passes_promtool_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pgtop-ha.rules.yml"
+    assert main(["fleet", "rules", "--output", str(path)]) == 0
+    assert "promtool check rules" in capsys.readouterr().err
+    out = _promtool("check", "rules", str(path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"{len(ALERTS) + 5} rules found" in out.stdout
+
+
+@needs_promtool
+def test_each_fault_fires_its_alert_and_nothing_else(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yml"
+    rules.write_text(rule_file(FleetQueries(), "test"))
+    tests = tmp_path / "tests.yml"
+    tests.write_text(json.dumps(_test_file(rules), indent=1))  # JSON is YAML
+    out = _promtool("test", "rules", str(tests))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "SUCCESS" in out.stdout
+
+
+def test_the_labels_of_the_settings_reach_the_rules() -> None:
+    text = rule_file(FleetQueries(scope_label="cluster", selector='job="patroni"'), "test")
+    assert 'patroni_primary{job=\\"patroni\\"}' in text and "by (cluster)" in text
+    assert f"{RULE_POINTS}{{rule=" in text and "$labels.cluster" in text
