@@ -56,6 +56,7 @@ def queries_of(fleet: FleetSettings, match: str = "") -> FleetQueries:
         writer_backend=fleet.writer_backend,
         selector=fleet.selector,
         match=match,
+        recorded_match_ok=not match,
     )
 
 

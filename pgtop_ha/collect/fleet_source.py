@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import time
 from collections.abc import Callable
 
 from pgtop_ha.collect.prometheus import PrometheusReader
-from pgtop_ha.judge.fleet import FleetPage, FleetQueries, build_rows, counts_of
+from pgtop_ha.judge.fleet import RULES_VERSION, FleetPage, FleetQueries, build_rows, counts_of, rules_state
 
 DEFAULT_INTERVAL = 5.0
+STALE_EVALUATIONS = 12  # recorded rules older than this many refresh intervals: read live instead
 
 
 class PrometheusFleet:
@@ -30,6 +33,13 @@ class PrometheusFleet:
     async def refresh(self, filter_text: str = "") -> FleetPage:
         """One refresh, narrowed server-side to clusters whose name holds ``filter_text``."""
         queries = self.queries.matching(filter_text)
+        versions, stamps = await asyncio.gather(
+            self.reader.query(RULES_VERSION), self.reader.query(f"timestamp({RULES_VERSION})")
+        )
+        interval = self._interval or DEFAULT_INTERVAL
+        recorded, said = rules_state(versions, stamps, queries, self._clock(), STALE_EVALUATIONS * interval)
+        if recorded:
+            queries = dataclasses.replace(queries, recorded=True)
         answers = await self.reader.fleet(queries)
         rows = build_rows(
             answers.vectors,
@@ -38,7 +48,7 @@ class PrometheusFleet:
             name_label=queries.name_label,
         )
         counts = counts_of(answers.vectors.get("counts", ()))
-        return FleetPage(rows, counts, answers.bytes_read, answers.warnings)
+        return FleetPage(rows, counts, answers.bytes_read, answers.warnings, said)
 
     async def instances(self, scope: str) -> tuple[str, ...]:
         """Each member's instance label (its REST root) for one cluster, for a drill down."""

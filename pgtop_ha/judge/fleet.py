@@ -73,6 +73,15 @@ def level_of(severity: float) -> Level:
     return CRIT if severity >= SCALE[CRIT] else WARN if severity >= SCALE[WARN] else OK
 
 
+# What `pgtop-ha fleet rules` records (judge/fleet_rules.py), and the fleet reads when it is there.
+RULE_POINTS = "pgtop_ha:fleet_rule_points"  # per cluster and rule: its points where it applies
+SEVERITY = "pgtop_ha:fleet_severity"  # per cluster: every rule's points summed (0: healthy)
+LEVEL = "pgtop_ha:fleet_level"  # per cluster: 0 ok, 1 warn, 2 crit
+BY_LEVEL = "pgtop_ha:fleet_clusters"  # clusters per level (label "level")
+RULES_VERSION = "pgtop_ha:fleet_rules_version"  # which rules, for which labels and selector
+VERSION = 1  # raised whenever RULES or their PromQL change
+LIVE = "live PromQL"
+
 DCS_STALE_S = 60.0
 DETAIL = 200  # clusters read in full each refresh: the worst, then healthy ones
 URL_QUERY = 7000  # characters of one encoded detail query: within a proxy's 8 KiB request line
@@ -109,6 +118,8 @@ class FleetQueries:
     match: str = ""  # more matchers: `fleet --match` and the screen's filter
     limit: int = DETAIL
     only: str = ""  # the clusters of a detail query, a matcher HAProxy's series take too
+    recorded: bool = False  # rank and count from the recorded series (`pgtop-ha fleet rules`)
+    recorded_match_ok: bool = True  # False: `match` holds matchers beyond the screen's name filter
 
     def _sel(self) -> str:
         return ",".join(p for p in (self.selector, self.match, self.only) if p)
@@ -199,6 +210,13 @@ class FleetQueries:
 
     def first(self) -> dict[str, str]:
         """The first round: every cluster counted by level (one pass), and the ``limit`` worst."""
+        if self.recorded:
+            # Only the scope filter applies: the recorded series carry no other label.
+            sel = f"{{{self.match}}}" if self.match else ""
+            return {
+                "counts": f'count_values("level", {LEVEL}{sel})',
+                "worst": f"topk({self.limit}, {SEVERITY}{sel})",
+            }
         level = f"clamp_max(floor(log10({self.severity()} + 1) / 3), {int(CRIT)})"
         return {
             "counts": f'count_values("level", {level})',
@@ -223,6 +241,11 @@ class FleetQueries:
         # Chosen in the first round under --match: by name alone now, so HAProxy's series match too.
         only = dataclasses.replace(self, match="", only=f"{self.scope_label}=~{promql_string(one_of)}")
         return " or ".join(only._tag(k, v) for k, v in only._parts().items())
+
+    def rules_identity(self) -> dict[str, str]:
+        """The labels a rule file written for these queries carries on its version series."""
+        return {"scope_label": self.scope_label, "name_label": self.name_label,
+                "writer_backend": self.writer_backend, "selector": self.selector}  # fmt: skip
 
     def members_of(self, scope: str) -> str:
         """One cluster's members with their instance (for a drill down into any cluster)."""
@@ -252,6 +275,28 @@ class FleetPage:
     counts: FleetCounts
     bytes_read: int = 0
     warnings: tuple[str, ...] = ()  # the engine's word that its answer is partial or doubtful
+    source: str = LIVE  # how it was ranked: recorded rules (and how fresh), or live PromQL (and why)
+
+
+def rules_state(
+    versions: Sequence[Sample], stamps: Sequence[Sample], queries: FleetQueries, now: float, stale_s: float
+) -> tuple[bool, str]:
+    """Whether to rank from the recorded rules, and the words for the screen: how fresh, or why not."""
+    if queries.match and not queries.recorded_match_ok:
+        return False, f"{LIVE} (--match asks labels the recorded series do not carry)"
+    if not versions:
+        return False, LIVE
+    found = versions[0]
+    if int(found.value) != VERSION:
+        return False, (f"{LIVE}: the rule file records rules v{found.value:g}, this pgtop-ha's are "
+                       f"v{VERSION}; write it again with `pgtop-ha fleet rules`")  # fmt: skip
+    differ = [k for k, v in queries.rules_identity().items() if found.labels.get(k, "") != v]
+    if differ:
+        return False, f"{LIVE}: the rule file was written for another {differ[0]}; write it again"
+    age = now - stamps[0].value if stamps else None
+    if age is None or age > stale_s:
+        return False, f"{LIVE}: the recorded rules are not being evaluated (last {age or 0:.0f} s ago)"
+    return True, f"recorded rules, evaluated {max(0.0, age):.0f} s ago"
 
 
 def counts_of(samples: Sequence[Sample]) -> FleetCounts:

@@ -8,15 +8,21 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from pgtop_ha.judge.fleet import CRIT, RULES, FleetQueries
+from pgtop_ha.judge.fleet import (
+    BY_LEVEL,
+    CRIT,
+    LEVEL,
+    RULE_POINTS,
+    RULES,
+    RULES_VERSION,
+    SEVERITY,
+    VERSION,
+    FleetQueries,
+    promql_string,
+)
 
 GROUP = "pgtop-ha-fleet"
-RULE_POINTS = "pgtop_ha:fleet_rule_points"  # per cluster and rule: its points where it applies
-SEVERITY = "pgtop_ha:fleet_severity"  # per cluster: every rule's points summed (0: healthy)
-LEVEL = "pgtop_ha:fleet_level"  # per cluster: 0 ok, 1 warn, 2 crit
-BY_LEVEL = "pgtop_ha:fleet_clusters"  # clusters per level (label "level")
-RULES_VERSION = "pgtop_ha:fleet_rules_version"  # which rules the file holds: a stale file is told
-VERSION = 1  # raised whenever RULES or their PromQL change
+RULES_FILE = "pgtop-ha.rules.yml"  # its name beside a prometheus.yml the lab writes
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,14 @@ def _quoted(text: str) -> str:
     return json.dumps(text, ensure_ascii=True)
 
 
+def _identity(queries: FleetQueries) -> str:
+    """The version series, labelled with what the rules were written for (a mismatch is told)."""
+    expr = f"vector({VERSION})"
+    for label, value in queries.rules_identity().items():
+        expr = f'label_replace({expr}, "{label}", {promql_string(value)}, "", "")'
+    return expr
+
+
 def rule_file(queries: FleetQueries, version: str) -> str:
     """The rule file's text: recording rules, then one alert per crit and warn rule, in one group."""
     sc = queries.scope_label
@@ -64,7 +78,7 @@ def rule_file(queries: FleetQueries, version: str) -> str:
         (SEVERITY, f"sum by ({sc}) ({RULE_POINTS}) or ({queries.total()}) * 0"),
         (LEVEL, f"clamp_max(floor(log10({SEVERITY} + 1) / 3), {int(CRIT)})"),
         (BY_LEVEL, f'count_values("level", {LEVEL})'),
-        (RULES_VERSION, f"vector({VERSION})"),
+        (RULES_VERSION, _identity(queries)),
     ]
     lines = [
         f"# Written by pgtop-ha {version} (`pgtop-ha fleet rules`) from its fleet rules; do not edit.",

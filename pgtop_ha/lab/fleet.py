@@ -11,7 +11,10 @@ from typing import Any
 
 import httpx
 
+from pgtop_ha import __version__
 from pgtop_ha.errors import UserError
+from pgtop_ha.judge.fleet import FleetQueries
+from pgtop_ha.judge.fleet_rules import RULES_FILE, rule_file
 from pgtop_ha.lab import procs
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import Layout
@@ -100,6 +103,8 @@ def prometheus_config(fleet: Fleet) -> str:
         "global:",
         f"  scrape_interval: {SCRAPE_INTERVAL_S}s",
         f"  evaluation_interval: {SCRAPE_INTERVAL_S}s",
+        # The fleet's rules (`pgtop-ha fleet rules`): the fleet screen ranks from what they record.
+        f"rule_files: ['{RULES_FILE}']",
         "scrape_configs:",
         "  - job_name: patroni",
         "    static_configs:",
@@ -164,6 +169,7 @@ class FleetLab:
         pdir = self.fleet.prometheus_dir
         (pdir / "data").mkdir(parents=True, exist_ok=True)
         cfg = pdir / "prometheus.yml"
+        (pdir / RULES_FILE).write_text(rule_file(FleetQueries(), __version__))
         cfg.write_text(prometheus_config(self.fleet))
         if not self.book.running("prometheus"):
             proc = procs.spawn(

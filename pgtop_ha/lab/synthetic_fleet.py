@@ -16,8 +16,10 @@ from pathlib import Path
 
 import httpx
 
+from pgtop_ha import __version__
 from pgtop_ha.errors import UserError
-from pgtop_ha.judge.fleet import RULES
+from pgtop_ha.judge.fleet import RULES, FleetQueries
+from pgtop_ha.judge.fleet_rules import RULES_FILE, rule_file
 from pgtop_ha.lab import procs
 
 FAULTS = tuple(RULES)  # one synthetic cluster per rule the fleet grades by
@@ -92,8 +94,9 @@ class SyntheticPrometheus:
     def _book(self) -> procs.PidBook:
         return procs.PidBook(self.state_dir / "pids.json")
 
-    def up(self, clusters: int, faults: Mapping[int, str]) -> float:
-        """Backfill ``clusters`` and start Prometheus over them; the seconds the backfill took."""
+    def up(self, clusters: int, faults: Mapping[int, str], *, rules: bool = False) -> float:
+        """Backfill ``clusters`` and start Prometheus over them (``rules``: with the fleet's rules loaded,
+        evaluated every 5 s); the seconds the backfill took."""
         promtool, prometheus = shutil.which("promtool"), shutil.which("prometheus")
         if promtool is None or prometheus is None:
             raise UserError("promtool and prometheus not found; install Debian's `prometheus` package")
@@ -112,7 +115,11 @@ class SyntheticPrometheus:
         text.unlink()
         took = time.monotonic() - began
         config = self.state_dir / "prometheus.yml"
-        config.write_text("global:\n  scrape_interval: 5s\n")
+        text_config = "global:\n  scrape_interval: 5s\n  evaluation_interval: 5s\n"
+        if rules:
+            (self.state_dir / RULES_FILE).write_text(rule_file(FleetQueries(), __version__))
+            text_config += f"rule_files: ['{RULES_FILE}']\n"
+        config.write_text(text_config)
         proc = procs.spawn(
             [prometheus, f"--config.file={config}", f"--storage.tsdb.path={data}",
              f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=30d",

@@ -63,12 +63,12 @@ async def test_rows_filter_and_drill() -> None:
     async with app.run_test(size=(160, 30)) as pilot:
         table = app.query_one(DataTable)
         await _until(pilot, lambda: table.row_count == 4)
-        assert _status(app) == "4 clusters: 4 ok · 0 warn · 0 crit"
+        assert _status(app) == "4 clusters: 4 ok · 0 warn · 0 crit; live PromQL"
         await pilot.press("slash", *"0003", "enter")
         await _until(pilot, lambda: table.row_count == 1)
         # Asked of Prometheus too: the whole fleet is narrowed, not only the rows at hand.
         await _until(pilot, lambda: app.answered_for == "0003")
-        assert _status(app) == "1 cluster: 1 ok · 0 warn · 0 crit (filter: 0003)"
+        assert _status(app) == "1 cluster: 1 ok · 0 warn · 0 crit (filter: 0003); live PromQL"
         await pilot.press("escape")
         await _until(pilot, lambda: table.row_count == 4)
         table.focus()

@@ -6,7 +6,9 @@ what the judge says of the same clusters' rows, and a refresh's bytes must not g
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
-from pgtop_ha.judge.fleet import CRIT, OK, RULES, WARN, FleetQueries, level_of
+from pgtop_ha.judge.fleet import CRIT, OK, RULES, SEVERITY, WARN, FleetQueries, level_of
 from pgtop_ha.lab.synthetic_fleet import FAULTS, SyntheticPrometheus, scope_of
 
 pytestmark = pytest.mark.lab
@@ -100,3 +102,24 @@ async def test_a_refresh_reads_as_much_at_ten_times_the_fleet(small: str, tmp_pa
     base = await _source(small, limit=50).refresh()
     assert large.counts.total == LARGE and len(large.rows) == len(base.rows) == 50
     assert large.bytes_read < base.bytes_read * 1.1, (large.bytes_read, base.bytes_read)
+
+
+async def test_recorded_rules_rank_as_the_live_promql_does(tmp_path: Path) -> None:
+    prom = SyntheticPrometheus(tmp_path / "recorded", _port())
+    try:
+        prom.up(SMALL, FAULTY, rules=True)
+        reader = PrometheusReader(prom.url, timeout=60)
+        deadline = time.monotonic() + 60
+        while not await reader.query(f"{SEVERITY} > 0"):  # the rules' first evaluation
+            assert time.monotonic() < deadline, "the fleet's rules were not evaluated within 60 s"
+            await asyncio.sleep(0.5)
+        await reader.aclose()
+        recorded = await _source(prom.url, limit=50).refresh()
+        live = await _source(prom.url, limit=50, match='scope=~".+"', recorded_match_ok=False).refresh()
+        filtered = await _source(prom.url).refresh("pg-00073")
+    finally:
+        prom.down()
+    assert recorded.source.startswith("recorded rules, evaluated ") and live.source.startswith("live PromQL")
+    assert recorded.counts == live.counts and recorded.counts.total == SMALL
+    assert [r.severity for r in recorded.rows] == [r.severity for r in live.rows]
+    assert [r.scope for r in filtered.rows] == ["pg-00073"] and filtered.counts.total == 1

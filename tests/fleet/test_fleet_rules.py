@@ -15,8 +15,18 @@ from typing import Any
 import pytest
 
 from pgtop_ha.cli import main
-from pgtop_ha.judge.fleet import CRIT, RULES, WARN, FleetQueries
-from pgtop_ha.judge.fleet_rules import ALERTS, RULE_POINTS, rule_file
+from pgtop_ha.judge.fleet import (
+    CRIT,
+    RULE_POINTS,
+    RULES,
+    RULES_VERSION,
+    VERSION,
+    WARN,
+    FleetQueries,
+    Sample,
+    rules_state,
+)
+from pgtop_ha.judge.fleet_rules import ALERTS, rule_file
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(
@@ -31,7 +41,10 @@ FAULTS = ("healthy", "no_leader", "leaders", "writer", "dcs", "down", "lagging",
 
 def _members(fault: str) -> dict[str, dict[str, str]]:
     """Series values per metric for members a (the leader) and b (a replica), in promtool's notation."""
-    flat = lambda v: f"{v}x{SAMPLES}"  # noqa: E731
+
+    def flat(v: int) -> str:
+        return f"{v}x{SAMPLES}"
+
     series = {
         "patroni_postgres_running": {"a": flat(1), "b": flat(1)},
         "patroni_primary": {"a": flat(1), "b": flat(0)},
@@ -151,3 +164,23 @@ def test_the_labels_of_the_settings_reach_the_rules() -> None:
     text = rule_file(FleetQueries(scope_label="cluster", selector='job="patroni"'), "test")
     assert 'patroni_primary{job=\\"patroni\\"}' in text and "by (cluster)" in text
     assert f"{RULE_POINTS}{{rule=" in text and "$labels.cluster" in text
+
+
+def test_the_fleet_says_which_way_it_ranks_and_why() -> None:
+    queries = FleetQueries()
+    mine = {**queries.rules_identity(), "__name__": RULES_VERSION}
+    now = 1_000_000.0
+
+    def state(version: float, labels: dict[str, str], at: float | None, q: FleetQueries = queries) -> str:
+        stamps = [Sample({}, at)] if at is not None else []
+        ok, said = rules_state([Sample(labels, version)], stamps, q, now, 60)
+        assert ok is said.startswith("recorded rules")
+        return said
+
+    assert state(VERSION, mine, now - 14) == "recorded rules, evaluated 14 s ago"
+    assert "records rules v0, this pgtop-ha's are v1" in state(0, mine, now - 1)
+    assert "written for another selector" in state(VERSION, {**mine, "selector": 'job="x"'}, now - 1)
+    assert "not being evaluated" in state(VERSION, mine, now - 600)
+    narrowed = FleetQueries(match='env="prod"', recorded_match_ok=False)
+    assert "--match" in state(VERSION, mine, now - 1, narrowed)
+    assert rules_state([], [], queries, now, 60) == (False, "live PromQL")

@@ -61,7 +61,7 @@ async def test_get_only_no_credentials_and_a_handful_of_queries() -> None:
         url = server.url.replace("http://", "http://user:secret@")
         page = await PrometheusFleet(PrometheusReader(url), FleetQueries()).refresh()
         assert len(page.rows) == 5 and page.counts.total == 5
-        assert len(server.received) == 3  # counts, the worst, their rows
+        assert len(server.received) == 5  # recorded rules?, counts, the worst, their rows
         for got in server.received:
             assert got.method == "GET"
             assert "authorization" not in got.headers and b"secret" not in got.raw
@@ -87,4 +87,4 @@ async def test_an_engine_that_answers_more_than_asked_is_cut_to_the_limit() -> N
         page = await PrometheusFleet(PrometheusReader(server.url), FleetQueries(limit=50)).refresh()
         asked = len(server.received)
     assert len(page.rows) == 50 and page.counts.total == 2000
-    assert asked <= 2 + 10  # the two first queries, then a few detail queries for 50 clusters
+    assert asked <= 4 + 10  # rules probed, the two first queries, a few detail queries for 50 clusters

@@ -96,7 +96,7 @@ async def test_basic_or_bearer_auth_from_a_file_only_to_the_query_api(
         async with fake_server({"/": record}) as other:
             await source.reader._client.get(f"{other.url}/api/v1/query?query=up")
         await source.aclose()
-    assert [got.headers.get("authorization") for got in seen] == [header] * 3 + [None]
+    assert [got.headers.get("authorization") for got in seen] == [header] * 5 + [None]
 
 
 def test_auth_settings_fail_closed(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ class FleetApp(CalmApp[str | None]):
         self.rows: list[FleetRow] = []
         self.counts = FleetCounts()
         self.warnings: tuple[str, ...] = ()
+        self.ranked_by = ""  # recorded rules or live PromQL, as the last refresh said
         self.filter_text = filter_text
         self._wake = asyncio.Event()  # a new filter: refresh now, not at the next interval
         self.error: str | None = None
@@ -78,6 +79,7 @@ class FleetApp(CalmApp[str | None]):
             else:
                 self.error = None
                 self.rows, self.counts, self.warnings = page.rows, page.counts, page.warnings
+                self.ranked_by = page.source
                 self.answered_for = asked
             self.refreshes += 1
             self._render_rows()
@@ -98,6 +100,8 @@ class FleetApp(CalmApp[str | None]):
             status += f"; asking Prometheus for {self.filter_text or 'every cluster'}…"
         if c.total > shown:
             status += f"; the {shown:,} worst shown"
+        if self.ranked_by:
+            status += f"; {self.ranked_by}"
         if self.warnings:
             status += f"; Prometheus warns: {self.warnings[0]}"
         return status
