@@ -68,6 +68,11 @@ RULES: dict[str, FleetRule] = {
 }
 
 
+def level_expr(severity: str) -> str:
+    """PromQL of the level a severity is on (0 ok, 1 warn, 2 crit), as level_of reads it."""
+    return f"clamp_max(floor(log10({severity} + 1) / 3), {int(CRIT)})"
+
+
 def level_of(severity: float) -> Level:
     """The level a severity is on (SCALE)."""
     return CRIT if severity >= SCALE[CRIT] else WARN if severity >= SCALE[WARN] else OK
@@ -162,7 +167,12 @@ class FleetQueries:
             "up": f"sum {by} ({self._m('patroni_postgres_running')})",
             "streaming": f"sum {by} ({self._m('patroni_postgres_streaming')})",
             "timeline": f"max {by} ({self._m('patroni_postgres_timeline')})",
-            "timeline_changes": f"max {by} (changes({self._m('patroni_postgres_timeline')}[1h]))",
+            # Timelines only grow: how far they moved in the hour is how many switches. changes()
+            # is not used: VictoriaMetrics counts a series' first sample in the window as one.
+            "timeline_changes": (
+                f"max {by} (max_over_time({self._m('patroni_postgres_timeline')}[1h]) "
+                f"- min_over_time({self._m('patroni_postgres_timeline')}[1h]))"
+            ),
             "pending_restart": f"sum {by} ({self._m('patroni_pending_restart')})",
             "paused": f"max {by} ({self._m('patroni_is_paused')})",
             "dcs_last_seen": f"min {by} ({self._m('patroni_dcs_last_seen')} > 0)",
@@ -211,13 +221,14 @@ class FleetQueries:
     def first(self) -> dict[str, str]:
         """The first round: every cluster counted by level (one pass), and the ``limit`` worst."""
         if self.recorded:
-            # Only the scope filter applies: the recorded series carry no other label.
-            sel = f"{{{self.match}}}" if self.match else ""
+            # Only the scope filter applies: the recorded series carry no other label. The level
+            # is taken from the same severity the ranking reads, never from an older evaluation.
+            severity = f"{SEVERITY}{{{self.match}}}" if self.match else SEVERITY
             return {
-                "counts": f'count_values("level", {LEVEL}{sel})',
-                "worst": f"topk({self.limit}, {SEVERITY}{sel})",
+                "counts": f'count_values("level", {level_expr(severity)})',
+                "worst": f"topk({self.limit}, {severity})",
             }
-        level = f"clamp_max(floor(log10({self.severity()} + 1) / 3), {int(CRIT)})"
+        level = level_expr(self.severity())
         return {
             "counts": f'count_values("level", {level})',
             "worst": f"topk({self.limit}, {self.severity()})",

@@ -18,6 +18,7 @@ from pgtop_ha.judge.fleet import (
     SEVERITY,
     VERSION,
     FleetQueries,
+    level_expr,
     promql_string,
 )
 
@@ -76,7 +77,7 @@ def rule_file(queries: FleetQueries, version: str) -> str:
     records = [
         (RULE_POINTS, tagged),
         (SEVERITY, f"sum by ({sc}) ({RULE_POINTS}) or ({queries.total()}) * 0"),
-        (LEVEL, f"clamp_max(floor(log10({SEVERITY} + 1) / 3), {int(CRIT)})"),
+        (LEVEL, level_expr(SEVERITY)),
         (BY_LEVEL, f'count_values("level", {LEVEL})'),
         (RULES_VERSION, _identity(queries)),
     ]

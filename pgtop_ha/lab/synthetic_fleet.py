@@ -148,3 +148,96 @@ class SyntheticPrometheus:
         if pid is not None:
             procs.terminate([pid])
         shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+def _exposition(clusters: int, faults: Mapping[int, str], now: float) -> Iterator[bytes]:
+    """The fleet as Prometheus text with millisecond timestamps (what VictoriaMetrics imports)."""
+    chunk: list[str] = []
+    for line in openmetrics(clusters, faults, now):
+        if line.startswith("#"):
+            continue
+        series, value, stamp = line.rsplit(" ", 2)
+        chunk.append(f"{series} {value} {int(float(stamp) * 1000)}\n")
+        if len(chunk) >= 10_000:
+            yield "".join(chunk).encode()
+            chunk = []
+    if chunk:
+        yield "".join(chunk).encode()
+
+
+@dataclass
+class SyntheticVictoria:
+    """One VictoriaMetrics on 127.0.0.1:``port`` (vmalert on ``port + 1``) over an imported fleet.
+
+    Started to read as Prometheus does: a 5-minute lookback (a member whose samples stopped is
+    down) and no latency offset (the newest samples count at once).
+    """
+
+    state_dir: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        """Its Prometheus-compatible query API's base URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def _book(self) -> procs.PidBook:
+        return procs.PidBook(self.state_dir / "pids.json")
+
+    def _ready(self, name: str, url: str, log: Path) -> None:
+        def ready() -> bool:
+            if not self._book.running(name):
+                raise UserError(f"{name} exited; see {log}")
+            try:
+                return httpx.get(url, timeout=1, trust_env=False).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        if not procs.poll(ready, 120, interval=0.2):
+            raise UserError(f"{name} not ready after 120 s; see {log}")
+
+    def up(self, clusters: int, faults: Mapping[int, str], *, rules: bool = False) -> float:
+        """Import ``clusters`` and start VictoriaMetrics (``rules``: vmalert evaluating the fleet's
+        rules every 5 s and writing them back); the seconds the import took."""
+        vm, vmalert = shutil.which("victoria-metrics"), shutil.which("vmalert")
+        if vm is None or vmalert is None:
+            raise UserError("victoria-metrics and vmalert not found; install Debian's `victoria-metrics`")
+        self.down()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        log = self.state_dir / "victoria-metrics.log"
+        proc = procs.spawn(
+            [vm, f"-storageDataPath={self.state_dir / 'data'}", f"-httpListenAddr=127.0.0.1:{self.port}",
+             "-retentionPeriod=30d", f"-search.maxLookback={LOOKBACK_S:g}s", "-search.latencyOffset=0s",
+             "-search.maxUniqueTimeseries=100000000", "-search.maxSamplesPerQuery=2000000000"],
+            log=log, run_as=procs.RunAs(), cwd=self.state_dir,
+        )  # fmt: skip
+        self._book.record("victoria-metrics", proc.pid)
+        self._ready("victoria-metrics", f"{self.url}/health", log)
+        began = time.monotonic()
+        now = time.time()
+        with httpx.Client(timeout=600, trust_env=False) as client:
+            client.post(f"{self.url}/api/v1/import/prometheus", content=_exposition(clusters, faults, now))
+            client.get(f"{self.url}/internal/force_flush")
+        took = time.monotonic() - began
+        if rules:
+            path = self.state_dir / RULES_FILE
+            path.write_text(rule_file(FleetQueries(), __version__))
+            alert_log = self.state_dir / "vmalert.log"
+            proc = procs.spawn(
+                [vmalert, f"-rule={path}", f"-datasource.url={self.url}", f"-remoteWrite.url={self.url}",
+                 "-evaluationInterval=5s", f"-httpListenAddr=127.0.0.1:{self.port + 1}",
+                 # It will not run alerting rules without a notifier: one on loopback where none listens.
+                 f"-notifier.url=http://127.0.0.1:{self.port + 2}"],
+                log=alert_log, run_as=procs.RunAs(), cwd=self.state_dir,
+            )  # fmt: skip
+            self._book.record("vmalert", proc.pid)
+            self._ready("vmalert", f"http://127.0.0.1:{self.port + 1}/health", alert_log)
+        return took
+
+    def down(self) -> None:
+        """Stop vmalert and VictoriaMetrics (by their recorded PIDs) and remove the state."""
+        pids = [pid for name in ("vmalert", "victoria-metrics") if (pid := self._book.running(name))]
+        if pids:
+            procs.terminate(pids)
+        shutil.rmtree(self.state_dir, ignore_errors=True)

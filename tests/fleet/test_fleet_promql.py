@@ -17,7 +17,7 @@ import pytest
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.judge.fleet import CRIT, OK, RULES, SEVERITY, WARN, FleetQueries, level_of
-from pgtop_ha.lab.synthetic_fleet import FAULTS, SyntheticPrometheus, scope_of
+from pgtop_ha.lab.synthetic_fleet import FAULTS, SyntheticPrometheus, SyntheticVictoria, scope_of
 
 pytestmark = pytest.mark.lab
 
@@ -32,9 +32,23 @@ def _port() -> int:
     return port
 
 
+ENGINES: dict[str, type[SyntheticPrometheus] | type[SyntheticVictoria]] = {
+    "Prometheus": SyntheticPrometheus,
+    "VictoriaMetrics": SyntheticVictoria,
+}
+
+
+@pytest.fixture(scope="module", params=list(ENGINES))
+def engine(request: pytest.FixtureRequest) -> type[SyntheticPrometheus] | type[SyntheticVictoria]:
+    """Each engine the fleet reads: every test here runs on both."""
+    return ENGINES[request.param]
+
+
 @pytest.fixture(scope="module")
-def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    prom = SyntheticPrometheus(tmp_path_factory.mktemp("small") / "prom", _port())
+def small(
+    tmp_path_factory: pytest.TempPathFactory, engine: type[SyntheticPrometheus] | type[SyntheticVictoria]
+) -> Iterator[str]:
+    prom = engine(tmp_path_factory.mktemp("small") / "engine", _port())
     try:
         prom.up(SMALL, FAULTY)
         yield prom.url
@@ -92,8 +106,10 @@ async def test_the_filter_and_match_are_asked_of_prometheus(small: str) -> None:
     )
 
 
-async def test_a_refresh_reads_as_much_at_ten_times_the_fleet(small: str, tmp_path: Path) -> None:
-    prom = SyntheticPrometheus(tmp_path / "large", _port())
+async def test_a_refresh_reads_as_much_at_ten_times_the_fleet(
+    small: str, tmp_path: Path, engine: type[SyntheticPrometheus] | type[SyntheticVictoria]
+) -> None:
+    prom = engine(tmp_path / "large", _port())
     try:
         prom.up(LARGE, FAULTY)
         large = await _source(prom.url, limit=50).refresh()
@@ -104,8 +120,10 @@ async def test_a_refresh_reads_as_much_at_ten_times_the_fleet(small: str, tmp_pa
     assert large.bytes_read < base.bytes_read * 1.1, (large.bytes_read, base.bytes_read)
 
 
-async def test_recorded_rules_rank_as_the_live_promql_does(tmp_path: Path) -> None:
-    prom = SyntheticPrometheus(tmp_path / "recorded", _port())
+async def test_recorded_rules_rank_as_the_live_promql_does(
+    tmp_path: Path, engine: type[SyntheticPrometheus] | type[SyntheticVictoria]
+) -> None:
+    prom = engine(tmp_path / "recorded", _port())
     try:
         prom.up(SMALL, FAULTY, rules=True)
         reader = PrometheusReader(prom.url, timeout=60)
