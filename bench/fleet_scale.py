@@ -1,13 +1,15 @@
-"""The fleet view at 1k, 10k and 50k clusters: a real Prometheus over a synthetic fleet.
+"""The fleet view at 1k, 10k and 50k clusters, on Prometheus and on VictoriaMetrics.
 
-For each size, pgtop_ha/lab/synthetic_fleet.py backfills N clusters of 3 members (with a fault on
-one cluster in 500) into a real Prometheus, then this script measures, over several refreshes:
+For each size and engine, pgtop_ha/lab/synthetic_fleet.py loads N clusters of 3 members (a fault
+on one cluster in 500) with the fleet's rules evaluated every 5 s, then this script measures,
+over several refreshes, both ways the fleet reads: live PromQL, and from the recorded rules:
 - the bytes a refresh reads (every answer of both rounds);
 - the client CPU of a refresh (process time here: HTTP, JSON, rows), and its wall time (mostly the
-  server's evaluation);
+  server's evaluation): the wall time of a full screen;
+- the rules' evaluation time, as the engine reports it (the sum over the group's rules);
 - the fleet screen: its first fill, and a key's latency (Pilot) while refreshes run.
 The reference is the previous design's read, the member series of every cluster (a plain
-selector), asked of the same Prometheus in the same run. Example:
+selector), asked of the same engine in the same run. Example:
 
     .venv/bin/python bench/fleet_scale.py --sizes 1000,10000,50000 --runs 5
 """
@@ -27,8 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader
-from pgtop_ha.judge.fleet import FleetPage, FleetQueries
-from pgtop_ha.lab.synthetic_fleet import FAULTS, SyntheticPrometheus
+from pgtop_ha.judge.fleet import SEVERITY, FleetPage, FleetQueries
+from pgtop_ha.lab.synthetic_fleet import FAULTS, SyntheticPrometheus, SyntheticVictoria
+
+ENGINES: dict[str, type[SyntheticPrometheus] | type[SyntheticVictoria]] = {
+    "prometheus": SyntheticPrometheus,
+    "victoria": SyntheticVictoria,
+}
 
 
 def _port() -> int:
@@ -38,8 +45,8 @@ def _port() -> int:
     return port
 
 
-async def _refreshes(url: str, runs: int) -> tuple[list[float], list[float], FleetPage]:
-    source = PrometheusFleet(PrometheusReader(url, timeout=300), FleetQueries())
+async def _refreshes(url: str, runs: int, recorded: bool) -> tuple[list[float], list[float], FleetPage]:
+    source = PrometheusFleet(PrometheusReader(url, timeout=300), FleetQueries(), prefer_recorded=recorded)
     cpu: list[float] = []
     wall: list[float] = []
     page = None
@@ -52,7 +59,29 @@ async def _refreshes(url: str, runs: int) -> tuple[list[float], list[float], Fle
     finally:
         await source.aclose()
     assert page is not None
+    assert page.source.startswith("recorded") is recorded, page.source
     return cpu, wall, page
+
+
+async def _evaluated(url: str, within_s: float) -> None:
+    """Wait for the rules' first evaluation (their severity series appears)."""
+    reader = PrometheusReader(url, timeout=300)
+    deadline = time.monotonic() + within_s
+    try:
+        while not await reader.query(f"count({SEVERITY})"):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the rules were not evaluated within {within_s:g} s")
+            await asyncio.sleep(1)
+    finally:
+        await reader.aclose()
+
+
+def _evaluation_s(rules_url: str) -> float:
+    """The group's last evaluation, as the engine reports it: the sum over its rules."""
+    import httpx
+
+    groups = httpx.get(f"{rules_url}/api/v1/rules", timeout=30, trust_env=False).json()["data"]["groups"]
+    return sum(float(r.get("evaluationTime", 0)) for g in groups for r in g["rules"])
 
 
 async def _reference(url: str) -> str:
@@ -103,29 +132,40 @@ def main() -> int:
     """Run the benchmark and print a Markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
+    parser.add_argument("--engines", default="prometheus,victoria")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    print("| clusters | bytes/refresh | client CPU/refresh (median) | wall/refresh (median) "
-          "| reference: one metric of every member | first fill | key median / max |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
-    for size in (int(s) for s in args.sizes.split(",")):
-        faults = {i: FAULTS[(i // 500) % len(FAULTS)] for i in range(0, size, 500)}
-        prom = SyntheticPrometheus(Path(tempfile.mkdtemp(prefix="pgtop-fleet-bench-")) / "prom", _port())
-        try:
-            took = prom.up(size, faults)
-            cpu, wall, page = asyncio.run(_refreshes(prom.url, args.runs))
-            reference = asyncio.run(_reference(prom.url))
-        finally:
-            prom.down()
-        screen = asyncio.run(_screen(page))
-        print(
-            f"| {size:,} | {page.bytes_read / 1e3:.0f} kB | {statistics.median(cpu) * 1e3:.0f} ms "
-            f"| {statistics.median(wall):.1f} s | {reference} "
-            f"| {screen['first fill (s)'] * 1e3:.0f} ms "
-            f"| {screen['key median (s)'] * 1e3:.0f} / {screen['key max (s)'] * 1e3:.0f} ms |",
-            flush=True,
-        )
-        print(f"  (backfill {took:.0f} s; counts {page.counts}; {len(page.rows)} rows)", file=sys.stderr)
+    print("| engine | clusters | read | bytes/refresh | client CPU/refresh (median) | full screen (median) "
+          "| rules' evaluation | reference: one metric of every member | first fill "
+          "| key median / max |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name in args.engines.split(","):
+        for size in (int(s) for s in args.sizes.split(",")):
+            faults = {i: FAULTS[(i // 500) % len(FAULTS)] for i in range(0, size, 500)}
+            port = _port()
+            engine = ENGINES[name](Path(tempfile.mkdtemp(prefix="pgtop-fleet-bench-")) / "engine", port)
+            try:
+                took = engine.up(size, faults, rules=True)
+                asyncio.run(_evaluated(engine.url, 900))
+                rules_url = engine.url if name == "prometheus" else f"http://127.0.0.1:{port + 1}"
+                evaluation = _evaluation_s(rules_url)
+                measured = {way: asyncio.run(_refreshes(engine.url, args.runs, way)) for way in (False, True)}
+                reference = asyncio.run(_reference(engine.url))
+            finally:
+                engine.down()
+            for recorded, (cpu, wall, page) in measured.items():
+                screen = asyncio.run(_screen(page))
+                print(
+                    f"| {name} | {size:,} | {'recorded' if recorded else 'live'} "
+                    f"| {page.bytes_read / 1e3:.0f} kB | {statistics.median(cpu) * 1e3:.0f} ms "
+                    f"| {statistics.median(wall):.2f} s | {evaluation:.1f} s | {reference} "
+                    f"| {screen['first fill (s)'] * 1e3:.0f} ms "
+                    f"| {screen['key median (s)'] * 1e3:.0f} / {screen['key max (s)'] * 1e3:.0f} ms |",
+                    flush=True,
+                )
+            print(
+                f"  ({name}: load {took:.0f} s; counts {page.counts}; {len(page.rows)} rows)", file=sys.stderr
+            )
     return 0
 
 

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -61,7 +62,7 @@ async def _stuck(sock: Path) -> socket.socket:
 
 
 async def _flood(sock: Path, seconds: float) -> int:
-    reader, writer = await asyncio.open_unix_connection(sock, limit=wire.MAX_FROM_SERVER)
+    _, writer = await asyncio.open_unix_connection(sock, limit=wire.MAX_FROM_SERVER)
     sent = 0
     deadline = time.monotonic() + seconds
     with contextlib.suppress(ConnectionError, RuntimeError):
@@ -79,11 +80,12 @@ async def _window(config: str, viewers: int, seconds: float, hostile: bool) -> d
         sock = Path(tmp) / "serve.sock"
         argv = [*PGTOP, "--config", config, "serve", "--socket", str(sock), "--record", f"{tmp}/rec.pgtop",
                 "--record-max", "16MiB", "--max-viewers", str(max(viewers, 1) + 8)]  # fmt: skip
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
-            while not sock.exists():
-                if proc.poll() is not None:
-                    raise SystemExit(f"serve ended: {proc.stdout.read().decode() if proc.stdout else ''}")
+            while not await asyncio.to_thread(os.path.exists, sock):
+                if proc.returncode is not None:
+                    said = (await proc.stdout.read()).decode() if proc.stdout else ""
+                    raise SystemExit(f"serve ended: {said}")
                 await asyncio.sleep(0.1)
             await asyncio.sleep(5)  # a few cycles first: the baseline is a serve already polling
             ps = psutil.Process(proc.pid)
@@ -118,8 +120,8 @@ async def _window(config: str, viewers: int, seconds: float, hostile: bool) -> d
             }
         finally:
             proc.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(30)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 30)
 
 
 async def main() -> None:
@@ -132,7 +134,9 @@ async def main() -> None:
     reference = await _window(args.config, 1, args.seconds, hostile=False)
     hostile = await _window(args.config, args.viewers, args.seconds, hostile=True)
     ratio = hostile["rss_peak_mib"] / reference["rss_peak_mib"]
-    print(json.dumps({"reference": reference, "hostile": hostile, "peak_rss_ratio": round(ratio, 2)}, indent=2))
+    print(
+        json.dumps({"reference": reference, "hostile": hostile, "peak_rss_ratio": round(ratio, 2)}, indent=2)
+    )
 
 
 if __name__ == "__main__":

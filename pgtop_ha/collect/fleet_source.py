@@ -8,7 +8,15 @@ import time
 from collections.abc import Callable
 
 from pgtop_ha.collect.prometheus import PrometheusReader
-from pgtop_ha.judge.fleet import RULES_VERSION, FleetPage, FleetQueries, build_rows, counts_of, rules_state
+from pgtop_ha.judge.fleet import (
+    LIVE,
+    RULES_VERSION,
+    FleetPage,
+    FleetQueries,
+    build_rows,
+    counts_of,
+    rules_state,
+)
 
 DEFAULT_INTERVAL = 5.0
 STALE_EVALUATIONS = 12  # recorded rules older than this many refresh intervals: read live instead
@@ -24,20 +32,24 @@ class PrometheusFleet:
         *,
         interval: float | None = None,
         clock: Callable[[], float] = time.time,
+        prefer_recorded: bool = True,
     ) -> None:
         self.reader = reader
         self.queries = queries
+        self.prefer_recorded = prefer_recorded  # False: always live (a benchmark's reference)
         self._interval = interval
         self._clock = clock
 
     async def refresh(self, filter_text: str = "") -> FleetPage:
         """One refresh, narrowed server-side to clusters whose name holds ``filter_text``."""
         queries = self.queries.matching(filter_text)
-        versions, stamps = await asyncio.gather(
-            self.reader.query(RULES_VERSION), self.reader.query(f"timestamp({RULES_VERSION})")
-        )
-        interval = self._interval or DEFAULT_INTERVAL
-        recorded, said = rules_state(versions, stamps, queries, self._clock(), STALE_EVALUATIONS * interval)
+        recorded, said = False, LIVE
+        if self.prefer_recorded:
+            versions, stamps = await asyncio.gather(
+                self.reader.query(RULES_VERSION), self.reader.query(f"timestamp({RULES_VERSION})")
+            )
+            stale_s = STALE_EVALUATIONS * (self._interval or DEFAULT_INTERVAL)
+            recorded, said = rules_state(versions, stamps, queries, self._clock(), stale_s)
         if recorded:
             queries = dataclasses.replace(queries, recorded=True)
         answers = await self.reader.fleet(queries)

@@ -183,7 +183,9 @@ def test_two_rounds_of_bounded_queries() -> None:
     q = FleetQueries(scope_label="cluster", selector='job="patroni"', match='env="prod"', limit=50)
     first = q.first()
     assert set(first) == {"counts", "worst"} and first["worst"].startswith("topk(50, ")
-    assert 'patroni_primary{job="patroni",env="prod"}' in first["worst"] and "min_over_time(" in first["worst"]
+    assert (
+        'patroni_primary{job="patroni",env="prod"}' in first["worst"] and "min_over_time(" in first["worst"]
+    )
     assert first["counts"].startswith('count_values("level", ')
     scopes = [f"c-{i:05d}.prod" for i in range(400)]
     detail = q.detail(scopes)
