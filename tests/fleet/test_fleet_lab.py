@@ -9,12 +9,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.fleet_cli import fleet_history
 from pgtop_ha.judge.fleet import CRIT, FleetPage, FleetQueries, FleetRow
+from pgtop_ha.judge.fleet_rules import ALERTS
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab, _claim, _port_free
 from pgtop_ha.lab.fleet import RANGE, Fleet, FleetLab, prometheus_config
@@ -123,9 +125,11 @@ async def test_rows_match_cluster_and_switchover_shows(fleet_lab: FleetLab) -> N
         await _sleep()
     assert {"leader", "timeline"} <= kinds
 
-    # A replica's Patroni stopped in lab2: its row sorts first, counted crit, within two scrapes.
-    replica = next(n for n in labs[1].layout.names if n != labs[1].leader())
-    faults.stop_patroni(labs[1], replica)
+    # The leader's Patroni stopped in lab2: its row sorts first, counted crit, within two scrapes
+    # (read from the recorded rules the lab loads), then its alert fires from the real /metrics.
+    leader = labs[1].leader()
+    assert leader is not None
+    faults.stop_patroni(labs[1], leader)
     try:
         stopped = time.monotonic()
         page = await _page(url)
@@ -136,8 +140,19 @@ async def test_rows_match_cluster_and_switchover_shows(fleet_lab: FleetLab) -> N
             await _sleep()
         assert page.rows[0].scope == "lab2" and "1 down" in page.rows[0].problems, page.rows
         assert (page.counts.total, page.counts.crit) == (2, 1)
+        assert page.source.startswith("recorded rules"), page.source
+        down = ALERTS["down"]
+        firing: list[dict[str, str]] = []
+        deadline = stopped + down.for_s + 3 * 5.0 + 2.0  # for:, then a scrape and an evaluation or two
+        async with httpx.AsyncClient(trust_env=False) as http:
+            while time.monotonic() < deadline and not firing:
+                alerts = (await http.get(f"{url}/api/v1/alerts")).json()["data"]["alerts"]
+                firing = [a["labels"] for a in alerts if a["state"] == "firing"]
+                await _sleep()
+        assert {"alertname": down.name, "rule": "down", "scope": "lab2", "severity": "critical"} in firing
+        assert all(a["scope"] == "lab2" for a in firing), firing
     finally:
-        faults.start_patroni(labs[1], replica)
+        faults.start_patroni(labs[1], leader)
 
 
 async def _sleep() -> None:

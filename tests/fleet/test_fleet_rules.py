@@ -184,3 +184,46 @@ def test_the_fleet_says_which_way_it_ranks_and_why() -> None:
     narrowed = FleetQueries(match='env="prod"', recorded_match_ok=False)
     assert "--match" in state(VERSION, mine, now - 1, narrowed)
     assert rules_state([], [], queries, now, 60) == (False, "live PromQL")
+
+
+@needs_promtool
+@pytest.mark.parametrize(
+    ("rule", "metric"), [("writer", "haproxy_backend_active_servers"), ("paused", "patroni_is_paused")]
+)
+def test_an_alert_fires_within_its_for_plus_one_evaluation(tmp_path: Path, rule: str, metric: str) -> None:
+    """A fault that begins at 5 min: pending until its `for:`, firing one evaluation after at most."""
+    rules = tmp_path / "rules.yml"
+    rules.write_text(rule_file(FleetQueries(), "test"))
+    series = [s for s in _input_series() if 'scope="healthy"' in s["series"]]
+    began = 20  # samples of 15 s: the fault starts at 300 s
+    healthy, faulty = ("1", "0") if rule == "writer" else ("0", "1")
+    for s in series:
+        if s["series"].startswith(metric):
+            s["values"] = f"{healthy}x{began - 1} {faulty}x{SAMPLES - began}"
+    alert = ALERTS[rule]
+    start = began * 15
+    fired = _expected(rule)
+    fired[0]["exp_labels"]["scope"] = "healthy"  # the healthy cluster is the one that breaks here
+    fired[0]["exp_annotations"]["summary"] = f"healthy: {alert.summary}"
+    doc = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "15s",
+        "tests": [
+            {
+                "interval": "15s",
+                "input_series": series,
+                "alert_rule_test": [
+                    {"eval_time": f"{start + alert.for_s - 15}s", "alertname": alert.name, "exp_alerts": []},
+                    {
+                        "eval_time": f"{start + alert.for_s + 15}s",
+                        "alertname": alert.name,
+                        "exp_alerts": fired,
+                    },
+                ],
+            }
+        ],
+    }
+    tests = tmp_path / "tests.yml"
+    tests.write_text(json.dumps(doc, indent=1))
+    out = _promtool("test", "rules", str(tests))
+    assert out.returncode == 0, out.stdout + out.stderr
