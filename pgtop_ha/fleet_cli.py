@@ -21,7 +21,7 @@ from pgtop_ha.models.text import clean, fit
 from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.models.urls import redact
 from pgtop_ha.runtime import run_app, run_built, settle_heap
-from pgtop_ha.settings import FleetSettings, Settings, load_settings
+from pgtop_ha.settings import Settings, load_settings
 
 MAX_STEPS = 2000  # range-query points per series (Prometheus refuses more than 11,000)
 
@@ -48,8 +48,9 @@ def match_of(text: str | None) -> str:
     return inner
 
 
-def queries_of(fleet: FleetSettings, match: str = "") -> FleetQueries:
-    """The fleet's PromQL from its settings and `--match`."""
+def queries_of(settings: Settings, match: str = "") -> FleetQueries:
+    """The fleet's PromQL from its settings (the console's lag threshold too) and `--match`."""
+    fleet = settings.fleet
     return FleetQueries(
         scope_label=fleet.scope_label,
         name_label=fleet.name_label,
@@ -57,6 +58,7 @@ def queries_of(fleet: FleetSettings, match: str = "") -> FleetQueries:
         selector=fleet.selector,
         match=match,
         recorded_match_ok=not match,
+        lag_warn_bytes=int(settings.thresholds.lag_bytes.warn),
     )
 
 
@@ -104,7 +106,7 @@ def run_fleet(
     from pgtop_ha.ui.fleet.app import FleetApp
 
     base = prometheus_url(settings, url)
-    queries = queries_of(settings.fleet, match_of(match))
+    queries = queries_of(settings, match_of(match))
     filter_text = ""
     while True:
         source = PrometheusFleet(reader_of(settings, base), queries, interval=settings.fleet.interval)
@@ -212,7 +214,7 @@ def run_history(settings: Settings, url: str | None, scope: str, since: str, *, 
     base = prometheus_url(settings, url)
     try:
         events = asyncio.run(
-            fleet_history(reader_of(settings, base), queries_of(settings.fleet), scope, seconds, time.time())
+            fleet_history(reader_of(settings, base), queries_of(settings), scope, seconds, time.time())
         )
     except PrometheusError as exc:
         raise UserError(str(exc)) from None
@@ -232,7 +234,7 @@ def run_rules(settings: Settings, output: Path | None) -> int:
     from pgtop_ha import __version__
     from pgtop_ha.judge.fleet_rules import rule_file
 
-    text = rule_file(queries_of(settings.fleet), __version__)
+    text = rule_file(queries_of(settings), __version__)
     if output is None:
         sys.stdout.write(text)
         return 0

@@ -58,6 +58,7 @@ class PrometheusFleet:
             now=self._clock(),
             scope_label=queries.scope_label,
             name_label=queries.name_label,
+            lag_warn_bytes=queries.lag_warn_bytes,
         )
         counts = counts_of(answers.vectors.get("counts", ()))
         return FleetPage(rows, counts, answers.bytes_read, answers.warnings, said)

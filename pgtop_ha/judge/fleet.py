@@ -125,6 +125,7 @@ class FleetQueries:
     only: str = ""  # the clusters of a detail query, a matcher HAProxy's series take too
     recorded: bool = False  # rank and count from the recorded series (`pgtop-ha fleet rules`)
     recorded_match_ok: bool = True  # False: `match` holds matchers beyond the screen's name filter
+    lag_warn_bytes: int = LAG_WARN_BYTES  # the console's [thresholds] lag_bytes warn: one setting for both
 
     def _sel(self) -> str:
         return ",".join(p for p in (self.selector, self.match, self.only) if p)
@@ -207,7 +208,7 @@ class FleetQueries:
             "dcs": flat("dcs", f"time() - ({p['dcs_last_seen']}) > {DCS_STALE_S:g}"),
             "down": counted("down", gone),
             "streaming": counted("streaming", idle),
-            "lagging": flat("lagging", f"({p['lag']}) > {LAG_WARN_BYTES}"),
+            "lagging": flat("lagging", f"({p['lag']}) > {self.lag_warn_bytes}"),
             "paused": flat("paused", f"({p['paused']}) == 1"),
             "timeline": flat("timeline", f"({p['timeline_changes']}) > 0"),
             "restart": flat("restart", f"({p['pending_restart']}) > 0"),
@@ -256,7 +257,8 @@ class FleetQueries:
     def rules_identity(self) -> dict[str, str]:
         """The labels a rule file written for these queries carries on its version series."""
         return {"scope_label": self.scope_label, "name_label": self.name_label,
-                "writer_backend": self.writer_backend, "selector": self.selector}  # fmt: skip
+                "writer_backend": self.writer_backend, "selector": self.selector,
+                "lag_warn_bytes": str(self.lag_warn_bytes)}  # fmt: skip
 
     def members_of(self, scope: str) -> str:
         """One cluster's members with their instance (for a drill down into any cluster)."""
@@ -392,6 +394,7 @@ def build_rows(
     now: float,
     scope_label: str = "scope",
     name_label: str = "name",
+    lag_warn_bytes: int = LAG_WARN_BYTES,
 ) -> list[FleetRow]:
     """Rows for the clusters the "fleet" answer holds, worst first; the "members" answer names them."""
     acc: dict[str, _Acc] = {}
@@ -414,7 +417,7 @@ def build_rows(
         instance = s.labels.get("instance")
         if instance:
             a_or_none.instances[name] = instance
-    rows = [_row(scope, a, now) for scope, a in acc.items()]
+    rows = [_row(scope, a, now, lag_warn_bytes) for scope, a in acc.items()]
     rows.sort(key=lambda r: (-r.severity, r.scope))
     return rows
 
@@ -423,7 +426,7 @@ def _count(value: float | None) -> int:
     return int(value) if value is not None and 0 <= value < 1e6 else 0
 
 
-def _row(scope: str, a: _Acc, now: float) -> FleetRow:
+def _row(scope: str, a: _Acc, now: float, lag_warn_bytes: int) -> FleetRow:
     v = a.values
     leaders = sorted(a.leaders)
     total = max(len(a.members | set(leaders)), _count(v.get("total")), _count(v.get("up")))
@@ -452,7 +455,7 @@ def _row(scope: str, a: _Acc, now: float) -> FleetRow:
     idle = max(0, up - len(leaders) - streaming)  # replicas running but not streaming (down ones are down)
     if idle:
         found.append(("streaming", idle, f"{idle} not streaming"))
-    if lag is not None and lag > LAG_WARN_BYTES:
+    if lag is not None and lag > lag_warn_bytes:
         found.append(("lagging", 1, "lagging"))
     if paused:
         found.append(("paused", 1, "maintenance mode"))

@@ -49,7 +49,7 @@ ALERTS: dict[str, Alert] = {
                   "one fewer standby to fail over to: open the cluster (Enter), Cluster pane (c)", 60),
     "streaming": Alert("PgtopHaReplicaNotStreaming", "a running replica is not streaming",
                        "it falls behind: open the cluster (Enter), Replication pane (r)", 60),
-    "lagging": Alert("PgtopHaReplicaLag", "a replica's replay lags the leader by over 16 MiB",
+    "lagging": Alert("PgtopHaReplicaLag", "a replica's replay lags the leader past [thresholds] lag_bytes",
                      "a failover now would lose that WAL or wait: open the cluster, Replication (r)", 120),
     "paused": Alert("PgtopHaPaused", "the cluster is in maintenance mode: no automatic failover",
                     "nobody takes over if the leader dies: open the cluster (Enter), Overview (o)", 300),

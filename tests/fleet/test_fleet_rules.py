@@ -160,10 +160,17 @@ def test_each_fault_fires_its_alert_and_nothing_else(tmp_path: Path) -> None:
     assert "SUCCESS" in out.stdout
 
 
-def test_the_labels_of_the_settings_reach_the_rules() -> None:
+def test_the_labels_of_the_settings_reach_the_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     text = rule_file(FleetQueries(scope_label="cluster", selector='job="patroni"'), "test")
     assert 'patroni_primary{job=\\"patroni\\"}' in text and "by (cluster)" in text
     assert f"{RULE_POINTS}{{rule=" in text and "$labels.cluster" in text
+    # The console's lag threshold is the fleet's: one setting for the screen, the file and the alerts.
+    config = tmp_path / "c.toml"
+    config.write_text("[thresholds]\nlag_bytes = { warn = 1048576, crit = 8388608 }\n")
+    assert main(["--config", str(config), "fleet", "rules"]) == 0
+    assert ") > 1048576" in capsys.readouterr().out
 
 
 def test_the_fleet_says_which_way_it_ranks_and_why() -> None:
