@@ -33,14 +33,14 @@ class Alert:
     name: str
     summary: str
     look: str  # what a DBA should look at, and the pgtop-ha key that opens it
-    for_s: int
+    for_s: int  # at least two scrapes: members scraped apart disagree for one (two leaders in a switchover)
 
 
 ALERTS: dict[str, Alert] = {
     "no_leader": Alert("PgtopHaNoLeader", "no member is the leader",
                        "writes fail until Patroni elects one: open the cluster (Enter), Overview (o)", 30),
     "leaders": Alert("PgtopHaSeveralLeaders", "more than one member says it is the leader",
-                     "split brain: open the cluster (Enter), Cluster pane (c), HAProxy pools (h)", 0),
+                     "split brain: open the cluster (Enter), Cluster pane (c), HAProxy pools (h)", 30),
     "writer": Alert("PgtopHaWriterPool", "HAProxy's writer pool does not have exactly one server UP",
                     "writes go nowhere or to two places: open the cluster (Enter), HAProxy pane (h)", 30),
     "dcs": Alert("PgtopHaDcsStale", "a member has not reached the DCS for a minute",
