@@ -64,11 +64,11 @@ async def _refreshes(url: str, runs: int, recorded: bool) -> tuple[list[float], 
 
 
 async def _evaluated(url: str, within_s: float) -> None:
-    """Wait for the rules' first evaluation (their severity series appears)."""
+    """Wait for the rules to grade a fault (vmalert's first evaluation may read nothing recorded yet)."""
     reader = PrometheusReader(url, timeout=300)
     deadline = time.monotonic() + within_s
     try:
-        while not await reader.query(f"count({SEVERITY})"):
+        while not await reader.query(f"count({SEVERITY} > 0)"):
             if time.monotonic() > deadline:
                 raise SystemExit(f"the rules were not evaluated within {within_s:g} s")
             await asyncio.sleep(1)
