@@ -79,20 +79,25 @@ def openmetrics(clusters: int, faults: Mapping[int, str], now: float) -> Iterato
 
 
 @dataclass
-class SyntheticPrometheus:
-    """One Prometheus on 127.0.0.1:``port`` over a backfilled TSDB in ``state_dir`` (its PID tracked)."""
+class _Engine:
+    """An engine on 127.0.0.1:``port`` keeping its state and PIDs in ``state_dir``."""
 
     state_dir: Path
     port: int
 
     @property
     def url(self) -> str:
-        """Its query API's base URL."""
+        """Its Prometheus-compatible query API's base URL."""
         return f"http://127.0.0.1:{self.port}"
 
     @property
     def _book(self) -> procs.PidBook:
         return procs.PidBook(self.state_dir / "pids.json")
+
+
+@dataclass
+class SyntheticPrometheus(_Engine):
+    """One Prometheus over a backfilled TSDB (its PID tracked)."""
 
     def up(self, clusters: int, faults: Mapping[int, str], *, rules: bool = False) -> float:
         """Backfill ``clusters`` and start Prometheus over them (``rules``: with the fleet's rules loaded,
@@ -166,24 +171,12 @@ def _exposition(clusters: int, faults: Mapping[int, str], now: float) -> Iterato
 
 
 @dataclass
-class SyntheticVictoria:
-    """One VictoriaMetrics on 127.0.0.1:``port`` (vmalert on ``port + 1``) over an imported fleet.
+class SyntheticVictoria(_Engine):
+    """One VictoriaMetrics (vmalert on ``port + 1``) over an imported fleet.
 
     Started to read as Prometheus does: a 5-minute lookback (a member whose samples stopped is
     down) and no latency offset (the newest samples count at once).
     """
-
-    state_dir: Path
-    port: int
-
-    @property
-    def url(self) -> str:
-        """Its Prometheus-compatible query API's base URL."""
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def _book(self) -> procs.PidBook:
-        return procs.PidBook(self.state_dir / "pids.json")
 
     def _ready(self, name: str, url: str, log: Path) -> None:
         def ready() -> bool:

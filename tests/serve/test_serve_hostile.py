@@ -69,6 +69,14 @@ async def serving(
             await task
 
 
+def _never_reading(sock: Path) -> socket.socket:
+    """A viewer that connects and never reads (a small receive buffer, so the serve's fills)."""
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stuck.connect(str(sock))
+    return stuck
+
+
 async def _raw(address: Address) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     if address.path is not None:
         return await asyncio.open_unix_connection(address.path)
@@ -206,9 +214,7 @@ async def test_a_viewer_that_never_reads_is_closed_by_the_write_deadline(
     big = snap(0).model_copy(update={"errors": ("x" * 400_000,)})
     source = ScriptedSource([big])
     async with serving(tmp_path, source) as (sock, _, out):
-        stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        stuck.connect(str(sock))
+        stuck = _never_reading(sock)
         await until(lambda: "closed: it took nothing for 0.5 s" in out.getvalue())
         await until(lambda: "left (0 now)" in out.getvalue())
         # Its end of the connection is closed too: reading now ends (after what was buffered).
@@ -426,9 +432,7 @@ async def test_a_dropped_viewer_that_never_reads_is_closed_at_its_last_line_dead
     big = snap(0).model_copy(update={"errors": ("x" * 400_000,)})
     source = ScriptedSource([big])
     async with serving(tmp_path, source) as (sock, _, out):
-        stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        stuck.connect(str(sock))
+        stuck = _never_reading(sock)
         await until(lambda: "attached (1 now)" in out.getvalue())
         for i in range(1, 6):
             source.push(big.model_copy(update={"taken_at": T0 + timedelta(seconds=i)}))
