@@ -22,7 +22,7 @@ TOKEN_SUFFIX = ".token"  # noqa: S105  (a file name, not a secret)
 MIN_TOKEN_CHARS = 16
 MAX_TOKENS = 256
 _NAME = re.compile(r"[A-Za-z0-9_.@-]{1,40}")
-_TOKEN = re.compile(r"[A-Za-z0-9_.~+/=-]{16,200}")
+_TOKEN = re.compile(rf"[A-Za-z0-9_.~+/=-]{{{MIN_TOKEN_CHARS},200}}")
 
 
 @dataclass(frozen=True)
