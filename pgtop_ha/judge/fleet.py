@@ -84,7 +84,13 @@ SEVERITY = "pgtop_ha:fleet_severity"  # per cluster: every rule's points summed 
 LEVEL = "pgtop_ha:fleet_level"  # per cluster: 0 ok, 1 warn, 2 crit
 BY_LEVEL = "pgtop_ha:fleet_clusters"  # clusters per level (label "level")
 RULES_VERSION = "pgtop_ha:fleet_rules_version"  # which rules, for which labels and selector
-VERSION = 1  # raised whenever RULES or their PromQL change
+# Recorded once so the rules read each hour-long range once a minute, not at every evaluation.
+SEEN = "pgtop_ha:fleet_member_seen_1h"  # per member seen in the last hour: 1 running, 0 not
+MOVES = "pgtop_ha:fleet_timeline_moves_1h"  # per cluster: how far its timeline moved in the hour
+MEMBERS = "pgtop_ha:fleet_members"  # per cluster: its members seen in the last hour
+LEADERS = "pgtop_ha:fleet_leaders"  # per cluster with a leader: how many say they are
+HOURLY_EVERY_S = 60  # the interval of the group recording SEEN and MOVES
+VERSION = 2  # raised whenever RULES or their PromQL change
 LIVE = "live PromQL"
 
 DCS_STALE_S = 60.0
@@ -126,6 +132,7 @@ class FleetQueries:
     recorded: bool = False  # rank and count from the recorded series (`pgtop-ha fleet rules`)
     recorded_match_ok: bool = True  # False: `match` holds matchers beyond the screen's name filter
     lag_warn_bytes: int = LAG_WARN_BYTES  # the console's [thresholds] lag_bytes warn: one setting for both
+    staged: bool = False  # read the rule file's own SEEN, MOVES, MEMBERS and LEADERS (fleet_rules.py)
 
     def _sel(self) -> str:
         return ",".join(p for p in (self.selector, self.match, self.only) if p)
@@ -147,10 +154,14 @@ class FleetQueries:
     def _seen(self, *labels: str) -> str:
         """Every member seen in the last hour, one series per ``labels`` (after scope and name)."""
         by = ", ".join((self.scope_label, self.name_label, *labels))
+        if self.staged and not labels:
+            return SEEN
         return f"max by ({by}) (max_over_time({self._m('patroni_postgres_running')}[1h]))"
 
     def total(self) -> str:
         """Every cluster seen in the last hour, with its count of members."""
+        if self.staged:
+            return MEMBERS
         return f"count by ({self.scope_label}) ({self._seen()})"
 
     def _parts(self) -> dict[str, str]:
@@ -170,7 +181,9 @@ class FleetQueries:
             "timeline": f"max {by} ({self._m('patroni_postgres_timeline')})",
             # Timelines only grow: how far they moved in the hour is how many switches. changes()
             # is not used: VictoriaMetrics counts a series' first sample in the window as one.
-            "timeline_changes": (
+            "timeline_changes": MOVES
+            if self.staged
+            else (
                 f"max {by} (max_over_time({self._m('patroni_postgres_timeline')}[1h]) "
                 f"- min_over_time({self._m('patroni_postgres_timeline')}[1h]))"
             ),
@@ -182,12 +195,21 @@ class FleetQueries:
             "writer": f"sum {by} ({writer}) and on ({sc}) {self._m('patroni_postgres_running')}",
         }
 
+    def leaders(self) -> str:
+        """Per cluster with a leader, how many members say they are."""
+        return f"count by ({self.scope_label}) ({self._m('patroni_primary')} == 1)"
+
+    def hourly(self) -> dict[str, str]:
+        """What the rule file records once a minute: the reads over the last hour (SEEN, MOVES)."""
+        unstaged = dataclasses.replace(self, staged=False)
+        return {SEEN: unstaged._seen(), MOVES: unstaged._parts()["timeline_changes"]}
+
     def terms(self) -> dict[str, str]:
         """Each rule as PromQL: per cluster it applies to, its points (RULES)."""
         sc, nm = self.scope_label, self.name_label
         p = self._parts()
         running, primary = self._m("patroni_postgres_running"), self._m("patroni_primary")
-        leaders = f"count by ({sc}) ({primary} == 1)"
+        leaders = LEADERS if self.staged else self.leaders()
         gone = f"{self._seen()} unless on ({sc}, {nm}) ({running} == 1)"
         streaming = self._m("patroni_postgres_streaming")
         idle = f"({running} == 1) unless on ({sc}, {nm}) ({primary} == 1 or {streaming} == 1)"

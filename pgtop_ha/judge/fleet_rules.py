@@ -1,20 +1,26 @@
 """The fleet's rules as a Prometheus rule file: recorded once per evaluation, alerted by the engine.
 
-The same RULES and PromQL the fleet screen asks live (judge/fleet.py), so the two never differ.
+The same RULES and PromQL the fleet screen asks live (judge/fleet.py), so the two never differ;
+the reads over the last hour are recorded once a minute by a group of their own.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 
 from pgtop_ha.judge.fleet import (
     BY_LEVEL,
     CRIT,
+    HOURLY_EVERY_S,
+    LEADERS,
     LEVEL,
+    MEMBERS,
     RULE_POINTS,
     RULES,
     RULES_VERSION,
+    SEEN,
     SEVERITY,
     VERSION,
     FleetQueries,
@@ -23,6 +29,7 @@ from pgtop_ha.judge.fleet import (
 )
 
 GROUP = "pgtop-ha-fleet"
+HOURLY_GROUP = "pgtop-ha-fleet-hourly"
 RULES_FILE = "pgtop-ha.rules.yml"  # its name beside a prometheus.yml the lab writes
 
 
@@ -70,24 +77,33 @@ def _identity(queries: FleetQueries) -> str:
 
 
 def rule_file(queries: FleetQueries, version: str) -> str:
-    """The rule file's text: recording rules, then one alert per crit and warn rule, in one group."""
+    """The rule file's text: the hourly reads once a minute, then the rules and one alert per crit and
+    warn rule at the engine's evaluation interval."""
+    staged = dataclasses.replace(queries, staged=True)
     sc = queries.scope_label
-    terms = queries.terms()
+    terms = staged.terms()
     tagged = " or ".join(f'label_replace({expr}, "rule", "{key}", "", "")' for key, expr in terms.items())
     records = [
+        (MEMBERS, f"count by ({sc}) ({SEEN})"),
+        (LEADERS, queries.leaders()),
         (RULE_POINTS, tagged),
-        (SEVERITY, f"sum by ({sc}) ({RULE_POINTS}) or ({queries.total()}) * 0"),
+        (SEVERITY, f"sum by ({sc}) ({RULE_POINTS}) or {MEMBERS} * 0"),
         (LEVEL, level_expr(SEVERITY)),
         (BY_LEVEL, f'count_values("level", {LEVEL})'),
-        (RULES_VERSION, _identity(queries)),
+        # Written only once the hourly group has run: until then the fleet reads live, not a part.
+        (RULES_VERSION, f"{_identity(queries)} and on () (count({MEMBERS}) > 0)"),
     ]
     lines = [
         f"# Written by pgtop-ha {version} (`pgtop-ha fleet rules`) from its fleet rules; do not edit.",
         "# Check it with `promtool check rules`, then list it under rule_files in prometheus.yml.",
         "groups:",
-        f"  - name: {GROUP}",
+        f"  - name: {HOURLY_GROUP}",
+        f"    interval: {HOURLY_EVERY_S}s",
         "    rules:",
     ]
+    for name, expr in queries.hourly().items():
+        lines += [f"      - record: {name}", f"        expr: {_quoted(expr)}"]
+    lines += [f"  - name: {GROUP}", "    rules:"]
     for name, expr in records:
         lines += [f"      - record: {name}", f"        expr: {_quoted(expr)}"]
     for key, alert in ALERTS.items():

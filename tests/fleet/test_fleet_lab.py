@@ -15,7 +15,7 @@ import pytest
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.fleet_cli import fleet_history
-from pgtop_ha.judge.fleet import CRIT, FleetPage, FleetQueries, FleetRow
+from pgtop_ha.judge.fleet import CRIT, HOURLY_EVERY_S, FleetPage, FleetQueries, FleetRow
 from pgtop_ha.judge.fleet_rules import ALERTS
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab, _claim, _port_free
@@ -129,6 +129,11 @@ async def test_rows_match_cluster_and_switchover_shows(fleet_lab: FleetLab) -> N
     # (read from the recorded rules the lab loads), then its alert fires from the real /metrics.
     leader = labs[1].leader()
     assert leader is not None
+    # The hourly group's first evaluation comes within its interval of Prometheus's start.
+    deadline = time.monotonic() + HOURLY_EVERY_S + 2 * 5.0 + 5.0
+    while not (await _page(url)).source.startswith("recorded rules"):
+        assert time.monotonic() < deadline, "the recorded rules were not complete in time"
+        await _sleep()
     faults.stop_patroni(labs[1], leader)
     try:
         stopped = time.monotonic()

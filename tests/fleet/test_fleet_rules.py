@@ -146,7 +146,7 @@ def test_the_rule_file_passes_promtool_check(tmp_path: Path, capsys: pytest.Capt
     assert "promtool check rules" in capsys.readouterr().err
     out = _promtool("check", "rules", str(path))
     assert out.returncode == 0, out.stdout + out.stderr
-    assert f"{len(ALERTS) + 5} rules found" in out.stdout
+    assert f"{len(ALERTS) + 9} rules found" in out.stdout
 
 
 @needs_promtool
@@ -185,7 +185,7 @@ def test_the_fleet_says_which_way_it_ranks_and_why() -> None:
         return said
 
     assert state(VERSION, mine, now - 14) == "recorded rules, evaluated 14 s ago"
-    assert "records rules v0, this pgtop-ha's are v1" in state(0, mine, now - 1)
+    assert f"records rules v0, this pgtop-ha's are v{VERSION}" in state(0, mine, now - 1)
     assert "written for another selector" in state(VERSION, {**mine, "selector": 'job="x"'}, now - 1)
     assert "not being evaluated" in state(VERSION, mine, now - 600)
     narrowed = FleetQueries(match='env="prod"', recorded_match_ok=False)
