@@ -10,6 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pgtop_ha.judge.health import Pools, exact_timeline, is_leader, is_up, member_state, node_state
+from pgtop_ha.judge.rules import (
+    CLUSTER_PRIMARIES,
+    CLUSTER_TIMELINES,
+    PATRONI_CLOCK_SKEW,
+    PATRONI_DCS_STALE,
+    PG_DOWN_LEADER_ROUTED,
+    ROLE_DISAGREES,
+    ROUTING_WRITER_POOL,
+)
 from pgtop_ha.models.roles import is_standby_leader
 from pgtop_ha.models.servers import known_names, member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -38,13 +47,13 @@ class Check:
 
 # A check's key names its rule before any ":" (the rest names its subject).
 CHECK_RULES = {
-    "primaries": "cluster.primaries",
-    "writer": "routing.writer-pool",
-    "pg-down-routed": "pg.down-leader-routed",
-    "role": "role.disagrees",
-    "timelines": "cluster.timelines",
-    "dcs": "patroni.dcs-stale",
-    "clock": "patroni.clock-skew",
+    "primaries": CLUSTER_PRIMARIES.id,
+    "writer": ROUTING_WRITER_POOL.id,
+    "pg-down-routed": PG_DOWN_LEADER_ROUTED.id,
+    "role": ROLE_DISAGREES.id,
+    "timelines": CLUSTER_TIMELINES.id,
+    "dcs": PATRONI_DCS_STALE.id,
+    "clock": PATRONI_CLOCK_SKEW.id,
 }
 
 

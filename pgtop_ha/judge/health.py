@@ -11,8 +11,63 @@ from datetime import datetime
 from math import isfinite
 from typing import Literal
 
-from pgtop_ha.judge.backup import no_stanza_level, no_stanza_text
+from pgtop_ha.judge.backup import QUEUE, READ, backup_marks, no_stanza_marks
+from pgtop_ha.judge.memory import hugepages_marks
 from pgtop_ha.judge.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
+from pgtop_ha.judge.replication import (
+    lag_level,
+    receiver_findings,
+    standby_name,
+    unreported,
+    walsender_findings,
+)
+from pgtop_ha.judge.rules import (
+    ARCHIVER_READY,
+    HAPROXY_BACKEND_NO_POOL,
+    HAPROXY_ROWS_CAPPED,
+    HAPROXY_SERVERS_UNJOINED,
+    HAPROXY_STATS,
+    HORIZON_HELD,
+    IDENTITY_DUPLICATE,
+    IDENTITY_HIDDEN,
+    IDENTITY_LOOK_ALIKE,
+    LEADER_NONE,
+    LEADER_SEVERAL,
+    LOCKS_WAITS,
+    PATRONI_FAILSAFE,
+    PATRONI_MALFORMED,
+    PATRONI_PAUSED,
+    PATRONI_PENDING_RESTART,
+    PATRONI_SCHEDULED,
+    PATRONI_STATE,
+    PATRONI_UNLISTED,
+    PATRONI_UNSUPPORTED,
+    PATRONI_VERSIONS,
+    PG_DOWN_LEADER,
+    PG_DOWN_LEADER_ROUTED,
+    PG_DOWN_ROUTED,
+    PG_PENDING,
+    PG_ROWS_CAPPED,
+    PG_SLOW,
+    PG_UNREACHABLE,
+    POOLER_CONTRADICTION,
+    POSTGRES_UNSUPPORTED,
+    REPLICATION_LAG,
+    REPLICATION_UPSTREAM,
+    REST_PENDING,
+    REST_SLOW,
+    REST_UNREACHABLE,
+    ROLE_LEADER_IN_RECOVERY,
+    ROLE_PRIMARY_NOT_LEADER,
+    ROUTING_NO_WRITER,
+    ROUTING_SEVERAL_WRITERS,
+    ROUTING_WRITES_TO_NON_LEADER,
+    SLOTS_PERMANENT_MISSING,
+    SLOTS_RETAINED,
+    SOURCE_ERROR,
+    TLS_EXPIRY,
+    WAL_DISK,
+)
 from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
 from pgtop_ha.models.derive import failover_slots, member_names, permanent_slots
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
@@ -84,11 +139,6 @@ def exact_timeline(n: NodeSnapshot, m: Member | None) -> int | None:
         return n.wal_receiver.received_tli
     known = [tl for tl in (n.timeline, m.timeline if m is not None else None) if tl is not None]
     return max(known) if known else None
-
-
-def lag_level(t: Thresholds, lag_bytes: int | None, lag_s: float | None = None) -> Level:
-    """Replication lag graded by bytes and by seconds, the worse of the two."""
-    return max(t.lag_bytes.grade(lag_bytes), t.lag_s.grade(lag_s))
 
 
 def retained_level(t: Thresholds, retained: int | None) -> Level:
@@ -296,13 +346,13 @@ def member_problems(
                 name,
                 "PG DOWN, still routed (Patroni leader, HAProxy writer UP)",
                 "PG DOWN, still routed",
-                rule="pg.down-leader-routed",
+                rule=PG_DOWN_LEADER_ROUTED.id,
             )
         )
     elif pg_down and leader:
         out.append(
             Problem(
-                Level.CRIT, name, "PG DOWN on the Patroni leader", "PG DOWN on leader", rule="pg.down-leader"
+                Level.CRIT, name, "PG DOWN on the Patroni leader", "PG DOWN on leader", rule=PG_DOWN_LEADER.id
             )
         )
     elif pg_down and routed:
@@ -312,18 +362,20 @@ def member_problems(
                 name,
                 "PG DOWN, HAProxy still routes writes here",
                 "PG DOWN, routed",
-                rule="pg.down-routed",
+                rule=PG_DOWN_ROUTED.id,
             )
         )
     elif pg_down:
         out.append(
-            Problem(Level.CRIT, name, "PostgreSQL unreachable", "PG unreachable", rule="pg.unreachable")
+            Problem(Level.CRIT, name, "PostgreSQL unreachable", "PG unreachable", rule=PG_UNREACHABLE.id)
         )
     elif pg == "slow":
-        out.append(Problem(Level.WARN, name, "PostgreSQL slow (last answer kept)", "PG slow", rule="pg.slow"))
+        out.append(
+            Problem(Level.WARN, name, "PostgreSQL slow (last answer kept)", "PG slow", rule=PG_SLOW.id)
+        )
     elif pg == "pending":
         out.append(
-            Problem(Level.WARN, name, "PostgreSQL: no answer yet", "PG no answer yet", rule="pg.pending")
+            Problem(Level.WARN, name, "PostgreSQL: no answer yet", "PG no answer yet", rule=PG_PENDING.id)
         )
     rest = member_state(m) if m is not None else None
     if m is not None and m.unlisted:
@@ -331,23 +383,25 @@ def member_problems(
         # line, with its REST API's state when that is down too (its Patroni stopped).
         text = "not in Patroni's /cluster" + (", REST unreachable" if rest == "unreachable" else "")
         out.append(
-            Problem(Level.CRIT, name, text, "not in /cluster", key="unlisted", rule="patroni.unlisted")
+            Problem(Level.CRIT, name, text, "not in /cluster", key="unlisted", rule=PATRONI_UNLISTED.id)
         )
         if rest == "unreachable":
             rest = None
     if rest == "unreachable":
         # No age in the text: a problem keeps its row (and its key) while it lasts.
         out.append(
-            Problem(Level.CRIT, name, "Patroni REST unreachable", "REST unreachable", rule="rest.unreachable")
+            Problem(
+                Level.CRIT, name, "Patroni REST unreachable", "REST unreachable", rule=REST_UNREACHABLE.id
+            )
         )
     elif rest == "slow":
         out.append(
-            Problem(Level.WARN, name, "Patroni REST slow (last answer kept)", "REST slow", rule="rest.slow")
+            Problem(Level.WARN, name, "Patroni REST slow (last answer kept)", "REST slow", rule=REST_SLOW.id)
         )
     elif rest == "pending":
         out.append(
             Problem(
-                Level.WARN, name, "Patroni REST: no answer yet", "REST no answer yet", rule="rest.pending"
+                Level.WARN, name, "Patroni REST: no answer yet", "REST no answer yet", rule=REST_PENDING.id
             )
         )
     pg_primary = _pg_primary(n)
@@ -358,7 +412,7 @@ def member_problems(
                 name,
                 "Patroni leader but PG in recovery",
                 "leader in recovery",
-                rule="role.leader-in-recovery",
+                rule=ROLE_LEADER_IN_RECOVERY.id,
             )
         )
     if m is not None and not leader and pg_primary is True:
@@ -370,7 +424,7 @@ def member_problems(
                 f"PG primary but Patroni says {said}",
                 "PG primary, not leader",
                 key="pg primary",
-                rule="role.primary-not-leader",
+                rule=ROLE_PRIMARY_NOT_LEADER.id,
             )
         )
     if routed and m is not None and not leader:
@@ -380,13 +434,13 @@ def member_problems(
                 name,
                 "HAProxy routes writes to a non-leader",
                 "writes to non-leader",
-                rule="routing.writes-to-non-leader",
+                rule=ROUTING_WRITES_TO_NON_LEADER.id,
             )
         )
     if m is not None and m.state and m.state not in ("running", "streaming"):
         level = Level.CRIT if m.state in ("crashed", "stopped", "start failed") else Level.WARN
         out.append(
-            Problem(level, name, f"Patroni state {m.state}", key="patroni state", rule="patroni.state")
+            Problem(level, name, f"Patroni state {m.state}", key="patroni state", rule=PATRONI_STATE.id)
         )
     if m is not None and not leader:
         lv = lag_level(t, m.lag_bytes)
@@ -397,25 +451,25 @@ def member_problems(
                     name,
                     f"replica lag {human_bytes(m.lag_bytes)}",
                     key="replica lag",
-                    rule="replication.lag",
+                    rule=REPLICATION_LAG.id,
                 )
             )
     if m is not None and m.pending_restart:
-        out.append(Problem(Level.WARN, name, "pending restart", rule="patroni.pending-restart"))
+        out.append(Problem(Level.WARN, name, "pending restart", rule=PATRONI_PENDING_RESTART.id))
     for which, end in member_certs(snapshot, name):
         days = cert_days_left(end, now)
         if (lv := cert_level(days)) > Level.OK and days is not None:
             when = "expired" if days < 0 else f"expires in {days:.0f} days"
             text = f"{which} certificate {when} ({end:%Y-%m-%d})"
             out.append(
-                Problem(lv, name, text, f"{which} cert {when}", key=f"cert {which}", rule="tls.expiry")
+                Problem(lv, name, text, f"{which} cert {when}", key=f"cert {which}", rule=TLS_EXPIRY.id)
             )
     if (why := upstream_mismatch(snapshot, name)) is not None:
-        out.append(Problem(Level.WARN, name, why, "not its replicatefrom", rule="replication.upstream"))
+        out.append(Problem(Level.WARN, name, why, "not its replicatefrom", rule=REPLICATION_UPSTREAM.id))
     if n is not None and (why := postgres_unsupported(n.server_version)):
-        out.append(Problem(Level.WARN, name, why, "PG version unsupported", rule="postgres.unsupported"))
+        out.append(Problem(Level.WARN, name, why, "PG version unsupported", rule=POSTGRES_UNSUPPORTED.id))
     if m is not None and (why := patroni_unsupported(m.patroni_version)):
-        out.append(Problem(Level.WARN, name, why, "Patroni version unsupported", rule="patroni.unsupported"))
+        out.append(Problem(Level.WARN, name, why, "Patroni version unsupported", rule=PATRONI_UNSUPPORTED.id))
     return out
 
 
@@ -484,7 +538,7 @@ def cluster_problems(
     out: list[Problem] = []
     leaders = [m.name for m in snapshot.members if is_leader(m)]
     if snapshot.members and not leaders:
-        out.append(Problem(Level.CRIT, None, "no leader: Patroni has no primary", rule="leader.none"))
+        out.append(Problem(Level.CRIT, None, "no leader: Patroni has no primary", rule=LEADER_NONE.id))
     if len(leaders) > 1:
         out.append(
             Problem(
@@ -492,12 +546,12 @@ def cluster_problems(
                 None,
                 "several leaders: " + ", ".join(leaders),
                 key="several leaders",
-                rule="leader.several",
+                rule=LEADER_SEVERAL.id,
             )
         )
     up_writers = [s for s, srv in routes(snapshot, pools, "writer").items() if is_up(srv)]
     if snapshot.haproxy.servers and not up_writers:
-        out.append(Problem(Level.CRIT, None, "HAProxy has no writer UP", rule="routing.no-writer"))
+        out.append(Problem(Level.CRIT, None, "HAProxy has no writer UP", rule=ROUTING_NO_WRITER.id))
     if len(up_writers) > 1:
         out.append(
             Problem(
@@ -505,14 +559,14 @@ def cluster_problems(
                 None,
                 "HAProxy writer UP on " + ", ".join(up_writers),
                 key="writers",
-                rule="routing.several-writers",
+                rule=ROUTING_SEVERAL_WRITERS.id,
             )
         )
     if snapshot.haproxy.not_shown:
         text = f"HAProxy: {snapshot.haproxy.not_shown} more servers not shown (past the row cap; pools first)"
         out.append(
             Problem(
-                Level.WARN, None, text, "HAProxy rows capped", key="haproxy rows", rule="haproxy.rows-capped"
+                Level.WARN, None, text, "HAProxy rows capped", key="haproxy rows", rule=HAPROXY_ROWS_CAPPED.id
             )
         )
     if snapshot.haproxy.error:
@@ -522,18 +576,18 @@ def cluster_problems(
                 None,
                 f"HAProxy stats: {snapshot.haproxy.error}",
                 key="haproxy stats",
-                rule="haproxy.stats",
+                rule=HAPROXY_STATS.id,
             )
         )
     out.extend(_routing_unread(snapshot, pools))
     out.extend(identity_problems(snapshot))
     if snapshot.cluster.pause:
-        out.append(Problem(Level.WARN, None, "cluster in maintenance mode (paused)", rule="patroni.paused"))
+        out.append(Problem(Level.WARN, None, "cluster in maintenance mode (paused)", rule=PATRONI_PAUSED.id))
     out.extend(_patroni_notes(snapshot))
     for name in names:
         known = members.get(name) if members is not None else None
         out.extend(known if known is not None else member_problems(snapshot, name, t, pools, now))
-        out.extend(_node_problems(snapshot.node(name), t))
+        out.extend(_node_problems(snapshot.node(name), t, now))
         missing = missing_permanent_slots(snapshot, name)
         if missing:
             out.append(
@@ -542,18 +596,25 @@ def cluster_problems(
                     name,
                     "permanent slot missing: " + ", ".join(missing),
                     key="slots missing",
-                    rule="slots.permanent-missing",
+                    rule=SLOTS_PERMANENT_MISSING.id,
                 )
             )
-    out.extend(Problem(f.level, None, f.text, rule="pooler.contradiction") for f in pooler_findings(snapshot))
-    out.extend(Problem(Level.WARN, None, e, rule="source.error") for e in snapshot.errors)
+    for node in unreported(snapshot):
+        found = receiver_findings(node)
+        out.extend(Problem(f.level, node.name, f.text, key=f.rule, rule=f.rule) for f in found)
+    out.extend(
+        Problem(f.level, None, f.text, rule=POOLER_CONTRADICTION.id) for f in pooler_findings(snapshot)
+    )
+    out.extend(Problem(Level.WARN, None, e, rule=SOURCE_ERROR.id) for e in snapshot.errors)
     out.extend(malformed_problems(snapshot))
-    backrest = snapshot.pgbackrest
-    if backrest is not None and backrest.enabled and backrest.no_stanza and backrest.error is None:
-        level = no_stanza_level(error=False, asked=backrest.asked)
-        if level > Level.OK:
-            text = no_stanza_text(backrest, snapshot)
-            out.append(Problem(level, None, text, "pgBackRest: no stanza", rule="pgbackrest.no-stanza"))
+    out.extend(Problem(m.level, None, m.text, key=m.rule, rule=m.rule) for m in no_stanza_marks(snapshot))
+    said: set[tuple[str, str]] = set()  # the queue and a failed read are the same for every stanza
+    for stanza, marks in backup_marks(snapshot).items():
+        for m in marks:
+            key = m.part if m.rule in (QUEUE, READ) else f"{stanza} {m.part}"
+            if (m.rule, key) not in said:
+                said.add((m.rule, key))
+                out.append(Problem(m.level, None, m.text, key=f"{m.rule} {key}", rule=m.rule))
     return sorted(out, key=lambda p: -p.level)
 
 
@@ -562,7 +623,7 @@ def malformed_problems(snapshot: ClusterSnapshot) -> list[Problem]:
     found = [(None, snapshot.cluster.malformed), *((m.name, m.malformed) for m in snapshot.members)]
     return [
         Problem(Level.WARN, node, "; ".join(notes), "fields of the wrong type", key="malformed",
-                rule="patroni.malformed")
+                rule=PATRONI_MALFORMED.id)
         for node, notes in found
         if notes
     ]  # fmt: skip
@@ -572,24 +633,24 @@ def identity_problems(snapshot: ClusterSnapshot) -> list[Problem]:
     """Names that can pass for another: listed twice, sent with hidden characters, or look-alikes."""
     out = [
         Problem(Level.CRIT, None, f"/cluster lists one name for several members: {d}", "duplicate member",
-                key=f"duplicate {d}", rule="identity.duplicate")
+                key=f"duplicate {d}", rule=IDENTITY_DUPLICATE.id)
         for d in snapshot.cluster.duplicates
     ]  # fmt: skip
     for m in snapshot.members:
         if m.hidden is not None:
             text = f"member name held hidden characters ({m.hidden}), removed"
-            out.append(Problem(Level.WARN, m.name, text, "hidden characters", rule="identity.hidden"))
+            out.append(Problem(Level.WARN, m.name, text, "hidden characters", rule=IDENTITY_HIDDEN.id))
     for s in snapshot.haproxy.servers:
         if s.hidden is not None:
             text = f"HAProxy server {s.proxy}/{s.server} held hidden characters ({s.hidden}), removed"
-            out.append(Problem(Level.WARN, None, text, "hidden characters", rule="identity.hidden"))
+            out.append(Problem(Level.WARN, None, text, "hidden characters", rule=IDENTITY_HIDDEN.id))
     skeletons: dict[str, list[str]] = {}
     for name in member_names(snapshot):
         skeletons.setdefault(skeleton(name), []).append(name)
     for names in skeletons.values():
         if len(names) > 1:
             text = "member names look alike: " + ", ".join(ascii(n) for n in names)
-            out.append(Problem(Level.WARN, None, text, "look-alike names", rule="identity.look-alike"))
+            out.append(Problem(Level.WARN, None, text, "look-alike names", rule=IDENTITY_LOOK_ALIKE.id))
     return out
 
 
@@ -619,7 +680,7 @@ def _routing_unread(snapshot: ClusterSnapshot, pools: Pools) -> list[Problem]:
                 "judged; add them to [haproxy] writer_backends or reader_backends",
                 "HAProxy backend no pool",
                 key="haproxy pools",
-                rule="haproxy.backend-no-pool",
+                rule=HAPROXY_BACKEND_NO_POOL.id,
             )
         )
     strangers = unjoined(pooled, known)
@@ -633,7 +694,7 @@ def _routing_unread(snapshot: ClusterSnapshot, pools: Pools) -> list[Problem]:
                 f"{UNJOINED_FIX}: {_some(strangers)}",
                 "HAProxy servers unjoined",
                 key="haproxy unjoined",
-                rule="haproxy.servers-unjoined",
+                rule=HAPROXY_SERVERS_UNJOINED.id,
             )
         )
     return out
@@ -687,29 +748,31 @@ def _patroni_notes(snapshot: ClusterSnapshot) -> Iterable[Problem]:
     """What Patroni says is planned or unusual: failsafe, versions apart, a scheduled action."""
     if any(m.failsafe_active for m in snapshot.members):
         text = "failsafe mode active: the DCS is unreachable, the leader keeps running on its members' word"
-        yield Problem(Level.WARN, None, text, "failsafe mode active", key="failsafe", rule="patroni.failsafe")
+        yield Problem(
+            Level.WARN, None, text, "failsafe mode active", key="failsafe", rule=PATRONI_FAILSAFE.id
+        )
     versions = sorted({m.patroni_version for m in snapshot.members if m.patroni_version})
     if len(versions) > 1:
         text = f"Patroni versions differ ({', '.join(versions)}): an upgrade in progress?"
         yield Problem(
-            Level.WARN, None, text, "Patroni versions differ", key="versions", rule="patroni.versions"
+            Level.WARN, None, text, "Patroni versions differ", key="versions", rule=PATRONI_VERSIONS.id
         )
     planned = snapshot.cluster.scheduled_switchover
     if planned:
         to = planned.get("to")
         text = f"switchover scheduled at {planned.get('at', '?')}" + (f" to {to}" if to else "")
         yield Problem(
-            Level.WARN, None, text, "switchover scheduled", key="scheduled", rule="patroni.scheduled"
+            Level.WARN, None, text, "switchover scheduled", key="scheduled", rule=PATRONI_SCHEDULED.id
         )
     for m in snapshot.members:
         if m.scheduled_restart:
             text = f"restart scheduled at {m.scheduled_restart.get('schedule', '?')}"
             yield Problem(
-                Level.WARN, m.name, text, "restart scheduled", key="scheduled", rule="patroni.scheduled"
+                Level.WARN, m.name, text, "restart scheduled", key="scheduled", rule=PATRONI_SCHEDULED.id
             )
 
 
-def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
+def _node_problems(n: NodeSnapshot | None, t: Thresholds, now: datetime) -> Iterable[Problem]:
     if n is None or not n.reachable:
         return
     # The reader adds the postmaster, which pg_stat_activity (the count) does not list.
@@ -721,7 +784,7 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
         if total is not None and total > shown:
             text = f"{total - shown} more {what} not shown ({total}; past the row cap)"
             yield Problem(
-                Level.WARN, n.name, text, f"{what} capped", key=f"{what} capped", rule="pg.rows-capped"
+                Level.WARN, n.name, text, f"{what} capped", key=f"{what} capped", rule=PG_ROWS_CAPPED.id
             )
     for slot in n.slots:
         lv = slot_level(t, slot)  # the same grade as the Slots pane and the overview's worst slot
@@ -730,18 +793,18 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
             text = f"slot {slot.slot_name} retains {human_bytes(slot.retained_bytes)}"
             if why in ("conflicting", "lost", "unreserved"):
                 text += f", {why}"
-            yield Problem(lv, n.name, text, key=f"slot {slot.slot_name}", rule="slots.retained")
+            yield Problem(lv, n.name, text, key=f"slot {slot.slot_name}", rule=SLOTS_RETAINED.id)
     if (lv := wal_disk_level(t, n.wal_disk)) > Level.OK and n.wal_disk is not None:
         keeper = top_retainer(n)
         text = f"pg_wal {human_bytes(n.wal_disk.bytes)}, past max_wal_size + wal_keep_size"
         if keeper is not None:
             text += f"; slot {keeper.slot_name} retains {human_bytes(keeper.retained_bytes)}"
-        yield Problem(lv, n.name, text, "pg_wal large", key="pg_wal", rule="wal.disk")
+        yield Problem(lv, n.name, text, "pg_wal large", key="pg_wal", rule=WAL_DISK.id)
     worst = max(n.horizon, key=lambda h: horizon_level(t, h), default=None)
     if worst is not None and (lv := horizon_level(t, worst)) > Level.OK:
         # No age in the text (a problem keeps its row while it lasts): the Horizon pane has them.
         text = f"xmin horizon held by {horizon_holder(worst)}"
-        yield Problem(lv, n.name, text, "xmin horizon held", key="horizon", rule="horizon.held")
+        yield Problem(lv, n.name, text, "xmin horizon held", key="horizon", rule=HORIZON_HELD.id)
     a = n.archiver
     if a is not None:
         lv = ready_level(t, a.ready_count)
@@ -751,14 +814,13 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
                 n.name,
                 f"archiver: {a.ready_count} segments waiting",
                 key="archiver",
-                rule="archiver.ready",
+                rule=ARCHIVER_READY.id,
             )
+    for m in hugepages_marks(n):
+        yield Problem(m.level, n.name, m.text, key=m.rule, rule=m.rule)
     for r in n.replication:
-        lv = lag_level(t, r.replay_lag_bytes, r.replay_lag_s)
-        if lv > Level.OK:
-            yield Problem(
-                lv, n.name, f"standby {r.application_name} replay lag", rule="replication.standby-lag"
-            )
+        for f in walsender_findings(r, t, now):
+            yield Problem(f.level, n.name, f.text, key=f"{f.rule} {standby_name(r)}", rule=f.rule)
     # Sessions queued behind a lock (an ALTER TABLE behind a long transaction stops every query
     # of the table): read every cycle from pg_stat_activity, so the overview says it while the
     # Locks pane is not on screen. Graded by the longest waiting query's run time (an upper
@@ -770,7 +832,7 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds) -> Iterable[Problem]:
         if lv > Level.OK:
             who = "1 session waits" if len(waits) == 1 else f"{len(waits)} sessions wait"
             text = f"{who} on a lock, longest query {int(longest)}s (l: Locks)"
-            yield Problem(lv, n.name, text, key="lock waits", rule="locks.waits")
+            yield Problem(lv, n.name, text, key="lock waits", rule=LOCKS_WAITS.id)
 
 
 def _slug(name: str) -> str:

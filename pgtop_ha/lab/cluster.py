@@ -583,6 +583,14 @@ class Lab:
 
         if not procs.poll(created, STANZA_LOCK_WAIT_S, interval=1.0):
             raise UserError(f"pgbackrest stanza-create failed for {STANZA_LOCK_WAIT_S:.0f}s: {failure}")
+        # A cluster with nothing to restore from is a problem the console names: start with a full backup.
+        try:
+            procs.run(
+                [str(tools.pgbackrest), f"--stanza={configs.STANZA}", "--type=full", "backup"],
+                run_as=self.run_as, env=env, cwd=self.layout.state_dir / "pgbackrest", timeout=300,
+            )  # fmt: skip
+        except subprocess.CalledProcessError as exc:
+            raise UserError(f"pgbackrest backup failed: {exc.stderr.strip()[:300]}") from None
         marker.touch()
 
     def _start_haproxy(self, tools: Tools, progress: Progress) -> None:

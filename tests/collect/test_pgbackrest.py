@@ -29,7 +29,7 @@ from pgtop_ha.collect.pgbackrest import (
     source_for,
 )
 from pgtop_ha.collect.poller import Poller
-from pgtop_ha.judge.grades import queue_state
+from pgtop_ha.judge.backup import queue_state
 from pgtop_ha.models.pgbackrest import WAL_SEGMENT_BYTES, parse_size
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import PgBackRestSettings, Settings

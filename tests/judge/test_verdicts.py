@@ -10,6 +10,7 @@ from pathlib import Path
 import pgtop_ha
 from pgtop_ha.check_cli import perfdata, status_line
 from pgtop_ha.engines.timeline import Timeline
+from pgtop_ha.judge import rules
 from pgtop_ha.judge.checks import CHECK_RULES, disagreements
 from pgtop_ha.judge.health import cluster_problems
 from pgtop_ha.judge.rules import RULES
@@ -91,27 +92,25 @@ def test_a_conflicting_slot_is_a_problem_graded_as_the_slots_pane_grades_it() ->
     assert p.level == Level.CRIT and p.rule == "slots.retained" and p.text.endswith(", conflicting")
 
 
-def _rule_constants() -> set[str]:
-    """Every rule="..." given to a Problem in the package."""
-    found: set[str] = set()
+def _rules_named() -> tuple[set[str], list[str]]:
+    """Every rule constant the package names (``X.id``), and every ``rule="..."`` string literal."""
+    named: set[str] = set()
+    literals: list[str] = []
     for path in PACKAGE.rglob("*.py"):
-        for call in ast.walk(ast.parse(path.read_text())):
-            if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Problem":
-                for kw in call.keywords:
-                    if (
-                        kw.arg == "rule"
-                        and isinstance(kw.value, ast.Constant)
-                        and isinstance(kw.value.value, str)
-                    ):
-                        found.add(kw.value.value)
-    return found
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.Attribute) and n.attr == "id" and isinstance(n.value, ast.Name):
+                named.add(n.value.id)
+            if isinstance(n, ast.keyword) and n.arg == "rule" and isinstance(n.value, ast.Constant):
+                literals.append(f"{path.name}:{n.value.lineno}")
+    return named, literals
 
 
-def test_every_rule_a_verdict_can_carry_is_listed_with_its_meaning() -> None:
-    used = _rule_constants() | set(CHECK_RULES.values())
-    assert used, "no rule found: the scan is broken"
-    assert used <= set(RULES), f"add {sorted(used - set(RULES))} to judge/rules.py"
-    assert not set(RULES) - used, f"rules nothing gives: {sorted(set(RULES) - used)}"
+def test_every_rule_is_an_object_and_each_is_given() -> None:
+    named, literals = _rules_named()
+    assert not literals, f"a rule given as a string, not its judge.rules constant: {literals}"
+    constants = {name for name, value in vars(rules).items() if isinstance(value, rules.Rule)}
+    assert len(constants) == len(RULES) == len(rules.ALL) > 50
+    assert not constants - named, f"rules nothing gives: {sorted(constants - named)}"
 
 
 def test_every_problem_names_its_rule() -> None:

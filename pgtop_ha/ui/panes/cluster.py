@@ -8,7 +8,6 @@ from pgtop_ha.judge.health import (
     cert_level,
     is_leader,
     is_up,
-    lag_level,
     member_certs,
     member_state,
     node_state,
@@ -16,6 +15,7 @@ from pgtop_ha.judge.health import (
     unreachable,
     upstream_mismatch,
 )
+from pgtop_ha.judge.replication import lag_level
 from pgtop_ha.judge.routing import server_level
 from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.roles import short_name

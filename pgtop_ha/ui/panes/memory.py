@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 
-from pgtop_ha.judge.grades import hugepages_level
+from pgtop_ha.judge.memory import hugepages_marks
 from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Process
+from pgtop_ha.models.verdict import cell_level
 from pgtop_ha.ui.format import count, human_bytes
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -84,7 +85,7 @@ def _hugepages(node: NodeSnapshot) -> Row | None:
     if h.shared_memory_pages is not None and h.shared_memory_pages > 0:
         text += f", {count(h.shared_memory_pages)} needed"
     # huge_pages=try falling back to normal pages is silent in PostgreSQL: say it.
-    level = hugepages_level(h, used)
+    level = cell_level(hugepages_marks(node), "state")
     cells = {
         "node": cell(node.name),
         "pid": num("", None),

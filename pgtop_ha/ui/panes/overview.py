@@ -18,10 +18,10 @@ from pgtop_ha.judge.health import (
     archiver_level,
     exact_timeline,
     is_leader,
-    lag_level,
     state_word,
     worst_slot,
 )
+from pgtop_ha.judge.replication import lag_level
 from pgtop_ha.models.derive import CopyRate, age_s, copy_rates, replay_lag_seconds, walsender_for
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot

@@ -6,20 +6,10 @@ the queue pgBackRest's archive-push works through, measured against archive-push
 
 from __future__ import annotations
 
-from pgtop_ha.judge.backup import no_stanza_level, no_stanza_text
-from pgtop_ha.judge.grades import (
-    FULL_BACKUP_WARN_S,
-    backup_level,
-    no_full_backup_level,
-    queue_level,
-    queue_state,
-    stale_read_level,
-    stanza_level,
-    unread_level,
-)
+from pgtop_ha.judge.backup import backup_marks, no_stanza_marks, no_stanza_text, primary_archiver, push_queue
 from pgtop_ha.models.pgbackrest import BackupInfo, QueueState
-from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot
-from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.verdict import cell_level, worst
 from pgtop_ha.ui.format import age, count, human_bytes, shown
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, blanks, cell, num, state
 
@@ -41,18 +31,8 @@ _REST = ("status", "full", "diff", "incr", "wal_max", "ready", "behind", "queue"
 NOT_CONFIGURED = "pgBackRest not read: set [pgbackrest] enabled = true (and command, config)"
 
 
-def _primary_archiver(snapshot: ClusterSnapshot) -> Archiver | None:
-    """The archiver of the node that is not in recovery (only a primary archives)."""
-    for node in sorted(snapshot.nodes, key=lambda n: n.name):
-        if node.in_recovery is False and node.archiver is not None:
-            return node.archiver
-    return None
-
-
-def _backup_cell(backup: BackupInfo | None, warn_after: float | None = None) -> tuple[str, Level | None]:
-    if backup is None:
-        return "-", None
-    return age(backup.age_s), backup_level(backup, warn_after)
+def _age(backup: BackupInfo | None) -> str:
+    return "-" if backup is None else age(backup.age_s)
 
 
 def _queue_text(queue: QueueState) -> str:
@@ -69,33 +49,24 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     if pb is None or not pb.enabled:
         cells = {"stanza": cell("-"), "health": cell("-"), **blanks(*_REST)}
         return [Row(key="|off", cells={**cells, "error": cell(NOT_CONFIGURED)})]
-    archiver = _primary_archiver(snapshot)
+    archiver = primary_archiver(snapshot)
     ready = archiver.ready_count if archiver else None
     behind = archiver.segments_behind if archiver else None
-    queue = queue_state(ready, pb.queue_max_bytes)
+    queue = push_queue(snapshot)
     if not pb.stanzas:
+        marks = no_stanza_marks(snapshot)
         text = shown(pb.error or no_stanza_text(pb, snapshot))
-        level = no_stanza_level(bool(pb.error), pb.asked)
-        cells = {"stanza": cell("-"), "health": state(level), **blanks(*_REST)}
-        return [Row(key="|none", cells={**cells, "error": cell(text, level)})]
+        cells = {"stanza": cell("-"), "health": state(worst(marks)), **blanks(*_REST)}
+        return [Row(key="|none", cells={**cells, "error": cell(text, cell_level(marks, "error"))})]
     out = []
     spools = {s.stanza: s for s in pb.spools}
+    graded = backup_marks(snapshot)
     for st in pb.stanzas:
-        level = stanza_level(st.ok, bool(st.repo_errors))
-        full_text, full_level = _backup_cell(st.full, FULL_BACKUP_WARN_S)
-        diff_text, diff_level = _backup_cell(st.diff)
-        incr_text, incr_level = _backup_cell(st.incr)
-        if st.full is None:
-            full_level = no_full_backup_level()
-        queue_grade = queue_level(queue.level)
+        marks = graded.get(st.name, ())
         spool = spools.get(st.name)
-        spool_level = unread_level(spool is not None and bool(spool.error_count))
-        for extra in (full_level, diff_level, incr_level, queue_grade, spool_level):
-            if extra is not None:
-                level = max(level, extra)
-        if pb.error:  # the last poll failed: what is shown is older than it looks
-            level = stale_read_level(level)
         error = pb.error or (spool.newest_error if spool else None) or "; ".join(st.repo_errors) or ""
+        # The error column says what the read, the spool or the repository said: the same rule's level.
+        said_by = "error" if pb.error else "spool" if spool and spool.newest_error else "status"
         status = st.status_message or "-"
         if st.backup_running:
             status += " (backup running)"
@@ -104,26 +75,26 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 key=st.name,
                 cells={
                     "stanza": cell(shown(st.name)),
-                    "health": state(level),
-                    "status": cell(shown(status), None if st.ok else stanza_level(False, False)),
-                    "full": num(full_text, st.full.age_s if st.full else None, full_level),
-                    "diff": num(diff_text, st.diff.age_s if st.diff else None, diff_level),
-                    "incr": num(incr_text, st.incr.age_s if st.incr else None, incr_level),
+                    "health": state(worst(marks)),
+                    "status": cell(shown(status), cell_level(marks, "status")),
+                    "full": num(_age(st.full), st.full.age_s if st.full else None, cell_level(marks, "full")),
+                    "diff": num(_age(st.diff), st.diff.age_s if st.diff else None, cell_level(marks, "diff")),
+                    "incr": num(_age(st.incr), st.incr.age_s if st.incr else None, cell_level(marks, "incr")),
                     "wal_max": cell(st.archive_max or "-"),
                     "ready": num(count(ready), ready),
                     "behind": num(count(behind), behind),
                     "queue": num(
                         _queue_text(queue),
                         queue.share if queue.share is not None else queue.queue_bytes,
-                        queue_grade,
+                        cell_level(marks, "queue"),
                     ),
                     "spool": cell(
                         f"{count(spool.ok_count)}/{count(spool.error_count)}"
                         if spool and not spool.error
                         else "-",
-                        spool_level,
+                        cell_level(marks, "spool"),
                     ),
-                    "error": cell(shown(error), unread_level(bool(error))),
+                    "error": cell(shown(error), cell_level(marks, said_by) if error else None),
                 },
             )
         )

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import receiver_level, silent_standby_level, walsender_level
-from pgtop_ha.judge.health import lag_level
-from pgtop_ha.models.derive import REPLY_ON_TIME_S, age_s, stage_lag_seconds, standby_silent
+from pgtop_ha.judge.replication import (
+    lag_level,
+    receiver_findings,
+    receiver_status,
+    standby_name,
+    unreported,
+    walsender_findings,
+)
+from pgtop_ha.models.derive import REPLY_ON_TIME_S, age_s, stage_lag_seconds
 from pgtop_ha.models.servers import upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
 from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.verdict import cell_level, worst
 from pgtop_ha.ui.format import age, age_step, duration, human_bytes, sparkline
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, name_column, num, same_row, state
 
@@ -29,15 +36,11 @@ COLUMNS = (
 )
 
 
-def _name(r: Replication) -> str:
-    return r.application_name or (str(r.pid) if r.pid is not None else "?")
-
-
 def _history(ctx: Context, upstream: str, name: str) -> list[float | None]:
     out: list[float | None] = []
     for snap in ctx.history[-9:]:
         node = snap.node(upstream)
-        match = None if node is None else next((r for r in node.replication if _name(r) == name), None)
+        match = None if node is None else next((r for r in node.replication if standby_name(r) == name), None)
         out.append(None if match is None else match.replay_lag_bytes)
     return out
 
@@ -49,19 +52,17 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if not node.reachable:
             continue
         out.extend(_walsender_row(node.name, r, ctx) for r in node.replication)
-    covered = {r.node for r in out}
-    out.extend(_standby_side(snapshot, covered))
+    out.extend(_standby_side(snapshot))
     return out
 
 
 def _walsender_row(upstream: str, r: Replication, ctx: Context) -> Row:
     """The row of one walsender, built from its model."""
-    name = _name(r)
+    name = standby_name(r)
     t = ctx.thresholds
     write_s, flush_s, replay_s = stage_lag_seconds(r, ctx.now)  # a caught-up stage is 0 s, not "-"
-    level = lag_level(t, r.replay_lag_bytes, replay_s)
-    if r.state not in (None, "streaming") or standby_silent(r, ctx.now):
-        level = silent_standby_level(level)  # the Reply column says for how long
+    found = walsender_findings(r, t, ctx.now)
+    level = worst(found)  # the Reply column says for how long a silent standby has been silent
     # A standby replies at least every wal_receiver_status_interval (10 s by default): an age
     # below that is on time, shown as such so the row does not repaint every second.
     reply = age_step(age_s(ctx.now, r.reply_time), REPLY_ON_TIME_S)
@@ -70,7 +71,7 @@ def _walsender_row(upstream: str, r: Replication, ctx: Context) -> Row:
         "upstream": cell(upstream),
         "standby": cell(name),
         "health": state(level),
-        "state": cell(r.state or "?", walsender_level(r.state)),
+        "state": cell(r.state or "?", cell_level(found, "state")),
         "sync": cell(r.sync_state or "?"),
         "sent": num(human_bytes(r.sent_lag_bytes), r.sent_lag_bytes),
         "write": num(human_bytes(r.write_lag_bytes), r.write_lag_bytes),
@@ -85,15 +86,12 @@ def _walsender_row(upstream: str, r: Replication, ctx: Context) -> Row:
     return same_row(f"{upstream}|{name}", cells, name)
 
 
-def _standby_side(snapshot: ClusterSnapshot, covered: set[str | None]) -> list[Row]:
+def _standby_side(snapshot: ClusterSnapshot) -> list[Row]:
     """Standbys no upstream reports (e.g. the primary is down): their own receiver's view."""
     out = []
-    for node in sorted(snapshot.nodes, key=lambda n: n.name):
-        if not node.reachable or not node.in_recovery or node.name in covered:
-            continue
-        wr = node.wal_receiver
-        status = wr.status if wr is not None and wr.status else "no receiver"
-        level = receiver_level(status)
+    for node in unreported(snapshot):
+        status = receiver_status(node)
+        level = worst(receiver_findings(node))
         # Its upstream by name, as the primary's own rows say it, not by address.
         sender = upstream_of(snapshot, node.name) or "?"
         backlog = None
