@@ -1,7 +1,7 @@
 """The SQL of the PostgreSQL reader: a capability probe, then ONE statement returning everything.
 
 The statement is built once per connection from the probe's answer (version, grants, views),
-so a PostgreSQL 12 server or a pg_monitor-only role never sees a query it cannot run.
+so an older server or a pg_monitor-only role never sees a query it cannot run.
 """
 
 from __future__ import annotations
@@ -129,12 +129,13 @@ def unavailable(caps: Capabilities, *, local_memory: bool) -> dict[str, str]:
     return out
 
 
-# Each view's query is a file in collect/sql/, as pg_activity keeps its queries: NAME.sql for the
-# oldest PostgreSQL supported (12), NAME.pgNN.sql from PostgreSQL NN on. The server's version
+# Each view's query is a file in collect/sql/, as pg_activity keeps its queries: NAME.sql the base
+# (PostgreSQL 12's views), NAME.pgNN.sql from PostgreSQL NN on. The server's version
 # (from the capability probe) picks the newest file it can run; a view with no file for the
 # version (copy before 14) is not asked. Grant-dependent pieces are $placeholders.
 SQL_DIR = resources.files("pgtop_ha.collect") / "sql"
 _VARIANT = re.compile(r"^(?P<name>[a-z_]+)(?:\.pg(?P<major>\d+))?\.sql$")
+# The base files' views: older than judge/support.py's supported range, which is warned about.
 OLDEST_MAJOR = 12
 
 
