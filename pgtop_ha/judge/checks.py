@@ -151,8 +151,17 @@ def disagreements(snap: ClusterSnapshot, pools: Pools, *, role_grace_s: float = 
         for n in snap.nodes
         if node_state(n) == "fresh" and (tl := exact_timeline(n, snap.member(n.name))) is not None
     }
-    if len(set(timelines.values())) > 1:
-        shown = ", ".join(f"{k} {v}" for k, v in sorted(timelines.items()))
+    # A member whose PostgreSQL is not read still has Patroni's word for its timeline in /cluster.
+    said_by_patroni = {
+        m.name: m.timeline
+        for m in snap.members
+        if m.name not in timelines and m.timeline is not None and m.state in ("running", "streaming")
+    }
+    if len(set(timelines.values()) | set(said_by_patroni.values())) > 1:
+        shown = ", ".join(
+            [f"{k} {v}" for k, v in sorted(timelines.items())]
+            + [f"{k} {v} (Patroni's word)" for k, v in sorted(said_by_patroni.items())]
+        )
         out.append(Check("timelines", f"timelines differ: {shown}", None, 1, role_grace_s))
     config = snap.patroni_config
     loop_wait = (config.loop_wait if config and config.loop_wait else None) or DEFAULT_LOOP_WAIT_S

@@ -587,7 +587,7 @@ def cluster_problems(
     for name in names:
         known = members.get(name) if members is not None else None
         out.extend(known if known is not None else member_problems(snapshot, name, t, pools, now))
-        out.extend(_node_problems(snapshot.node(name), t, now))
+        out.extend(_node_problems(snapshot.node(name), t, snapshot.taken_at))  # as of the reading
         missing = missing_permanent_slots(snapshot, name)
         if missing:
             out.append(
@@ -772,7 +772,7 @@ def _patroni_notes(snapshot: ClusterSnapshot) -> Iterable[Problem]:
             )
 
 
-def _node_problems(n: NodeSnapshot | None, t: Thresholds, now: datetime) -> Iterable[Problem]:
+def _node_problems(n: NodeSnapshot | None, t: Thresholds, read_at: datetime) -> Iterable[Problem]:
     if n is None or not n.reachable:
         return
     # The reader adds the postmaster, which pg_stat_activity (the count) does not list.
@@ -819,7 +819,7 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds, now: datetime) -> Iter
     for m in hugepages_marks(n):
         yield Problem(m.level, n.name, m.text, key=m.rule, rule=m.rule)
     for r in n.replication:
-        for f in walsender_findings(r, t, now):
+        for f in walsender_findings(r, t, read_at):
             yield Problem(f.level, n.name, f.text, key=f"{f.rule} {standby_name(r)}", rule=f.rule)
     # Sessions queued behind a lock (an ALTER TABLE behind a long transaction stops every query
     # of the table): read every cycle from pg_stat_activity, so the overview says it while the

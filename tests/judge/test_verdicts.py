@@ -20,7 +20,7 @@ from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.verdict import Verdict
 from pgtop_ha.ui.panes import overview
 from pgtop_ha.ui.panes.base import Context
-from tests.models.builders import feed, healthy, node, pg_down, t
+from tests.models.builders import feed, healthy, member, node, pg_down, t
 from tests.ui import fixtures as fx
 
 SETTINGS = fx.settings()
@@ -135,3 +135,16 @@ def test_the_docs_list_every_rule() -> None:
     assert out.returncode == 0, out.stderr
     text = (PACKAGE.parent / "docs" / "check.md").read_text()
     assert all(f"| `{rule}` |" in text for rule in RULES)
+
+
+def test_timelines_patroni_states_count_when_postgresql_is_not_read() -> None:
+    snap = healthy(0)
+    for name in ("node1", "node2", "node3"):
+        snap = pg_down(snap, name)
+    snap = member(member(member(snap, "node1", timeline=51), "node2", timeline=50), "node3", timeline=51)
+    (check,) = [c for c in disagreements(snap, POOLS) if c.rule == "cluster.timelines"]
+    assert check.text == (
+        "timelines differ: node1 51 (Patroni's word), node2 50 (Patroni's word), node3 51 (Patroni's word)"
+    )
+    same = member(snap, "node2", timeline=51)
+    assert not [c for c in disagreements(same, POOLS) if c.rule == "cluster.timelines"]

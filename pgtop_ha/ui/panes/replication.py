@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pgtop_ha.judge.replication import (
     lag_level,
     receiver_findings,
@@ -51,17 +53,17 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         if not node.reachable:
             continue
-        out.extend(_walsender_row(node.name, r, ctx) for r in node.replication)
+        out.extend(_walsender_row(node.name, r, ctx, snapshot.taken_at) for r in node.replication)
     out.extend(_standby_side(snapshot))
     return out
 
 
-def _walsender_row(upstream: str, r: Replication, ctx: Context) -> Row:
-    """The row of one walsender, built from its model."""
+def _walsender_row(upstream: str, r: Replication, ctx: Context, at: datetime) -> Row:
+    """The row of one walsender, built from its model, judged as of ``at`` (when it was read)."""
     name = standby_name(r)
     t = ctx.thresholds
-    write_s, flush_s, replay_s = stage_lag_seconds(r, ctx.now)  # a caught-up stage is 0 s, not "-"
-    found = walsender_findings(r, t, ctx.now)
+    write_s, flush_s, replay_s = stage_lag_seconds(r, at)  # a caught-up stage is 0 s, not "-"
+    found = walsender_findings(r, t, at)
     level = worst(found)  # the Reply column says for how long a silent standby has been silent
     # A standby replies at least every wal_receiver_status_interval (10 s by default): an age
     # below that is on time, shown as such so the row does not repaint every second.
