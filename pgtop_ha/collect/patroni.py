@@ -240,6 +240,25 @@ def parse_history(data: Any) -> tuple[HistoryEntry, ...]:
     return tuple(rows)
 
 
+def patroni_bool(value: Any) -> bool | None:
+    """A setting as Patroni's parse_bool reads it: on/true/yes/1, off/false/no/0; anything else unset."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return {1: True, 0: False}.get(value)
+    if isinstance(value, str):
+        return {"on": True, "true": True, "yes": True, "1": True,
+                "off": False, "false": False, "no": False, "0": False}.get(value.strip().lower())  # fmt: skip
+    return False if value is None else None
+
+
+def _synchronous_mode(value: Any) -> str:
+    """synchronous_mode as Patroni's global config reads it: "quorum", "on" or "off"."""
+    if isinstance(value, str) and value.strip().lower() == "quorum":
+        return "quorum"
+    return "on" if patroni_bool(value) else "off"
+
+
 def parse_config(data: Any) -> PatroniConfig:
     """The dynamic configuration's relevant keys from a decoded /config; ParseError if not one."""
     body = as_dict(data)
@@ -262,7 +281,12 @@ def parse_config(data: Any) -> PatroniConfig:
         parameters=parameters,
         ttl=as_int(body.get("ttl")),
         loop_wait=as_int(body.get("loop_wait")),
+        retry_timeout=as_int(body.get("retry_timeout")),
         maximum_lag_on_failover=as_int(body.get("maximum_lag_on_failover")),
+        synchronous_mode=_synchronous_mode(body.get("synchronous_mode")),
+        synchronous_mode_strict=patroni_bool(body.get("synchronous_mode_strict")),
+        synchronous_node_count=as_int(body.get("synchronous_node_count")),
+        check_timeline=patroni_bool(body.get("check_timeline")),
         pause=as_bool(body.get("pause")),
         permanent_slots=slots,
     )

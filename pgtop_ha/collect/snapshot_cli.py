@@ -11,6 +11,7 @@ from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.errors import ConfigError
+from pgtop_ha.judge.forecast import forecast
 from pgtop_ha.judge.verdicts import judge
 from pgtop_ha.models.needs import Need, Needs
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -44,7 +45,7 @@ async def take_snapshot(
     timeline = Timeline(pools=pools)
     timeline.observe(snap)
     verdicts = judge(snap, settings.thresholds, pools, timeline.seen_checks())
-    return snap.model_copy(update={"verdicts": verdicts})
+    return snap.model_copy(update={"verdicts": verdicts, "forecast": forecast(snap)})
 
 
 def nothing_reachable(snapshot: ClusterSnapshot) -> bool:

@@ -10,13 +10,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pgtop_ha.judge.checks import leader_of
+from pgtop_ha.judge.tags import DEFAULT_MAXIMUM_LAG_ON_FAILOVER, GOOD_STATES, no_failover, tag_true
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.roles import is_sync_role
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member
-
-# Patroni's own default for maximum_lag_on_failover (1 MiB) when /config does not say.
-DEFAULT_MAXIMUM_LAG_ON_FAILOVER = 1024 * 1024
-GOOD_STATES = frozenset({"streaming", "running"})
 
 
 class Candidate(Frozen):
@@ -56,24 +53,6 @@ class TakeoverPlan(Frozen):
         return tuple(c for c in self.candidates if c.eligible)
 
 
-def tag_true(tags: dict[str, Any], name: str) -> bool:
-    """Whether a Patroni tag is set to a true value (tags may come as strings)."""
-    value = tags.get(name)
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "yes", "on", "1")
-    return bool(value)
-
-
-def _no_failover(tags: dict[str, Any]) -> bool:
-    # Patroni 3.2+: failover_priority 0 means the same as nofailover, and wins when both are set.
-    if "failover_priority" in tags:
-        try:
-            return int(tags["failover_priority"]) <= 0
-        except (TypeError, ValueError, OverflowError):  # OverflowError: JSON's 1e999 is inf
-            return False
-    return tag_true(tags, "nofailover")
-
-
 def _mib(n: int) -> str:
     return f"{n / 1024**2:.1f} MiB"
 
@@ -100,7 +79,7 @@ def _judge(
         reasons.append("not in Patroni's /cluster: Patroni will not promote it")
     elif state not in GOOD_STATES:
         reasons.append(f"state is {state or 'unknown'}, not streaming/running")
-    if _no_failover(member.tags):
+    if no_failover(member.tags):
         reasons.append("tagged nofailover (or failover_priority 0): Patroni will not promote it")
     if not member.reachable and not member.unlisted:  # unlisted: the reason above says enough
         why = f": {member.error}" if member.error else ""

@@ -12,6 +12,7 @@ from math import isfinite
 from typing import Literal
 
 from pgtop_ha.judge.backup import QUEUE, READ, backup_marks, no_stanza_marks
+from pgtop_ha.judge.forecast import forecast, forecast_marks
 from pgtop_ha.judge.memory import hugepages_marks
 from pgtop_ha.judge.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
 from pgtop_ha.judge.replication import (
@@ -608,6 +609,9 @@ def cluster_problems(
     out.extend(Problem(Level.WARN, None, e, rule=SOURCE_ERROR.id) for e in snapshot.errors)
     out.extend(malformed_problems(snapshot))
     out.extend(Problem(m.level, None, m.text, key=m.rule, rule=m.rule) for m in no_stanza_marks(snapshot))
+    if snapshot.members:
+        found = forecast_marks(snapshot, forecast(snapshot), t)
+        out.extend(Problem(m.level, None, m.text, key=m.rule, rule=m.rule) for m in found)
     said: set[tuple[str, str]] = set()  # the queue and a failed read are the same for every stanza
     for stanza, marks in backup_marks(snapshot).items():
         for m in marks:

@@ -60,6 +60,11 @@ def unreported(snapshot: ClusterSnapshot) -> list[NodeSnapshot]:
     ]
 
 
+def walsender_marks(snapshot: ClusterSnapshot, r: Replication, t: Thresholds) -> tuple[Mark, ...]:
+    """A walsender's findings as of the snapshot's reading (not the screen's clock: a replay agrees)."""
+    return walsender_findings(r, t, snapshot.taken_at)
+
+
 def receiver_status(node: NodeSnapshot) -> str:
     """A standby's WAL receiver status, or "no receiver"."""
     wr = node.wal_receiver
@@ -71,4 +76,5 @@ def receiver_findings(node: NodeSnapshot) -> tuple[Mark, ...]:
     status = receiver_status(node)
     if status == "streaming":
         return ()
-    return (Mark(RECEIVER, Level.WARN, f"WAL receiver {status}, no upstream reports this standby"),)
+    said = "no WAL receiver" if status == "no receiver" else f"WAL receiver {status}"
+    return (Mark(RECEIVER, Level.WARN, f"{said}; no upstream lists this standby"),)

@@ -139,6 +139,15 @@ IDENTITY_HIDDEN = Rule(
 IDENTITY_LOOK_ALIKE = Rule(
     "identity.look-alike", "two member names differ only by characters that look alike"
 )
+FAILOVER_NO_CANDIDATE = Rule(
+    "failover.no-candidate", "if the leader died now, Patroni would promote no member (judge/forecast.py)"
+)
+FAILOVER_DATA_AT_RISK = Rule(
+    "failover.data-at-risk", "the member Patroni would promote has not flushed WAL past lag_bytes warn"
+)
+FAILOVER_WRITES_BLOCKED = Rule(
+    "failover.writes-blocked", "synchronous_mode_strict with no synchronous standby: commits wait"
+)
 SOURCE_ERROR = Rule("source.error", "a source could not be read or is not configured")
 
 ALL: tuple[Rule, ...] = tuple(v for v in tuple(globals().values()) if isinstance(v, Rule))

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from pgtop_ha.models.base import Frozen
+from pgtop_ha.models.forecast import FailoverForecast
 from pgtop_ha.models.pgbackrest import PgBackRestState
 from pgtop_ha.models.poolers import PgBouncerState, PgpoolState
 from pgtop_ha.models.probe import WriteOutage
@@ -144,7 +145,12 @@ class PatroniConfig(Bounded):
 
     ttl: int | None = None
     loop_wait: int | None = None
+    retry_timeout: int | None = None
     maximum_lag_on_failover: int | None = None
+    synchronous_mode: str | None = None  # "off", "on" or "quorum" as Patroni reads it; None: not read
+    synchronous_mode_strict: bool | None = None
+    synchronous_node_count: int | None = None
+    check_timeline: bool | None = None
     pause: bool | None = None
     permanent_slots: dict[str, dict[str, Any]] = Field(default_factory=dict)
     parameters: dict[str, str] = Field(default_factory=dict)  # postgresql.parameters, as text
@@ -545,6 +551,8 @@ class ClusterSnapshot(Bounded):
     pgpool: tuple[PgpoolState, ...] = ()
     # The judge's verdicts, where a command judged the snapshot (`snapshot`, `check`); null when not.
     verdicts: tuple[Verdict, ...] | None = None
+    # If the leader died now (judge/forecast.py), where a command judged the snapshot; null when not.
+    forecast: FailoverForecast | None = None
 
     def member(self, name: str) -> Member | None:
         """The Patroni member called ``name``, if any."""

@@ -14,9 +14,11 @@ from datetime import datetime
 from typing import Protocol, TypeVar, cast
 
 from pgtop_ha.engines.timeline import ActiveCheck
+from pgtop_ha.judge.forecast import forecast
 from pgtop_ha.judge.health import Pools, Problem, cluster_problems, member_problems
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.event import Event
+from pgtop_ha.models.forecast import FailoverForecast
 from pgtop_ha.models.needs import NONE, Needs
 from pgtop_ha.models.servers import unjoined
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -142,6 +144,10 @@ class Context:
             return tuple(cluster_problems(snapshot, self.thresholds, self.pools, self.now, members))
 
         return self._once("cluster", snapshot, derive)
+
+    def forecast(self, snapshot: ClusterSnapshot) -> FailoverForecast:
+        """If the leader died now (judge.forecast), once per context and snapshot."""
+        return self._once("forecast", snapshot, lambda: forecast(snapshot))
 
     def check(self, rule: str) -> ActiveCheck | None:
         """The active check of ``rule`` (judge.checks.CHECK_RULES), if one is past its grace."""

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pgtop_ha.judge.replication import (
     lag_level,
     receiver_findings,
     receiver_status,
     standby_name,
     unreported,
-    walsender_findings,
+    walsender_marks,
 )
 from pgtop_ha.models.derive import REPLY_ON_TIME_S, age_s, stage_lag_seconds
 from pgtop_ha.models.servers import upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.models.verdict import cell_level, worst
+from pgtop_ha.models.verdict import Mark, cell_level, worst
 from pgtop_ha.ui.format import age, age_step, duration, human_bytes, sparkline
 from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, name_column, num, same_row, state
 
@@ -53,17 +51,19 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         if not node.reachable:
             continue
-        out.extend(_walsender_row(node.name, r, ctx, snapshot.taken_at) for r in node.replication)
+        out.extend(
+            _walsender_row(node.name, r, ctx, walsender_marks(snapshot, r, ctx.thresholds))
+            for r in node.replication
+        )
     out.extend(_standby_side(snapshot))
     return out
 
 
-def _walsender_row(upstream: str, r: Replication, ctx: Context, at: datetime) -> Row:
-    """The row of one walsender, built from its model, judged as of ``at`` (when it was read)."""
+def _walsender_row(upstream: str, r: Replication, ctx: Context, found: tuple[Mark, ...]) -> Row:
+    """The row of one walsender, built from its model and the judge's marks on it."""
     name = standby_name(r)
     t = ctx.thresholds
-    write_s, flush_s, replay_s = stage_lag_seconds(r, at)  # a caught-up stage is 0 s, not "-"
-    found = walsender_findings(r, t, at)
+    write_s, flush_s, replay_s = stage_lag_seconds(r, ctx.now)  # a caught-up stage is 0 s, not "-"
     level = worst(found)  # the Reply column says for how long a silent standby has been silent
     # A standby replies at least every wal_receiver_status_interval (10 s by default): an age
     # below that is on time, shown as such so the row does not repaint every second.

@@ -1,0 +1,225 @@
+"""If the leader died now: the leader race as Patroni's ha.py runs it, for the version the members run.
+
+Patroni (is_healthiest_node, _is_healthiest_node): a member races unless tagged nofailover, lagging
+past maximum_lag_on_failover behind the leader's last reported LSN, outside the synchronous set
+while synchronous mode is active, or (check_timeline) behind the cluster's timeline. It then gives
+way to any member that may promote and is further ahead (max of received and replayed LSN), and,
+at the same position, to one with a higher failover_priority: in 4.0 outside synchronous mode or
+among the quorum's voters, in 4.1 outside quorum mode or among its voters. 3.3 has no quorum mode.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pgtop_ha.judge.rules import FAILOVER_DATA_AT_RISK, FAILOVER_NO_CANDIDATE, FAILOVER_WRITES_BLOCKED
+from pgtop_ha.judge.tags import DEFAULT_MAXIMUM_LAG_ON_FAILOVER, GOOD_STATES, no_failover
+from pgtop_ha.models.derive import slot_keepers
+from pgtop_ha.models.forecast import Contender, FailoverForecast
+from pgtop_ha.models.roles import is_leader_role, is_sync_role
+from pgtop_ha.models.snapshot import ClusterSnapshot, Member, NodeSnapshot
+from pgtop_ha.models.thresholds import Level, Thresholds
+from pgtop_ha.models.verdict import Mark
+
+DEFAULT_TTL_S = 30  # Patroni's defaults, where /config does not say
+DEFAULT_LOOP_WAIT_S = 10
+PROMOTE_S = 2.0  # pg_ctl promote and the first checkpoint-free write on the new leader
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1024**2:.1f} MiB"
+
+
+def _policy(snapshot: ClusterSnapshot) -> str:
+    """Whose rules apply: the oldest Patroni among the members (any of them may win the race)."""
+    found = []
+    for m in snapshot.members:
+        if m.patroni_version and (v := re.match(r"(\d+)\.(\d+)", m.patroni_version)):
+            found.append((int(v[1]), int(v[2])))
+    major, minor = min(found, default=(4, 1))
+    if (major, minor) < (4, 0):
+        return "Patroni 3.3"
+    return "Patroni 4.0" if (major, minor) < (4, 1) else "Patroni 4.1"
+
+
+def _priority(m: Member) -> int:
+    try:
+        return int(m.tags.get("failover_priority", 1))
+    except (TypeError, ValueError, OverflowError):
+        return 1
+
+
+def _position(m: Member, node: NodeSnapshot | None, leader_lsn: int | None) -> int | None:
+    """A member's WAL position as Patroni compares them: its PostgreSQL's, else the leader's less its lag."""
+    if node is not None and node.reachable and node.in_recovery:
+        known = [lsn for lsn in (node.receive_lsn, node.replay_lsn) if lsn is not None]
+        if known:
+            return max(known)
+    if leader_lsn is not None and m.lag_bytes is not None:
+        return leader_lsn - m.lag_bytes
+    return None
+
+
+def _at_risk(snapshot: ClusterSnapshot, leader: str | None, name: str) -> tuple[int | None, float | None]:
+    """WAL the leader has written that ``name`` has not flushed: its walsender's flush lag."""
+    node = snapshot.node(leader) if leader else None
+    if node is None or not node.reachable:
+        return None, None
+    for r in node.replication:
+        if r.application_name == name:
+            return r.flush_lag_bytes, r.flush_lag_s
+    return None, None
+
+
+def _outage(snapshot: ClusterSnapshot) -> tuple[float, float]:
+    """The write outage if the leader's host died: its key expires, a replica's next loop promotes."""
+    config = snapshot.patroni_config
+    ttl = float((config.ttl if config else None) or DEFAULT_TTL_S)
+    loop = float((config.loop_wait if config else None) or DEFAULT_LOOP_WAIT_S)
+    # The key was refreshed up to one loop before the death; a replica sees it gone within a loop.
+    return max(0.0, ttl - loop) + PROMOTE_S, ttl + loop + PROMOTE_S
+
+
+def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
+    """The race Patroni would run if the leader died now, every other member's reason, what is at risk."""
+    config = snapshot.patroni_config
+    leader = next((m for m in snapshot.members if is_leader_role(m.role)), None)
+    max_lag = DEFAULT_MAXIMUM_LAG_ON_FAILOVER
+    if config is not None and config.maximum_lag_on_failover is not None:
+        max_lag = config.maximum_lag_on_failover
+    policy = _policy(snapshot)
+    sync_setting = (config.synchronous_mode if config else None) or "off"
+    if sync_setting == "quorum" and policy == "Patroni 3.3":
+        sync_setting = "off"  # 3.3 knows no quorum mode: parse_bool("quorum") reads as off
+    quorum = sync_setting == "quorum"
+    # Patroni's /sync key is not in /cluster: a member in a sync role says it holds names.
+    sync_active = sync_setting != "off" and any(is_sync_role(m.role) for m in snapshot.members)
+    mode = "quorum" if quorum else "synchronous" if sync_setting == "on" else "async"
+    assumptions = [
+        f"the leader's host dies (Patroni with it); {policy}'s rules, the oldest version among the members",
+        "positions as read now: received or replayed LSN where PostgreSQL was read, else Patroni's lag",
+    ]
+    if config is None:
+        assumptions.append("Patroni's /config not read: its defaults (maximum_lag_on_failover 1 MiB, async)")
+    if quorum:
+        assumptions.append("quorum mode: the quorum members' votes are taken as given")
+    leader_node = snapshot.node(leader.name) if leader else None
+    leader_lsn = leader_node.current_lsn if leader_node is not None and leader_node.reachable else None
+    cluster_tl = leader.timeline if leader else None
+    check_timeline = bool(config and config.check_timeline)
+    pool = [m for m in snapshot.members if leader is None or m.name != leader.name]
+    positions = {m.name: _position(m, snapshot.node(m.name), leader_lsn) for m in pool}
+    reasons: dict[str, str] = {}
+    for m in pool:
+        pos = positions[m.name]
+        if m.unlisted:
+            reasons[m.name] = "not in Patroni's /cluster"
+        elif not m.reachable:
+            reasons[m.name] = "its Patroni does not answer the console: not counted"
+        elif m.state not in GOOD_STATES:
+            reasons[m.name] = f"state {m.state or 'unknown'}, not streaming or running"
+        elif no_failover(m.tags):
+            reasons[m.name] = "nofailover" if "failover_priority" not in m.tags else "failover_priority 0"
+        elif sync_active and not quorum and not is_sync_role(m.role):
+            reasons[m.name] = "not synchronous: only the synchronous standby may take over"
+        elif m.lag_bytes is not None and m.lag_bytes > max_lag:
+            reasons[m.name] = f"{_mib(m.lag_bytes)} behind > {_mib(max_lag)} maximum_lag_on_failover"
+        elif check_timeline and cluster_tl is not None and (m.timeline or 0) < cluster_tl:
+            reasons[m.name] = (
+                f"timeline {m.timeline or '?'} behind the cluster's {cluster_tl} (check_timeline)"
+            )
+        elif pos is None:
+            reasons[m.name] = "its WAL position is not known"
+    racers = [m for m in pool if m.name not in reasons]
+    # Who a racer compares itself with: members that may promote (in quorum mode, the voters too),
+    # and while synchronous mode is active only the synchronous set.
+    rivals = [
+        m
+        for m in pool
+        if m.reachable
+        and (not no_failover(m.tags) or (quorum and is_sync_role(m.role)))
+        and (not sync_active or is_sync_role(m.role))
+        and positions[m.name] is not None
+    ]
+
+    def priority_counts(rival: Member) -> bool:
+        """Whether a rival at the same position with a higher failover_priority wins the tie."""
+        voter = quorum and sync_active and is_sync_role(rival.role)
+        if policy == "Patroni 4.0":
+            return not sync_active or voter
+        if policy == "Patroni 4.1":
+            return not (quorum and sync_active) or voter
+        return True
+
+    for m in racers:
+        mine = positions[m.name]
+        assert mine is not None
+        for other in rivals:
+            theirs = positions[other.name]
+            if other.name == m.name or theirs is None:
+                continue
+            if theirs > mine:
+                reasons[m.name] = f"behind {other.name} by {_mib(theirs - mine)}"
+                break
+            if theirs == mine and priority_counts(other) and _priority(other) > _priority(m):
+                reasons[m.name] = f"same position as {other.name}, lower failover_priority"
+                break
+    winners = tuple(m.name for m in racers if m.name not in reasons)
+    contenders = []
+    for m in pool:
+        risk_b, risk_s = _at_risk(snapshot, leader.name if leader else None, m.name)
+        contenders.append(
+            Contender(
+                name=m.name,
+                eligible=m in racers,
+                wins=m.name in winners,
+                reason=reasons.get(m.name, ""),
+                position=positions[m.name],
+                priority=_priority(m),
+                at_risk_bytes=risk_b,
+                at_risk_s=risk_s,
+            )
+        )
+    contenders.sort(key=lambda c: (not c.wins, not c.eligible, c.name))
+    return FailoverForecast(
+        leader=leader.name if leader else None,
+        leader_position=leader_lsn,
+        policy=policy,
+        mode=mode,
+        strict=bool(config and config.synchronous_mode_strict),
+        maximum_lag_bytes=max_lag,
+        winners=winners,
+        contenders=tuple(contenders),
+        slots_lost=_slots_lost(snapshot, leader_node),
+        outage_s=_outage(snapshot) if leader else None,
+        assumptions=tuple(assumptions),
+    )
+
+
+def _slots_lost(snapshot: ClusterSnapshot, leader_node: NodeSnapshot | None) -> tuple[str, ...]:
+    """Logical slots on the leader that no standby keeps: not Patroni-permanent, not synced (PG 17+)."""
+    if leader_node is None or not leader_node.reachable:
+        return ()
+    kept = set(slot_keepers(snapshot))
+    return tuple(
+        s.slot_name for s in leader_node.slots if s.slot_type == "logical" and s.slot_name not in kept
+    )
+
+
+def forecast_marks(snapshot: ClusterSnapshot, f: FailoverForecast, t: Thresholds) -> tuple[Mark, ...]:
+    """The forecast's verdicts: no candidate, data at risk, writes that block (strict, no sync standby)."""
+    if f.leader is None or snapshot.cluster.pause:
+        return ()  # no leader, or paused: other rules say so, and nobody is promoted automatically
+    out: list[Mark] = []
+    if not f.winners:
+        out.append(
+            Mark(FAILOVER_NO_CANDIDATE.id, Level.CRIT, "if the leader died now, no member would take over")
+        )
+    for c in f.contenders:
+        if c.wins and (level := t.lag_bytes.grade(c.at_risk_bytes)) > Level.OK:
+            text = f"if the leader died now, {c.name} would take over {_mib(c.at_risk_bytes or 0)} short"
+            out.append(Mark(FAILOVER_DATA_AT_RISK.id, min(level, Level.WARN), text))
+    if f.mode != "async" and f.strict and not any(is_sync_role(m.role) for m in snapshot.members):
+        text = "synchronous_mode_strict and no synchronous standby: writes block"
+        out.append(Mark(FAILOVER_WRITES_BLOCKED.id, Level.CRIT, text))
+    return tuple(out)

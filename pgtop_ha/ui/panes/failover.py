@@ -1,0 +1,95 @@
+"""Failover pane: if the leader died now, who Patroni would promote, why each other member would not,
+and what each would lose (WAL the leader wrote that it has not flushed)."""
+
+from __future__ import annotations
+
+from pgtop_ha.judge.forecast import forecast_marks
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.verdict import cell_level, worst
+from pgtop_ha.ui.format import duration, human_bytes, shown
+from pgtop_ha.ui.panes.base import (
+    Column,
+    Context,
+    PaneSpec,
+    Place,
+    Row,
+    cell,
+    name_column,
+    num,
+    placeholder,
+    state,
+)
+
+COLUMNS = (
+    name_column("member", "Member"),
+    Column("health", "Health"),
+    Column("would", "If the leader died"),
+    Column("position", "Behind", right=True),
+    Column("priority", "Prio", right=True),
+    Column("risk", "At risk", right=True),
+    Column("risk_s", "At risk t", right=True),
+    Column("why", "Why not"),
+)
+NO_LEADER = "no leader: nothing to forecast (Patroni is electing one, or cannot)"
+
+
+def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """One row for the race as a whole, then one per member that could race."""
+    f = ctx.forecast(snapshot)
+    if f.leader is None:
+        return [placeholder(COLUMNS, NO_LEADER)]
+    marks = forecast_marks(snapshot, f, ctx.thresholds)
+    winner = " or ".join(f.winners) if f.winners else "nobody"  # a tie: whoever takes the key first
+    outage = f"{duration(f.outage_s[0])}–{duration(f.outage_s[1])}" if f.outage_s else "?"
+    lost = f"; logical slots lost: {', '.join(f.slots_lost)}" if f.slots_lost else ""
+    summary = f"{winner} takes over ({f.mode}, {f.policy}); writes stop about {outage}{lost}"
+    head = Row(
+        key="|race",
+        cells={
+            "member": cell(f"⇢ {f.leader}"),
+            "health": state(worst(marks)),
+            "would": cell(shown(summary), cell_level(marks, "")),
+            "position": cell(""),
+            "priority": cell(""),
+            "risk": cell(""),
+            "risk_s": cell(""),
+            "why": cell(shown("; ".join(m.text for m in marks))),
+        },
+    )
+    out = [head]
+    for c in f.contenders:
+        known = c.position is not None and f.leader_position is not None
+        behind = max(0, (f.leader_position or 0) - (c.position or 0)) if known else None
+        if c.wins:
+            would = "tie: first to the key" if len(f.winners) > 1 else "promoted"
+        else:
+            would = "races, loses" if c.eligible else "does not race"
+        out.append(
+            Row(
+                key=c.name,
+                node=c.name,
+                cells={
+                    "member": cell(c.name),
+                    "health": state(worst(marks) if c.wins else Level.OK),
+                    "would": cell(would),
+                    "position": num(human_bytes(behind), behind),
+                    "priority": num(str(c.priority), c.priority),
+                    "risk": num(human_bytes(c.at_risk_bytes), c.at_risk_bytes),
+                    "risk_s": num(duration(c.at_risk_s), c.at_risk_s),
+                    "why": cell(shown(c.reason)),
+                },
+            )
+        )
+    return out
+
+
+PANE = PaneSpec(
+    id="failover",
+    title="Failover",
+    key="f",
+    columns=COLUMNS,
+    rows=rows,
+    help="if the leader died: who takes over, why not others",
+    place=Place(dashboard=False),
+)
