@@ -11,10 +11,12 @@ from datetime import datetime
 
 from pgtop_ha.engines.events import listed
 from pgtop_ha.judge.checks import writes_ok
+from pgtop_ha.judge.forecast import explain, forecast
 from pgtop_ha.judge.health import Pools, human_bytes, node_state, unreachable
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.derive import permanent_slots
 from pgtop_ha.models.event import Event
+from pgtop_ha.models.forecast import FailoverForecast
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member, Probe
 
 # Patroni's word for a member whose PostgreSQL it stopped (`stop-patroni`, a shutdown): its key stays
@@ -56,6 +58,10 @@ class FailoverReport(Frozen):
     client_write_outage_s: float | None = None
     # No leader change: writes failed and came back on the same leader (a restart in place).
     leader_kept: bool = False
+    # The forecast as it stood at the last poll before the leader went silent (judge/forecast.py).
+    forecast_winners: tuple[str, ...] = ()
+    forecast_right: bool | None = None  # the member Patroni promoted was among them
+    election: tuple[str, ...] = ()  # why the winner won, then each other member's reason
 
 
 class LeaderSilence(Frozen):
@@ -136,6 +142,7 @@ class Stopwatch:
         self._leader_down_since: datetime | None = None
         self._silence: LeaderSilence | None = None
         self._failover_slots: frozenset[str] = frozenset()  # on the primary before a loss (17+)
+        self._forecast: FailoverForecast | None = None  # while the leader answered, the latest
 
     def silence(self) -> LeaderSilence | None:
         """The leader's silence before Patroni names another (None once a failover is timed)."""
@@ -281,6 +288,7 @@ class Stopwatch:
             old_leader_lsn=self._primary_lsn.get(old),
             write_outage_from=self._outage_since,
             leader_down_at=self._leader_down_since,
+            forecast_winners=self._forecast.winners if self._forecast is not None else (),
         )
         self._leader_down_since = self._silence = None
         self._reports.append(report)
@@ -317,6 +325,11 @@ class Stopwatch:
                     f" {key_s:.1f} s after it lost the leader key"
                 )
             out.append((None, _event(at, text, 1, leader)))
+            if self._forecast is not None and self._forecast.leader == r.old_leader:
+                lines = explain(self._forecast, leader)
+                right = leader in self._forecast.winners
+                upd.update(election=lines, forecast_right=right)
+                out.append((None, _event(at, "election: " + "; ".join(lines), 0 if right else 1, leader)))
         new = upd.get("new_leader", r.new_leader)
         if isinstance(new, str):
             upd.update(self._lag(r, snap, new))
@@ -427,6 +440,8 @@ class Stopwatch:
         leader = snap.member(snap.cluster.leader) if snap.cluster.leader else None
         if leader is not None and leader.timeline is not None:
             timelines.append(leader.timeline)
+        if self.running() is None and self._leader_down_since is None and leader is not None:
+            self._forecast = forecast(snap)  # the race as it stands while the leader still answers
         if timelines and self.running() is None:
             self._timeline = max(timelines)
 

@@ -223,3 +223,26 @@ def forecast_marks(snapshot: ClusterSnapshot, f: FailoverForecast, t: Thresholds
         text = "synchronous_mode_strict and no synchronous standby: writes block"
         out.append(Mark(FAILOVER_WRITES_BLOCKED.id, Level.CRIT, text))
     return tuple(out)
+
+
+def explain(f: FailoverForecast, chosen: str) -> tuple[str, ...]:
+    """Why ``chosen`` won, and each other member's reason as the forecast stood; a surprise said plainly."""
+    others = [c for c in f.contenders if c.name != chosen]
+    if chosen in f.winners:
+        rivals = [w for w in f.winners if w != chosen]
+        if rivals:
+            why = f"tied with {', '.join(rivals)} and took the leader key first"
+        elif len([c for c in f.contenders if c.eligible]) == 1:
+            why = "the only member that could race"
+        else:
+            why = "the furthest WAL position among those that could race"
+        lines = [f"{chosen} won: {why}"]
+    else:
+        named = ", ".join(f.winners) or "nobody"
+        mine = next((c.reason for c in f.contenders if c.name == chosen), "")
+        lines = [
+            f"Patroni promoted {chosen}, the forecast named {named}"
+            + (f" ({chosen}: {mine})" if mine else "")
+        ]
+    lines += [f"{c.name}: {c.reason}" for c in others if c.reason and c.name not in f.winners]
+    return tuple(lines)

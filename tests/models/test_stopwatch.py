@@ -416,3 +416,43 @@ def test_a_leader_that_hung_then_failed_is_down_from_the_read_it_failed() -> Non
     feed(tl, [_before(0), _before(1), down, _before(4)])
     (r,) = tl.failovers()
     assert r.leader_kept and (r.write_outage_from, r.write_outage_s) == (t(1.2), 2.8)
+
+
+def _lagging_node3(snaps: list[ClusterSnapshot], behind: int) -> list[ClusterSnapshot]:
+    """``snaps`` with node3 ``behind`` bytes behind the leader while node1 led (Patroni's lag too)."""
+    out = []
+    for snap in snaps:
+        if snap.cluster.leader in ("node1", None):
+            snap = member(
+                node(snap, "node3", receive_lsn=L - behind, replay_lsn=L - behind), "node3", lag_bytes=behind
+            )
+        out.append(snap)
+    return out
+
+
+def test_the_election_is_explained_by_the_forecast_before_the_leader_went_silent() -> None:
+    tl = Timeline()
+    feed(tl, _lagging_node3(_failover(), 13 * 1024 * 1024))
+    (r,) = tl.failovers()
+    assert r.forecast_winners == ("node2",) and r.forecast_right is True
+    assert r.election == (
+        "node2 won: the only member that could race",
+        "node3: 13.0 MiB behind > 1.0 MiB maximum_lag_on_failover",
+    )
+    event = only(tl, "election: " + "; ".join(r.election))
+    assert event.at == t(5) and event.severity == 0
+
+
+def test_a_winner_the_forecast_did_not_name_is_said_plainly() -> None:
+    snaps = [s.model_copy(update={"members": tuple(m.model_copy(update={"lag_bytes": 0}) for m in s.members)})
+             for s in _failover()]  # fmt: skip
+    snaps = [
+        member(s, "node2", tags={"nofailover": True}) if s.cluster.leader in ("node1", None) else s
+        for s in snaps
+    ]
+    tl = Timeline()
+    feed(tl, snaps)
+    (r,) = tl.failovers()
+    assert r.forecast_winners == ("node3",) and r.forecast_right is False
+    assert r.election[0] == "Patroni promoted node2, the forecast named node3 (node2: nofailover)"
+    assert only(tl, "election: " + "; ".join(r.election)).severity == 1
