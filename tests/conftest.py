@@ -77,12 +77,15 @@ def restore(lab: Lab, timeout: float = 240) -> None:
     quiet = Lab(lab.layout, out=io.StringIO())
     for name in NODE_NAMES:
         faults.thaw(quiet, name)
+        if (lab.layout.run_dir / f"behind-{name}.json").exists():
+            faults.fall_behind(quiet, name, undo=True)
     faults.fix_archive(quiet)
     for name in NODE_NAMES:
         if not quiet.book.running(f"patroni-{name}"):
             quiet.start_patroni(name, python=quiet.patroni_python())
     if not poll(quiet.healthy, timeout, interval=0.5):
         raise AssertionError(f"lab not healthy within {timeout}s: {quiet.cluster()}")
+    faults.undo_takeover_faults(quiet)  # nofailover tags and synchronous mode an earlier test set
     faults.release_slot(quiet)  # WAL an earlier test wrote is no later test's warning
     # Patroni restarts a standby to copy a permanent slot the leader had to recreate.
     if not poll(quiet.healthy, timeout, interval=0.5):

@@ -156,6 +156,14 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
     pr = _lab_parser(faults, "pending-restart", "raise max_connections via Patroni: restart pending")
     pr.add_argument("--undo", action="store_true", help="put the parameter back")
     _lab_parser(faults, "extensions", "install pg_buffercache and pg_prewarm (lab up does it)")
+    fb = _lab_parser(faults, "fall-behind", "SIGSTOP a standby's WAL receiver: it falls behind under load")
+    fb.add_argument("node", metavar="NODE")
+    fb.add_argument("--undo", action="store_true", help="SIGCONT it: it catches up")
+    nf = _lab_parser(faults, "nofailover", "tag a member nofailover (Patroni will not promote it)")
+    nf.add_argument("node", metavar="NODE")
+    nf.add_argument("--clear", action="store_true", help="remove the tag")
+    sm = _lab_parser(faults, "sync-mode", "Patroni's synchronous_mode: off, on, strict or quorum")
+    sm.add_argument("mode", choices=["off", "on", "strict", "quorum"])
     bk = _lab_parser(sub, "backup", "a pgBackRest backup of the lab stanza")
     bk.add_argument("--type", default="full", choices=["full", "diff", "incr"], dest="backup_type")
     subscriber = _lab_parser(sub, "subscriber", "a logical subscriber of the lab's publication")
@@ -320,6 +328,12 @@ def run_lab(args: argparse.Namespace) -> int:
         message = faults.create_index(lab, args.seconds)
     elif args.fault == "pending-restart":
         message = faults.pending_restart(lab, undo=args.undo)
+    elif args.fault == "fall-behind":
+        message = faults.fall_behind(lab, args.node, undo=args.undo)
+    elif args.fault == "nofailover":
+        message = faults.nofailover(lab, args.node, clear=args.clear)
+    elif args.fault == "sync-mode":
+        message = faults.sync_mode(lab, args.mode)
     else:
         simple = {
             "kill-primary": faults.kill_primary,

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+import psutil
 
 from pgtop_ha.errors import UserError
 from pgtop_ha.lab import procs, versions
@@ -743,3 +744,98 @@ def _last_line(path: os.PathLike[str]) -> str:
     except OSError:
         return "no log yet"
     return lines[-1][-200:] if lines else "no log yet"
+
+
+def _walreceiver(lab: Lab, node: str) -> int:
+    """The PID of a standby's WAL receiver among the postgres processes the lab started for it."""
+    i = lab.index(node)
+    for pid in procs.pids_under(lab.layout.data_dir(i), lab.run_as.uid):
+        try:
+            title = " ".join(psutil.Process(pid).cmdline())
+        except psutil.Error:
+            continue
+        if "walreceiver" in title:
+            return pid
+    raise UserError(f"{node} has no WAL receiver (is it a streaming standby?)")
+
+
+def fall_behind(lab: Lab, node: str, undo: bool = False) -> str:
+    """SIGSTOP a standby's WAL receiver: it falls behind under writes; ``undo`` (SIGCONT): it catches up."""
+    saved = lab.layout.run_dir / f"behind-{node}.json"
+    if undo:
+        try:
+            pid = int(json.loads(saved.read_text()))
+        except (OSError, ValueError, TypeError):
+            raise UserError(
+                f"{node} was not made to fall behind (nothing saved by `lab fault fall-behind`)"
+            ) from None
+        _signal([pid], signal.SIGCONT)
+        saved.unlink(missing_ok=True)
+        return f"{node}'s WAL receiver {pid} resumed (SIGCONT): it catches up"
+    pid = _walreceiver(lab, node)
+    saved.write_text(json.dumps(pid))
+    _signal([pid], signal.SIGSTOP)
+    return (
+        f"{node}'s WAL receiver {pid} stopped (SIGSTOP): it falls behind as the leader writes "
+        f"(`pgtop-ha lab fault load`); undo with `pgtop-ha lab fault fall-behind {node} --undo`"
+    )
+
+
+def _member_tags(lab: Lab, node: str) -> dict[str, object]:
+    for m in (lab.cluster() or {}).get("members", []):
+        if m.get("name") == node:
+            tags = m.get("tags")
+            return tags if isinstance(tags, dict) else {}
+    return {}
+
+
+def nofailover(lab: Lab, node: str, clear: bool = False, timeout: float = 60) -> str:
+    """Tag a member nofailover (or clear it) in its Patroni config, reloaded; wait for /cluster to say so."""
+    i = lab.index(node)
+    path = lab.layout.state_dir / f"patroni-{node}.yml"
+    conf = json.loads(path.read_text())  # the lab writes Patroni's YAML as JSON, a subset
+    conf.setdefault("tags", {})["nofailover"] = not clear
+    path.write_text(json.dumps(conf, indent=1))
+    url = lab.layout.patroni_url(i)
+    resp = _rest(lab, "POST", f"{url}/reload", timeout=30)
+    if resp.status_code not in (200, 202):
+        raise UserError(
+            f"Patroni on {node} refused POST /reload ({resp.status_code}): {resp.text.strip()[:200]}"
+        )
+    if not procs.poll(
+        lambda: bool(_member_tags(lab, node).get("nofailover")) is not clear, timeout, interval=0.5
+    ):
+        raise UserError(f"/cluster did not show {node}'s nofailover tag within {timeout:.0f}s")
+    return f"{node} {'may be promoted again' if clear else 'tagged nofailover: Patroni will not promote it'}"
+
+
+SYNC_MODES = ("off", "on", "strict", "quorum")
+
+
+def sync_mode(lab: Lab, mode: str, timeout: float = 60) -> str:
+    """Patroni's synchronous_mode through /config: off, on, strict (with synchronous_mode_strict), quorum."""
+    if mode not in SYNC_MODES:
+        raise UserError(f"synchronous mode must be one of {', '.join(SYNC_MODES)}")
+    value: object = {"off": False, "on": True, "strict": True, "quorum": "quorum"}[mode]
+    _patch_config(lab, {"synchronous_mode": value, "synchronous_mode_strict": mode == "strict"})
+
+    def settled() -> bool:
+        roles = [m.get("role") for m in (lab.cluster() or {}).get("members", [])]
+        synced = any(r in ("sync_standby", "quorum_standby") for r in roles)
+        return synced is (mode != "off")
+
+    if not procs.poll(settled, timeout, interval=0.5):
+        raise UserError(f"Patroni's members did not show synchronous mode {mode} within {timeout:.0f}s")
+    return f"synchronous mode {mode}" + ("" if mode == "off" else ": a standby is synchronous")
+
+
+def undo_takeover_faults(lab: Lab) -> None:
+    """Clear every nofailover tag and turn synchronous mode off, where a fault set them."""
+    for m in (lab.cluster() or {}).get("members", []):
+        tags = m.get("tags")
+        if isinstance(tags, dict) and tags.get("nofailover") and isinstance(m.get("name"), str):
+            nofailover(lab, m["name"], clear=True)
+    url = lab.layout.patroni_url(lab.leader_index())
+    config = _rest(lab, "GET", f"{url}/config", timeout=10).json()
+    if config.get("synchronous_mode") or config.get("synchronous_mode_strict"):
+        sync_mode(lab, "off")

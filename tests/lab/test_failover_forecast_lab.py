@@ -1,0 +1,95 @@
+"""If the leader died now, on the lab: a standby made to fall behind is named before and after a failover.
+
+Checked against Patroni's own /history: the member the forecast names is the one Patroni promotes,
+and the election explained after says why the lagging one lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from pgtop_ha.collect.poller import Poller
+from pgtop_ha.collect.snapshot_cli import take_snapshot
+from pgtop_ha.engines.timeline import Timeline
+from pgtop_ha.lab import faults
+from pgtop_ha.lab.cluster import Lab
+from pgtop_ha.settings import Settings
+
+pytestmark = pytest.mark.lab
+MAX_LAG_MIB = 16.0  # the lab's maximum_lag_on_failover
+
+
+def _patroni_lag(lab: Lab, name: str) -> int:
+    for m in (lab.cluster() or {}).get("members", []):
+        if m.get("name") == name and isinstance(m.get("lag"), int):
+            return int(m["lag"])
+    return -1
+
+
+def _poll(cond: Callable[[], bool], within: float, what: str) -> None:
+    deadline = time.monotonic() + within
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+
+
+async def _watch_failover(settings: Settings, lab: Lab, old: str, within: float) -> Timeline:
+    """Poll as the console does while the leader crashes, until a new leader's report is written."""
+    poller = Poller.from_settings(settings)
+    timeline = Timeline(pools=settings.haproxy.pools())
+    try:
+        for _ in range(3):  # the forecast as it stands while the leader answers
+            timeline.observe(await poller.cycle())
+        faults.crash(lab, old)
+        deadline = time.monotonic() + within
+        while not any(r.new_leader for r in timeline.failovers()):
+            assert time.monotonic() < deadline, "no new leader seen"
+            timeline.observe(await poller.cycle())
+            await asyncio.sleep(0.5)
+    finally:
+        await poller.aclose()
+    return timeline
+
+
+def test_a_lagging_standby_is_named_before_and_after_a_failover(lab: Lab, lab_settings: Settings) -> None:
+    old = lab.leader()
+    assert old is not None
+    ahead, behind = [n for n in lab.layout.names if n != old][:2]
+    faults.fall_behind(lab, behind)
+    try:
+        sql = (
+            "CREATE TABLE IF NOT EXISTS forecast_wal(x int); "
+            "INSERT INTO forecast_wal SELECT generate_series(1, 1000); SELECT pg_switch_wal()"
+        )
+        for _ in range(3):  # three segments: past the lab's 16 MiB maximum_lag_on_failover
+            lab.psql(sql, old)
+        _poll(lambda: _patroni_lag(lab, behind) > MAX_LAG_MIB * 1024 * 1024, 60, f"{behind} to lag")
+
+        before = asyncio.run(take_snapshot(lab_settings)).forecast
+        assert before is not None and before.winners == (ahead,), before
+        (loser,) = [c for c in before.contenders if c.name == behind]
+        assert re.fullmatch(
+            rf"[\d.]+ MiB behind > {MAX_LAG_MIB:.1f} MiB maximum_lag_on_failover", loser.reason
+        )
+
+        timeline = asyncio.run(_watch_failover(lab_settings, lab, old, 120))
+    finally:
+        faults.fall_behind(lab, behind, undo=True)
+    (report,) = [r for r in timeline.failovers() if r.new_leader]
+    url = f"{lab.layout.patroni_url(lab.index(ahead))}/history"
+    # Patroni writes /history from the new timeline's history file a loop or two after promoting.
+    _poll(lambda: bool(httpx.get(url, timeout=5, trust_env=False).json()), 60, "Patroni's /history")
+    history = httpx.get(url, timeout=5, trust_env=False).json()
+    assert report.new_leader == ahead == history[-1][-1]  # Patroni's own record of whom it promoted
+    assert report.forecast_winners == (ahead,) and report.forecast_right is True
+    assert report.election[0] == f"{ahead} won: the only member that could race"
+    assert any(
+        re.fullmatch(rf"{behind}: [\d.]+ MiB behind > {MAX_LAG_MIB:.1f} MiB maximum_lag_on_failover", line)
+        for line in report.election[1:]
+    ), report.election
