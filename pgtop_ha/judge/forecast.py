@@ -219,7 +219,8 @@ def forecast_marks(snapshot: ClusterSnapshot, f: FailoverForecast, t: Thresholds
         if c.wins and (level := t.lag_bytes.grade(c.at_risk_bytes)) > Level.OK:
             text = f"if the leader died now, {c.name} would take over {_mib(c.at_risk_bytes or 0)} short"
             out.append(Mark(FAILOVER_DATA_AT_RISK.id, min(level, Level.WARN), text))
-    if f.mode != "async" and f.strict and not any(is_sync_role(m.role) for m in snapshot.members):
+    streaming_sync = any(is_sync_role(m.role) and m.state in GOOD_STATES for m in snapshot.members)
+    if f.mode != "async" and f.strict and not streaming_sync:
         text = "synchronous_mode_strict and no synchronous standby: writes block"
         out.append(Mark(FAILOVER_WRITES_BLOCKED.id, Level.CRIT, text))
     return tuple(out)

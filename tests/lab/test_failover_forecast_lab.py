@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
 import time
 from collections.abc import Callable
 
@@ -93,3 +94,50 @@ def test_a_lagging_standby_is_named_before_and_after_a_failover(lab: Lab, lab_se
         re.fullmatch(rf"{behind}: [\d.]+ MiB behind > {MAX_LAG_MIB:.1f} MiB maximum_lag_on_failover", line)
         for line in report.election[1:]
     ), report.election
+
+
+def _forecast(settings: Settings) -> tuple[dict[str, str], tuple[str, ...], list[tuple[str, int]]]:
+    snap = asyncio.run(take_snapshot(settings))
+    assert snap.forecast is not None and snap.verdicts is not None
+    reasons = {c.name: c.reason for c in snap.forecast.contenders}
+    failover = [(v.rule, v.level) for v in snap.verdicts if v.rule.startswith("failover.")]
+    return reasons, snap.forecast.winners, failover
+
+
+def test_a_nofailover_tag_set_and_cleared_is_read_as_patroni_reads_it(
+    lab: Lab, lab_settings: Settings
+) -> None:
+    old = lab.leader()
+    tagged, other = [n for n in lab.layout.names if n != old][:2]
+    faults.nofailover(lab, tagged)
+    reasons, winners, _ = _forecast(lab_settings)
+    assert reasons[tagged] == "nofailover" and winners == (other,)
+    faults.nofailover(lab, tagged, clear=True)
+    reasons, winners, _ = _forecast(lab_settings)
+    assert reasons[tagged] == "" and tagged in winners
+
+
+def test_strict_synchronous_mode_without_a_synchronous_standby_says_writes_block(
+    lab: Lab, lab_settings: Settings
+) -> None:
+    old = lab.leader()
+    assert old is not None
+    faults.sync_mode(lab, "strict")
+    reasons, winners, failover = _forecast(lab_settings)
+    assert failover == [] and len(winners) == 1  # only the synchronous standby may take over
+    (sync,) = winners
+    assert all(
+        r == "not synchronous: only the synchronous standby may take over"
+        for n, r in reasons.items()
+        if n != sync
+    )
+    for name in lab.layout.names:
+        if name != old:
+            faults.stop_patroni(lab, name)  # no standby left: Patroni cannot name another
+    # A commit now waits for a synchronous standby that is not there (a cancel would only warn).
+    sql = "CREATE TABLE IF NOT EXISTS strict_wal(x int); INSERT INTO strict_wal VALUES (1)"
+    with pytest.raises(subprocess.TimeoutExpired):
+        lab.psql(sql, old, timeout=5)
+    _poll(
+        lambda: ("failover.writes-blocked", 2) in _forecast(lab_settings)[2], 30, "the writes-blocked verdict"
+    )
