@@ -556,7 +556,7 @@ def renamed(snap: ClusterSnapshot, names: Sequence[str] = LONG_NAMES) -> Cluster
     return ClusterSnapshot.model_validate_json(text)
 
 
-_Named = TypeVar("_Named", Member, NodeSnapshot, HAProxyServer)
+_Named = TypeVar("_Named", Member, NodeSnapshot, HAProxyServer, Replication)
 
 
 def grown(snap: ClusterSnapshot, size: int, like: str = "node3") -> ClusterSnapshot:
@@ -571,6 +571,20 @@ def grown(snap: ClusterSnapshot, size: int, like: str = "node3") -> ClusterSnaps
 
     members = [*snap.members, *(c for m in snap.members if m.name == like for c in copies(m))]
     nodes = [*snap.nodes, *(c for n in snap.nodes if n.name == like for c in copies(n))]
+    # Each copy streams as ``like`` does: its walsender on the primary is copied too.
+    nodes = [
+        n.model_copy(
+            update={
+                "replication": (
+                    *n.replication,
+                    *(c for r in n.replication if r.application_name == like for c in copies(r)),
+                )
+            }
+        )
+        if n.in_recovery is False
+        else n
+        for n in nodes
+    ]
     update: dict[str, object] = {"members": tuple(members), "nodes": tuple(nodes)}
     if snap.haproxy is not None:
         servers = [s2 for s in snap.haproxy.servers for s2 in (s, *(copies(s) if s.server == like else ()))]

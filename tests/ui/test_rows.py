@@ -646,10 +646,12 @@ def test_a_standby_that_stopped_replying_is_not_caught_up_in_time() -> None:
     node2_reply = next(r.reply_time for r in leader.replication if r.application_name == "node2")
     assert node2_reply is not None
     for after, said, health in ((19, "0", "✔ OK"), (21, "-", "▲ WARN")):
-        at = ctx(now=node2_reply + timedelta(seconds=after))
-        lag_s = {r.key: r.cells["lag_s"].text for r in overview.member_rows(quiet, at)}
+        # The same walsender row read later: judged as of its reading, shown at the screen's time.
+        read = quiet.model_copy(update={"taken_at": node2_reply + timedelta(seconds=after)})
+        at = ctx(now=read.taken_at)
+        lag_s = {r.key: r.cells["lag_s"].text for r in overview.member_rows(read, at)}
         assert lag_s["node2"] == said, (after, lag_s)
-        walsender = {r.key: r for r in replication.rows(quiet, at)}["node1|node2"]
+        walsender = {r.key: r for r in replication.rows(read, at)}["node1|node2"]
         assert [walsender.cells[c].text for c in ("write_s", "flush_s", "replay_s")] == [said] * 3
         assert walsender.cells["health"].text == health
         assert walsender.cells["sent"].text == "0 B"  # the walsender's own word stays, as PostgreSQL says it

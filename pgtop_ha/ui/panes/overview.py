@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from pgtop_ha.engines.events import without_preludes
 from pgtop_ha.judge.eligibility import find_leader
+from pgtop_ha.judge.forecast import forecast_marks
 from pgtop_ha.judge.health import (
     Problem,
     archive_failing,
@@ -26,6 +27,7 @@ from pgtop_ha.models.derive import CopyRate, age_s, copy_rates, replay_lag_secon
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.verdict import cell_level
 from pgtop_ha.ui.format import NAME_ROOM, age, count, duration, fit_name, human_bytes, shown
 from pgtop_ha.ui.panes import cluster, events
 from pgtop_ha.ui.panes.base import (
@@ -167,6 +169,8 @@ def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Timeline, worst slot, the leader's archiver, running COPYs: one line each."""
     out = [_timeline(snapshot, ctx)]
     names = ctx.names(snapshot)
+    if (takeover := _takeover(snapshot, ctx, names)) is not None:
+        out.append(takeover)
     slot = worst_slot(snapshot, ctx.thresholds)
     if slot is not None:
         where, s, level = slot
@@ -185,6 +189,25 @@ def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 same_row(f"copy|{node.name}|{cp.pid}", {"what": cell("COPY"), "now": cell(text)}, node.name)
             )
     return out
+
+
+def _takeover(snapshot: ClusterSnapshot, ctx: Context, names: Sequence[str]) -> Row | None:
+    """If the leader died now: who takes over and what it lacks (the Failover pane, f)."""
+    f = ctx.forecast(snapshot)
+    if f.leader is None:
+        return None
+    marks = forecast_marks(snapshot, f, ctx.thresholds)
+    if not f.winners:
+        text = "nobody, if the leader died now (f: why)"
+    else:
+        who = " or ".join(fit_name(w, names, NODE_WIDTH) for w in f.winners)
+        risk = [c.at_risk_bytes for c in f.contenders if c.wins and c.at_risk_bytes is not None]
+        lacks = f" ({human_bytes(max(risk))} unflushed)" if risk else ""
+        text = f"{who}{lacks}, if the leader died now (f)"
+    return same_row(
+        "takeover",
+        {"what": cell("Takeover"), "now": cell(shown(text, STATE_ROOM), cell_level(marks, ""))},
+    )
 
 
 def _on(what: str, node: str, names: Sequence[str], figures: str) -> str:
