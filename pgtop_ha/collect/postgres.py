@@ -334,6 +334,9 @@ class NodeReader:
         self._retry_at = 0.0
         self._asked_at: datetime | None = None  # when the poll in flight (or the last) was sent
         self._failing_since: datetime | None = None
+        # When the server closed the kept connection on its own (a crash, a shutdown): heard at
+        # once through asyncpg's termination listener, not at the next poll.
+        self._lost_at: datetime | None = None
         self._runner = PollTask(f"pg:{target.name}", self._poll)
         self._result: NodeSnapshot = NodeSnapshot(
             name=target.name, host=target.host, port=target.port, error="not polled yet"
@@ -429,8 +432,15 @@ class NodeReader:
 
     def _drop(self) -> None:
         conn, self._conn, self._caps, self._sql = self._conn, None, None, None
-        if conn is not None and not conn.is_closed():
-            conn.terminate()  # no goodbye: the server may be frozen
+        if conn is not None:
+            conn.remove_termination_listener(self._lost)  # our own close is no loss
+            if not conn.is_closed():
+                conn.terminate()  # no goodbye: the server may be frozen
+
+    def _lost(self, conn: asyncpg.Connection) -> None:
+        """The kept connection closed under us: remember when, for the outage's start."""
+        if conn is self._conn and self._lost_at is None:
+            self._lost_at = self._clock()
 
     def _fail(self, message: str) -> None:
         loop = asyncio.get_running_loop()
@@ -438,7 +448,10 @@ class NodeReader:
         delay = min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** (self._failures - 1))
         self._retry_at = loop.time() + delay
         if self._failures == 1:
-            self._failing_since = self._asked_at
+            lost = self._lost_at
+            asked = self._asked_at
+            # The connection's loss was heard before the poll that failed was sent: that is when.
+            self._failing_since = lost if lost is not None and (asked is None or lost < asked) else asked
         self._result = NodeSnapshot(
             name=self.target.name,
             host=self.target.host,
@@ -481,6 +494,8 @@ class NodeReader:
                 conn.terminate()
                 raise
             self._conn, self._caps = conn, caps
+            self._lost_at = None
+            conn.add_termination_listener(self._lost)
             self._cert_not_after = _peer_not_after(conn)
             self.server_addr = caps.server_addr or self.server_addr
             self._build_sql(caps)
