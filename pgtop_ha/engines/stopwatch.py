@@ -62,6 +62,10 @@ class FailoverReport(Frozen):
     forecast_winners: tuple[str, ...] = ()
     forecast_right: bool | None = None  # the member Patroni promoted was among them
     election: tuple[str, ...] = ()  # why the winner won, then each other member's reason
+    # How the old leader came back as a replica: "reinit" (Patroni copied it anew), "pg_rewind" (it
+    # had WAL past the fork and follows now), "followed" (nothing to rewind); None: not yet.
+    old_leader_back: str | None = None
+    old_leader_back_at: datetime | None = None
 
 
 class LeaderSilence(Frozen):
@@ -143,6 +147,7 @@ class Stopwatch:
         self._silence: LeaderSilence | None = None
         self._failover_slots: frozenset[str] = frozenset()  # on the primary before a loss (17+)
         self._forecast: FailoverForecast | None = None  # while the leader answered, the latest
+        self._reinit_seen = False  # the old leader of the running failover was being copied anew
 
     def silence(self) -> LeaderSilence | None:
         """The leader's silence before Patroni names another (None once a failover is timed)."""
@@ -291,6 +296,7 @@ class Stopwatch:
             forecast_winners=self._forecast.winners if self._forecast is not None else (),
         )
         self._leader_down_since = self._silence = None
+        self._reinit_seen = False
         self._reports.append(report)
         self._haproxy_seen = False
         out.append((self._tag(), self._summary_event(report)))
@@ -354,6 +360,14 @@ class Stopwatch:
                 if stopped:
                     text += f"; {', '.join(stopped)} stopped"
                 out.append((None, _event(at, text, 0, new)))
+        if isinstance(new, str) and r.old_leader and r.old_leader != new and r.old_leader_back is None:
+            back = self._old_leader_back(snap, r, upd)
+            if back is not None:
+                upd.update(old_leader_back=back, old_leader_back_at=at)
+                how = "nothing to rewind" if back == "followed" else f"by {back}"
+                since = _secs(r.lost_at, at)
+                text = f"{r.old_leader} back as a replica of {new}, {how}, {since:.1f} s after the loss"
+                out.append((None, _event(at, text, 0, r.old_leader)))
         r2 = r.model_copy(update=upd) if upd else r
         complete = (
             r2.new_leader is not None
@@ -388,6 +402,28 @@ class Stopwatch:
         if lsn is None or lsn == r.promotion_lsn:
             return {}
         return {"promotion_lsn": lsn, "lag_at_promotion_bytes": max(0, r.old_leader_lsn - lsn)}
+
+    def _old_leader_back(
+        self, snap: ClusterSnapshot, r: FailoverReport, upd: dict[str, object]
+    ) -> str | None:
+        """How the old leader rejoined, once it streams again on the new timeline; None until then."""
+        old = r.old_leader
+        assert old is not None
+        m, n = snap.member(old), snap.node(old)
+        if m is not None and m.state == "creating replica":
+            self._reinit_seen = True
+        tl = upd.get("new_timeline", r.new_timeline)
+        if n is None or node_state(n) != "fresh" or not n.in_recovery or tl is None or n.timeline != tl:
+            return None
+        if not (m is not None and m.state == "streaming") and not (
+            n.wal_receiver and n.wal_receiver.status == "streaming"
+        ):
+            return None
+        if self._reinit_seen:
+            return "reinit"
+        lost = upd.get("lag_at_promotion_bytes", r.lag_at_promotion_bytes)
+        # A primary that wrote past the fork can follow the new timeline only once rewound.
+        return "pg_rewind" if isinstance(lost, int) and lost > 0 else "followed"
 
     def _slots(self, snap: ClusterSnapshot, new: str) -> tuple[bool, tuple[str, ...]] | None:
         # Kept by Patroni, or by PostgreSQL's own failover (the slots the old primary had).

@@ -83,6 +83,21 @@ def test_failover_stopwatch_figures() -> None:
     assert r.permanent_slots_ok is True and r.missing_slots == ()
     assert r.done and r.ended_at == t(14)
     assert tl.running_failover() is None
+    # node1 wrote 500 bytes past the fork: it follows node2 again only once rewound.
+    assert (r.old_leader_back, r.old_leader_back_at) == ("pg_rewind", t(14))
+    assert only(tl, "node1 back as a replica of node2, by pg_rewind, 11.0 s after the loss").at == t(14)
+
+
+def test_an_old_leader_copied_anew_came_back_by_reinit() -> None:
+    snaps = _failover()
+    snaps[-2] = member(snaps[-2], "node1", state="creating replica")
+    tl = Timeline()
+    feed(tl, snaps)
+    (r,) = tl.failovers()
+    assert r.old_leader_back == "reinit"
+    tl2 = Timeline()
+    feed(tl2, _failover()[:-1])
+    assert tl2.failovers()[0].old_leader_back is None  # not back yet
 
 
 def test_failover_is_kept_in_the_timeline_as_events() -> None:
