@@ -288,6 +288,11 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
         ("replay_lsn", _lsn("pg_last_wal_replay_lsn()")),
         ("replay_timestamp", "pg_last_xact_replay_timestamp()"),
         ("replay_paused", f"case when pg_is_in_recovery() then {paused} end"),
+        (
+            "synchronous_standby_names",
+            "case when not pg_is_in_recovery()"
+            " then left(current_setting('synchronous_standby_names'), 256) end",
+        ),
         ("replication", _agg(_view("replication", v))),
         ("wal_receiver", _row(_view("wal_receiver", v))),
         ("slots", _agg(_view("slots", v), MAX_SLOTS)),

@@ -60,6 +60,33 @@ def _position(m: Member, node: NodeSnapshot | None, leader_lsn: int | None) -> i
     return None
 
 
+_SYNC_NAMES = re.compile(r"^\s*(?:(ANY|FIRST)\s+)?(?:(\d+)\s*\()?\s*(.*?)\s*\)?\s*$", re.IGNORECASE)
+
+
+def commit_waits_for(names: str | None) -> str | None:
+    """synchronous_standby_names in words: who must confirm a commit (None: not read)."""
+    if names is None:
+        return None
+    if not names.strip():
+        return "none: commits are asynchronous"
+    m = _SYNC_NAMES.match(names)
+    if m is None:
+        return names
+    method, count, listed = m[1], m[2], [n.strip().strip('"') for n in m[3].split(",") if n.strip()]
+    n = int(count) if count else 1
+    who = "any standby" if listed == ["*"] else ", ".join(listed)
+    if (method or "").upper() == "ANY":
+        return f"any {n} of {who} (quorum)"
+    return f"the first {n} of {who}" if len(listed) > 1 else who
+
+
+def _sync_state(snapshot: ClusterSnapshot, leader: str | None, name: str) -> str | None:
+    node = snapshot.node(leader) if leader else None
+    if node is None or not node.reachable:
+        return None
+    return next((r.sync_state for r in node.replication if r.application_name == name), None)
+
+
 def _at_risk(snapshot: ClusterSnapshot, leader: str | None, name: str) -> tuple[int | None, float | None]:
     """WAL the leader has written that ``name`` has not flushed: its walsender's flush lag."""
     node = snapshot.node(leader) if leader else None
@@ -176,17 +203,23 @@ def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
                 reason=reasons.get(m.name, ""),
                 position=positions[m.name],
                 priority=_priority(m),
+                sync_state=_sync_state(snapshot, leader.name if leader else None, m.name),
                 at_risk_bytes=risk_b,
                 at_risk_s=risk_s,
             )
         )
     contenders.sort(key=lambda c: (not c.wins, not c.eligible, c.name))
+    names = (
+        leader_node.synchronous_standby_names if leader_node is not None and leader_node.reachable else None
+    )
     return FailoverForecast(
         leader=leader.name if leader else None,
         leader_position=leader_lsn,
         policy=policy,
         mode=mode,
         strict=bool(config and config.synchronous_mode_strict),
+        standby_names=names,
+        commit_waits_for=commit_waits_for(names),
         maximum_lag_bytes=max_lag,
         winners=winners,
         contenders=tuple(contenders),

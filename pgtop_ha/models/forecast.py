@@ -14,6 +14,7 @@ class Contender(Frozen):
     reason: str = ""  # why it would not be promoted, in one line ("" for the winner)
     position: int | None = None  # its WAL position as Patroni compares them: max(received, replayed)
     priority: int = 1  # its failover_priority tag (Patroni's default 1)
+    sync_state: str | None = None  # its walsender's on the leader: sync, quorum, potential, async
     at_risk_bytes: int | None = None  # WAL the leader has written that it has not flushed
     at_risk_s: float | None = None  # the same, in seconds of the leader's commits (flush lag)
 
@@ -26,6 +27,8 @@ class FailoverForecast(Frozen):
     policy: str  # whose rules: "Patroni 3.3", "Patroni 4.0", "Patroni 4.1"
     mode: str  # "async", "synchronous", "quorum"
     strict: bool = False  # synchronous_mode_strict
+    standby_names: str | None = None  # the leader's synchronous_standby_names, where it was read
+    commit_waits_for: str | None = None  # that in words: "any 1 of node2, node3", "none"
     maximum_lag_bytes: int
     winners: tuple[str, ...] = ()  # more than one: a tie Patroni settles by whoever takes the key first
     contenders: tuple[Contender, ...] = ()

@@ -435,6 +435,8 @@ class NodeReadings(Bounded):
     replay_lsn: int | None = None
     replay_timestamp: datetime | None = None
     replay_paused: bool | None = None
+    # On a primary: who must confirm a commit ("ANY 1 (node2,node3)", "node2", "*"); "" for none.
+    synchronous_standby_names: str | None = None
     replication: tuple[Replication, ...] = ()
     wal_receiver: WalReceiver | None = None
     slots: tuple[Slot, ...] = ()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.forecast import forecast, forecast_marks
+from pgtop_ha.judge.forecast import commit_waits_for, forecast, forecast_marks
 from pgtop_ha.judge.verdicts import judge
 from pgtop_ha.models.snapshot import ClusterSnapshot, PatroniConfig
 from pgtop_ha.models.thresholds import Level
@@ -105,3 +105,15 @@ def test_data_at_risk_is_the_winners_unflushed_wal_and_warns_past_lag_bytes() ->
     marks = forecast_marks(snap, f, SETTINGS.thresholds)
     assert {(m.rule, m.level) for m in marks} == {("failover.data-at-risk", Level.WARN)}
     assert f.outage_s is not None and f.outage_s[0] < f.outage_s[1]
+
+
+def test_synchronous_replication_is_said_as_it_is() -> None:
+    assert commit_waits_for("ANY 1 (node2,node3)") == "any 1 of node2, node3 (quorum)"
+    assert commit_waits_for("FIRST 2 (a, b, c)") == "the first 2 of a, b, c"
+    assert commit_waits_for("*") == "any standby" and commit_waits_for("node2") == "node2"
+    assert commit_waits_for("") == "none: commits are asynchronous" and commit_waits_for(None) is None
+    snap = node(_config(healthy(), synchronous_mode="quorum", synchronous_mode_strict=True), "node1",
+                synchronous_standby_names="ANY 1 (node2,node3)")  # fmt: skip
+    f = forecast(snap)
+    assert (f.mode, f.strict, f.commit_waits_for) == ("quorum", True, "any 1 of node2, node3 (quorum)")
+    assert {c.name: c.sync_state for c in f.contenders} == {"node2": "sync", "node3": "async"}

@@ -126,6 +126,9 @@ def test_strict_synchronous_mode_without_a_synchronous_standby_says_writes_block
     reasons, winners, failover = _forecast(lab_settings)
     assert failover == [] and len(winners) == 1  # only the synchronous standby may take over
     (sync,) = winners
+    said = asyncio.run(take_snapshot(lab_settings)).forecast
+    assert said is not None and said.mode == "synchronous" and said.strict
+    assert said.commit_waits_for is not None and sync in said.commit_waits_for, said.standby_names
     assert all(
         r == "not synchronous: only the synchronous standby may take over"
         for n, r in reasons.items()

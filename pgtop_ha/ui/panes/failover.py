@@ -27,6 +27,7 @@ COLUMNS = (
     Column("would", "If the leader died"),
     Column("position", "Behind", right=True),
     Column("priority", "Prio", right=True),
+    Column("sync", "Sync"),
     Column("risk", "At risk", right=True),
     Column("risk_s", "At risk t", right=True),
     Column("why", "Why not"),
@@ -52,12 +53,23 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             "would": cell(shown(summary), cell_level(marks, "")),
             "position": cell(""),
             "priority": cell(""),
+            "sync": cell(""),
             "risk": cell(""),
             "risk_s": cell(""),
             "why": cell(shown("; ".join(m.text for m in marks))),
         },
     )
-    out = [head]
+    mode = f"synchronous_mode {'off' if f.mode == 'async' else f.mode}" + (", strict" if f.strict else "")
+    waits = f"; commits wait for {f.commit_waits_for}" if f.commit_waits_for else ""
+    sync_row = Row(
+        key="|sync",
+        cells={
+            **{c.key: cell("") for c in COLUMNS},
+            "member": cell("⇢ sync"),
+            "would": cell(shown(mode + waits)),
+        },
+    )
+    out = [head, sync_row]
     for c in f.contenders:
         known = c.position is not None and f.leader_position is not None
         behind = max(0, (f.leader_position or 0) - (c.position or 0)) if known else None
@@ -75,6 +87,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     "would": cell(would),
                     "position": num(human_bytes(behind), behind),
                     "priority": num(str(c.priority), c.priority),
+                    "sync": cell(c.sync_state or "?"),
                     "risk": num(human_bytes(c.at_risk_bytes), c.at_risk_bytes),
                     "risk_s": num(duration(c.at_risk_s), c.at_risk_s),
                     "why": cell(shown(c.reason)),
