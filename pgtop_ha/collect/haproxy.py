@@ -17,7 +17,10 @@ from pgtop_ha.models.snapshot import HAProxyServer
 
 AGGREGATES = frozenset({"FRONTEND", "BACKEND"})
 _REQUIRED = ("pxname", "svname", "status")
-_COLUMNS_READ = (*_REQUIRED, "check_status", "check_code", "scur", "stot", "lastchg", "weight", "addr")
+_COLUMNS_READ = (
+    *_REQUIRED, "check_status", "check_code", "scur", "stot", "lastchg", "weight", "addr",
+    "check_rise", "check_fall",
+)  # fmt: skip
 _MAX_STATS_BYTES = 8 * 1024 * 1024
 _READ_SIZE = 64 * 1024
 # `show stat <proxy> <type> <server>`: every proxy (-1), servers only (type 4), every server (-1).
@@ -117,6 +120,8 @@ def read_stats(text: str, pooled: Callable[[str], bool] | None = None, limit: in
                 sessions_total=as_int(_cell(cells, at, "stot")),
                 last_change_s=as_int(_cell(cells, at, "lastchg")),
                 weight=as_int(_cell(cells, at, "weight")),
+                check_rise=as_int(_cell(cells, at, "check_rise")),
+                check_fall=as_int(_cell(cells, at, "check_fall")),
                 addr=_cell(cells, at, "addr"),
             )
         )

@@ -24,6 +24,8 @@ from pgtop_ha.models.verdict import Mark
 DEFAULT_TTL_S = 30  # Patroni's defaults, where /config does not say
 DEFAULT_LOOP_WAIT_S = 10
 PROMOTE_S = 2.0  # pg_ctl promote and the first checkpoint-free write on the new leader
+DEFAULT_RISE = 2  # HAProxy's default rise
+HAPROXY_INTER_S = 2.0  # HAProxy's default check interval: its stats do not give inter
 
 
 def _mib(n: int) -> str:
@@ -98,13 +100,23 @@ def _at_risk(snapshot: ClusterSnapshot, leader: str | None, name: str) -> tuple[
     return None, None
 
 
+def _rise(snapshot: ClusterSnapshot) -> int:
+    """HAProxy's rise: checks a new leader needs before it is UP (the largest of its servers')."""
+    return max(
+        (s.check_rise for s in snapshot.haproxy.servers if s.check_rise is not None), default=DEFAULT_RISE
+    )
+
+
 def _outage(snapshot: ClusterSnapshot) -> tuple[float, float]:
-    """The write outage if the leader's host died: its key expires, a replica's next loop promotes."""
+    """The write outage if the leader's host died: its key expires, a replica's next loop promotes,
+    then HAProxy's checks see the new leader ``rise`` times."""
     config = snapshot.patroni_config
     ttl = float((config.ttl if config else None) or DEFAULT_TTL_S)
     loop = float((config.loop_wait if config else None) or DEFAULT_LOOP_WAIT_S)
+    checks = _rise(snapshot) * HAPROXY_INTER_S
     # The key was refreshed up to one loop before the death; a replica sees it gone within a loop.
-    return max(0.0, ttl - loop) + PROMOTE_S, ttl + loop + PROMOTE_S
+    low = max(0.0, ttl - loop) + PROMOTE_S + max(0.0, checks - HAPROXY_INTER_S)
+    return low, ttl + loop + PROMOTE_S + checks
 
 
 def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
@@ -125,6 +137,8 @@ def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
     assumptions = [
         f"the leader's host dies (Patroni with it); {policy}'s rules, the oldest version among the members",
         "positions as read now: received or replayed LSN where PostgreSQL was read, else Patroni's lag",
+        f"the write outage: Patroni's ttl and loop_wait, promotion, then HAProxy's rise at inter "
+        f"{HAPROXY_INTER_S:g} s (its default: the stats do not give inter)",
     ]
     if config is None:
         assumptions.append("Patroni's /config not read: its defaults (maximum_lag_on_failover 1 MiB, async)")
@@ -212,6 +226,7 @@ def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
     names = (
         leader_node.synchronous_standby_names if leader_node is not None and leader_node.reachable else None
     )
+    outage = _outage(snapshot) if leader else None
     return FailoverForecast(
         leader=leader.name if leader else None,
         leader_position=leader_lsn,
@@ -224,7 +239,8 @@ def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
         winners=winners,
         contenders=tuple(contenders),
         slots_lost=_slots_lost(snapshot, leader_node),
-        outage_s=_outage(snapshot) if leader else None,
+        outage_min_s=outage[0] if outage else None,
+        outage_max_s=outage[1] if outage else None,
         assumptions=tuple(assumptions),
     )
 

@@ -33,5 +33,6 @@ class FailoverForecast(Frozen):
     winners: tuple[str, ...] = ()  # more than one: a tie Patroni settles by whoever takes the key first
     contenders: tuple[Contender, ...] = ()
     slots_lost: tuple[str, ...] = ()  # logical slots on the leader the new leader would not have
-    outage_s: tuple[float, float] | None = None  # the expected write outage, low and high
+    outage_min_s: float | None = None  # the expected write outage: at least
+    outage_max_s: float | None = None  # and at most
     assumptions: tuple[str, ...] = ()  # what the forecast took as given

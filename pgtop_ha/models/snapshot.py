@@ -498,6 +498,8 @@ class HAProxyServer(Bounded):
     sessions_total: int | None = None
     last_change_s: int | None = None
     weight: int | None = None
+    check_rise: int | None = None  # consecutive good checks before HAProxy marks it UP
+    check_fall: int | None = None  # consecutive failed checks before HAProxy marks it DOWN
     addr: str | None = None  # "host:port"; HAProxy shows it with `stats show-legends` or level operator
     # The Patroni member this server is, when its own name is not the member's (models/servers.py).
     member: str | None = None

@@ -104,7 +104,7 @@ def test_data_at_risk_is_the_winners_unflushed_wal_and_warns_past_lag_bytes() ->
     }
     marks = forecast_marks(snap, f, SETTINGS.thresholds)
     assert {(m.rule, m.level) for m in marks} == {("failover.data-at-risk", Level.WARN)}
-    assert f.outage_s is not None and f.outage_s[0] < f.outage_s[1]
+    assert f.outage_min_s is not None and f.outage_max_s is not None and f.outage_min_s < f.outage_max_s
 
 
 def test_synchronous_replication_is_said_as_it_is() -> None:

@@ -42,7 +42,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         return [placeholder(COLUMNS, NO_LEADER)]
     marks = forecast_marks(snapshot, f, ctx.thresholds)
     winner = " or ".join(f.winners) if f.winners else "nobody"  # a tie: whoever takes the key first
-    outage = f"{duration(f.outage_s[0])}–{duration(f.outage_s[1])}" if f.outage_s else "?"
+    outage = f"{duration(f.outage_min_s)}–{duration(f.outage_max_s)}" if f.outage_max_s is not None else "?"
     lost = f"; logical slots lost: {', '.join(f.slots_lost)}" if f.slots_lost else ""
     summary = f"{winner} takes over ({f.mode}, {f.policy}); writes stop about {outage}{lost}"
     head = Row(
