@@ -1,11 +1,8 @@
 """If the leader died now: the leader race as Patroni's ha.py runs it, for the version the members run.
 
-Patroni (is_healthiest_node, _is_healthiest_node): a member races unless tagged nofailover, lagging
-past maximum_lag_on_failover behind the leader's last reported LSN, outside the synchronous set
-while synchronous mode is active, or (check_timeline) behind the cluster's timeline. It then gives
-way to any member that may promote and is further ahead (max of received and replayed LSN), and,
-at the same position, to one with a higher failover_priority: in 4.0 outside synchronous mode or
-among the quorum's voters, in 4.1 outside quorum mode or among its voters. 3.3 has no quorum mode.
+A member races unless nofailover, past maximum_lag_on_failover, outside the synchronous set while
+synchronous mode is active, or (check_timeline) behind; it gives way to a rival further ahead, and at
+the same position to a higher failover_priority (4.0: not in sync mode but among quorum voters).
 """
 
 from __future__ import annotations

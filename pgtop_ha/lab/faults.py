@@ -21,6 +21,7 @@ from pgtop_ha.lab import procs, versions
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, PERMANENT_SLOT, REST_USER, SUPERUSER
 from pgtop_ha.lab.progress import Progress
+from pgtop_ha.models.roles import is_sync_role
 
 
 def _signal(pids: list[int], sig: signal.Signals) -> None:
@@ -821,7 +822,7 @@ def sync_mode(lab: Lab, mode: str, timeout: float = 60) -> str:
 
     def settled() -> bool:
         roles = [m.get("role") for m in (lab.cluster() or {}).get("members", [])]
-        synced = any(r in ("sync_standby", "quorum_standby") for r in roles)
+        synced = any(is_sync_role(r) for r in roles if isinstance(r, str))
         return synced is (mode != "off")
 
     if not procs.poll(settled, timeout, interval=0.5):

@@ -7,7 +7,6 @@ what the judge says of the same clusters' rows, and a refresh's bytes must not g
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.judge.fleet import CRIT, OK, RULES, RULES_VERSION, WARN, FleetQueries, level_of
 from pgtop_ha.lab.synthetic_fleet import FAULTS, SyntheticPrometheus, SyntheticVictoria, scope_of
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.lab
 
@@ -26,10 +26,7 @@ FAULTY = {7 * i + 3: fault for i, fault in enumerate(FAULTS)}
 
 
 def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
+    return free_port(3)  # VictoriaMetrics, vmalert on the next, its notifier's on the one after
 
 
 ENGINES: dict[str, type[SyntheticPrometheus] | type[SyntheticVictoria]] = {
