@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import pytest
 
@@ -421,3 +422,18 @@ async def test_snapshot_cli_json(lab: Lab) -> None:
     assert [n["name"] for n in data["nodes"]] == list(NODE_NAMES)
     assert all(n["error"] is None for n in data["nodes"])
     assert all(m["reachable"] for m in data["members"])
+
+
+async def test_a_killed_postmaster_is_failing_from_its_connections_loss(lab: Lab, poller: Poller) -> None:
+    snap = await poller.cycle()
+    leader = snap.cluster.leader
+    assert leader is not None and (n := snap.node(leader)) is not None and n.reachable
+    killed_at = datetime.now(UTC)
+    faults.kill_primary(lab)
+    # Not a synchronisation: the scenario itself. The console's next poll comes a second later (its
+    # 1 s interval), and what is tested is that the loss is dated before it.
+    await asyncio.sleep(1.0)
+    down = (await poller.cycle()).node(leader)
+    assert down is not None and not down.reachable and down.failing_since is not None, down
+    lag = (down.failing_since - killed_at).total_seconds()
+    assert -0.05 <= lag < 0.3, lag  # not the poll's 1 s later
