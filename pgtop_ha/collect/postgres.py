@@ -404,6 +404,11 @@ class NodeReader:
             )
         return self._result  # the last poll failed: unreachable until one answers
 
+    @property
+    def lost_at(self) -> datetime | None:
+        """When the server closed the kept connection under us, if it did since the last connect."""
+        return self._lost_at
+
     def role_key(self) -> tuple[bool, bool | None, int | None] | None:
         """Whether the last read answered, with the recovery state and timeline; None before any answer."""
         if self.last_ok_at is None:
