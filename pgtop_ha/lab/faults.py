@@ -221,7 +221,13 @@ def release_slot(lab: Lab, timeout: float = 120) -> str:
 
     def low() -> bool:
         nodes = range(len(lab.layout.names))
-        return all(int(lab.psql(kept, i, timeout=10) or 0) < RELEASED_BELOW for i in nodes)
+        try:
+            return all(int(lab.psql(kept, i, timeout=10) or 0) < RELEASED_BELOW for i in nodes)
+        except UserError as e:
+            # Patroni restarts a standby to copy a slot the leader recreated: ask again.
+            if "Connection refused" in str(e) or "starting up" in str(e) or "shutting down" in str(e):
+                return False
+            raise
 
     exists = f"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '{PERMANENT_SLOT}'"
     lost = (
