@@ -77,8 +77,7 @@ def _identity(queries: FleetQueries) -> str:
 
 
 def rule_file(queries: FleetQueries, version: str) -> str:
-    """The rule file's text: the hourly reads once a minute, then the rules and one alert per crit and
-    warn rule at the engine's evaluation interval."""
+    """The rule file's text: the hourly group, then the rules and one alert per crit and warn rule."""
     staged = dataclasses.replace(queries, staged=True)
     sc = queries.scope_label
     terms = staged.terms()
