@@ -146,7 +146,8 @@ class Stopwatch:
         self._leader_down_since: datetime | None = None
         self._silence: LeaderSilence | None = None
         self._failover_slots: frozenset[str] = frozenset()  # on the primary before a loss (17+)
-        self._forecast: FailoverForecast | None = None  # while the leader answered, the latest
+        self._answering: ClusterSnapshot | None = None  # the last snapshot the leader answered in
+        self._forecast: FailoverForecast | None = None  # judged from it when the leader is lost
         self._reinit_seen = False  # the old leader of the running failover was being copied anew
 
     def silence(self) -> LeaderSilence | None:
@@ -286,6 +287,8 @@ class Stopwatch:
             closed = last.model_copy(update={"done": True, "ended_at": snap.taken_at})
             self._reports[-1] = closed
             out.append((self._tag(), self._summary_event(closed)))
+        # The race as it stood at the last poll before the leader went silent: judged once, now.
+        self._forecast = forecast(self._answering) if self._answering is not None else None
         report = FailoverReport(
             lost_at=snap.taken_at,
             old_leader=old,
@@ -477,7 +480,7 @@ class Stopwatch:
         if leader is not None and leader.timeline is not None:
             timelines.append(leader.timeline)
         if self.running() is None and self._leader_down_since is None and leader is not None:
-            self._forecast = forecast(snap)  # the race as it stands while the leader still answers
+            self._answering = snap
         if timelines and self.running() is None:
             self._timeline = max(timelines)
 

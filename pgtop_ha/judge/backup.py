@@ -54,13 +54,6 @@ def no_stanza_level(error: bool, asked: bool = True) -> Level:
 
 
 NO_VALID_BACKUPS = 2  # pgbackrest info's status code for a stanza with no backup yet
-NO_STANZA = PGBACKREST_NO_STANZA.id
-STANZA = PGBACKREST_STANZA.id
-BACKUP_ERROR = PGBACKREST_BACKUP_ERROR.id
-FULL_AGE = PGBACKREST_FULL_AGE.id
-QUEUE = PGBACKREST_QUEUE.id
-SPOOL = PGBACKREST_SPOOL.id
-READ = PGBACKREST_READ.id
 
 # A full backup older than this is worth a look: a daily or weekly schedule has slipped.
 FULL_BACKUP_WARN_S = 8 * 86400
@@ -72,28 +65,22 @@ QUEUE_CRIT_SHARE = 0.8
 
 def stanza_marks(state: PgBackRestState, stanza: StanzaInfo, queue: QueueState) -> tuple[Mark, ...]:
     """Every rule that holds for one stanza, each naming the pane's cell it colours."""
-    name = stanza.name
+    said = f"pgBackRest stanza {stanza.name}"
     out: list[Mark] = []
     # Status 2 is "no valid backups": the full backup's rule says it, at its own level.
     if (not stanza.ok and stanza.status_code != NO_VALID_BACKUPS) or stanza.repo_errors:
         why = stanza.status_message or "repository errors"
-        out.append(Mark(STANZA, Level.CRIT, f"pgBackRest stanza {name}: {why}", "status"))
+        out.append(Mark(PGBACKREST_STANZA.id, Level.CRIT, f"{said}: {why}", "status"))
     for part, backup in (("full", stanza.full), ("diff", stanza.diff), ("incr", stanza.incr)):
         if backup is not None and backup.error:
-            out.append(
-                Mark(
-                    BACKUP_ERROR, Level.CRIT, f"pgBackRest stanza {name}: newest {part} backup in error", part
-                )
-            )
+            text = f"{said}: newest {part} backup in error"
+            out.append(Mark(PGBACKREST_BACKUP_ERROR.id, Level.CRIT, text, part))
     if stanza.full is None:
-        out.append(Mark(FULL_AGE, Level.WARN, f"pgBackRest stanza {name}: no full backup", "full"))
+        out.append(Mark(PGBACKREST_FULL_AGE.id, Level.WARN, f"{said}: no full backup", "full"))
     elif (stanza.full.age_s or 0) > FULL_BACKUP_WARN_S:
         days = int((stanza.full.age_s or 0) // 86400)
-        out.append(
-            Mark(
-                FULL_AGE, Level.WARN, f"pgBackRest stanza {name}: newest full backup {days} days old", "full"
-            )
-        )
+        text = f"{said}: newest full backup {days} days old"
+        out.append(Mark(PGBACKREST_FULL_AGE.id, Level.WARN, text, "full"))
     level = {"warn": Level.WARN, "crit": Level.CRIT, "dropping": Level.CRIT}.get(queue.level)
     if level is not None:
         what = (
@@ -101,20 +88,20 @@ def stanza_marks(state: PgBackRestState, stanza: StanzaInfo, queue: QueueState) 
             if queue.level == "dropping"
             else f"{(queue.share or 0):.0%} of archive-push-queue-max"
         )
-        out.append(Mark(QUEUE, level, f"pgBackRest archive-push queue {what}", "queue"))
-    spool = next((s for s in state.spools if s.stanza == name), None)
+        out.append(Mark(PGBACKREST_QUEUE.id, level, f"pgBackRest archive-push queue {what}", "queue"))
+    spool = next((s for s in state.spools if s.stanza == stanza.name), None)
     if spool is not None and spool.error_count:
         out.append(
             Mark(
-                SPOOL,
+                PGBACKREST_SPOOL.id,
                 Level.WARN,
-                f"pgBackRest stanza {name}: {spool.error_count} failed pushes in the spool",
+                f"{said}: {spool.error_count} failed pushes in the spool",
                 "spool",
             )
         )
     if state.error:
         # The last read failed: what the row shows is older than it looks.
-        out.append(Mark(READ, Level.WARN, f"pgBackRest not read: {state.error}", "error"))
+        out.append(Mark(PGBACKREST_READ.id, Level.WARN, f"pgBackRest not read: {state.error}", "error"))
     return tuple(out)
 
 
@@ -164,8 +151,8 @@ def no_stanza_marks(snapshot: ClusterSnapshot) -> tuple[Mark, ...]:
     if level == Level.OK:
         return ()
     if state.error:
-        return (Mark(READ, level, f"pgBackRest not read: {state.error}", "error"),)
-    return (Mark(NO_STANZA, level, no_stanza_text(state, snapshot), "error"),)
+        return (Mark(PGBACKREST_READ.id, level, f"pgBackRest not read: {state.error}", "error"),)
+    return (Mark(PGBACKREST_NO_STANZA.id, level, no_stanza_text(state, snapshot), "error"),)
 
 
 def backup_marks(snapshot: ClusterSnapshot) -> dict[str, tuple[Mark, ...]]:

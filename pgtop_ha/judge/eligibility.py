@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pgtop_ha.judge.checks import leader_of
-from pgtop_ha.judge.tags import DEFAULT_MAXIMUM_LAG_ON_FAILOVER, GOOD_STATES, no_failover, tag_true
+from pgtop_ha.judge.tags import DEFAULT_MAXIMUM_LAG_ON_FAILOVER, GOOD_STATES, mib, no_failover, tag_true
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.roles import is_sync_role
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member
@@ -53,10 +53,6 @@ class TakeoverPlan(Frozen):
         return tuple(c for c in self.candidates if c.eligible)
 
 
-def _mib(n: int) -> str:
-    return f"{n / 1024**2:.1f} MiB"
-
-
 def find_leader(snapshot: ClusterSnapshot) -> Member | None:
     """The member Patroni calls leader (checks.leader_of: none while two claim it), if listed."""
     name = leader_of(snapshot)
@@ -92,7 +88,7 @@ def _judge(
     if member.lag_bytes is None:
         warnings.append("lag unknown")
     elif member.lag_bytes > max_lag:
-        reasons.append(f"lag {_mib(member.lag_bytes)} exceeds maximum_lag_on_failover {_mib(max_lag)}")
+        reasons.append(f"lag {mib(member.lag_bytes)} exceeds maximum_lag_on_failover {mib(max_lag)}")
     if sync_mode and leader is not None and not is_sync_role(member.role):
         reasons.append("synchronous mode: only the sync standby may take over")
     if tag_true(member.tags, "nosync"):

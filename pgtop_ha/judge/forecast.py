@@ -10,11 +10,17 @@ from __future__ import annotations
 import re
 
 from pgtop_ha.judge.rules import FAILOVER_DATA_AT_RISK, FAILOVER_NO_CANDIDATE, FAILOVER_WRITES_BLOCKED
-from pgtop_ha.judge.tags import DEFAULT_MAXIMUM_LAG_ON_FAILOVER, GOOD_STATES, no_failover
+from pgtop_ha.judge.tags import (
+    DEFAULT_MAXIMUM_LAG_ON_FAILOVER,
+    GOOD_STATES,
+    failover_priority,
+    mib,
+    no_failover,
+)
 from pgtop_ha.models.derive import slot_keepers
 from pgtop_ha.models.forecast import Contender, FailoverForecast
 from pgtop_ha.models.roles import is_leader_role, is_sync_role
-from pgtop_ha.models.snapshot import ClusterSnapshot, Member, NodeSnapshot
+from pgtop_ha.models.snapshot import ClusterSnapshot, Member, NodeSnapshot, Replication
 from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.models.verdict import Mark
 
@@ -23,10 +29,6 @@ DEFAULT_LOOP_WAIT_S = 10
 PROMOTE_S = 2.0  # pg_ctl promote and the first checkpoint-free write on the new leader
 DEFAULT_RISE = 2  # HAProxy's default rise
 HAPROXY_INTER_S = 2.0  # HAProxy's default check interval: its stats do not give inter
-
-
-def _mib(n: int) -> str:
-    return f"{n / 1024**2:.1f} MiB"
 
 
 def _policy(snapshot: ClusterSnapshot) -> str:
@@ -42,10 +44,8 @@ def _policy(snapshot: ClusterSnapshot) -> str:
 
 
 def _priority(m: Member) -> int:
-    try:
-        return int(m.tags.get("failover_priority", 1))
-    except (TypeError, ValueError, OverflowError):
-        return 1
+    found = failover_priority(m.tags)
+    return 1 if found is None else found  # Patroni's default
 
 
 def _position(m: Member, node: NodeSnapshot | None, leader_lsn: int | None) -> int | None:
@@ -79,22 +79,12 @@ def commit_waits_for(names: str | None) -> str | None:
     return f"the first {n} of {who}" if len(listed) > 1 else who
 
 
-def _sync_state(snapshot: ClusterSnapshot, leader: str | None, name: str) -> str | None:
+def _walsender(snapshot: ClusterSnapshot, leader: str | None, name: str) -> Replication | None:
+    """The leader's walsender to ``name``, where the leader was read."""
     node = snapshot.node(leader) if leader else None
     if node is None or not node.reachable:
         return None
-    return next((r.sync_state for r in node.replication if r.application_name == name), None)
-
-
-def _at_risk(snapshot: ClusterSnapshot, leader: str | None, name: str) -> tuple[int | None, float | None]:
-    """WAL the leader has written that ``name`` has not flushed: its walsender's flush lag."""
-    node = snapshot.node(leader) if leader else None
-    if node is None or not node.reachable:
-        return None, None
-    for r in node.replication:
-        if r.application_name == name:
-            return r.flush_lag_bytes, r.flush_lag_s
-    return None, None
+    return next((r for r in node.replication if r.application_name == name), None)
 
 
 def _rise(snapshot: ClusterSnapshot) -> int:
@@ -161,7 +151,7 @@ def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
         elif sync_active and not quorum and not is_sync_role(m.role):
             reasons[m.name] = "not synchronous: only the synchronous standby may take over"
         elif m.lag_bytes is not None and m.lag_bytes > max_lag:
-            reasons[m.name] = f"{_mib(m.lag_bytes)} behind > {_mib(max_lag)} maximum_lag_on_failover"
+            reasons[m.name] = f"{mib(m.lag_bytes)} behind > {mib(max_lag)} maximum_lag_on_failover"
         elif check_timeline and cluster_tl is not None and (m.timeline or 0) < cluster_tl:
             reasons[m.name] = (
                 f"timeline {m.timeline or '?'} behind the cluster's {cluster_tl} (check_timeline)"
@@ -197,7 +187,7 @@ def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
             if other.name == m.name or theirs is None:
                 continue
             if theirs > mine:
-                reasons[m.name] = f"behind {other.name} by {_mib(theirs - mine)}"
+                reasons[m.name] = f"behind {other.name} by {mib(theirs - mine)}"
                 break
             if theirs == mine and priority_counts(other) and _priority(other) > _priority(m):
                 reasons[m.name] = f"same position as {other.name}, lower failover_priority"
@@ -205,7 +195,7 @@ def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
     winners = tuple(m.name for m in racers if m.name not in reasons)
     contenders = []
     for m in pool:
-        risk_b, risk_s = _at_risk(snapshot, leader.name if leader else None, m.name)
+        sender = _walsender(snapshot, leader.name if leader else None, m.name)
         contenders.append(
             Contender(
                 name=m.name,
@@ -214,9 +204,10 @@ def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
                 reason=reasons.get(m.name, ""),
                 position=positions[m.name],
                 priority=_priority(m),
-                sync_state=_sync_state(snapshot, leader.name if leader else None, m.name),
-                at_risk_bytes=risk_b,
-                at_risk_s=risk_s,
+                sync_state=sender.sync_state if sender else None,
+                # WAL the leader has written that it has not flushed: its walsender's flush lag.
+                at_risk_bytes=sender.flush_lag_bytes if sender else None,
+                at_risk_s=sender.flush_lag_s if sender else None,
             )
         )
     contenders.sort(key=lambda c: (not c.wins, not c.eligible, c.name))
@@ -263,7 +254,7 @@ def forecast_marks(snapshot: ClusterSnapshot, f: FailoverForecast, t: Thresholds
         )
     for c in f.contenders:
         if c.wins and (level := t.lag_bytes.grade(c.at_risk_bytes)) > Level.OK:
-            text = f"if the leader died now, {c.name} would take over {_mib(c.at_risk_bytes or 0)} short"
+            text = f"if the leader died now, {c.name} would take over {mib(c.at_risk_bytes or 0)} short"
             out.append(Mark(FAILOVER_DATA_AT_RISK.id, min(level, Level.WARN), text))
     streaming_sync = any(is_sync_role(m.role) and m.state in GOOD_STATES for m in snapshot.members)
     if f.mode != "async" and f.strict and not streaming_sync:

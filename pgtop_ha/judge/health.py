@@ -11,7 +11,7 @@ from datetime import datetime
 from math import isfinite
 from typing import Literal
 
-from pgtop_ha.judge.backup import QUEUE, READ, backup_marks, no_stanza_marks
+from pgtop_ha.judge.backup import backup_marks, no_stanza_marks
 from pgtop_ha.judge.forecast import forecast, forecast_marks
 from pgtop_ha.judge.memory import hugepages_marks
 from pgtop_ha.judge.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
@@ -51,6 +51,8 @@ from pgtop_ha.judge.rules import (
     PG_ROWS_CAPPED,
     PG_SLOW,
     PG_UNREACHABLE,
+    PGBACKREST_QUEUE,
+    PGBACKREST_READ,
     POOLER_CONTRADICTION,
     POSTGRES_UNSUPPORTED,
     REPLICATION_LAG,
@@ -615,7 +617,7 @@ def cluster_problems(
     said: set[tuple[str, str]] = set()  # the queue and a failed read are the same for every stanza
     for stanza, marks in backup_marks(snapshot).items():
         for m in marks:
-            key = m.part if m.rule in (QUEUE, READ) else f"{stanza} {m.part}"
+            key = m.part if m.rule in (PGBACKREST_QUEUE.id, PGBACKREST_READ.id) else f"{stanza} {m.part}"
             if (m.rule, key) not in said:
                 said.add((m.rule, key))
                 out.append(Problem(m.level, None, m.text, key=f"{m.rule} {key}", rule=m.rule))

@@ -8,8 +8,6 @@ from pgtop_ha.models.snapshot import NodeSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.verdict import Mark
 
-HUGEPAGES = MEMORY_HUGEPAGES.id
-
 
 def hugepages_marks(node: NodeSnapshot) -> tuple[Mark, ...]:
     """huge_pages on or try with shared memory not in them (a silent fallback): WARN."""
@@ -19,4 +17,4 @@ def hugepages_marks(node: NodeSnapshot) -> tuple[Mark, ...]:
     if shared_memory_on_hugepages(h) is not False:
         return ()
     text = f"huge_pages = {h.setting} but shared memory is not in HugePages"
-    return (Mark(HUGEPAGES, Level.WARN, text, "state"),)
+    return (Mark(MEMORY_HUGEPAGES.id, Level.WARN, text, "state"),)

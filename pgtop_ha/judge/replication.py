@@ -18,11 +18,6 @@ from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Replication
 from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.models.verdict import Mark
 
-LAG = REPLICATION_STANDBY_LAG.id
-NOT_STREAMING = REPLICATION_NOT_STREAMING.id
-SILENT = REPLICATION_SILENT.id
-RECEIVER = REPLICATION_RECEIVER.id
-
 
 def lag_level(t: Thresholds, lag_bytes: int | None, lag_s: float | None = None) -> Level:
     """Replication lag graded by bytes and by seconds, the worse of the two."""
@@ -40,13 +35,22 @@ def walsender_findings(r: Replication, t: Thresholds, now: datetime) -> tuple[Ma
     out: list[Mark] = []
     _, _, replay_s = stage_lag_seconds(r, now)
     if (lv := lag_level(t, r.replay_lag_bytes, replay_s)) > Level.OK:
-        out.append(Mark(LAG, lv, f"standby {name} replay lag"))
+        out.append(Mark(REPLICATION_STANDBY_LAG.id, lv, f"standby {name} replay lag"))
     if r.state not in (None, "streaming"):
         out.append(
-            Mark(NOT_STREAMING, Level.WARN, f"standby {name}: walsender {r.state}, not streaming", "state")
+            Mark(
+                REPLICATION_NOT_STREAMING.id,
+                Level.WARN,
+                f"standby {name}: walsender {r.state}, not streaming",
+                "state",
+            )
         )
     elif standby_silent(r, now):
-        out.append(Mark(SILENT, Level.WARN, f"standby {name} has not replied for two status intervals"))
+        out.append(
+            Mark(
+                REPLICATION_SILENT.id, Level.WARN, f"standby {name} has not replied for two status intervals"
+            )
+        )
     return tuple(out)
 
 
@@ -77,4 +81,4 @@ def receiver_findings(node: NodeSnapshot) -> tuple[Mark, ...]:
     if status == "streaming":
         return ()
     said = "no WAL receiver" if status == "no receiver" else f"WAL receiver {status}"
-    return (Mark(RECEIVER, Level.WARN, f"{said}; no upstream lists this standby"),)
+    return (Mark(REPLICATION_RECEIVER.id, Level.WARN, f"{said}; no upstream lists this standby"),)

@@ -17,12 +17,23 @@ def tag_true(tags: dict[str, Any], name: str) -> bool:
     return bool(value)
 
 
+def failover_priority(tags: dict[str, Any]) -> int | None:
+    """The failover_priority tag as a number; None when absent or not one."""
+    try:
+        return int(tags["failover_priority"])
+    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: JSON's 1e999 is inf
+        return None
+
+
 def no_failover(tags: dict[str, Any]) -> bool:
     """Whether Patroni will never promote a member with these tags (nofailover, failover_priority 0)."""
     # Patroni 3.2+: failover_priority 0 means the same as nofailover, and wins when both are set.
     if "failover_priority" in tags:
-        try:
-            return int(tags["failover_priority"]) <= 0
-        except (TypeError, ValueError, OverflowError):  # OverflowError: JSON's 1e999 is inf
-            return False
+        priority = failover_priority(tags)
+        return priority is not None and priority <= 0
     return tag_true(tags, "nofailover")
+
+
+def mib(n: int) -> str:
+    """Bytes in MiB with one decimal, as a candidate's reasons give lag."""
+    return f"{n / 1024**2:.1f} MiB"

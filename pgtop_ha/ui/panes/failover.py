@@ -14,6 +14,7 @@ from pgtop_ha.ui.panes.base import (
     PaneSpec,
     Place,
     Row,
+    blanks,
     cell,
     name_column,
     num,
@@ -48,14 +49,10 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     head = Row(
         key="|race",
         cells={
+            **blanks(*(c.key for c in COLUMNS)),
             "member": cell(f"⇢ {f.leader}"),
             "health": state(worst(marks)),
             "would": cell(shown(summary), cell_level(marks, "")),
-            "position": cell(""),
-            "priority": cell(""),
-            "sync": cell(""),
-            "risk": cell(""),
-            "risk_s": cell(""),
             "why": cell(shown("; ".join(m.text for m in marks))),
         },
     )
@@ -64,7 +61,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     sync_row = Row(
         key="|sync",
         cells={
-            **{c.key: cell("") for c in COLUMNS},
+            **blanks(*(c.key for c in COLUMNS)),
             "member": cell("⇢ sync"),
             "would": cell(shown(mode + waits)),
         },
