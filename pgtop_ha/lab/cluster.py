@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import pwd
 import shutil
@@ -80,9 +81,22 @@ def claim_layout(state_dir: Path | None, start: int = 26400, stop: int = 30000) 
         layout = Layout(base, state_dir or Path(f"/tmp/pgtop-ha-test-{base}"))
         if not all(_port_free(p) for p in layout.ports()):
             continue
-        if _claim(Path(f"/tmp/pgtop-ha-port-{base}.claim")):
+        lock = Path(f"/tmp/pgtop-ha-port-{base}.claim")
+        if _claim(lock):
+            if state_dir is None and layout.state_dir.exists() and not _clear_stale(layout):
+                lock.unlink(missing_ok=True)
+                continue
             return layout
     raise UserError(f"no free lab port range between {start} and {stop}; free some ports")
+
+
+def _clear_stale(layout: Layout) -> bool:
+    """Take down a lab a dead suite left in a range just claimed (its processes, then its files)."""
+    try:
+        Lab(layout, out=io.StringIO()).down()
+    except UserError:
+        return False  # not a lab's directory, or processes that will not stop: leave it be
+    return True
 
 
 class Lab:
@@ -343,6 +357,7 @@ class Lab:
                 f"the lab in {state} uses base port {saved.base_port}, not {self.layout.base_port}; "
                 f"omit --base-port or give --base-port {saved.base_port}"
             )
+        self._check_made_by(tools.pg_version)
         self._check_ports(with_)
         python = self.patroni_python(progress.note) if self._patroni_missing() else sys.executable
 
@@ -544,6 +559,19 @@ class Lab:
                 f"the cluster did not reach one leader and {self._replicas()} in {timeout:.0f}s;"
                 f" see the logs in {self.layout.log_dir}"
             )
+
+    def _check_made_by(self, major: int) -> None:
+        """Refuse data directories another PostgreSQL major made: they would never start."""
+        for i, name in enumerate(self.layout.names):
+            try:
+                made = int((self.layout.data_dir(i) / "PG_VERSION").read_text().strip())
+            except (OSError, ValueError):
+                continue
+            if made != major:
+                raise UserError(
+                    f"{name}'s data in {self.layout.state_dir} was made by PostgreSQL {made}, not {major};"
+                    " run `pgtop-ha lab down` first or choose another --state-dir"
+                )
 
     def _replicas(self) -> str:
         n = len(self.layout.names) - 1

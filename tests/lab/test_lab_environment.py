@@ -67,6 +67,38 @@ def _fake_lab(state: Path, base: int) -> Layout:
 
 
 # ----- without a lab ----------------------------------------------------------------------------
+def test_a_suite_claiming_a_range_clears_the_lab_a_dead_suite_left() -> None:
+    """A suite killed mid-run leaves its state directory; the next claim of that range removes it."""
+    base = 34400
+    lock = Path(f"/tmp/pgtop-ha-port-{base}.claim")
+    stale = Path(f"/tmp/pgtop-ha-test-{base}")
+    if stale.exists():
+        pytest.skip(f"{stale} is in use here")
+    layout = _fake_lab(stale, base)
+    (layout.data_dir(0)).mkdir(parents=True)
+    (layout.data_dir(0) / "PG_VERSION").write_text("9\n")
+    lock.write_text("999999999")  # a claim whose holder is gone
+    try:
+        claimed = claim_layout(None, start=base, stop=base + 50)
+        assert claimed.state_dir == stale
+        assert not stale.exists()
+    finally:
+        lock.unlink(missing_ok=True)
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def test_up_refuses_data_another_postgresql_major_made(tmp_path: Path) -> None:
+    layout = _fake_lab(tmp_path / "lab", 34450)
+    layout.data_dir(1).mkdir(parents=True)
+    (layout.data_dir(1) / "PG_VERSION").write_text("9\n")
+    with pytest.raises(UserError) as err:
+        Lab(layout, out=io.StringIO()).up(rows=1)
+    said = str(err.value)
+    assert said.startswith(f"{NODE_NAMES[1]}'s data in {layout.state_dir} was made by PostgreSQL 9,")
+    assert "pgtop-ha lab down" in said
+    assert not (layout.state_dir / "etcd").exists()  # refused before anything started
+
+
 def test_lab_env_keeps_only_what_no_lab_program_reads() -> None:
     caller = {"PATH": "/usr/bin", "LANG": "C.UTF-8", "HOME": "/root", **HOSTILE, "PSQLRC": "/x"}
     caller |= {"PGSSLROOTCERT": "/x", "PGTOP_HA_PATRONI": "http://10.0.0.1:8008", "ETCDCTL_API": "2"}
