@@ -16,11 +16,11 @@ from pgtop_ha.judge.health import (
     Pools,
     Problem,
     cluster_problems,
-    lag_level,
     member_problems,
     missing_permanent_slots,
     stale_level,
 )
+from pgtop_ha.judge.replication import lag_level
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import (
     Archiver,
