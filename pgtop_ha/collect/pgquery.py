@@ -214,13 +214,21 @@ def _read(path_expr: str) -> str:
     return f"pg_read_file({path_expr}, 0, 16384, true)"
 
 
-def _processes(caps: Capabilities, remote_memory: bool) -> str:
+_SESSIONS = """,
+       host(a.client_addr) as client_addr,
+       extract(epoch from now() - a.query_start)::float8 as query_s,
+       extract(epoch from now() - a.xact_start)::float8 as xact_s,
+       extract(epoch from now() - a.state_change)::float8 as state_s,
+       age(a.backend_xmin)::bigint as xmin_age"""
+
+
+def _processes(caps: Capabilities, remote_memory: bool, sessions: bool = False) -> str:
     memory = ""
     if remote_memory:
         smaps = _read("'/proc/' || a.pid || '/smaps_rollup'")
         status = _read("'/proc/' || a.pid || '/status'")
         memory = f", {smaps} as smaps, {status} as status"
-    return _view("processes", caps.version, memory=memory)
+    return _view("processes", caps.version, memory=memory, sessions=_SESSIONS if sessions else "")
 
 
 # HugePages as PostgreSQL sees them; the last two are NULL where the server is too old (< 15, < 17).
@@ -244,6 +252,9 @@ MAX_SLOTS = 500
 MAX_LOCKS = 200
 MAX_HORIZON = 20
 MAX_MAINTENANCE = 50
+MAX_OPEN_XACTS = 20
+# Transactions younger than this are not listed: below every sensible threshold for a long one.
+OPEN_XACT_FLOOR_S = 10
 
 
 def _agg(sql: str, cap: int | None = None) -> str:
@@ -299,9 +310,13 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
         ("slots_total", "(select count(*) from pg_replication_slots)"),
         ("subscriptions", _agg(_view("subscriptions", v))),
         ("archiver", _row(_archiver(caps))),
-        ("processes", _agg(_processes(caps, remote_memory), MAX_PROCESSES)),
+        ("processes", _agg(_processes(caps, remote_memory, "sessions" in needs), MAX_PROCESSES)),
         ("processes_total", "(select count(*) from pg_stat_activity)"),
         ("horizon", _agg(_view("horizon", v), MAX_HORIZON)),
+        (
+            "open_transactions",
+            _agg(_view("open_transactions", v, floor=str(OPEN_XACT_FLOOR_S)), MAX_OPEN_XACTS),
+        ),
     ]
     if slow:
         parts.append(("pending_restart", _agg(_view("pending_restart", v))))

@@ -708,7 +708,7 @@ class NodeReader:
             missing["processes.memory"] = local_reason
         if not self.memory_enabled:
             missing["processes.memory"] = NOT_ASKED
-        for need in ("locks", "cache", "parameters"):
+        for need in ("locks", "cache", "parameters", "sessions"):
             if need not in self._needs:
                 missing.setdefault(need, NOT_ASKED)
         if "locks" not in self._needs:

@@ -109,6 +109,12 @@ HORIZON_HELD = Rule(
 )
 WAL_DISK = Rule("wal.disk", "pg_wal on disk past wal_disk_ratio times max_wal_size + wal_keep_size")
 ARCHIVER_READY = Rule("archiver.ready", "WAL segments waiting to be archived past archive_ready")
+SESSIONS_LONG_TRANSACTION = Rule(
+    "sessions.long-transaction", "a client's transaction has been open past xact_s"
+)
+SESSIONS_IDLE_IN_TRANSACTION = Rule(
+    "sessions.idle-in-transaction", "a session has sat idle in transaction past idle_xact_s"
+)
 LOCKS_WAITS = Rule("locks.waits", "sessions wait on a lock past lock_wait_s")
 POOLER_CONTRADICTION = Rule("pooler.contradiction", "pgBouncer or pgpool-II disagrees with Patroni")
 PGBACKREST_NO_STANZA = Rule(

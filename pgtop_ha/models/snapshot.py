@@ -278,6 +278,20 @@ class HorizonHolder(Bounded):
     query: str | None = None
 
 
+class OpenTransaction(Bounded):
+    """A client's transaction open past collect.pgquery.OPEN_XACT_FLOOR_S, oldest first."""
+
+    pid: int
+    usename: str | None = None
+    application_name: str | None = None
+    datname: str | None = None
+    state: str | None = None
+    xact_s: float | None = None  # since the transaction began, on the server's clock
+    state_s: float | None = None  # since the state last changed (idle in transaction: how long idle)
+    holds_xmin: bool | None = None  # it holds back the xmin horizon (a snapshot or an xid)
+    query: str | None = None
+
+
 class Subscription(Bounded):
     """A subscriber's pg_stat_subscription worker with its tables' sync states."""
 
@@ -329,6 +343,12 @@ class Process(Bounded):
     backend_start: datetime | None = None
     query: str | None = None
     lock_query_s: float | None = None  # waiting on a heavyweight lock: how long its query has run
+    # Read only while the Sessions pane is on screen (the "sessions" need): None otherwise.
+    client_addr: str | None = None
+    query_s: float | None = None  # since the query started, on the server's clock
+    xact_s: float | None = None  # since the transaction started; None outside one
+    state_s: float | None = None  # since the state last changed
+    xmin_age: int | None = None  # transactions since the snapshot the backend holds
     pss_bytes: int | None = None
     uss_bytes: int | None = None
     rss_bytes: int | None = None
@@ -445,6 +465,7 @@ class NodeReadings(Bounded):
     copy_progress: tuple[CopyProgress, ...] = ()
     maintenance: tuple[Maintenance, ...] = ()
     horizon: tuple[HorizonHolder, ...] = ()  # oldest first, up to collect.pgquery.MAX_HORIZON
+    open_transactions: tuple[OpenTransaction, ...] = ()  # oldest first, up to MAX_OPEN_XACTS
     subscriptions: tuple[Subscription, ...] = ()
     archiver: Archiver | None = None
     pending_restart: tuple[PendingSetting, ...] = ()

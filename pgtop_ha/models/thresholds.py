@@ -91,6 +91,14 @@ class Thresholds(Frozen):
         Band(warn=300.0, crit=1800.0),
         description="Seconds a session's or prepared transaction's xmin has held back vacuum.",
     )
+    xact_s: Band = Field(
+        Band(warn=600.0, crit=3600.0),
+        description="Seconds a client's transaction has been open (10 s and longer are read).",
+    )
+    idle_xact_s: Band = Field(
+        Band(warn=60.0, crit=600.0),
+        description="Seconds a session has sat idle in transaction (10 s and longer are read).",
+    )
     horizon_xacts: Band = Field(
         Band(warn=10_000_000, crit=100_000_000),
         description="Transactions since the xmin a session, slot, prepared transaction or standby holds.",

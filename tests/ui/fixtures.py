@@ -32,6 +32,7 @@ from pgtop_ha.models.snapshot import (
     LockProcess,
     Member,
     NodeSnapshot,
+    OpenTransaction,
     PatroniConfig,
     Process,
     Replication,
@@ -439,6 +440,51 @@ def locked(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
     )
     nodes = tuple(
         n.model_copy(update={"locks": locks, "lock_counts": counts, "waits": waits})
+        if n.name == leader
+        else n
+        for n in snap.nodes
+    )
+    return snap.model_copy(update={"nodes": nodes})
+
+
+def sessioned(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
+    """The leader's sessions: a runaway report, the lock queue's three, two idle; one open too long."""
+    snap = locked(snap)
+    leader = snap.cluster.leader or "node1"
+
+    def client(pid: int, **kw: object) -> Process:
+        return Process.model_validate({"pid": pid, "backend_type": "client backend", "datname": "app", **kw})
+
+    sessions = (
+        Process(pid=4000, backend_type="checkpointer"),
+        client(4100, usename="report", application_name="nightly", client_addr="10.0.0.31", state="active",
+               query_s=1834.0, xact_s=1834.0, state_s=1834.0, xmin_age=52_000,
+               query="select customer_id, sum(total) from orders group by 1"),
+        client(5001, usename="app", application_name="batch", client_addr="10.0.0.21",
+               state="idle in transaction", wait_event_type="Client", wait_event="ClientRead",
+               query_s=750.0, xact_s=754.0, state_s=750.0, xmin_age=51_870,
+               query="update orders set status = 'done' where id = 42"),
+        client(5002, usename="dba", application_name="psql", state="active", wait_event_type="Lock",
+               wait_event="relation", query_s=61.0, xact_s=61.0, state_s=61.0,
+               query="alter table orders add column note text"),
+        client(5003, usename="app", application_name="web", client_addr="10.0.0.22", state="active",
+               wait_event_type="Lock", wait_event="relation", query_s=12.0, xact_s=12.0, state_s=12.0,
+               xmin_age=3, query="select * from orders where id = 7"),
+        client(5010, usename="app", application_name="web", client_addr="10.0.0.22", state="idle",
+               query_s=2.0, state_s=2.0, query="commit"),
+        client(5011, usename="app", application_name="web", client_addr="10.0.0.23", state="idle",
+               query_s=9.0, state_s=9.0, query="select 1"),
+    )  # fmt: skip
+    open_xacts = (
+        OpenTransaction(pid=4100, usename="report", application_name="nightly", datname="app",
+                        state="active", xact_s=1834.0, state_s=1834.0, holds_xmin=True,
+                        query="select customer_id, sum(total) from orders group by 1"),
+        OpenTransaction(pid=5001, usename="app", application_name="batch", datname="app",
+                        state="idle in transaction", xact_s=754.0, state_s=750.0, holds_xmin=True,
+                        query="update orders set status = 'done' where id = 42"),
+    )  # fmt: skip
+    nodes = tuple(
+        n.model_copy(update={"processes": sessions, "open_transactions": open_xacts})
         if n.name == leader
         else n
         for n in snap.nodes

@@ -100,6 +100,7 @@ SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "memory": _busy,
     "probes": _probed,
     "locks": _locked,
+    "sessions": lambda: [fx.healthy(), fx.sessioned()],
     "waits": _locked,
     "horizon": _healthy,
     "parameters": lambda: [fx.healthy(), fx.tuned()],

@@ -1,8 +1,10 @@
--- pg_stat_activity, every process; $memory adds /proc texts through pg_read_file (remote nodes).
+-- pg_stat_activity, every process; $memory adds /proc texts through pg_read_file (remote nodes);
+-- $sessions the Sessions pane's columns: the client, how long the query, the transaction and the
+-- state have run (the server's clock) and the age of the snapshot the backend holds.
 -- lock_query_s: how long the query of a session waiting on a heavyweight lock has run (NULL for
 -- every other process, so a calm cluster's answer stays the same text cycle after cycle).
 select a.pid, a.backend_type, a.state, a.datname, a.usename, a.application_name,
        a.wait_event_type, a.wait_event, a.backend_start, left(a.query, 1024) as query,
        case when a.wait_event_type = 'Lock'
-            then extract(epoch from now() - a.query_start)::float8 end as lock_query_s$memory
+            then extract(epoch from now() - a.query_start)::float8 end as lock_query_s$sessions$memory
 from pg_stat_activity a order by a.pid

@@ -26,6 +26,7 @@ from pgtop_ha.ui.panes import (
     problems,
     progress,
     replication,
+    sessions,
     slots,
     waits,
 )
@@ -47,6 +48,7 @@ PANES: tuple[PaneSpec, ...] = (
     pgbouncer.PANE,
     pgpool.PANE,
     pgbackrest.PANE,
+    sessions.PANE,
     locks.PANE,
     waits.PANE,
     horizon.PANE,
