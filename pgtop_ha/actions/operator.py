@@ -1,18 +1,19 @@
-"""Actions: the operator's switchover, failover, pause and stats resets, each audited.
+"""Actions: the operator's switchover, failover, pause, stats resets and backend signals, each audited.
 
 Basic credentials go only to REST roots whose api_url is exactly scheme://host:port/patroni on an
-allowed host; stats resets connect only to allowed hosts, never sending a cleartext password.
+allowed host; resets and signals connect only to allowed hosts, never sending a cleartext password.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
 from pgtop_ha import pgguard
 from pgtop_ha.actions.audit import AuditListener, AuditLog
+from pgtop_ha.actions.backend_signal import BackendTarget, SignalKind, signal_backend
 from pgtop_ha.actions.patroni_writer import PatroniReply, PatroniWriter
 from pgtop_ha.actions.reset_scopes import ResetScope, ResetTarget
 from pgtop_ha.actions.results import ActionResult, AuditEntry, NodeResult, Progress
@@ -280,7 +281,11 @@ class Actions:
         started = self.clock()
         target = ",".join(n.name for n in nodes) or None
         action = f"reset {scope.call}"
-        results = await self._reset_allowed(scope, nodes) if nodes else []
+        results = (
+            await self._run_allowed(nodes, lambda allowed: self.resetter.reset(scope, allowed))
+            if nodes
+            else []
+        )
         ok = bool(results) and all(r.ok for r in results)
         if not results:
             message = f"{scope.call}: no node chosen"
@@ -299,8 +304,33 @@ class Actions:
         )
         return self._finish(result)
 
-    async def _reset_allowed(self, scope: ResetScope, nodes: Sequence[ResetTarget]) -> list[NodeResult]:
-        """Run the reset on the nodes postgres' policy allows; the others get their refusal."""
+    async def signal_backend(self, kind: SignalKind, target: BackendTarget) -> ActionResult:
+        """Cancel the query of, or terminate, one backend; its result line says what happened."""
+        started = self.clock()
+
+        async def send(allowed: Sequence[ResetTarget]) -> list[NodeResult]:
+            return [await signal_backend(self.resetter, kind, target)] if allowed else []
+
+        (result,) = await self._run_allowed([target.node], send)
+        who = " ".join(x for x in (target.usename, target.application_name) if x)
+        action = f"{kind} backend {target.pid}" + (f" ({who})" if who else "")
+        out = ActionResult(
+            action=action,
+            target=target.node.name,
+            ok=result.ok,
+            message=result.message,
+            started_at=started,
+            duration_s=self._elapsed(started),
+            nodes=(result,),
+        )
+        return self._finish(out)
+
+    async def _run_allowed(
+        self,
+        nodes: Sequence[ResetTarget],
+        run: Callable[[Sequence[ResetTarget]], Awaitable[list[NodeResult]]],
+    ) -> list[NodeResult]:
+        """``run`` on the nodes postgres' policy allows; the others get their refusal."""
         refused: dict[str, str] = {}
         for node in nodes:
             why = self.postgres_hosts.refusal(node.host)
@@ -313,7 +343,7 @@ class Actions:
         if allowed:
             try:
                 with pgguard.guarded(self.allow_cleartext_password) as guard:
-                    for result in await self.resetter.reset(scope, allowed):
+                    for result in await run(allowed):
                         done[result.node] = result
             except pgguard.CleartextRefused as exc:
                 refused.update({n.name: f"{n.name}: {exc}" for n in allowed})

@@ -17,7 +17,8 @@ from pgtop_ha.settings import Settings
 APPLICATION_NAME = "pgtop-ha-operator"
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An error's first line (asyncpg's messages may carry a DETAIL and a HINT below)."""
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
 
@@ -44,10 +45,12 @@ class StatsResetter:
         self._timeout = pg.connect_timeout
         self._statement_timeout_ms = max(pg.statement_timeout_ms, 5000)
 
-    def _who(self) -> str:
+    def who(self) -> str:
+        """The operator role, in words."""
         return self.user or "the connecting role"
 
-    async def _connect(self, target: ResetTarget) -> Any:
+    async def connect(self, target: ResetTarget) -> Any:
+        """An operator connection to ``target`` (statement and lock timeouts set)."""
         kwargs: dict[str, Any] = {
             "host": target.host,
             "port": target.port,
@@ -78,14 +81,14 @@ class StatsResetter:
 
         where = f"{target.name} ({target.host}:{target.port})"
         try:
-            conn = await self._connect(target)
+            conn = await self.connect(target)
         except asyncpg.InvalidAuthorizationSpecificationError as exc:
             return done(
                 False,
-                f"{where}: {_first_line(exc)}; check postgres.operator_user and its password in the passfile",
+                f"{where}: {first_line(exc)}; check postgres.operator_user and its password in the passfile",
             )
         except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
-            return done(False, f"{where}: cannot connect: {_first_line(exc)}")
+            return done(False, f"{where}: cannot connect: {first_line(exc)}")
         try:
             why = scope.unsupported(conn.get_server_version().major * 10000)
             if why is not None:
@@ -99,14 +102,14 @@ class StatsResetter:
             sql, args = scope.statement
             await conn.execute(sql, *args)
         except asyncpg.InsufficientPrivilegeError:
-            who = self._who()
+            who = self.who()
             return done(
                 False,
                 f"{who} may not run {scope.function_name}: GRANT EXECUTE ON "
                 f"FUNCTION {scope.signature} TO {who}, or use a superuser",
             )
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            return done(False, f"{target.name}: {scope.call} failed: {_first_line(exc)}")
+            return done(False, f"{target.name}: {scope.call} failed: {first_line(exc)}")
         finally:
             try:
                 await asyncio.wait_for(conn.close(), timeout=2)

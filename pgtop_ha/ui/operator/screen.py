@@ -8,13 +8,14 @@ from datetime import datetime
 from textual.binding import Binding
 
 from pgtop_ha.actions import Actions, AuditEntry
+from pgtop_ha.actions.backend_signal import SignalKind, backend_target, statement
 from pgtop_ha.actions.reset_scopes import ResetScope, ResetTarget, reset_choices
 from pgtop_ha.actions.results import ActionResult, Progress
 from pgtop_ha.judge.eligibility import TakeoverPlan, takeover_plan
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.text import clean
-from pgtop_ha.ui.format import shown
+from pgtop_ha.ui.format import age, shown
 from pgtop_ha.ui.operator.confirm_modal import ConfirmModal
 from pgtop_ha.ui.operator.reset_modal import ResetModal
 from pgtop_ha.ui.operator.takeover_modal import TakeoverModal
@@ -29,6 +30,8 @@ OPERATOR_HELP = """
   r        reset statistics: choose the scope and node(s), Enter twice
   m        maintenance mode on/off (PATCH /config pause); type the cluster name
   x        cancel a scheduled switchover (DELETE /switchover)
+  k / K    cancel the query of / terminate the session under the cursor
+           (Sessions, a) or the root blocker of its tree (Locks, l); type its pid
 """
 
 
@@ -52,6 +55,8 @@ class OperatorScreen(MonitorScreen):
         Binding("r", "reset_stats", "Reset stats", group=_OPS),
         Binding("m", "maintenance", "Maintenance", group=_OPS),
         Binding("x", "cancel_switchover", "Cancel sched.", show=False),
+        Binding("k", "signal('cancel')", "Cancel query", show=False),
+        Binding("K", "signal('terminate')", "Terminate", show=False),
     ]
 
     def __init__(self, actions: Actions) -> None:
@@ -129,6 +134,49 @@ class OperatorScreen(MonitorScreen):
             return await self.actions.reset_stats(scope, nodes)
 
         self.app.push_screen(ResetModal(reset_choices(snap), reset, self.actions.resetter.user), self._done)
+
+    def action_signal(self, kind: SignalKind) -> None:
+        """Cancel the query of, or terminate, the backend the cursor's row stands for."""
+        snap = self._snapshot()
+        if snap is None:
+            return
+        spec = next((p for p in self.registry if p.id == self.main_pane()), None)
+        table = self._table()
+        key = table.row_under_cursor() if table is not None else None
+        chosen = spec.backend_of(key) if spec is not None and spec.backend_of and key else None
+        if chosen is None:
+            self.notify(
+                "k and K act on a session in Sessions (a) or a lock tree in Locks (l)",
+                severity="warning",
+                markup=False,
+            )
+            return
+        target = backend_target(snap, *chosen)
+        if target is None:
+            self.notify(
+                f"{shown(chosen[0])}: its PostgreSQL address is not known", severity="error", markup=False
+            )
+            return
+        verb = "Cancel the query of" if kind == "cancel" else "Terminate"
+        held = f", in its transaction for {age(target.held_s)}" if target.held_s is not None else ""
+        # Every part may quote the server (a query, an application name): cleaned line by line.
+        detail = "\n".join(
+            shown(line, 300)
+            for line in (
+                f"{statement(kind).replace('$1', str(target.pid))}  on {target.node.name}"
+                f"  as {self.actions.resetter.who()}",
+                f"pid {target.pid}: {target.usename or '?'} / {target.application_name or '?'},"
+                f" {target.state or '?'}{held}",
+                target.query or "",
+            )
+        )
+
+        async def run() -> ActionResult:
+            self.papp.record_action(f"{kind} backend {target.pid} on {target.node.name}", target.node.name)
+            return await self.actions.signal_backend(kind, target)
+
+        title = f"{verb} backend {target.pid} on {target.node.name}"
+        self.app.push_screen(ConfirmModal(shown(title), detail, run, str(target.pid)), self._done)
 
     def action_maintenance(self) -> None:
         """Toggle Patroni's maintenance mode (pause), after typing the cluster name."""

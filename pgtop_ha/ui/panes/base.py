@@ -279,6 +279,8 @@ class PaneSpec(Table):
     place: Place = field(default_factory=Place)
     needs: Needs = NONE  # optional reads (models/needs.py) done only while this pane is on screen
     focus_needs: Needs = NONE  # further reads while it is the only pane on screen (fresher memory)
+    # The backend a row stands for, (member, pid), for the operator's cancel and terminate keys.
+    backend_of: Callable[[str], tuple[str, int] | None] | None = None
 
     @property
     def tables(self) -> tuple[Table, ...]:

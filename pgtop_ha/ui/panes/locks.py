@@ -115,6 +115,14 @@ def count_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return out
 
 
+def root_blocker_of(row_key: str) -> tuple[str, int] | None:
+    """The root blocker of the tree a row is in: (member, pid); cancel or terminate act on it."""
+    parts = row_key.rsplit("|", 3)
+    if len(parts) != 4 or not parts[1].isdigit():
+        return None
+    return parts[0], int(parts[1])
+
+
 PANE = PaneSpec(
     id="locks",
     title="Locks",
@@ -125,4 +133,5 @@ PANE = PaneSpec(
     help="who blocks whom: root blockers, waiters, modes",
     place=Place(dashboard=False),
     needs=frozenset({"locks"}),
+    backend_of=root_blocker_of,
 )

@@ -109,6 +109,12 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return out
 
 
+def backend_of(row_key: str) -> tuple[str, int] | None:
+    """The session a row shows: (member, pid); None for the idle count and the notes."""
+    node, _, pid = row_key.rpartition("|")
+    return (node, int(pid)) if node and pid.isdigit() else None
+
+
 PANE = PaneSpec(
     id="sessions",
     title="Sessions",
@@ -119,4 +125,5 @@ PANE = PaneSpec(
     place=Place(dashboard=False),
     needs=frozenset({"sessions"}),
     per_member=True,
+    backend_of=backend_of,
 )

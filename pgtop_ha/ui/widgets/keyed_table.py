@@ -785,6 +785,15 @@ class KeyedTable(DataTable[CellText]):
         self._follows_row = new_coordinate.row != 0
         super().watch_cursor_coordinate(old_coordinate, new_coordinate)
 
+    def row_under_cursor(self) -> str | None:
+        """The key of the row the cursor is on (None in an empty table)."""
+        if not self.row_count:
+            return None
+        try:
+            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except CellDoesNotExist:
+            return None
+
     def _cursor_key(self) -> str | None:
         # The row the cursor stays with when rows come, go or move: the one the DBA moved it to.
         # Untouched, or moved back to the first row, it stays on the first row, whichever that
