@@ -19,6 +19,7 @@ from textual.widgets import Static
 
 from pgtop_ha.actions import ActionResult, NodeResult, ResetScope, ResetTarget
 from pgtop_ha.actions.audit import AuditLog
+from pgtop_ha.actions.backend_signal import BackendTarget
 from pgtop_ha.actions.operator import Actions
 from pgtop_ha.actions.patroni_writer import PatroniWriter
 from pgtop_ha.actions.stats_reset import StatsResetter
@@ -258,11 +259,54 @@ async def test_read_only_screen_has_no_write_keys() -> None:
         await until(pilot, lambda: app.snapshot is not None, "the first snapshot")
         assert type(app.screen) is MonitorScreen
         keys = set(app.screen._bindings.key_to_bindings)
-        assert not keys & {"s", "r", "m", "x"}
-        for key in ("s", "r", "m", "x"):
+        assert not keys & {"s", "r", "m", "x", "k", "K"}
+        await pilot.press("l")  # on the Locks pane, where K would terminate a root blocker
+        for key in ("s", "r", "m", "x", "k", "K"):
             await pilot.press(key)
             await pilot.pause()
             assert type(app.screen) is MonitorScreen
+
+
+async def test_k_on_the_lock_tree_terminates_its_root_after_its_pid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[tuple[str, int, str]] = []
+
+    async def fake_signal(connector: StatsResetter, kind: str, target: BackendTarget) -> NodeResult:
+        sent.append((kind, target.pid, target.node.name))
+        return NodeResult(node=target.node.name, ok=True, message=f"pid {target.pid} was terminated")
+
+    monkeypatch.setattr("pgtop_ha.actions.operator.signal_backend", fake_signal)
+    actions, _ = make_actions(tmp_path, lambda r: httpx.Response(500))
+    app = make_app(actions, fixtures.locked())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.snapshot is not None, "the first snapshot")
+        await pilot.press("l")
+        await pilot.pause()
+        await pilot.press("down", "K")  # on a waiter: the root of its tree is the one terminated
+        await until(pilot, lambda: isinstance(app.screen, OperatorModal), "the dialog")
+        text = " ".join(str(w.content) for w in modal(app).query(Static))
+        assert "SELECT pg_terminate_backend(5001, 3000)  on node1  as pgtop_operator" in text
+        assert "pid 5001: app / batch, idle in transaction, in its transaction for 12m" in text
+        await pilot.press(*"5002", "enter")
+        await pilot.pause()
+        assert sent == []
+        await pilot.press(*["backspace"] * 4, *"5001", "enter")
+        await until(pilot, lambda: modal(app).result is not None, "the result")
+    assert sent == [("terminate", 5001, "node1")]
+    entry = actions.audit_entries()[-1]
+    assert (entry.action, entry.target, entry.ok) == ("terminate backend 5001 (app batch)", "node1", True)
+
+
+async def test_k_outside_sessions_and_locks_says_where_it_acts(tmp_path: Path) -> None:
+    actions, _ = make_actions(tmp_path, lambda r: httpx.Response(500))
+    app = make_app(actions)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.snapshot is not None, "the first snapshot")
+        await pilot.press("k")
+        await pilot.pause()
+        assert type(app.screen) is OperatorScreen
+        assert any("Sessions (a)" in str(n.message) for n in app._notifications)
 
 
 def test_parse_when() -> None:

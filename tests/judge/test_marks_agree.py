@@ -11,9 +11,16 @@ from pgtop_ha.check_cli import status_line
 from pgtop_ha.collect.pgbackrest import parse_info
 from pgtop_ha.judge.verdicts import judge, worst
 from pgtop_ha.models.pgbackrest import PgBackRestState
-from pgtop_ha.models.snapshot import ClusterSnapshot, HugePages, Replication, WalReceiver
+from pgtop_ha.models.snapshot import (
+    ClusterSnapshot,
+    HugePages,
+    OpenTransaction,
+    Process,
+    Replication,
+    WalReceiver,
+)
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.panes import memory, pgbackrest, replication
+from pgtop_ha.ui.panes import memory, pgbackrest, replication, sessions
 from pgtop_ha.ui.panes.base import Context, Row
 from tests.models.builders import healthy, node
 from tests.ui import fixtures as fx
@@ -65,6 +72,14 @@ def _hugepages_fallback() -> ClusterSnapshot:
     return node(healthy(), "node2", hugepages=h)
 
 
+def _session(state: str, xact_s: float, state_s: float) -> ClusterSnapshot:
+    """A client on node1 in a transaction, as the Sessions pane and the every-cycle read both see it."""
+    common = {"pid": 4242, "usename": "app", "application_name": "batch", "state": state}
+    process = Process(backend_type="client backend", xact_s=xact_s, state_s=state_s, xmin_age=7, **common)
+    open_xact = OpenTransaction(xact_s=xact_s, state_s=state_s, holds_xmin=True, **common)
+    return node(healthy(), "node1", processes=(process,), open_transactions=(open_xact,))
+
+
 CASES = {
     "silent standby": (_silent, replication, "replication.silent", Level.WARN),
     "walsender in catchup": (_catchup, replication, "replication.not-streaming", Level.WARN),
@@ -72,6 +87,18 @@ CASES = {
     "stale full backup": (lambda: _backups(9), pgbackrest, "pgbackrest.full-age", Level.WARN),
     "no full backup": (lambda: _backups(None), pgbackrest, "pgbackrest.full-age", Level.WARN),
     "huge pages not used": (_hugepages_fallback, memory, "memory.hugepages", Level.WARN),
+    "long transaction": (
+        lambda: _session("active", 700, 700),
+        sessions,
+        "sessions.long-transaction",
+        Level.WARN,
+    ),
+    "idle in transaction": (
+        lambda: _session("idle in transaction", 90, 80),
+        sessions,
+        "sessions.idle-in-transaction",
+        Level.WARN,
+    ),
 }
 
 

@@ -1,0 +1,48 @@
+"""The Sessions pane: longest running first, idle ones counted, "not read" said, rows keyed by pid."""
+
+from __future__ import annotations
+
+from pgtop_ha.collect.postgres import NOT_ASKED
+from pgtop_ha.ui.panes import locks, sessions
+from pgtop_ha.ui.panes.base import Context
+from tests.models.builders import node
+from tests.ui import fixtures as fx
+
+SETTINGS = fx.settings()
+
+
+def _ctx() -> Context:
+    return Context(thresholds=SETTINGS.thresholds, pools=SETTINGS.haproxy.pools(), now=fx.T0)
+
+
+def test_longest_running_first_then_the_idle_counted() -> None:
+    rows = [r for r in sessions.rows(fx.sessioned(), _ctx()) if r.node == "node1"]
+    assert [r.key for r in rows] == ["node1|4100", "node1|5001", "node1|5002", "node1|5003", "node1|idle"]
+    assert rows[-1].cells["state"].text == "2 idle"
+    # The runaway report's query time, the idle-in-transaction session's transaction (not its query).
+    assert (rows[0].cells["time"].text, rows[1].cells["time"].text, rows[1].cells["xact"].text) == (
+        "30m",
+        "-",
+        "12m",
+    )
+    assert rows[1].cells["wait"].text == "Client:ClientRead" and rows[0].cells["client"].text == "10.0.0.31"
+
+
+def test_the_rules_mark_the_cells_they_are_about() -> None:
+    rows = {r.key: r for r in sessions.rows(fx.sessioned(), _ctx())}
+    assert rows["node1|4100"].cells["xact"].level is not None  # open 30 minutes
+    assert rows["node1|5001"].cells["state"].level is not None  # idle in transaction 12 minutes
+    assert rows["node1|5003"].cells["xact"].level is None
+
+
+def test_a_node_whose_sessions_were_not_read_says_so() -> None:
+    snap = node(fx.sessioned(), "node2", unavailable={"sessions": NOT_ASKED})
+    (row,) = [r for r in sessions.rows(snap, _ctx()) if r.node == "node2"]
+    assert row.key == "node2|why" and row.cells["query"].text == NOT_ASKED
+
+
+def test_k_and_k_find_the_backend_of_a_row() -> None:
+    assert sessions.backend_of("pg|prod|1|4100") == ("pg|prod|1", 4100)
+    assert sessions.backend_of("node1|idle") is None
+    assert locks.root_blocker_of("node1|5001|5003|2") == ("node1", 5001)
+    assert locks.root_blocker_of("node1|why") is None
