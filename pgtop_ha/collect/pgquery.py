@@ -31,7 +31,9 @@ select current_setting('server_version_num')::int as version,
        to_regclass('pg_catalog.pg_stat_replication_slots') is not null as replication_slot_stats,
        to_regclass('pg_catalog.pg_stat_subscription_stats') is not null as subscription_stats,
        (select setting::bigint from pg_settings where name = 'wal_segment_size') as wal_segment_size,
-       host(inet_server_addr()) as server_addr
+       host(inet_server_addr()) as server_addr,
+       (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace
+        where e.extname = 'pg_stat_statements') as statements_schema
 """
 
 
@@ -56,6 +58,7 @@ class Capabilities:
     # The address the server took this connection on (None over a unix socket): a member named
     # by a host name is still found by the address HAProxy or a pooler shows (models/servers.py).
     server_addr: str | None = None
+    statements_schema: str | None = None  # where pg_stat_statements is installed; None: not here
 
     @classmethod
     def from_row(cls, row: Any) -> Capabilities:
@@ -76,6 +79,7 @@ class Capabilities:
             subscription_stats=bool(row["subscription_stats"]),
             wal_segment_size=row["wal_segment_size"],
             server_addr=row.get("server_addr"),
+            statements_schema=row.get("statements_schema"),
         )
 
     @property
@@ -124,6 +128,11 @@ def unavailable(caps: Capabilities, *, local_memory: bool) -> dict[str, str]:
     if not caps.ls_archive_status:
         out["archiver.ready_count"] = "needs pg_monitor"
         out["wal_disk"] = "needs pg_monitor (pg_ls_waldir)"
+    if caps.statements_schema is None:
+        out["statements"] = (
+            "pg_stat_statements is not installed in this database: add it to shared_preload_libraries,"
+            " restart, then CREATE EXTENSION pg_stat_statements"
+        )
     if not local_memory and not caps.remote_memory:
         out["processes.memory"] = "needs superuser or pg_read_server_files"
     return out
@@ -180,6 +189,24 @@ def cache_query(caps: Capabilities) -> str | None:
     own, only while the Cache pane is on screen and at most every CACHE_REFRESH_S.
     """
     return view_sql("cache", caps.version) if caps.buffercache else None
+
+
+# Entries of pg_stat_statements read per refresh (its default pg_stat_statements.max is 5000).
+MAX_STATEMENT_ENTRIES = 5000
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def statements_queries(caps: Capabilities) -> tuple[str, str] | None:
+    """The counters' and the texts' statements of pg_stat_statements; None where it is not installed."""
+    if caps.statements_schema is None:
+        return None
+    schema = _identifier(caps.statements_schema)
+    counters = view_sql("statements", caps.version, schema=schema, limit=str(MAX_STATEMENT_ENTRIES))
+    texts = view_sql("statement_texts", caps.version, schema=schema)
+    return (counters, texts) if counters and texts else None
 
 
 def wal_disk_query(caps: Capabilities) -> str | None:

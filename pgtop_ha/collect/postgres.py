@@ -28,10 +28,12 @@ from pgtop_ha.collect.pgquery import (
     Capabilities,
     build_query,
     cache_query,
+    statements_queries,
     unavailable,
     wal_disk_query,
 )
 from pgtop_ha.collect.source import PollTask
+from pgtop_ha.collect.statements import STATEMENTS_REFRESH_S, StatementsReader
 from pgtop_ha.judge.health import SLOW_S
 from pgtop_ha.models import derive
 from pgtop_ha.models.needs import Needs
@@ -319,6 +321,9 @@ class NodeReader:
         self._pending: tuple[PendingSetting, ...] = ()
         self._settings_read: tuple[Setting, ...] = ()
         self._cache = SideRead(CACHE_REFRESH_S, _fetch_cache)
+        self._top = StatementsReader()
+        self._statements = SideRead(STATEMENTS_REFRESH_S, self._top)
+        self._statements_sql: str | None = None
         self._wal_disk = SideRead(WAL_REFRESH_S, _fetch_wal_disk)
         self._cert_not_after: datetime | None = None
         self._pending_at: float | None = None
@@ -437,6 +442,7 @@ class NodeReader:
 
     def _drop(self) -> None:
         conn, self._conn, self._caps, self._sql = self._conn, None, None, None
+        self._top.forget()  # the next connection may reach another server
         if conn is not None:
             conn.remove_termination_listener(self._lost)  # our own close is no loss
             if not conn.is_closed():
@@ -512,6 +518,8 @@ class NodeReader:
     def _build_sql(self, caps: Capabilities) -> None:
         needs = self._needs
         self._sql = build_query(caps, remote_memory=False, slow=False, needs=needs)
+        queries = statements_queries(caps)
+        self._statements_sql, self._top.texts_sql = queries if queries is not None else (None, None)
         self._sql_pending = build_query(caps, remote_memory=False, slow=True, needs=needs)
         remote = not self._local and caps.remote_memory and self.memory_enabled
         self._sql_full = build_query(caps, remote_memory=True, slow=True, needs=needs) if remote else None
@@ -557,6 +565,12 @@ class NodeReader:
                     self._cache.clear()
                 else:
                     self.round_trips += await self._cache.refresh(conn, cache_query(caps), loop.time())
+                if "statements" not in self._needs:
+                    self._statements.clear()
+                    self._top.forget()
+                else:
+                    sql_s = self._statements_sql
+                    self.round_trips += await self._statements.refresh(conn, sql_s, loop.time())
                 self.round_trips += await self._wal_disk.refresh(conn, wal_disk_query(caps), loop.time())
             if not isinstance(text, str):
                 raise ParseError("postgres document: empty")
@@ -708,13 +722,15 @@ class NodeReader:
             missing["processes.memory"] = local_reason
         if not self.memory_enabled:
             missing["processes.memory"] = NOT_ASKED
-        for need in ("locks", "cache", "parameters", "sessions"):
+        for need in ("locks", "cache", "parameters", "sessions", "statements"):
             if need not in self._needs:
                 missing.setdefault(need, NOT_ASKED)
         if "locks" not in self._needs:
             missing.setdefault("lock_counts", NOT_ASKED)
         if self._cache.error is not None:
             missing["cache"] = self._cache.error
+        if self._statements.error is not None:
+            missing["statements"] = self._statements.error
         if self._wal_disk.error is not None:
             missing["wal_disk"] = self._wal_disk.error
         self.last_ok_at = now
@@ -731,6 +747,7 @@ class NodeReader:
             wal_disk=self._wal_disk.value,
             cert_not_after=self._cert_not_after,
             processes=tuple(rows),
+            statements=self._statements.value,
             memory_source=self._source if memory else None,
             hugepages_total=self._hugepages.total if self._hugepages else None,
             hugepages_free=self._hugepages.free if self._hugepages else None,

@@ -19,7 +19,7 @@ from pgtop_ha.models.urls import redact
 from pgtop_ha.settings import Settings
 
 # Every optional read a pane can ask for: `snapshot` reads them all unless told otherwise.
-READS: tuple[Need, ...] = ("locks", "cache", "parameters", "memory", "pgbackrest", "sessions")
+READS: tuple[Need, ...] = ("locks", "cache", "parameters", "memory", "pgbackrest", "sessions", "statements")
 
 
 def reads(only: Sequence[str] = (), without: Sequence[str] = ()) -> Needs:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-Need = Literal["memory", "memory_focus", "locks", "cache", "parameters", "pgbackrest", "sessions"]
+Need = Literal[
+    "memory", "memory_focus", "locks", "cache", "parameters", "pgbackrest", "sessions", "statements"
+]
 """One optional read: ``memory`` per-process Pss/USS (local /proc or pg_read_file), every 15 s, or
 every 5 s with ``memory_focus`` (the Memory pane shown alone); ``locks`` the
 blocking trees (pg_locks, pg_blocking_pids); ``cache`` pg_buffercache and autoprewarm;
 ``parameters`` every node's non-default settings, for drift between members; ``pgbackrest``
 `pgbackrest info` every [pgbackrest] interval (every 60 s otherwise, collect/pgbackrest.py);
-``sessions`` each process's client, its query's, transaction's and state's ages and its xmin age."""
+``sessions`` each process's client, its query's, transaction's and state's ages and its xmin age;
+``statements`` pg_stat_statements every 10 s, as rates since the read before."""
 
 Needs = frozenset[Need]
 

@@ -19,6 +19,7 @@ from pgtop_ha.models.forecast import FailoverForecast
 from pgtop_ha.models.pgbackrest import PgBackRestState
 from pgtop_ha.models.poolers import PgBouncerState, PgpoolState
 from pgtop_ha.models.probe import WriteOutage
+from pgtop_ha.models.statements import Statements
 from pgtop_ha.models.verdict import Verdict
 
 # PostgreSQL's bigint, LSNs, lags and Patroni's timelines all fit a signed 64-bit int: a wider
@@ -481,6 +482,7 @@ class NodeSnapshot(NodeReadings):
     """PostgreSQL's own view of one node."""
 
     name: str
+    statements: Statements | None = None  # top statements (the "statements" need)
     host: str | None = None
     port: int | None = None
     reachable: bool = False

@@ -42,6 +42,7 @@ from pgtop_ha.models.snapshot import (
     WaitCount,
     WalDisk,
 )
+from pgtop_ha.models.statements import StatementRate, Statements
 from pgtop_ha.settings import Settings
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -490,6 +491,30 @@ def sessioned(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
         for n in snap.nodes
     )
     return snap.model_copy(update={"nodes": nodes})
+
+
+def stated(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
+    """The leader's busiest statements over 10 s; node2 without pg_stat_statements; node3 read once."""
+    snap = snap or healthy(T0 + timedelta(seconds=20))
+    leader = snap.cluster.leader or "node1"
+    top = (
+        StatementRate(queryid=-812, datname="app", usename="report", calls_s=0.1, time_ms_s=1000.0,
+                      rows_s=0.1, mean_ms=10_000.0, blks_read_s=2400.0, blks_hit_s=9000.0,
+                      query="select customer_id, sum(total) from orders group by $1"),
+        StatementRate(queryid=77, datname="app", usename="app", calls_s=412.0, time_ms_s=150.5,
+                      rows_s=412.0, mean_ms=0.365, blks_read_s=0.0, blks_hit_s=1648.0,
+                      query="select * from orders where id = $1"),
+    )  # fmt: skip
+    missing = "pg_stat_statements is not installed in this database: add it to shared_preload_libraries"
+
+    def update(n: NodeSnapshot) -> NodeSnapshot:
+        if n.name == leader:
+            return n.model_copy(update={"statements": Statements(over_s=10.0, entries=120, top=top)})
+        if n.name == "node2":
+            return n.model_copy(update={"unavailable": {**n.unavailable, "statements": missing}})
+        return n.model_copy(update={"statements": Statements(over_s=None, entries=96)})
+
+    return snap.model_copy(update={"nodes": tuple(update(n) for n in snap.nodes)})
 
 
 def tuned(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:

@@ -101,6 +101,7 @@ SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "probes": _probed,
     "locks": _locked,
     "sessions": lambda: [fx.healthy(), fx.sessioned()],
+    "statements": lambda: [fx.healthy(), fx.stated()],
     "waits": _locked,
     "horizon": _healthy,
     "parameters": lambda: [fx.healthy(), fx.tuned()],

@@ -28,6 +28,7 @@ from pgtop_ha.ui.panes import (
     replication,
     sessions,
     slots,
+    statements,
     waits,
 )
 from pgtop_ha.ui.panes.base import PaneSpec
@@ -49,6 +50,7 @@ PANES: tuple[PaneSpec, ...] = (
     pgpool.PANE,
     pgbackrest.PANE,
     sessions.PANE,
+    statements.PANE,
     locks.PANE,
     waits.PANE,
     horizon.PANE,

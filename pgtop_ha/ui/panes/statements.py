@@ -1,0 +1,106 @@
+"""Statements pane: per member, the statements that took the most execution time lately.
+
+Read every 10 s while this pane is on screen (pg_stat_statements, the "statements" need): the
+rates are the difference between two reads, so the first read shows none yet.
+"""
+
+from __future__ import annotations
+
+from pgtop_ha.judge.grades import UNREAD
+from pgtop_ha.judge.health import node_state
+from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
+from pgtop_ha.models.statements import StatementRate
+from pgtop_ha.ui.format import age, duration, per_second, shown
+from pgtop_ha.ui.panes.base import (
+    Column,
+    Context,
+    PaneSpec,
+    Place,
+    Row,
+    blanks,
+    cell,
+    name_column,
+    num,
+)
+
+COLUMNS = (
+    name_column("node", "Node"),
+    Column("load", "Time/s", right=True),
+    Column("calls", "Calls/s", right=True),
+    Column("mean", "Mean", right=True),
+    Column("rows", "Rows/s", right=True),
+    Column("read", "Read/s", right=True),
+    Column("hit", "Hit/s", right=True),
+    Column("db", "DB", width=12),
+    Column("user", "User", width=12),
+    Column("query", "Statement", width=70),
+)
+
+
+def _note(node: NodeSnapshot, text: str) -> Row:
+    cells = {**blanks(*(c.key for c in COLUMNS)), "node": cell(node.name), "query": cell(text, UNREAD)}
+    return Row(key=f"{node.name}|note", node=node.name, cells=cells)
+
+
+def mean(ms: float | None) -> str:
+    """A statement's mean time: sub-millisecond ones keep their digits (0.36ms), long ones 1.4s."""
+    if ms is None or not 0 <= ms < 1e12:
+        return "-" if ms is None else "?"
+    if ms < 10:
+        return f"{ms:.2f}ms"
+    if ms < 1000:
+        return f"{ms:.0f}ms"
+    return duration(ms / 1000)
+
+
+def _row(node: str, rank: int, s: StatementRate) -> Row:
+    busy = s.time_ms_s / 1000  # seconds of execution per second: 1.0 is one core
+    return Row(
+        # Keyed by rank: the busiest statement is the first row whichever it is this time.
+        key=f"{node}|#{rank}",
+        node=node,
+        cells={
+            "node": cell(node),
+            "load": num(f"{busy:.2f}", busy),
+            "calls": num(per_second(s.calls_s), s.calls_s),
+            "mean": num(mean(s.mean_ms), s.mean_ms),
+            "rows": num(per_second(s.rows_s), s.rows_s),
+            "read": num(per_second(s.blks_read_s), s.blks_read_s),
+            "hit": num(per_second(s.blks_hit_s), s.blks_hit_s),
+            "db": cell(shown(s.datname or "-")),
+            "user": cell(shown(s.usename or "-")),
+            "query": cell(shown(s.query or f"queryid {s.queryid}")),
+        },
+    )
+
+
+def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """Per node its busiest statements since the read before, or why there are none."""
+    out: list[Row] = []
+    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        if node_state(node) == "unreachable":
+            continue
+        reason = node.unavailable.get("statements")
+        st = node.statements
+        if reason or st is None:
+            out.append(_note(node, reason or "not read yet"))
+        elif st.over_s is None:
+            out.append(_note(node, f"first read of {st.entries} entries: rates from the next, in 10s"))
+        elif not st.top:
+            out.append(_note(node, f"no statement ran in the last {age(st.over_s)}"))
+        else:
+            out.extend(_row(node.name, rank, s) for rank, s in enumerate(st.top, 1))
+    return out
+
+
+PANE = PaneSpec(
+    id="statements",
+    title="Statements",
+    key="t",
+    columns=COLUMNS,
+    rows=rows,
+    help="top statements by time (pg_stat_statements, every 10s)",
+    place=Place(dashboard=False),
+    needs=frozenset({"statements"}),
+    per_member=True,
+)

@@ -1,0 +1,73 @@
+"""The workload on a real lab: a runaway query leads Sessions and Statements; not read when unasked."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgtop_ha.collect.poller import Poller
+from pgtop_ha.lab.cluster import Lab
+from pgtop_ha.lab.layout import DBNAME, SUPERUSER
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.settings import Settings
+from pgtop_ha.ui.panes import sessions
+from pgtop_ha.ui.panes.base import Context
+from tests.support.lab_polls import running, until_seen
+
+pytestmark = pytest.mark.lab
+
+RUNAWAY = "select pg_sleep(2.5), 'pgtop-ha runaway'"
+
+
+async def test_a_runaway_query_leads_sessions_and_statements(lab: Lab, lab_settings: Settings) -> None:
+    leader = lab.leader()
+    assert leader is not None
+    poller = Poller.from_settings(lab_settings)
+    poller.set_needs(frozenset({"sessions", "statements"}))
+
+    def runaway() -> str:
+        for _ in range(12):  # one statement after another for 30 s: most of a second per second
+            lab.psql(RUNAWAY, leader)
+        return "done"
+
+    try:
+        with running(runaway, 90):
+
+            def led(snap: ClusterSnapshot) -> bool:
+                node = snap.node(leader)
+                st = node.statements if node else None
+                return bool(st and st.top and "pgtop-ha runaway" in (st.top[0].query or ""))
+
+            snap = await until_seen(poller, led, 45, "the runaway statement at the top of Statements")
+            node = snap.node(leader)
+            assert node is not None and node.statements is not None
+            top = node.statements.top[0]
+            assert node.statements.over_s is not None and node.statements.over_s >= 5
+            assert 0.3 < top.time_ms_s / 1000 <= 1.2 and top.mean_ms is not None and top.mean_ms >= 2400
+            assert top.datname == DBNAME and top.usename == SUPERUSER  # named from pg_database, pg_roles
+
+            def busy(snap: ClusterSnapshot) -> bool:
+                n = snap.node(leader)
+                return n is not None and any(p.query and "pgtop-ha runaway" in p.query for p in n.processes)
+
+            snap = await until_seen(poller, busy, 10, "the runaway in pg_stat_activity")
+            ctx = Context(
+                thresholds=lab_settings.thresholds, pools=lab_settings.haproxy.pools(), now=snap.taken_at
+            )
+            first = next(r for r in sessions.rows(snap, ctx) if r.node == leader)
+            assert "pgtop-ha runaway" in first.cells["query"].text
+            assert first.cells["time"].text not in ("-", "?")
+    finally:
+        await poller.aclose()
+
+
+async def test_sessions_and_statements_are_not_read_unasked(lab: Lab, lab_settings: Settings) -> None:
+    poller = Poller.from_settings(lab_settings)
+    poller.set_needs(frozenset())
+    try:
+        snap = await until_seen(poller, lambda s: all(n.reachable for n in s.nodes), 30, "every node")
+        for n in snap.nodes:
+            assert n.statements is None and "statements" in n.unavailable
+            assert "sessions" in n.unavailable
+            assert all(p.xact_s is None and p.client_addr is None for p in n.processes)
+    finally:
+        await poller.aclose()
