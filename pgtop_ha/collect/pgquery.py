@@ -23,6 +23,10 @@ select current_setting('server_version_num')::int as version,
        pg_has_role(current_user, 'pg_read_server_files', 'USAGE') as read_server_files,
        has_function_privilege('pg_read_file(text,bigint,bigint,boolean)', 'EXECUTE') as read_file,
        has_function_privilege('pg_ls_archive_statusdir()', 'EXECUTE') as ls_archive_status,
+       has_function_privilege('pg_current_logfile(text)', 'EXECUTE')
+         and has_function_privilege('pg_ls_logdir()', 'EXECUTE')
+         and has_function_privilege('pg_read_binary_file(text,bigint,bigint,boolean)', 'EXECUTE')
+         as read_log,
        has_function_privilege('pg_control_checkpoint()', 'EXECUTE') as control_checkpoint,
        has_function_privilege('pg_show_all_file_settings()', 'EXECUTE') as file_settings,
        coalesce(has_function_privilege(to_regproc('pg_buffercache_pages')::oid, 'EXECUTE'), false)
@@ -48,6 +52,7 @@ class Capabilities:
     read_server_files: bool = False
     read_file: bool = False
     ls_archive_status: bool = False
+    read_log: bool = False  # pg_current_logfile, pg_ls_logdir and pg_read_binary_file
     control_checkpoint: bool = False
     file_settings: bool = False
     buffercache: bool = False
@@ -71,6 +76,7 @@ class Capabilities:
             read_server_files=bool(row["read_server_files"]),
             read_file=bool(row["read_file"]),
             ls_archive_status=bool(row["ls_archive_status"]),
+            read_log=bool(row.get("read_log")),
             control_checkpoint=bool(row["control_checkpoint"]),
             file_settings=bool(row["file_settings"]),
             buffercache=bool(row["buffercache"]),
@@ -128,6 +134,11 @@ def unavailable(caps: Capabilities, *, local_memory: bool) -> dict[str, str]:
     if not caps.ls_archive_status:
         out["archiver.ready_count"] = "needs pg_monitor"
         out["wal_disk"] = "needs pg_monitor (pg_ls_waldir)"
+    if not caps.read_log:
+        out["server_log"] = (
+            "needs pg_monitor and EXECUTE on pg_read_binary_file(text, bigint, bigint, boolean)"
+            " (or superuser) to tail the server's log"
+        )
     if caps.statements_schema is None:
         out["statements"] = (
             "pg_stat_statements is not installed in this database: add it to shared_preload_libraries,"

@@ -32,11 +32,13 @@ from pgtop_ha.collect.pgquery import (
     unavailable,
     wal_disk_query,
 )
+from pgtop_ha.collect.serverlog import LOCATE_SQL, LOG_REFRESH_S, LogTail
 from pgtop_ha.collect.source import PollTask
 from pgtop_ha.collect.statements import STATEMENTS_REFRESH_S, StatementsReader
 from pgtop_ha.judge.health import SLOW_S
 from pgtop_ha.models import derive
 from pgtop_ha.models.needs import Needs
+from pgtop_ha.models.serverlog import ServerLog
 from pgtop_ha.models.snapshot import (
     CacheState,
     HugePages,
@@ -324,6 +326,10 @@ class NodeReader:
         self._top = StatementsReader()
         self._statements = SideRead(STATEMENTS_REFRESH_S, self._top)
         self._statements_sql: str | None = None
+        self._tail = LogTail()
+        self._log = SideRead(LOG_REFRESH_S, self._tail)
+        self._quiet_log: tuple[ServerLog, ServerLog] | None = None  # (read, the same with no new line)
+        self._log_fresh = False
         self._wal_disk = SideRead(WAL_REFRESH_S, _fetch_wal_disk)
         self._cert_not_after: datetime | None = None
         self._pending_at: float | None = None
@@ -443,10 +449,21 @@ class NodeReader:
     def _drop(self) -> None:
         conn, self._conn, self._caps, self._sql = self._conn, None, None, None
         self._top.forget()  # the next connection may reach another server
+        self._tail.forget()
         if conn is not None:
             conn.remove_termination_listener(self._lost)  # our own close is no loss
             if not conn.is_closed():
                 conn.terminate()  # no goodbye: the server may be frozen
+
+    def _server_log(self) -> ServerLog | None:
+        """The log as last read; its new lines only in the snapshot of the cycle that read them."""
+        value = self._log.value
+        if value is None or self._log_fresh:
+            return value
+        if self._quiet_log is None or self._quiet_log[0] is not value:
+            quiet = value.model_copy(update={"lines": (), "backlog": False, "skipped_bytes": 0})
+            self._quiet_log = (value, quiet)
+        return self._quiet_log[1]
 
     def _lost(self, conn: asyncpg.Connection) -> None:
         """The kept connection closed under us: remember when, for the outage's start."""
@@ -572,6 +589,9 @@ class NodeReader:
                     sql_s = self._statements_sql
                     self.round_trips += await self._statements.refresh(conn, sql_s, loop.time())
                 self.round_trips += await self._wal_disk.refresh(conn, wal_disk_query(caps), loop.time())
+                log_sql = LOCATE_SQL if caps.read_log else None
+                self._log_fresh = await self._log.refresh(conn, log_sql, loop.time())
+                self.round_trips += self._log_fresh
             if not isinstance(text, str):
                 raise ParseError("postgres document: empty")
             parsed = self._parse(text, caps)
@@ -731,6 +751,8 @@ class NodeReader:
             missing["cache"] = self._cache.error
         if self._statements.error is not None:
             missing["statements"] = self._statements.error
+        if self._log.error is not None:
+            missing["server_log"] = self._log.error
         if self._wal_disk.error is not None:
             missing["wal_disk"] = self._wal_disk.error
         self.last_ok_at = now
@@ -748,6 +770,7 @@ class NodeReader:
             cert_not_after=self._cert_not_after,
             processes=tuple(rows),
             statements=self._statements.value,
+            server_log=self._server_log(),
             memory_source=self._source if memory else None,
             hugepages_total=self._hugepages.total if self._hugepages else None,
             hugepages_free=self._hugepages.free if self._hugepages else None,

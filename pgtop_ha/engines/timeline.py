@@ -16,6 +16,7 @@ from pgtop_ha.engines.events import Fact, Key, carry, changes, describe, facts, 
 from pgtop_ha.engines.stopwatch import FailoverReport, LeaderSilence, Stopwatch
 from pgtop_ha.judge.checks import ROLE_GRACE_S, Check, disagreements
 from pgtop_ha.judge.health import DEFAULT_POOLS, UNSETTLED_S, Pools, member_state, node_state, source_state
+from pgtop_ha.judge.serverlog import news_level
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry
 
@@ -26,6 +27,7 @@ FASTEST_S = 0.2  # ...but never faster than this
 # Events one snapshot may add: a /cluster of thousands of members, or a HAProxy page that changed
 # whole, is one line past this, not thousands.
 MAX_CHANGES = 200
+MAX_LOG_EVENTS = 20  # a node's log lines made events per read; the rest are counted
 PAST_SWITCHES = 10  # of Patroni's /history, told at start
 CALM_AFTER_S = UNSETTLED_S  # a leader change keeps the fast cadence this long
 
@@ -146,6 +148,7 @@ class Timeline:
             self._sweep(at)
         self._timeline_bump(snap, touched)
         self._past_switches(snap, touched)
+        self._server_logs(snap, touched)
         for tag, event in self._stopwatch.observe(snap):
             touched[self._tagged(tag, event).id] = None
         self._prev = snap
@@ -254,6 +257,29 @@ class Timeline:
             if entry is not None and current is not None:
                 self._update(event_id, touched, text=_switch_text(entry))
                 self._bump = None
+
+    def _server_logs(self, snap: ClusterSnapshot, touched: dict[int, None]) -> None:
+        """The news in each node's log lines read this cycle, stamped when the server wrote them."""
+        for node in snap.nodes:
+            log = node.server_log
+            if log is None or log.backlog or not log.lines:
+                continue
+            news = [(line, level) for line in log.lines if (level := news_level(line)) is not None]
+            for line, level in news[:MAX_LOG_EVENTS]:
+                # The server's own time when it is known and not ahead of the reading; else the reading's.
+                at = line.at if line.at is not None and line.at <= snap.taken_at else snap.taken_at
+                text = f"{line.severity}: {line.message}"
+                event = Event(
+                    at=at, kind="log", node=node.name, text=text, severity=int(level), source="postgres"
+                )
+                touched[self._add(event).id] = None
+            if len(news) > MAX_LOG_EVENTS:
+                more = len(news) - MAX_LOG_EVENTS
+                text = f"{more} more log lines worth an event not listed (past {MAX_LOG_EVENTS} a read)"
+                event = Event(
+                    at=snap.taken_at, kind="log", node=node.name, text=text, severity=1, source="postgres"
+                )
+                touched[self._add(event).id] = None
 
     def _past_switches(self, snap: ClusterSnapshot, touched: dict[int, None]) -> None:
         """Patroni's /history, read at start: the timeline switches before the console ran."""

@@ -71,6 +71,7 @@ from pgtop_ha.judge.rules import (
     TLS_EXPIRY,
     WAL_DISK,
 )
+from pgtop_ha.judge.serverlog import log_findings
 from pgtop_ha.judge.sessions import session_findings
 from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
 from pgtop_ha.models.derive import failover_slots, member_names, permanent_slots
@@ -840,6 +841,8 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds, read_at: datetime) -> 
             who = "1 session waits" if len(waits) == 1 else f"{len(waits)} sessions wait"
             text = f"{who} on a lock, longest query {int(longest)}s (l: Locks)"
             yield Problem(lv, n.name, text, key="lock waits", rule=LOCKS_WAITS.id)
+    for m in log_findings(n, read_at):
+        yield Problem(m.level, n.name, f"{m.text} (j: Log)", key=m.rule, rule=m.rule)
     for pid, m in session_findings(n, t):
         yield Problem(m.level, n.name, f"{m.text} (a: Sessions)", key=f"{m.rule} {pid}", rule=m.rule)
 

@@ -115,6 +115,8 @@ SESSIONS_LONG_TRANSACTION = Rule(
 SESSIONS_IDLE_IN_TRANSACTION = Rule(
     "sessions.idle-in-transaction", "a session has sat idle in transaction past idle_xact_s"
 )
+LOG_PANIC = Rule("log.panic", "a PANIC in a member's server log in the last 5 minutes")
+LOG_FATAL = Rule("log.fatal", "a FATAL in a member's server log in the last 5 minutes")
 LOCKS_WAITS = Rule("locks.waits", "sessions wait on a lock past lock_wait_s")
 POOLER_CONTRADICTION = Rule("pooler.contradiction", "pgBouncer or pgpool-II disagrees with Patroni")
 PGBACKREST_NO_STANZA = Rule(

@@ -476,8 +476,9 @@ class Lab:
                     "pgbackrest/spool"):  # fmt: skip
             self.lab_dir(layout.state_dir / sub)
         self.lab_dir(layout.log_dir / "pgbackrest")
-        for name in self.layout.names:
+        for i, name in enumerate(self.layout.names):
             self.lab_dir(layout.log_dir / f"patroni-{name}")
+            self.lab_dir(layout.server_log_dir(i), 0o750)
         if self.run_as.uid is not None:
             probe = procs.run(["test", "-w", str(run_dir)], run_as=self.run_as, check=False)
             if probe.returncode != 0:

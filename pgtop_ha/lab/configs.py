@@ -136,7 +136,12 @@ def patroni_config(
             "parameters": {
                 "unix_socket_directories": str(layout.run_dir),
                 "password_encryption": "scram-sha-256",
-                "logging_collector": "off",
+                # The server's own log, where the console tails it (jsonlog from PostgreSQL 15).
+                "logging_collector": "on",
+                "log_destination": "stderr,jsonlog" if pg_version >= JSONLOG else "stderr,csvlog",
+                "log_directory": str(layout.server_log_dir(index)),
+                "log_filename": "postgresql-%Y%m%d-%H%M%S.log",
+                "log_file_mode": "0640",
                 **_tls_postgres(layout),
             },
             "pg_hba": [
@@ -293,6 +298,8 @@ BEGIN
       EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO {operator}', f);
     END IF;
   END LOOP;
+  -- The console tails the server's log (within log_directory: no pg_read_server_files needed).
+  GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint, boolean) TO {monitor};
 END $$;
 """
 
@@ -300,12 +307,13 @@ END $$;
 # PostgreSQL 17's own logical slot failover: a slot created with failover = true, which standbys
 # with sync_replication_slots keep in step, beside Patroni's permanent slot.
 FAILOVER_SLOT = "lab_failover"
+JSONLOG = 15
 NATIVE_SLOT_SYNC = 17
 
 
 def bootstrap_sql(passwords: dict[str, str], pg_version: int = 15) -> str:
     """Run once on the new primary: roles (SCRAM verifiers only), database, table, publication."""
-    grants = _GRANTS.format(operator=OPERATOR_USER)
+    grants = _GRANTS.format(operator=OPERATOR_USER, monitor=MONITOR_USER)
     return f"""\\set ON_ERROR_STOP on
 CREATE ROLE {MONITOR_USER} LOGIN PASSWORD '{scram_verifier(passwords[MONITOR_USER])}' IN ROLE pg_monitor;
 CREATE ROLE {OPERATOR_USER} LOGIN PASSWORD '{scram_verifier(passwords[OPERATOR_USER])}';

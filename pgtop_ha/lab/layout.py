@@ -237,6 +237,10 @@ class Layout:
         """The lab console's audit log."""
         return self.state_dir / "audit.log"
 
+    def server_log_dir(self, index: int) -> Path:
+        """Where node ``index``'s PostgreSQL writes its own log (logging_collector)."""
+        return self.log_dir / f"postgres-{self.names[index]}"
+
     def data_dir(self, index: int) -> Path:
         """PGDATA of node ``index``."""
         return self.state_dir / "data" / self.names[index]

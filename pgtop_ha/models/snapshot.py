@@ -19,6 +19,7 @@ from pgtop_ha.models.forecast import FailoverForecast
 from pgtop_ha.models.pgbackrest import PgBackRestState
 from pgtop_ha.models.poolers import PgBouncerState, PgpoolState
 from pgtop_ha.models.probe import WriteOutage
+from pgtop_ha.models.serverlog import ServerLog
 from pgtop_ha.models.statements import Statements
 from pgtop_ha.models.verdict import Verdict
 
@@ -483,6 +484,7 @@ class NodeSnapshot(NodeReadings):
 
     name: str
     statements: Statements | None = None  # top statements (the "statements" need)
+    server_log: ServerLog | None = None  # the server's own log: lines new this cycle, the last FATAL
     host: str | None = None
     port: int | None = None
     reachable: bool = False

@@ -17,6 +17,7 @@ from pgtop_ha.models.poolers import (
     PgpoolProcesses,
     PgpoolState,
 )
+from pgtop_ha.models.serverlog import LogLine, ServerLog
 from pgtop_ha.models.snapshot import (
     Archiver,
     CachedRelation,
@@ -513,6 +514,37 @@ def stated(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
         if n.name == "node2":
             return n.model_copy(update={"unavailable": {**n.unavailable, "statements": missing}})
         return n.model_copy(update={"statements": Statements(over_s=None, entries=96)})
+
+    return snap.model_copy(update={"nodes": tuple(update(n) for n in snap.nodes)})
+
+
+def logged(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
+    """node1's log as read after its postmaster was killed; node2's log out of the role's reach."""
+    snap = snap or healthy(T0 + timedelta(seconds=20))
+
+    def at(s: float) -> datetime:
+        return T0 + timedelta(seconds=s)
+
+    lines = (
+        LogLine(at=at(14.2), pid=812, severity="LOG", message="checkpoint starting: time"),
+        LogLine(at=at(15.0), pid=40, severity="LOG",
+                message="server process (PID 5001) was terminated by signal 9: Killed"),
+        LogLine(at=at(15.0), pid=40, severity="LOG", message="terminating any other active server processes"),
+        LogLine(at=at(15.1), pid=913, severity="FATAL", message="the database system is in recovery mode"),
+        LogLine(at=at(15.3), pid=40, severity="LOG",
+                message="all server processes terminated; reinitializing"),
+        LogLine(at=at(16.0), pid=990, severity="ERROR", message='relation "ordrs" does not exist'),
+    )  # fmt: skip
+    log = ServerLog(file="/var/log/postgresql/postgresql-20250102.json", format="jsonlog", lines=lines,
+                    last_fatal=lines[3])  # fmt: skip
+    grant = "needs pg_monitor and EXECUTE on pg_read_binary_file(text, bigint, bigint, boolean)"
+
+    def update(n: NodeSnapshot) -> NodeSnapshot:
+        if n.name == "node1":
+            return n.model_copy(update={"server_log": log})
+        if n.name == "node2":
+            return n.model_copy(update={"unavailable": {**n.unavailable, "server_log": grant}})
+        return n
 
     return snap.model_copy(update={"nodes": tuple(update(n) for n in snap.nodes)})
 

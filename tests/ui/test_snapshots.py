@@ -102,6 +102,7 @@ SCENARIOS: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "locks": _locked,
     "sessions": lambda: [fx.healthy(), fx.sessioned()],
     "statements": lambda: [fx.healthy(), fx.stated()],
+    "log": lambda: [fx.healthy(), fx.logged()],
     "waits": _locked,
     "horizon": _healthy,
     "parameters": lambda: [fx.healthy(), fx.tuned()],

@@ -1,0 +1,90 @@
+"""Tail each node's own log through SQL: pg_current_logfile, its size, then the new bytes.
+
+Bounded per read: at most MAX_LOG_BYTES; a flood past that is skipped to its newest part and
+counted. The first read takes the last BACKLOG_BYTES, lines written before the console looked.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+from pgtop_ha.collect.errors import ParseError
+from pgtop_ha.models.serverlog import LogFormat, LogLine, ServerLog, parse_chunk
+
+LOG_REFRESH_S = 2.0
+MAX_LOG_BYTES = 256 * 1024
+BACKLOG_BYTES = 32 * 1024
+FORMATS: tuple[LogFormat, ...] = ("jsonlog", "csvlog", "stderr")
+
+LOCATE_SQL = """
+select f.path, f.format,
+       (select size from pg_ls_logdir() where name = regexp_replace(f.path, '^.*/', '')) as size
+from (select coalesce(pg_current_logfile('jsonlog'), pg_current_logfile('csvlog'),
+                      pg_current_logfile('stderr')) as path,
+             case when pg_current_logfile('jsonlog') is not null then 'jsonlog'
+                  when pg_current_logfile('csvlog') is not null then 'csvlog'
+                  else 'stderr' end as format) f"""
+READ_SQL = "select pg_read_binary_file($1, $2, $3, true)"
+
+
+class LogTail:
+    """One node's place in its log: the file, the offset read to, a cut last line kept."""
+
+    def __init__(self) -> None:
+        """Start before the first read (it takes the backlog)."""
+        self.forget()
+        self.last_fatal: LogLine | None = None
+        self.last_panic: LogLine | None = None
+
+    def forget(self) -> None:
+        """Start over at the next read (a new connection may reach another server)."""
+        self._file: str | None = None
+        self._offset = 0
+        self._carry = b""
+
+    async def __call__(self, conn: asyncpg.Connection, sql: str) -> ServerLog:
+        """Read what was written since the last read (the backlog on the first)."""
+        row = await conn.fetchrow(sql)
+        path, fmt, size = (row["path"], row["format"], row["size"]) if row else (None, None, None)
+        if path is None:
+            raise ParseError(
+                "the server logs to stderr, not a file (logging_collector is off): nothing to tail"
+            )
+        if fmt not in FORMATS or not isinstance(size, int):
+            raise ParseError(f"cannot size the log file {path}")
+        backlog = self._file is None
+        start = self._offset
+        if path != self._file or size < self._offset:
+            # A first read takes the file's tail; a rotated (or truncated) file is read from its start.
+            start = max(0, size - BACKLOG_BYTES) if backlog else 0
+            self._carry = b""
+        skipped = 0
+        if size - start > MAX_LOG_BYTES:
+            skipped, start = size - MAX_LOG_BYTES - start, size - MAX_LOG_BYTES
+            self._carry = b""
+        self._file = path
+        chunk = b""
+        if size > start:
+            chunk = await conn.fetchval(READ_SQL, path, start, size - start) or b""
+        self._offset = start + len(chunk)
+        data = self._carry + chunk
+        if (skipped or (backlog and start > 0)) and not self._carry:
+            data = data.partition(b"\n")[2]  # begun mid-line: that line is not whole
+        complete, _, self._carry = data.rpartition(b"\n")
+        if len(self._carry) > MAX_LOG_BYTES:
+            self._carry = b""  # a line with no end in sight: dropped, never held without bound
+        lines = tuple(parse_chunk(complete.decode("utf-8", errors="replace"), fmt))
+        for line in lines:
+            if line.severity == "FATAL":
+                self.last_fatal = line
+            elif line.severity == "PANIC":
+                self.last_panic = line
+        return ServerLog(
+            file=path,
+            format=fmt,
+            lines=lines,
+            backlog=backlog,
+            skipped_bytes=skipped,
+            last_fatal=self.last_fatal,
+            last_panic=self.last_panic,
+        )

@@ -1,0 +1,87 @@
+"""Log pane: the members' own server logs, newest first: the last lines read, then older news.
+
+The lines of the last snapshots, every severity; older than those, the lines the timeline kept as
+events (ERROR, FATAL, PANIC, checkpoints, restarts, promotions).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pgtop_ha.judge.grades import UNREAD
+from pgtop_ha.judge.serverlog import news_level
+from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.thresholds import Level
+from pgtop_ha.ui.format import shown
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell, name_column
+
+MAX_LINES = 200
+
+COLUMNS = (
+    Column("time", "Time"),
+    name_column("node", "Node"),
+    Column("severity", "Severity"),
+    Column("message", "Message", width=100),
+)
+
+Entry = tuple[datetime | None, str, str, str, Level | None]  # at, node, severity, message, level
+
+
+def _entries(snapshot: ClusterSnapshot, ctx: Context) -> list[Entry]:
+    out: list[Entry] = []
+    seen: set[tuple[str, str]] = set()
+    for snap in (*ctx.history, snapshot):
+        for node in snap.nodes:
+            for line in node.server_log.lines if node.server_log else ():
+                out.append((line.at, node.name, line.severity or "?", line.message, news_level(line)))
+                seen.add((node.name, f"{line.severity}: {line.message}"))
+    for ev in ctx.events:
+        if ev.kind == "log" and ev.node is not None and (ev.node, ev.text) not in seen:
+            severity, _, message = ev.text.partition(": ")
+            out.append((ev.at, ev.node, severity, message, Level(ev.severity)))
+    return out
+
+
+def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
+    """The newest MAX_LINES log entries of every member; members whose log is not read say why."""
+    out: list[Row] = []
+    for member in sorted(snapshot.nodes, key=lambda n: n.name):
+        reason = member.unavailable.get("server_log")
+        if reason and member.reachable:
+            cells = {
+                "time": cell(""),
+                "node": cell(member.name),
+                "severity": cell(""),
+                "message": cell(reason, UNREAD),
+            }
+            out.append(Row(key=f"{member.name}|why", node=member.name, cells=cells))
+    entries = sorted(_entries(snapshot, ctx), key=lambda e: e[0].timestamp() if e[0] else 0.0, reverse=True)
+    counts: dict[tuple[str, str], int] = {}
+    for at, node, severity, message, level in entries[:MAX_LINES]:
+        stamp = at.strftime("%H:%M:%S") if at else "-"
+        n = counts[(node, stamp)] = counts.get((node, stamp), 0) + 1
+        mark = level if level is not None and level > Level.OK else None
+        out.append(
+            Row(
+                key=f"{node}|{at.isoformat() if at else '-'}|{n}",
+                node=node,
+                cells={
+                    "time": cell(stamp, sort=at.timestamp() if at else 0.0),
+                    "node": cell(node),
+                    "severity": cell(shown(severity), mark),
+                    "message": cell(shown(message)),
+                },
+            )
+        )
+    return out
+
+
+PANE = PaneSpec(
+    id="log",
+    title="Log",
+    key="j",
+    columns=COLUMNS,
+    rows=rows,
+    help="the members' server logs, newest first",
+    place=Place(dashboard=False),
+)
