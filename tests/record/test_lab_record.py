@@ -106,6 +106,13 @@ def test_record_across_kill_primary(lab: Lab, tmp_path: Path) -> None:
     assert any(e["kind"] == "marker" and e["text"] == "killing the primary" for e in events), texts
     # The leader's PostgreSQL went down (an event), and the recording saw it come back.
     assert any(_about(e, leader, "unreachable", "down") for e in events), texts
+    # Its own log told the restart (read back after the crash), in order with the console's events.
+    down = min(e["at"] for e in events if _about(e, leader, "unreachable", "down"))
+    told = [e for e in events if e["kind"] == "log" and e.get("node") == leader]
+    restart = ("was interrupted", "not properly shut down", "redo starts", "ready to accept")
+    assert any(w in e["text"] for e in told for w in restart), texts
+    assert all(e["source"] == "postgres" for e in told)
+    assert min(e["at"] for e in told if any(w in e["text"] for w in restart)) >= down, texts
     back = last.node(leader)
     assert back is not None and back.reachable, texts
     # Its Patroni kept answering (slowly, "state: crashed"): never reported unreachable (design §5).
