@@ -1,0 +1,153 @@
+"""Server time of the workload reads against pg_activity's, in the same run (on demand, not in CI).
+
+On the lab's leader: SESSIONS client sessions (most idle, some running, a few idle in
+transaction), then pgtop-ha's read path with Sessions and Statements on screen (the cycle's
+statement, pg_stat_statements every 10 s, the server log every 2 s) and pg_activity in a tmux
+pane, both refreshing every second for the same window. Each runs as its own role, so
+pg_stat_statements tells their server time apart.
+
+    .venv/bin/python bench/workload_cost.py --config /path/to/lab/pgtop-ha.toml \
+        --pg-activity /tmp/pga-venv/bin/pg_activity [--seconds 60] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import secrets
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import asyncpg
+
+from pgtop_ha.collect.poller import Poller
+from pgtop_ha.lab.cli import layout_from
+from pgtop_ha.lab.cluster import Lab
+from pgtop_ha.lab.layout import DBNAME, MONITOR_USER, SUPERUSER
+from pgtop_ha.settings import load_settings
+
+PGA_ROLE = "bench_pg_activity"
+LOAD_ROLE = "bench_sessions"
+
+
+async def _server_ms(conn: asyncpg.Connection, role: str) -> float:
+    value = await conn.fetchval(
+        "select coalesce(sum(total_exec_time), 0) from pg_stat_statements s"
+        " join pg_roles r on r.oid = s.userid where r.rolname = $1",
+        role,
+    )
+    return float(value)
+
+
+async def _sessions(port: int, password: str, count: int) -> list[asyncpg.Connection]:
+    """``count`` sessions: a tenth running, a twentieth idle in transaction, the rest idle."""
+    conns = []
+    for i in range(count):
+        c = await asyncpg.connect(
+            host="127.0.0.1", port=port, user=LOAD_ROLE, password=password, database=DBNAME
+        )
+        conns.append(c)
+        if i % 10 == 0:
+            asyncio.get_running_loop().create_task(c.execute("select pg_sleep(3600)"))
+        elif i % 20 == 1:
+            await c.execute("begin; select txid_current()")
+    return conns
+
+
+async def _tmux(*argv: str, env: dict[str, str] | None = None) -> None:
+    proc = await asyncio.create_subprocess_exec("tmux", *argv, env=env)
+    await proc.wait()
+
+
+async def run_once(
+    args: argparse.Namespace, su: asyncpg.Connection, port: int, pga_pw: str
+) -> tuple[float, float]:
+    """One window: (pgtop-ha ms per leader cycle, pg_activity ms per refresh)."""
+    settings = load_settings(args.config)
+    poller = Poller.from_settings(settings)
+    poller.set_needs(frozenset({"sessions", "statements"}))
+    session = f"pga-bench-{os.getpid()}"
+    env = {**os.environ, "PGPASSWORD": pga_pw}
+    cmd = [
+        args.pg_activity,
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(port),
+        "-U",
+        PGA_ROLE,
+        "-d",
+        DBNAME,
+        "--refresh",
+        "1",
+    ]
+    await _tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "48", *cmd, env=env)
+    try:
+        await poller.cycle(budget=3.0)  # connect and probe before counting
+        await su.execute("select pg_stat_statements_reset()")
+        cycles = 0
+        end = time.monotonic() + args.seconds
+        while time.monotonic() < end:
+            started = time.monotonic()
+            await poller.cycle(budget=3.0)
+            cycles += 1
+            await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
+        ours = await _server_ms(su, MONITOR_USER)
+        theirs = await _server_ms(su, PGA_ROLE)
+    finally:
+        await _tmux("kill-session", "-t", session)
+        await poller.aclose()
+    return ours / cycles, theirs / args.seconds
+
+
+async def main(args: argparse.Namespace) -> None:
+    """Make the roles and the sessions, measure ``runs`` windows, drop what it made."""
+    layout = layout_from(argparse.Namespace(config=args.config))
+    lab = Lab(layout, out=io.StringIO())
+    port = layout.pg_port(lab.leader_index())
+    su_pw = next(
+        line.rsplit(":", 1)[1].strip()
+        for line in layout.pgpass.read_text().splitlines()
+        if line.split(":")[3] == SUPERUSER
+    )
+    su = await asyncpg.connect(host="127.0.0.1", port=port, user=SUPERUSER, password=su_pw, database=DBNAME)
+    pga_pw, load_pw = secrets.token_hex(12), secrets.token_hex(12)
+    await su.execute(f"create role {PGA_ROLE} login password '{pga_pw}' in role pg_monitor")
+    await su.execute(f"create role {LOAD_ROLE} login password '{load_pw}'")
+    conns: list[asyncpg.Connection] = []
+    try:
+        conns = await _sessions(port, load_pw, args.sessions)
+        figures = [await run_once(args, su, port, pga_pw) for _ in range(args.runs)]
+    finally:
+        for c in conns:
+            c.terminate()
+        await su.execute(
+            f"select pg_terminate_backend(pid) from pg_stat_activity where usename = '{LOAD_ROLE}'"
+        )
+        await su.execute(f"drop role if exists {PGA_ROLE}")
+        await su.execute(f"drop role if exists {LOAD_ROLE}")
+        await su.close()
+    ours = [f[0] for f in figures]
+    theirs = [f[1] for f in figures]
+    print(f"sessions on the leader: {args.sessions}; {args.runs} runs of {args.seconds:g} s")
+    for who, xs in (("pgtop-ha, per leader cycle", ours), ("pg_activity, per refresh", theirs)):
+        runs = ", ".join(f"{x:.2f}" for x in xs)
+        print(f"{who}: server ms median {statistics.median(xs):.2f} ({runs})")
+    print(f"ratio pgtop-ha / pg_activity: {statistics.median(ours) / statistics.median(theirs):.2f}")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", type=Path, required=True)
+    p.add_argument("--pg-activity", default="/tmp/pga-venv/bin/pg_activity")
+    p.add_argument("--seconds", type=float, default=60.0)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--sessions", type=int, default=200)
+    a = p.parse_args()
+    if not shutil.which("tmux") or not os.access(a.pg_activity, os.X_OK):
+        raise SystemExit(f"needs tmux and {a.pg_activity}")
+    asyncio.run(main(a))
