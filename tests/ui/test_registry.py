@@ -34,7 +34,7 @@ def _test_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 TEST_PANE = PaneSpec(
     id="testpane",
     title="Testpane",
-    key="t",
+    key="z",
     columns=(Column("what", "What"), Column("n", "N", right=True)),
     rows=_test_rows,
     help="a pane registered by a test",
@@ -82,6 +82,9 @@ def test_every_pane_fills_exactly_its_columns(pane: PaneSpec) -> None:
         (fx.locked(), [fx.healthy(), fx.locked(fx.healthy(later - timedelta(seconds=10)))]),
         (fx.tuned(), [fx.healthy()]),
         (fx.cached(fx.failed_over()), [fx.cached(fx.healthy())]),
+        (fx.sessioned(), [fx.healthy()]),
+        (fx.stated(), [fx.healthy()]),
+        (fx.logged(), [fx.healthy()]),
     ]
     filled = 0
     for snap, history in scenes:
@@ -129,11 +132,11 @@ async def test_adding_a_pane_to_the_registry_is_enough(monkeypatch: pytest.Monke
         await settled(pilot, app, source)
         scr = screen(app)
         assert any(b.action == "view('testpane')" for _, b in scr._bindings)  # its key
-        await pilot.press("t")
+        await pilot.press("z")
         await until(pilot, lambda: scr.visible_panes() == ["testpane"], what="the test pane's view")
         await until(pilot, lambda: bool(texts(app, "testpane")), what="its rows")
         assert texts(app, "testpane")[0] == ["hello node1", "1"]
-        assert str(scr.panes["testpane"].border_title) == "t Testpane"
+        assert str(scr.panes["testpane"].border_title) == "z Testpane"
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
         shown = str(app.screen.query_one("#help-text").render())
