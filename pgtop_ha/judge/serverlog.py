@@ -44,10 +44,10 @@ def log_findings(node: NodeSnapshot, now: datetime) -> tuple[Mark, ...]:
         return ()
     out: list[Mark] = []
     for line, rule, level in (
-        (log.last_panic, LOG_PANIC, Level.CRIT),
-        (log.last_fatal, LOG_FATAL, Level.WARN),
+        (log.last_panic, LOG_PANIC.id, Level.CRIT),
+        (log.last_fatal, LOG_FATAL.id, Level.WARN),
     ):
         if line is not None and line.at is not None and _recent(line, now):
             text = f"{line.severity} at {line.at:%H:%M:%S}: {line.message}"
-            out.append(Mark(rule.id, level, text))
+            out.append(Mark(rule, level, text))
     return tuple(out)
