@@ -6,7 +6,6 @@ The backend is looked up again first: one that has gone, or a pid now used by an
 
 from __future__ import annotations
 
-import asyncio
 import time
 from datetime import datetime
 from typing import Literal
@@ -15,7 +14,7 @@ import asyncpg
 
 from pgtop_ha.actions.reset_scopes import ResetTarget, reset_targets
 from pgtop_ha.actions.results import NodeResult
-from pgtop_ha.actions.stats_reset import StatsResetter, first_line
+from pgtop_ha.actions.stats_reset import StatsResetter, close_quietly, first_line
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.snapshot import ClusterSnapshot
 
@@ -110,10 +109,7 @@ async def signal_backend(connector: StatsResetter, kind: SignalKind, target: Bac
     except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         return done(False, f"{name}: {kind} failed: {first_line(exc)}")
     finally:
-        try:
-            await asyncio.wait_for(conn.close(), timeout=2)
-        except (TimeoutError, OSError, asyncpg.InterfaceError):
-            conn.terminate()
+        await close_quietly(conn)
     if not sent:
         if kind == "terminate":
             return done(False, f"{name} was sent SIGTERM but had not exited after {TERMINATE_WAIT_MS} ms")

@@ -23,6 +23,14 @@ def first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+async def close_quietly(conn: Any) -> None:
+    """Close an operator connection, or drop it when the server does not answer the goodbye."""
+    try:
+        await asyncio.wait_for(conn.close(), timeout=2)
+    except (TimeoutError, OSError, asyncpg.InterfaceError):
+        conn.terminate()
+
+
 def _ssl(settings: Settings) -> ssl.SSLContext | str | None:
     pg = settings.postgres
     if pg.sslrootcert is not None and pg.sslmode in ("verify-ca", "verify-full"):
@@ -111,10 +119,7 @@ class StatsResetter:
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             return done(False, f"{target.name}: {scope.call} failed: {first_line(exc)}")
         finally:
-            try:
-                await asyncio.wait_for(conn.close(), timeout=2)
-            except (TimeoutError, OSError, asyncpg.InterfaceError):
-                conn.terminate()
+            await close_quietly(conn)
         return done(True, f"{target.name}: {scope.call} done")
 
     async def reset(self, scope: ResetScope, targets: Sequence[ResetTarget]) -> list[NodeResult]:

@@ -15,6 +15,7 @@ from typing import Protocol, TypeVar, cast
 
 from pgtop_ha.engines.timeline import ActiveCheck
 from pgtop_ha.judge.forecast import forecast
+from pgtop_ha.judge.grades import UNREAD
 from pgtop_ha.judge.health import Pools, Problem, cluster_problems, member_problems
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.event import Event
@@ -217,6 +218,13 @@ def _not_read_rows(columns: Sequence[Column], snapshot: ClusterSnapshot) -> list
         cells[first], cells[words] = cell(node.name), cell(NOT_READ)
         out.append(same_row(f"{node.name}|not-read", cells, node.name))
     return out
+
+
+def why_row(columns: Sequence[Column], node: str, column: str, reason: str) -> Row:
+    """A member's one row saying why a read gave nothing (a grant, an extension): ``reason`` in ``column``."""
+    name = next((c.key for c in columns if c.names), columns[0].key)
+    cells = {**blanks(*(c.key for c in columns)), name: cell(node), column: cell(reason, UNREAD)}
+    return Row(key=f"{node}|why", node=node, cells=cells)
 
 
 def placeholder(columns: Sequence[Column], text: str, key: str = "|none") -> Row:

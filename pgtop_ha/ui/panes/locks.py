@@ -6,7 +6,6 @@ Read only while this pane is on screen (the "locks" need: one more part of the s
 from __future__ import annotations
 
 from pgtop_ha.judge.grades import (
-    UNREAD,
     blocker_level,
     lock_count_level,
     lock_mode_level,
@@ -23,11 +22,11 @@ from pgtop_ha.ui.panes.base import (
     Place,
     Row,
     Table,
-    blanks,
     cell,
     more_row,
     name_column,
     num,
+    why_row,
 )
 
 COLUMNS = (
@@ -57,9 +56,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             continue
         reason = node.unavailable.get("locks")
         if reason:
-            why = {**blanks(*(c.key for c in COLUMNS)), "node": cell(node.name)}
-            why["query"] = cell(reason, UNREAD)
-            out.append(Row(key=f"{node.name}|why", node=node.name, cells=why))
+            out.append(why_row(COLUMNS, node.name, "query", reason))
             continue
         for line in blocking_trees(node.locks or ()):
             p = line.process

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pgtop_ha.judge.grades import UNREAD
 from pgtop_ha.judge.serverlog import news_level
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import shown
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell, name_column
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell, name_column, why_row
 
 MAX_LINES = 200
 
@@ -48,13 +47,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for member in sorted(snapshot.nodes, key=lambda n: n.name):
         reason = member.unavailable.get("server_log")
         if reason and member.reachable:
-            cells = {
-                "time": cell(""),
-                "node": cell(member.name),
-                "severity": cell(""),
-                "message": cell(reason, UNREAD),
-            }
-            out.append(Row(key=f"{member.name}|why", node=member.name, cells=cells))
+            out.append(why_row(COLUMNS, member.name, "message", reason))
     entries = sorted(_entries(snapshot, ctx), key=lambda e: e[0].timestamp() if e[0] else 0.0, reverse=True)
     counts: dict[tuple[str, str], int] = {}
     for at, node, severity, message, level in entries[:MAX_LINES]:

@@ -5,10 +5,9 @@ Read only while this pane is on screen (the "sessions" need adds its columns to 
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import UNREAD
 from pgtop_ha.judge.health import node_state
 from pgtop_ha.judge.sessions import session_marks
-from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Process
+from pgtop_ha.models.snapshot import ClusterSnapshot, Process
 from pgtop_ha.models.verdict import cell_level
 from pgtop_ha.ui.format import age, age_step, count, shown
 from pgtop_ha.ui.panes.base import (
@@ -22,6 +21,7 @@ from pgtop_ha.ui.panes.base import (
     more_row,
     name_column,
     num,
+    why_row,
 )
 
 CLIENT = "client backend"
@@ -81,11 +81,6 @@ def _session_row(node: str, p: Process, ctx: Context) -> Row:
     )
 
 
-def _reason_row(node: NodeSnapshot, reason: str) -> Row:
-    cells = {**blanks(*(c.key for c in COLUMNS)), "node": cell(node.name), "query": cell(reason, UNREAD)}
-    return Row(key=f"{node.name}|why", node=node.name, cells=cells)
-
-
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Per node its non-idle client sessions, longest running first, then a count of the idle."""
     out: list[Row] = []
@@ -94,7 +89,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             continue
         reason = node.unavailable.get("sessions") or node.unavailable.get("processes")
         if reason:
-            out.append(_reason_row(node, reason))
+            out.append(why_row(COLUMNS, node.name, "query", reason))
             continue
         clients = [p for p in node.processes if p.backend_type == CLIENT]
         busy = [p for p in clients if p.state != IDLE]

@@ -6,9 +6,8 @@ rates are the difference between two reads, so the first read shows none yet.
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import UNREAD
 from pgtop_ha.judge.health import node_state
-from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
+from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.statements import StatementRate
 from pgtop_ha.ui.format import age, duration, per_second, shown
 from pgtop_ha.ui.panes.base import (
@@ -17,10 +16,10 @@ from pgtop_ha.ui.panes.base import (
     PaneSpec,
     Place,
     Row,
-    blanks,
     cell,
     name_column,
     num,
+    why_row,
 )
 
 COLUMNS = (
@@ -35,11 +34,6 @@ COLUMNS = (
     Column("user", "User", width=12),
     Column("query", "Statement", width=70),
 )
-
-
-def _note(node: NodeSnapshot, text: str) -> Row:
-    cells = {**blanks(*(c.key for c in COLUMNS)), "node": cell(node.name), "query": cell(text, UNREAD)}
-    return Row(key=f"{node.name}|note", node=node.name, cells=cells)
 
 
 def mean(ms: float | None) -> str:
@@ -83,11 +77,18 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         reason = node.unavailable.get("statements")
         st = node.statements
         if reason or st is None:
-            out.append(_note(node, reason or "not read yet"))
+            out.append(why_row(COLUMNS, node.name, "query", reason or "not read yet"))
         elif st.over_s is None:
-            out.append(_note(node, f"first read of {st.entries} entries: rates from the next, in 10s"))
+            out.append(
+                why_row(
+                    COLUMNS,
+                    node.name,
+                    "query",
+                    f"first read of {st.entries} entries: rates from the next, in 10s",
+                )
+            )
         elif not st.top:
-            out.append(_note(node, f"no statement ran in the last {age(st.over_s)}"))
+            out.append(why_row(COLUMNS, node.name, "query", f"no statement ran in the last {age(st.over_s)}"))
         else:
             out.extend(_row(node.name, rank, s) for rank, s in enumerate(st.top, 1))
     return out
