@@ -49,6 +49,7 @@ from pgtop_ha.models.snapshot import (
     Setting,
     WalDisk,
 )
+from pgtop_ha.models.statements import BETWEEN_READS
 from pgtop_ha.models.text import clean, one_line
 from pgtop_ha.models.waits import wait_counts
 from pgtop_ha.settings import PostgresSettings
@@ -326,6 +327,7 @@ class NodeReader:
         self._top = StatementsReader()
         self._statements = SideRead(STATEMENTS_REFRESH_S, self._top)
         self._statements_sql: str | None = None
+        self._statements_fresh = False
         self._tail = LogTail()
         self._log = SideRead(LOG_REFRESH_S, self._tail)
         self._quiet_log: tuple[ServerLog, ServerLog] | None = None  # (read, the same with no new line)
@@ -582,12 +584,14 @@ class NodeReader:
                     self._cache.clear()
                 else:
                     self.round_trips += await self._cache.refresh(conn, cache_query(caps), loop.time())
+                self._statements_fresh = False
                 if "statements" not in self._needs:
                     self._statements.clear()
                     self._top.forget()
                 else:
                     sql_s = self._statements_sql
-                    self.round_trips += await self._statements.refresh(conn, sql_s, loop.time())
+                    self._statements_fresh = await self._statements.refresh(conn, sql_s, loop.time())
+                    self.round_trips += self._statements_fresh
                 self.round_trips += await self._wal_disk.refresh(conn, wal_disk_query(caps), loop.time())
                 log_sql = LOCATE_SQL if caps.read_log else None
                 self._log_fresh = await self._log.refresh(conn, log_sql, loop.time())
@@ -751,6 +755,9 @@ class NodeReader:
             missing["cache"] = self._cache.error
         if self._statements.error is not None:
             missing["statements"] = self._statements.error
+        elif self._statements.value is not None and not self._statements_fresh:
+            # Only the cycle that read them carries them: a recording stores them once a read.
+            missing["statements"] = BETWEEN_READS
         if self._log.error is not None:
             missing["server_log"] = self._log.error
         if self._wal_disk.error is not None:
@@ -769,7 +776,7 @@ class NodeReader:
             wal_disk=self._wal_disk.value,
             cert_not_after=self._cert_not_after,
             processes=tuple(rows),
-            statements=self._statements.value,
+            statements=self._statements.value if self._statements_fresh else None,
             server_log=self._server_log(),
             memory_source=self._source if memory else None,
             hugepages_total=self._hugepages.total if self._hugepages else None,

@@ -8,6 +8,8 @@ from pgtop_ha.models.base import Frozen
 
 # Statements a node's Statements section keeps: the busiest by time over the last interval.
 TOP_STATEMENTS = 20
+# Why a snapshot has no statements while the read works: only the cycle that read them has them.
+BETWEEN_READS = "read every 10 s: this snapshot falls between two reads"
 
 
 class StatementCounters(Frozen):

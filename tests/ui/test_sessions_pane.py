@@ -1,9 +1,10 @@
-"""The Sessions pane: longest running first, idle ones counted, "not read" said, rows keyed by pid."""
+"""Sessions and Statements panes: the longest first, "not read" said, rows keyed by pid or rank."""
 
 from __future__ import annotations
 
 from pgtop_ha.collect.postgres import NOT_ASKED
-from pgtop_ha.ui.panes import locks, sessions
+from pgtop_ha.models.statements import BETWEEN_READS
+from pgtop_ha.ui.panes import locks, sessions, statements
 from pgtop_ha.ui.panes.base import Context
 from tests.models.builders import node
 from tests.ui import fixtures as fx
@@ -46,3 +47,13 @@ def test_k_and_k_find_the_backend_of_a_row() -> None:
     assert sessions.backend_of("node1|idle") is None
     assert locks.root_blocker_of("node1|5001|5003|2") == ("node1", 5001)
     assert locks.root_blocker_of("node1|why") is None
+
+
+def test_statements_between_two_reads_are_the_last_reads() -> None:
+    read = fx.stated()
+    between = node(read, "node1", statements=None, unavailable={"statements": BETWEEN_READS})
+    ctx = Context(thresholds=SETTINGS.thresholds, pools=SETTINGS.haproxy.pools(), now=fx.T0, history=(read,))
+    got = [r.cells["query"].text for r in statements.rows(between, ctx) if r.node == "node1"]
+    assert got[0].startswith("select customer_id") and len(got) == 2
+    alone = [r.cells["query"].text for r in statements.rows(between, _ctx()) if r.node == "node1"]
+    assert alone == ["not read yet"]  # no read in the history: said, not shown as none

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pgtop_ha.judge.health import node_state
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.statements import StatementRate
+from pgtop_ha.models.statements import BETWEEN_READS, StatementRate, Statements
 from pgtop_ha.ui.format import age, duration, per_second, shown
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -68,6 +68,15 @@ def _row(node: str, rank: int, s: StatementRate) -> Row:
     )
 
 
+def _last_read(name: str, ctx: Context) -> Statements | None:
+    """The node's statements as its last read gave them (a snapshot carries them once a read)."""
+    for snap in reversed(ctx.history):
+        node = snap.node(name)
+        if node is not None and node.statements is not None:
+            return node.statements
+    return None
+
+
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Per node its busiest statements since the read before, or why there are none."""
     out: list[Row] = []
@@ -76,6 +85,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             continue
         reason = node.unavailable.get("statements")
         st = node.statements
+        if st is None and reason == BETWEEN_READS:
+            st, reason = _last_read(node.name, ctx), None
         if reason or st is None:
             out.append(why_row(COLUMNS, node.name, "query", reason or "not read yet"))
         elif st.over_s is None:
