@@ -6,6 +6,7 @@ from pgtop_ha.collect.postgres import NOT_ASKED
 from pgtop_ha.models.statements import BETWEEN_READS
 from pgtop_ha.ui.panes import locks, sessions, statements
 from pgtop_ha.ui.panes.base import Context
+from pgtop_ha.ui.widgets.pane import matches
 from tests.models.builders import node
 from tests.ui import fixtures as fx
 
@@ -57,3 +58,9 @@ def test_statements_between_two_reads_are_the_last_reads() -> None:
     assert got[0].startswith("select customer_id") and len(got) == 2
     alone = [r.cells["query"].text for r in statements.rows(between, _ctx()) if r.node == "node1"]
     assert alone == ["not read yet"]  # no read in the history: said, not shown as none
+
+
+def test_the_filter_finds_a_sessions_application() -> None:
+    rows = sessions.rows(fx.sessioned(), _ctx())
+    assert [r.key for r in rows if matches(r, "nightly")] == ["node1|4100"]
+    assert {r.key for r in rows if matches(r, "node1")} >= {"node1|4100", "node1|idle"}

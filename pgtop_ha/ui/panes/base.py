@@ -59,6 +59,7 @@ class Row:
     key: str
     cells: Mapping[str, Cell]
     node: str | None = None
+    also: str = ""  # more words the `/` filter matches (a session's application and user)
 
 
 class ColumnMismatch(ValueError):

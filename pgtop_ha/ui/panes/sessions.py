@@ -63,6 +63,7 @@ def _session_row(node: str, p: Process, ctx: Context) -> Row:
     return Row(
         key=f"{node}|{p.pid}",
         node=node,
+        also=f"{p.application_name or ''} {p.usename or ''}",
         cells={
             "node": cell(node),
             "pid": num(count(p.pid), p.pid),

@@ -21,7 +21,7 @@ class FilterScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         """A label and an input."""
         with Vertical(id="filter-box"):
-            yield Label("Filter by node (empty: all), Enter to apply, Esc to cancel")
+            yield Label("Filter by node, or a session's application or user (empty: all); Enter, Esc")
             yield Input(value=self.current, placeholder="node name", id="filter-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

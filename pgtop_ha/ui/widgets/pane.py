@@ -12,11 +12,11 @@ from pgtop_ha.ui.widgets.keyed_table import KeyedTable, LevelStyles
 
 
 def matches(row: Row, node_filter: str) -> bool:
-    """True when the row belongs to a node whose name contains ``node_filter``."""
+    """True when the row's node (or its other words: a session's application) contains ``node_filter``."""
     if not node_filter:
         return True
     needle = node_filter.lower()
-    return needle in (row.node or "").lower() or needle in row.key.lower()
+    return needle in (row.node or "").lower() or needle in row.key.lower() or needle in row.also.lower()
 
 
 class Pane(Vertical):
