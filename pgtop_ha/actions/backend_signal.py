@@ -93,9 +93,12 @@ async def signal_backend(connector: StatsResetter, kind: SignalKind, target: Bac
         row = await conn.fetchrow(_LOOKUP, target.pid)
         if row is None:
             return done(False, f"{name} has already gone; nothing sent")
-        if target.backend_start is not None and row["backend_start"] != target.backend_start:
+        # A role without pg_read_all_stats sees another role's backend with its details NULL:
+        # what it cannot see it cannot check (pg_signal_backend still applies).
+        began = row["backend_start"]
+        if target.backend_start is not None and began is not None and began != target.backend_start:
             return done(False, f"{name} is now another backend (a new session took the pid); nothing sent")
-        if row["backend_type"] != "client backend":
+        if row["backend_type"] not in ("client backend", None):
             return done(False, f"{name} is a {row['backend_type']}, not a client session; nothing sent")
         sent = await conn.fetchval(statement(kind), target.pid)
     except asyncpg.InsufficientPrivilegeError as exc:

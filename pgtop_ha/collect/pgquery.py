@@ -23,10 +23,12 @@ select current_setting('server_version_num')::int as version,
        pg_has_role(current_user, 'pg_read_server_files', 'USAGE') as read_server_files,
        has_function_privilege('pg_read_file(text,bigint,bigint,boolean)', 'EXECUTE') as read_file,
        has_function_privilege('pg_ls_archive_statusdir()', 'EXECUTE') as ls_archive_status,
-       has_function_privilege('pg_current_logfile(text)', 'EXECUTE')
-         and has_function_privilege('pg_ls_logdir()', 'EXECUTE')
-         and has_function_privilege('pg_read_binary_file(text,bigint,bigint,boolean)', 'EXECUTE')
-         as read_log,
+       concat_ws(', ',
+         case when not has_function_privilege('pg_current_logfile(text)', 'EXECUTE')
+              then 'pg_current_logfile(text)' end,
+         case when not has_function_privilege('pg_ls_logdir()', 'EXECUTE') then 'pg_ls_logdir()' end,
+         case when not has_function_privilege('pg_read_binary_file(text,bigint,bigint,boolean)', 'EXECUTE')
+              then 'pg_read_binary_file(text, bigint, bigint, boolean)' end) as log_functions_missing,
        has_function_privilege('pg_control_checkpoint()', 'EXECUTE') as control_checkpoint,
        has_function_privilege('pg_show_all_file_settings()', 'EXECUTE') as file_settings,
        coalesce(has_function_privilege(to_regproc('pg_buffercache_pages')::oid, 'EXECUTE'), false)
@@ -41,6 +43,9 @@ select current_setting('server_version_num')::int as version,
 """
 
 
+LOG_FUNCTIONS = "pg_current_logfile(text), pg_ls_logdir(), pg_read_binary_file(text, bigint, bigint, boolean)"
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What this connection's server and role can answer (probed once per connection)."""
@@ -52,7 +57,8 @@ class Capabilities:
     read_server_files: bool = False
     read_file: bool = False
     ls_archive_status: bool = False
-    read_log: bool = False  # pg_current_logfile, pg_ls_logdir and pg_read_binary_file
+    # Of the functions tailing the server's log takes, those the role may not run ("": none).
+    log_functions_missing: str = LOG_FUNCTIONS
     control_checkpoint: bool = False
     file_settings: bool = False
     buffercache: bool = False
@@ -76,7 +82,7 @@ class Capabilities:
             read_server_files=bool(row["read_server_files"]),
             read_file=bool(row["read_file"]),
             ls_archive_status=bool(row["ls_archive_status"]),
-            read_log=bool(row.get("read_log")),
+            log_functions_missing=str(row.get("log_functions_missing", LOG_FUNCTIONS)),
             control_checkpoint=bool(row["control_checkpoint"]),
             file_settings=bool(row["file_settings"]),
             buffercache=bool(row["buffercache"]),
@@ -87,6 +93,11 @@ class Capabilities:
             server_addr=row.get("server_addr"),
             statements_schema=row.get("statements_schema"),
         )
+
+    @property
+    def read_log(self) -> bool:
+        """Whether the role may tail the server's log (every function it takes)."""
+        return not self.log_functions_missing
 
     @property
     def remote_memory(self) -> bool:
@@ -135,10 +146,9 @@ def unavailable(caps: Capabilities, *, local_memory: bool) -> dict[str, str]:
         out["archiver.ready_count"] = "needs pg_monitor"
         out["wal_disk"] = "needs pg_monitor (pg_ls_waldir)"
     if not caps.read_log:
-        out["server_log"] = (
-            "needs pg_monitor and EXECUTE on pg_read_binary_file(text, bigint, bigint, boolean)"
-            " (or superuser) to tail the server's log"
-        )
+        missing = caps.log_functions_missing
+        out["server_log"] = f"to tail the server's log: GRANT EXECUTE ON FUNCTION {missing} TO the role"
+
     if caps.statements_schema is None:
         out["statements"] = (
             "pg_stat_statements is not installed in this database: add it to shared_preload_libraries,"

@@ -300,6 +300,7 @@ BEGIN
   END LOOP;
   -- The console tails the server's log (within log_directory: no pg_read_server_files needed).
   GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint, boolean) TO {monitor};
+  GRANT EXECUTE ON FUNCTION pg_current_logfile(text) TO {monitor};
 END $$;
 """
 

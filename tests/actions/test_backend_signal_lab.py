@@ -59,7 +59,7 @@ async def test_terminating_the_root_blocker_ends_the_queue(
     leader = lab.leader()
     assert leader is not None
     try:
-        with running(lambda: faults.lock(quiet, seconds=120, waiters=2), 150):
+        with running(lambda: faults.lock(quiet, seconds=60, waiters=2), 90):
 
             def queued(snap: ClusterSnapshot) -> bool:
                 node = snap.node(leader)

@@ -40,8 +40,11 @@ def running(fault: Callable[[], str], limit: float) -> Iterator[None]:
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    yield
-    thread.join(limit)
+    try:
+        yield
+    finally:
+        # Even when the test failed: a fault left running would be the next test's.
+        thread.join(limit)
     assert not thread.is_alive(), f"the fault did not end within {limit}s"
     assert not failures, failures
 

@@ -537,7 +537,7 @@ def logged(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
     )  # fmt: skip
     log = ServerLog(file="/var/log/postgresql/postgresql-20250102.json", format="jsonlog", lines=lines,
                     last_fatal=lines[3])  # fmt: skip
-    grant = "needs pg_monitor and EXECUTE on pg_read_binary_file(text, bigint, bigint, boolean)"
+    grant = "to tail the server's log: GRANT EXECUTE ON FUNCTION pg_current_logfile(text) TO the role"
 
     def update(n: NodeSnapshot) -> NodeSnapshot:
         if n.name == "node1":
