@@ -451,7 +451,7 @@ class NodeReader:
     def _drop(self) -> None:
         conn, self._conn, self._caps, self._sql = self._conn, None, None, None
         self._top.forget()  # the next connection may reach another server
-        self._tail.forget()
+        # The log's place is kept: a restarted server's new file is read from its start, as news.
         if conn is not None:
             conn.remove_termination_listener(self._lost)  # our own close is no loss
             if not conn.is_closed():

@@ -32,27 +32,29 @@ class LogTail:
 
     def __init__(self) -> None:
         """Start before the first read (it takes the backlog)."""
-        self.forget()
-        self.last_fatal: LogLine | None = None
-        self.last_panic: LogLine | None = None
-
-    def forget(self) -> None:
-        """Start over at the next read (a new connection may reach another server)."""
         self._file: str | None = None
         self._offset = 0
         self._carry = b""
+        self.last_fatal: LogLine | None = None
+        self.last_panic: LogLine | None = None
 
     async def __call__(self, conn: asyncpg.Connection, sql: str) -> ServerLog:
         """Read what was written since the last read (the backlog on the first)."""
         row = await conn.fetchrow(sql)
         path, fmt, size = (row["path"], row["format"], row["size"]) if row else (None, None, None)
         if path is None:
-            raise ParseError(
-                "the server logs to stderr, not a file (logging_collector is off): nothing to tail"
-            )
+            raise ParseError("logging_collector is off: the server's log is no file the console can tail")
         if fmt not in FORMATS or not isinstance(size, int):
             raise ParseError(f"cannot size the log file {path}")
         backlog = self._file is None
+        before = b""
+        if self._file is not None and path != self._file:
+            # Rotated: what the old file got since the last read comes first, its last line whole.
+            rest = await conn.fetchval(READ_SQL, self._file, self._offset, MAX_LOG_BYTES) or b""
+            before = self._carry + rest
+            if before and not before.endswith(b"\n"):
+                before += b"\n"
+            self._carry = b""
         start = self._offset
         if path != self._file or size < self._offset:
             # A first read takes the file's tail; a rotated (or truncated) file is read from its start.
@@ -70,6 +72,7 @@ class LogTail:
         data = self._carry + chunk
         if (skipped or (backlog and start > 0)) and not self._carry:
             data = data.partition(b"\n")[2]  # begun mid-line: that line is not whole
+        data = before + data
         complete, _, self._carry = data.rpartition(b"\n")
         if len(self._carry) > MAX_LOG_BYTES:
             self._carry = b""  # a line with no end in sight: dropped, never held without bound

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncpg
 import pytest
 
 from pgtop_ha.collect.poller import Poller
+from pgtop_ha.engines.timeline import Timeline
+from pgtop_ha.judge.health import cluster_problems
+from pgtop_ha.judge.rules import LOG_FATAL
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import DBNAME, SUPERUSER
+from pgtop_ha.lab.layout import DBNAME, MONITOR_USER, SUPERUSER
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
 from pgtop_ha.ui.panes import sessions
@@ -69,5 +73,43 @@ async def test_sessions_and_statements_are_not_read_unasked(lab: Lab, lab_settin
             assert n.statements is None and "statements" in n.unavailable
             assert "sessions" in n.unavailable
             assert all(p.xact_s is None and p.client_addr is None for p in n.processes)
+    finally:
+        await poller.aclose()
+
+
+async def test_a_fatal_in_the_servers_log_is_an_event_and_a_verdict(lab: Lab, lab_settings: Settings) -> None:
+    leader = lab.leader()
+    assert leader is not None
+    poller = Poller.from_settings(lab_settings)
+    timeline = Timeline()
+    try:
+        await until_seen(
+            poller,
+            lambda s: (n := s.node(leader)) is not None and n.server_log is not None,
+            30,
+            "the log read",
+        )
+        # A client with a wrong password: the server logs a FATAL for it, then rotates its log.
+        port = lab.layout.pg_port(lab.index(leader))
+        with pytest.raises(asyncpg.InvalidPasswordError):
+            await asyncpg.connect(
+                host="127.0.0.1", port=port, user=MONITOR_USER, password="wrong", database=DBNAME
+            )
+        lab.psql("select pg_rotate_logfile()", leader)
+
+        def told(snap: ClusterSnapshot) -> bool:
+            timeline.observe(snap)
+            return any(
+                e.kind == "log" and "password authentication failed" in e.text for e in timeline.events()
+            )
+
+        snap = await until_seen(poller, told, 30, "the FATAL on the timeline")
+        event = next(e for e in timeline.events() if e.kind == "log" and "password authentication" in e.text)
+        assert (event.node, event.severity, event.source) == (leader, 1, "postgres")
+        assert event.at <= snap.taken_at and event.text.startswith("FATAL: ")
+        problems = cluster_problems(
+            snap, lab_settings.thresholds, lab_settings.haproxy.pools(), snap.taken_at
+        )
+        assert any(p.rule == LOG_FATAL.id and p.node == leader for p in problems)
     finally:
         await poller.aclose()
