@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncpg
 
 from pgtop_ha.collect.errors import ParseError
-from pgtop_ha.models.serverlog import LogFormat, LogLine, ServerLog, parse_chunk
+from pgtop_ha.models.serverlog import FatalRun, LogFormat, LogLine, ServerLog, fold_fatals, parse_chunk
 
 LOG_REFRESH_S = 2.0
 MAX_LOG_BYTES = 256 * 1024
@@ -35,7 +35,7 @@ class LogTail:
         self._file: str | None = None
         self._offset = 0
         self._carry = b""
-        self.last_fatal: LogLine | None = None
+        self._fatals: dict[str, FatalRun] = {}
         self.last_panic: LogLine | None = None
 
     async def __call__(self, conn: asyncpg.Connection, sql: str) -> ServerLog:
@@ -78,16 +78,15 @@ class LogTail:
             self._carry = b""  # a line with no end in sight: dropped, never held without bound
         lines = tuple(parse_chunk(complete.decode("utf-8", errors="replace"), fmt))
         for line in lines:
-            if line.severity == "FATAL":
-                self.last_fatal = line
-            elif line.severity == "PANIC":
+            if line.severity == "PANIC":
                 self.last_panic = line
+        self._fatals = fold_fatals(self._fatals, lines)
         return ServerLog(
             file=path,
             format=fmt,
             lines=lines,
             backlog=backlog,
             skipped_bytes=skipped,
-            last_fatal=self.last_fatal,
+            fatal_runs=tuple(self._fatals.values()),
             last_panic=self.last_panic,
         )

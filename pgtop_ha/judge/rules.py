@@ -116,7 +116,7 @@ SESSIONS_IDLE_IN_TRANSACTION = Rule(
     "sessions.idle-in-transaction", "a session has sat idle in transaction past idle_xact_s"
 )
 LOG_PANIC = Rule("log.panic", "a PANIC in a member's server log in the last 5 minutes")
-LOG_FATAL = Rule("log.fatal", "a FATAL in a member's server log in the last 5 minutes")
+LOG_FATAL = Rule("log.fatal", "the same FATAL keeps coming in a member's server log (for a minute and more)")
 LOCKS_WAITS = Rule("locks.waits", "sessions wait on a lock past lock_wait_s")
 POOLER_CONTRADICTION = Rule("pooler.contradiction", "pgBouncer or pgpool-II disagrees with Patroni")
 PGBACKREST_NO_STANZA = Rule(

@@ -6,12 +6,16 @@ import re
 from datetime import datetime
 
 from pgtop_ha.judge.rules import LOG_FATAL, LOG_PANIC
-from pgtop_ha.models.serverlog import LogLine
+from pgtop_ha.models.serverlog import FatalRun, LogLine, ServerLog
 from pgtop_ha.models.snapshot import NodeSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.verdict import Mark
 
-LOG_RECENT_S = 300.0  # a FATAL or PANIC this recent is a verdict
+LOG_RECENT_S = 300.0  # a PANIC this recent is CRIT; a FATAL that keeps coming, seen this recently, WARN
+# A FATAL counts when it keeps coming this long: a failover's own ("the database system is
+# starting up", a standby losing its primary for seconds) does not; a replica that cannot follow does.
+FATAL_PERSIST_S = 60.0
+FATAL_PERSIST_COUNT = 3
 
 # LOG lines that tell a crash, a restart, a checkpoint or a promotion as the server saw it.
 _NEWS = re.compile(
@@ -33,21 +37,34 @@ def news_level(line: LogLine) -> Level | None:
     return None
 
 
-def _recent(line: LogLine | None, now: datetime) -> bool:
-    return line is not None and line.at is not None and 0 <= (now - line.at).total_seconds() <= LOG_RECENT_S
+def _recent(at: datetime | None, now: datetime) -> bool:
+    return at is not None and 0 <= (now - at).total_seconds() <= LOG_RECENT_S
+
+
+def persistent_fatal(log: ServerLog, now: datetime) -> FatalRun | None:
+    """The FATAL that has kept coming longest, while it still comes; None when none does."""
+    runs = [
+        r
+        for r in log.fatal_runs
+        if _recent(r.last_at, now)
+        and r.count >= FATAL_PERSIST_COUNT
+        and (r.last_at - r.first_at).total_seconds() >= FATAL_PERSIST_S
+    ]
+    return min(runs, key=lambda r: r.first_at, default=None)
 
 
 def log_findings(node: NodeSnapshot, now: datetime) -> tuple[Mark, ...]:
-    """A PANIC (CRIT) or a FATAL (WARN) in the node's log in the last LOG_RECENT_S."""
+    """A PANIC in the last LOG_RECENT_S (CRIT); a FATAL that keeps coming (WARN)."""
     log = node.server_log
     if log is None:
         return ()
     out: list[Mark] = []
-    for line, rule, level in (
-        (log.last_panic, LOG_PANIC.id, Level.CRIT),
-        (log.last_fatal, LOG_FATAL.id, Level.WARN),
-    ):
-        if line is not None and line.at is not None and _recent(line, now):
-            text = f"{line.severity} at {line.at:%H:%M:%S}: {line.message}"
-            out.append(Mark(rule, level, text))
+    panic = log.last_panic
+    if panic is not None and panic.at is not None and _recent(panic.at, now):
+        out.append(Mark(LOG_PANIC.id, Level.CRIT, f"PANIC at {panic.at:%H:%M:%S}: {panic.message}"))
+    run = persistent_fatal(log, now)
+    if run is not None:
+        # No count or age in the words: they stay the same while the run goes on.
+        text = f"FATAL again and again since {run.first_at:%H:%M:%S}: {run.message}"
+        out.append(Mark(LOG_FATAL.id, Level.WARN, text))
     return tuple(out)

@@ -26,6 +26,38 @@ class LogLine(Frozen):
     message: str
 
 
+class FatalRun(Frozen):
+    """One FATAL message coming again and again: when first and last seen, and how often."""
+
+    message: str  # as last written
+    first_at: datetime
+    last_at: datetime
+    count: int
+
+
+MAX_FATAL_RUNS = 32  # distinct FATAL messages followed per member (the oldest forgotten first)
+
+
+def fatal_key(message: str) -> str:
+    """The message with its numbers out: the same failure at another pid or port is the same."""
+    return re.sub(r"\d+", "N", message)[:200]
+
+
+def fold_fatals(runs: dict[str, FatalRun], lines: tuple[LogLine, ...]) -> dict[str, FatalRun]:
+    """``runs`` with the FATAL ``lines`` (those with a time) counted in, bounded to MAX_FATAL_RUNS."""
+    out = dict(runs)
+    for line in lines:
+        if line.severity != "FATAL" or line.at is None:
+            continue
+        key = fatal_key(line.message)
+        run = out.pop(key, None)  # re-inserted: the dict stays ordered by last seen
+        first, count = (line.at, 1) if run is None else (run.first_at, run.count + 1)
+        out[key] = FatalRun(message=line.message, first_at=first, last_at=line.at, count=count)
+        while len(out) > MAX_FATAL_RUNS:
+            del out[next(iter(out))]
+    return out
+
+
 class ServerLog(Frozen):
     """What one read of a node's log gave: the file, the lines new since the read before."""
 
@@ -34,7 +66,7 @@ class ServerLog(Frozen):
     lines: tuple[LogLine, ...] = ()  # new since the last read, oldest first
     backlog: bool = False  # the first read: lines written before the console looked (no events)
     skipped_bytes: int = 0  # past the per-read bound: not read, counted
-    last_fatal: LogLine | None = None  # the newest FATAL seen since the console started
+    fatal_runs: tuple[FatalRun, ...] = ()  # FATAL messages seen since the console started, newest last
     last_panic: LogLine | None = None
 
 

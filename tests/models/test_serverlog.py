@@ -8,7 +8,16 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from pgtop_ha.judge.serverlog import log_findings, news_level
-from pgtop_ha.models.serverlog import MAX_MESSAGE, LogLine, ServerLog, parse_chunk, parse_line, parse_time
+from pgtop_ha.models.serverlog import (
+    MAX_FATAL_RUNS,
+    MAX_MESSAGE,
+    LogLine,
+    ServerLog,
+    fold_fatals,
+    parse_chunk,
+    parse_line,
+    parse_time,
+)
 from pgtop_ha.models.thresholds import Level
 from tests.models.builders import healthy, node
 
@@ -62,16 +71,45 @@ def test_news_is_errors_and_the_servers_own_story() -> None:
     assert level("LOG", "connection received: host=127.0.0.1") is None
 
 
-def test_a_recent_panic_is_critical_and_an_old_fatal_is_nothing() -> None:
+def test_a_recent_panic_is_critical() -> None:
     panic = LogLine(at=AT, severity="PANIC", message="could not write to file")
-    fatal = LogLine(at=AT - timedelta(minutes=6), severity="FATAL", message="too many connections")
-    snap = node(healthy(), "node1", server_log=ServerLog(last_panic=panic, last_fatal=fatal))
+    snap = node(healthy(), "node1", server_log=ServerLog(last_panic=panic))
     n = snap.node("node1")
     assert n is not None
     (mark,) = log_findings(n, AT + timedelta(seconds=30))
-    assert (mark.rule, mark.level, mark.text) == (
-        "log.panic",
-        Level.CRIT,
-        "PANIC at 13:46:45: could not write to file",
-    )
+    assert (mark.rule, mark.level) == ("log.panic", Level.CRIT)
+    assert mark.text == "PANIC at 13:46:45: could not write to file"
     assert log_findings(n, AT + timedelta(minutes=6)) == ()
+
+
+def _fatals(*seconds: float, message: str) -> ServerLog:
+    lines = tuple(LogLine(at=AT + timedelta(seconds=s), severity="FATAL", message=message) for s in seconds)
+    return ServerLog(fatal_runs=tuple(fold_fatals({}, lines).values()))
+
+
+def test_a_failovers_fatals_are_events_not_a_verdict() -> None:
+    # "the database system is starting up" for a few seconds while Patroni restarts it.
+    burst = _fatals(0, 0.5, 1, 2, 4, message="the database system is starting up")
+    n = node(healthy(), "node1", server_log=burst).node("node1")
+    assert n is not None and log_findings(n, AT + timedelta(seconds=10)) == ()
+
+
+def test_a_fatal_that_keeps_coming_warns_until_it_stops() -> None:
+    # The walreceiver of a replica that cannot follow: a FATAL every 5 s, its pid in each.
+    lines = tuple(
+        LogLine(at=AT + timedelta(seconds=5 * i), severity="FATAL", message=f"invalid option (pid {900 + i})")
+        for i in range(20)
+    )
+    runs = fold_fatals({}, lines)
+    assert [(r.count, r.message) for r in runs.values()] == [(20, "invalid option (pid 919)")]
+    n = node(healthy(), "node1", server_log=ServerLog(fatal_runs=tuple(runs.values()))).node("node1")
+    assert n is not None
+    (mark,) = log_findings(n, AT + timedelta(seconds=100))
+    assert (mark.rule, mark.level) == ("log.fatal", Level.WARN)
+    assert mark.text == "FATAL again and again since 13:46:45: invalid option (pid 919)"
+    assert log_findings(n, AT + timedelta(seconds=95 + 301)) == ()  # stopped five minutes ago
+
+
+def test_fatal_runs_are_bounded() -> None:
+    lines = tuple(LogLine(at=AT, severity="FATAL", message=f"role {'x' * (i + 1)}") for i in range(100))
+    assert len(fold_fatals({}, lines)) == MAX_FATAL_RUNS
