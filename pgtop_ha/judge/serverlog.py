@@ -6,12 +6,12 @@ import re
 from datetime import datetime
 
 from pgtop_ha.judge.rules import LOG_FATAL, LOG_PANIC
-from pgtop_ha.models.serverlog import FatalRun, LogLine, ServerLog
+from pgtop_ha.models.serverlog import FATAL_GAP_S, FatalRun, LogLine, ServerLog
 from pgtop_ha.models.snapshot import NodeSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.verdict import Mark
 
-LOG_RECENT_S = 300.0  # a PANIC this recent is CRIT; a FATAL that keeps coming, seen this recently, WARN
+LOG_RECENT_S = 300.0  # a PANIC this recent is CRIT
 # A FATAL counts when it keeps coming this long: a failover's own ("the database system is
 # starting up", a standby losing its primary for seconds) does not; a replica that cannot follow does.
 FATAL_PERSIST_S = 60.0
@@ -46,7 +46,7 @@ def persistent_fatal(log: ServerLog, now: datetime) -> FatalRun | None:
     runs = [
         r
         for r in log.fatal_runs
-        if _recent(r.last_at, now)
+        if 0 <= (now - r.last_at).total_seconds() <= FATAL_GAP_S  # it still comes
         and r.count >= FATAL_PERSIST_COUNT
         and (r.last_at - r.first_at).total_seconds() >= FATAL_PERSIST_S
     ]

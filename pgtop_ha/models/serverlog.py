@@ -36,6 +36,7 @@ class FatalRun(Frozen):
 
 
 MAX_FATAL_RUNS = 32  # distinct FATAL messages followed per member (the oldest forgotten first)
+FATAL_GAP_S = 60.0  # the same FATAL again within this is the same run; later, a new one
 
 
 def fatal_key(message: str) -> str:
@@ -51,7 +52,8 @@ def fold_fatals(runs: dict[str, FatalRun], lines: tuple[LogLine, ...]) -> dict[s
             continue
         key = fatal_key(line.message)
         run = out.pop(key, None)  # re-inserted: the dict stays ordered by last seen
-        first, count = (line.at, 1) if run is None else (run.first_at, run.count + 1)
+        fresh = run is None or (line.at - run.last_at).total_seconds() > FATAL_GAP_S
+        first, count = (line.at, 1) if run is None or fresh else (run.first_at, run.count + 1)
         out[key] = FatalRun(message=line.message, first_at=first, last_at=line.at, count=count)
         while len(out) > MAX_FATAL_RUNS:
             del out[next(iter(out))]

@@ -20,6 +20,7 @@ from pgtop_ha.collect.snapshot_cli import take_snapshot
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
+from pgtop_ha.models.forecast import FailoverForecast
 from pgtop_ha.settings import Settings
 
 pytestmark = pytest.mark.lab
@@ -72,8 +73,16 @@ def test_a_lagging_standby_is_named_before_and_after_a_failover(lab: Lab, lab_se
             lab.psql(sql, old)
         _poll(lambda: _patroni_lag(lab, behind) > MAX_LAG_MIB * 1024 * 1024, 60, f"{behind} to lag")
 
-        before = asyncio.run(take_snapshot(lab_settings)).forecast
-        assert before is not None and before.winners == (ahead,), before
+        # The other standby replays the same segments a moment later: wait for it to be in reach.
+        seen: list[FailoverForecast | None] = []
+
+        def named() -> bool:
+            seen.append(asyncio.run(take_snapshot(lab_settings)).forecast)
+            return seen[-1] is not None and seen[-1].winners == (ahead,)
+
+        _poll(named, 60, f"the forecast to name {ahead}: {seen[-1] if seen else None}")
+        before = seen[-1]
+        assert before is not None
         (loser,) = [c for c in before.contenders if c.name == behind]
         assert re.fullmatch(
             rf"[\d.]+ MiB behind > {MAX_LAG_MIB:.1f} MiB maximum_lag_on_failover", loser.reason

@@ -107,7 +107,17 @@ def test_a_fatal_that_keeps_coming_warns_until_it_stops() -> None:
     (mark,) = log_findings(n, AT + timedelta(seconds=100))
     assert (mark.rule, mark.level) == ("log.fatal", Level.WARN)
     assert mark.text == "FATAL again and again since 13:46:45: invalid option (pid 919)"
-    assert log_findings(n, AT + timedelta(seconds=95 + 301)) == ()  # stopped five minutes ago
+    assert log_findings(n, AT + timedelta(seconds=95 + 59)) != ()
+    assert log_findings(n, AT + timedelta(seconds=95 + 61)) == ()  # no more for a minute: it stopped
+
+
+def test_the_same_fatal_after_a_quiet_spell_starts_a_new_run() -> None:
+    lines = tuple(
+        LogLine(at=AT + timedelta(seconds=s), severity="FATAL", message="password authentication failed")
+        for s in (0, 30, 60, 500, 510)
+    )
+    (run,) = fold_fatals({}, lines).values()
+    assert (run.first_at, run.count) == (AT + timedelta(seconds=500), 2)
 
 
 def test_fatal_runs_are_bounded() -> None:
