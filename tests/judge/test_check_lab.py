@@ -10,6 +10,7 @@ import threading
 
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
+from pgtop_ha.lab.configs import NATIVE_SLOT_SYNC
 from pgtop_ha.lab.procs import poll
 
 PGTOP = [sys.executable, "-m", "pgtop_ha"]
@@ -40,8 +41,17 @@ def test_check_through_a_failover_and_wait_healthy(lab: Lab) -> None:
     crit = [v for v in doc["verdicts"] if v["level"] == 2 and v["counts"]]
     assert crit and all(v["rule"] and v["text"] for v in crit)
     assert any(v["subject"] == old for v in crit), crit
+
     # Bring the old leader back while --wait-healthy waits: it returns as soon as all is well.
-    starter = threading.Thread(target=faults.start_patroni, args=(quiet, old))
+    def back_as_a_dba_brings_it() -> None:
+        faults.start_patroni(quiet, old)
+        if quiet.tools().pg_version >= NATIVE_SLOT_SYNC:
+            # 17+: the old leader keeps its own failover slot, stale, until it is dropped and the
+            # slot advanced as its consumer would (docs/lab.md, `lab fault sync-slots`).
+            poll(quiet.healthy, 120, interval=0.5)
+            quiet.sync_failover_slots(timeout=60)
+
+    starter = threading.Thread(target=back_as_a_dba_brings_it)
     starter.start()
     try:
         back = _check(lab, "--wait-healthy", "180", timeout=240)
