@@ -19,7 +19,7 @@ import pytest
 from pgtop_ha.errors import ConfigError, UserError
 from pgtop_ha.lab import configs, faults, poolers, procs, secrets
 from pgtop_ha.lab.cli import demo_environ, drop_libpq_environ, lab_environ
-from pgtop_ha.lab.cluster import MARKER, Lab, claim_layout
+from pgtop_ha.lab.cluster import MARKER, Lab, _port_free, claim_layout
 from pgtop_ha.lab.configs import console_config
 from pgtop_ha.lab.layout import MONITOR_USER, NODE_NAMES, Layout, saved_layout
 from pgtop_ha.lab.poolers import parse_with
@@ -69,11 +69,22 @@ def _fake_lab(state: Path, base: int) -> Layout:
 # ----- without a lab ----------------------------------------------------------------------------
 def test_a_suite_claiming_a_range_clears_the_lab_a_dead_suite_left() -> None:
     """A suite killed mid-run leaves its state directory; the next claim of that range removes it."""
-    base = 34400
+    # A range no suite claims (theirs end below 30000), below the kernel's ephemeral ports, whose
+    # ports are free now: the claim must be refused only for what it finds in the directory.
+    base = next(
+        (
+            b
+            for b in range(30000, 31400, 50)
+            if not Path(f"/tmp/pgtop-ha-test-{b}").exists()
+            and not Path(f"/tmp/pgtop-ha-port-{b}.claim").exists()
+            and all(_port_free(p) for p in Layout(b, Path("/nonexistent")).ports())
+        ),
+        None,
+    )
+    if base is None:
+        pytest.skip("no free port range between 30000 and 31400 here")
     lock = Path(f"/tmp/pgtop-ha-port-{base}.claim")
     stale = Path(f"/tmp/pgtop-ha-test-{base}")
-    if stale.exists():
-        pytest.skip(f"{stale} is in use here")
     layout = _fake_lab(stale, base)
     (layout.data_dir(0)).mkdir(parents=True)
     (layout.data_dir(0) / "PG_VERSION").write_text("9\n")
