@@ -251,14 +251,17 @@ class SideRead(Generic[T]):
         self._fetch = fetch
         self.value: T | None = None
         self.error: str | None = None
+        self.fresh = False  # the last refresh sent the statement and the server answered
         self._at: float | None = None
 
     def clear(self) -> None:
         """Forget the last answer (its pane left the screen)."""
         self.value = self.error = self._at = None
+        self.fresh = False
 
     async def refresh(self, conn: asyncpg.Connection, sql: str | None, now: float) -> bool:
-        """Send ``sql`` when due; True when the server answered (a round trip made)."""
+        """Send ``sql`` when due; True (and ``fresh``) when the server answered (a round trip made)."""
+        self.fresh = False
         if sql is None or (self._at is not None and now - self._at < self.every):
             return False
         self._at = now
@@ -271,6 +274,7 @@ class SideRead(Generic[T]):
         except asyncpg.PostgresError as exc:
             self.value, self.error = None, one_line(str(exc))
             return False
+        self.fresh = True
         return True
 
 
@@ -327,11 +331,9 @@ class NodeReader:
         self._top = StatementsReader()
         self._statements = SideRead(STATEMENTS_REFRESH_S, self._top)
         self._statements_sql: str | None = None
-        self._statements_fresh = False
         self._tail = LogTail()
         self._log = SideRead(LOG_REFRESH_S, self._tail)
         self._quiet_log: tuple[ServerLog, ServerLog] | None = None  # (read, the same with no new line)
-        self._log_fresh = False
         self._wal_disk = SideRead(WAL_REFRESH_S, _fetch_wal_disk)
         self._cert_not_after: datetime | None = None
         self._pending_at: float | None = None
@@ -460,7 +462,7 @@ class NodeReader:
     def _server_log(self) -> ServerLog | None:
         """The log as last read; its new lines only in the snapshot of the cycle that read them."""
         value = self._log.value
-        if value is None or self._log_fresh:
+        if value is None or self._log.fresh:
             return value
         if self._quiet_log is None or self._quiet_log[0] is not value:
             quiet = value.model_copy(update={"lines": (), "backlog": False, "skipped_bytes": 0})
@@ -584,18 +586,15 @@ class NodeReader:
                     self._cache.clear()
                 else:
                     self.round_trips += await self._cache.refresh(conn, cache_query(caps), loop.time())
-                self._statements_fresh = False
                 if "statements" not in self._needs:
                     self._statements.clear()
                     self._top.forget()
                 else:
                     sql_s = self._statements_sql
-                    self._statements_fresh = await self._statements.refresh(conn, sql_s, loop.time())
-                    self.round_trips += self._statements_fresh
+                    self.round_trips += await self._statements.refresh(conn, sql_s, loop.time())
                 self.round_trips += await self._wal_disk.refresh(conn, wal_disk_query(caps), loop.time())
                 log_sql = LOCATE_SQL if caps.read_log else None
-                self._log_fresh = await self._log.refresh(conn, log_sql, loop.time())
-                self.round_trips += self._log_fresh
+                self.round_trips += await self._log.refresh(conn, log_sql, loop.time())
             if not isinstance(text, str):
                 raise ParseError("postgres document: empty")
             parsed = self._parse(text, caps)
@@ -755,7 +754,7 @@ class NodeReader:
             missing["cache"] = self._cache.error
         if self._statements.error is not None:
             missing["statements"] = self._statements.error
-        elif self._statements.value is not None and not self._statements_fresh:
+        elif self._statements.value is not None and not self._statements.fresh:
             # Only the cycle that read them carries them: a recording stores them once a read.
             missing["statements"] = BETWEEN_READS
         if self._log.error is not None:
@@ -776,7 +775,7 @@ class NodeReader:
             wal_disk=self._wal_disk.value,
             cert_not_after=self._cert_not_after,
             processes=tuple(rows),
-            statements=self._statements.value if self._statements_fresh else None,
+            statements=self._statements.value if self._statements.fresh else None,
             server_log=self._server_log(),
             memory_source=self._source if memory else None,
             hugepages_total=self._hugepages.total if self._hugepages else None,

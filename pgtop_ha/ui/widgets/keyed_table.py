@@ -800,13 +800,7 @@ class KeyedTable(DataTable[CellText]):
         # is (as `tail -f` follows the end). DataTable scrolls to its cursor, hidden or not: kept
         # with the first event ever shown, it scrolled the Events pane and the overview's
         # events (newest first) down as a failure test brought new ones, the newest out of view.
-        if not self.row_count or not self._follows_row:
-            return None
-        try:
-            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-        except CellDoesNotExist:
-            return None
-        return key.value
+        return self.row_under_cursor() if self._follows_row else None
 
     def _restore_cursor(self, key: str | None) -> None:
         if key is None:
