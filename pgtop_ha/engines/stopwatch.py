@@ -7,6 +7,8 @@ primary restarted in place) is a record of its own. The write probe's outage is 
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Sequence
 from datetime import datetime
 
 from pgtop_ha.engines.events import listed
@@ -23,6 +25,7 @@ from pgtop_ha.models.snapshot import ClusterSnapshot, Member, Probe
 # listed until its ttl, and "replicas catching up…" waited for it after a failover had settled.
 STOPPED = frozenset({"stopped", "stopping"})
 GIVE_UP_S = 600.0  # a report still incomplete this long after the loss is closed as it is
+TRAIL = 600  # the primary's (time, LSN) readings kept: what dates the WAL a failover lost
 
 
 class FailoverReport(Frozen):
@@ -37,6 +40,9 @@ class FailoverReport(Frozen):
     write_outage_to: datetime | None = None
     write_outage_s: float | None = None
     lag_at_promotion_bytes: int | None = None
+    # The same loss in time: from when the old leader's WAL passed the fork to its last LSN seen, on
+    # the console's own readings of it (its writes after its last poll are not counted: at least).
+    lag_at_promotion_s: float | None = None
     replicas_streaming_at: datetime | None = None
     replicas_streaming_s: float | None = None
     permanent_slots_ok: bool | None = None
@@ -113,6 +119,8 @@ def summary(r: FailoverReport) -> str:
         outage = "not seen" if r.done else "-"
     slots = {True: "ok", False: "missing " + ", ".join(r.missing_slots), None: "?"}[r.permanent_slots_ok]
     lag = human_bytes(r.lag_at_promotion_bytes) if r.lag_at_promotion_bytes is not None else "?"
+    if r.lag_at_promotion_bytes and r.lag_at_promotion_s is not None:
+        lag += f" (its last {r.lag_at_promotion_s:.1f} s of writes or more)"
     down = ""
     if r.leader_down_at is not None:
         down = f" ({_fmt(r.down_to_elected_s, live)} after {r.old_leader} stopped answering)"
@@ -138,6 +146,7 @@ class Stopwatch:
         self._seen = False
         self._leader: str | None = None
         self._primary_lsn: dict[str, int] = {}
+        self._trail: dict[str, deque[tuple[datetime, int]]] = {}
         self._standby_lsn: dict[str, int] = {}
         self._timeline: int | None = None
         self._outage_since: datetime | None = None
@@ -288,7 +297,8 @@ class Stopwatch:
             self._reports[-1] = closed
             out.append((self._tag(), self._summary_event(closed)))
         # The race as it stood at the last poll before the leader went silent: judged once, now.
-        self._forecast = forecast(self._answering) if self._answering is not None else None
+        past = past_outages(self._reports)
+        self._forecast = forecast(self._answering, past) if self._answering is not None else None
         report = FailoverReport(
             lost_at=snap.taken_at,
             old_leader=old,
@@ -404,7 +414,12 @@ class Stopwatch:
         lsn = fork if fork is not None else self._standby_lsn.get(new)
         if lsn is None or lsn == r.promotion_lsn:
             return {}
-        return {"promotion_lsn": lsn, "lag_at_promotion_bytes": max(0, r.old_leader_lsn - lsn)}
+        lost = max(0, r.old_leader_lsn - lsn)
+        upd: dict[str, object] = {"promotion_lsn": lsn, "lag_at_promotion_bytes": lost}
+        if r.old_leader is not None:
+            trail = self._trail.get(r.old_leader, ())
+            upd["lag_at_promotion_s"] = lost_seconds(trail, lsn) if lost else 0.0
+        return upd
 
     def _old_leader_back(
         self, snap: ClusterSnapshot, r: FailoverReport, upd: dict[str, object]
@@ -468,6 +483,9 @@ class Stopwatch:
                 continue
             if n.in_recovery is False and n.current_lsn is not None:
                 self._primary_lsn[n.name] = n.current_lsn
+                trail = self._trail.setdefault(n.name, deque(maxlen=TRAIL))
+                if not trail or trail[-1][1] != n.current_lsn:
+                    trail.append((snap.taken_at, n.current_lsn))
             elif n.in_recovery:
                 pos = [p for p in (n.receive_lsn, n.replay_lsn) if p is not None]
                 if pos:
@@ -497,6 +515,31 @@ class Stopwatch:
             ended_at=end,
             duration_s=_secs(r.lost_at, end) if end is not None else None,
         )
+
+
+def past_outages(reports: Sequence[FailoverReport]) -> tuple[float, ...]:
+    """The write outages of finished failovers (a leader change), oldest first: the client's where probed."""
+    out = []
+    for r in reports:
+        if not r.done or r.leader_kept or r.new_leader in (None, r.old_leader):
+            continue
+        seconds = r.client_write_outage_s if r.client_write_outage_s is not None else r.write_outage_s
+        if seconds is not None:
+            out.append(seconds)
+    return tuple(out)
+
+
+def lost_seconds(trail: Sequence[tuple[datetime, int]], fork: int) -> float | None:
+    """How long before its last reading a primary's WAL passed ``fork`` (None: not within the trail)."""
+    if not trail or trail[-1][1] <= fork:
+        return None
+    last_at = trail[-1][0]
+    for (t0, l0), (t1, l1) in zip(trail, list(trail)[1:], strict=False):
+        if l0 <= fork < l1:
+            # WAL between two readings is taken as written evenly between them.
+            crossed = t0 + (t1 - t0) * ((fork - l0) / (l1 - l0))
+            return _secs(crossed, last_at)
+    return None
 
 
 def client_outage(

@@ -8,6 +8,7 @@ the same position to a higher failover_priority (4.0: not in sync mode but among
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from pgtop_ha.judge.rules import FAILOVER_DATA_AT_RISK, FAILOVER_NO_CANDIDATE, FAILOVER_WRITES_BLOCKED
 from pgtop_ha.judge.tags import (
@@ -106,8 +107,14 @@ def _outage(snapshot: ClusterSnapshot) -> tuple[float, float]:
     return low, ttl + loop + PROMOTE_S + checks
 
 
-def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
-    """The race Patroni would run if the leader died now, every other member's reason, what is at risk."""
+PAST_OUTAGES = 5  # the past failovers' outages a forecast shows, the newest
+
+
+def forecast(snapshot: ClusterSnapshot, past: Sequence[float] | None = None) -> FailoverForecast:
+    """The race Patroni would run if the leader died now, every other member's reason, what is at risk.
+
+    ``past``: the write outages of the failovers the console timed on this cluster, oldest first.
+    """
     config = snapshot.patroni_config
     leader = next((m for m in snapshot.members if is_leader_role(m.role)), None)
     max_lag = DEFAULT_MAXIMUM_LAG_ON_FAILOVER
@@ -127,6 +134,10 @@ def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
         f"the write outage: Patroni's ttl and loop_wait, promotion, then HAProxy's rise at inter "
         f"{HAPROXY_INTER_S:g} s (its default: the stats do not give inter)",
     ]
+    recent = tuple(past[-PAST_OUTAGES:]) if past is not None else None
+    if recent:
+        told = ", ".join(f"{s:.1f}" for s in recent)
+        assumptions.append(f"this cluster's last failovers, timed by the console: writes stopped {told} s")
     if config is None:
         assumptions.append("Patroni's /config not read: its defaults (maximum_lag_on_failover 1 MiB, async)")
     if quorum:
@@ -229,6 +240,7 @@ def forecast(snapshot: ClusterSnapshot) -> FailoverForecast:
         slots_lost=_slots_lost(snapshot, leader_node),
         outage_min_s=outage[0] if outage else None,
         outage_max_s=outage[1] if outage else None,
+        past_outages_s=recent,
         assumptions=tuple(assumptions),
     )
 

@@ -35,4 +35,7 @@ class FailoverForecast(Frozen):
     slots_lost: tuple[str, ...] = ()  # logical slots on the leader the new leader would not have
     outage_min_s: float | None = None  # the expected write outage: at least
     outage_max_s: float | None = None  # and at most
+    # The write outages of this cluster's past failovers as the console timed them, newest last;
+    # None: no timeline stands behind this forecast (a one-shot `snapshot`), () none timed yet.
+    past_outages_s: tuple[float, ...] | None = None
     assumptions: tuple[str, ...] = ()  # what the forecast took as given

@@ -166,14 +166,20 @@ def _failover_lines(n: int, f: dict[str, Any]) -> list[str]:
     slots = f.get("permanent_slots_ok")
     if f.get("leader_kept") is True:
         return lines
+    lost_s = f.get("lag_at_promotion_s")
+    if isinstance(lag, int) and lag and isinstance(lost_s, int | float):
+        lag = f"{lag} B (the old leader's last {lost_s:.1f} s of writes or more)"
+    elif lag is not None:
+        lag = f"{lag} B"
     lines.append(
-        f"     lag at promotion: {'-' if lag is None else f'{lag} B'}; "
+        f"     lag at promotion: {'-' if lag is None else lag}; "
         f"replicas streaming after {_seconds(f.get('replicas_streaming_s'))}; "
         f"permanent slots: {'-' if slots is None else ('ok' if slots else 'MISSING')}"
     )
     shown = (
         "lost_at", "old_leader", "new_leader", "elected_at", "election_s", "write_outage_from",
-        "write_outage_to", "write_outage_s", "lag_at_promotion_bytes", "replicas_streaming_at",
+        "write_outage_to", "write_outage_s", "lag_at_promotion_bytes", "lag_at_promotion_s",
+        "replicas_streaming_at",
         "replicas_streaming_s", "permanent_slots_ok", "done", "leader_down_at", "down_to_elected_s",
         "client_write_outage_from", "client_write_outage_to", "client_write_outage_s", "leader_kept",
     )  # fmt: skip

@@ -117,3 +117,11 @@ def test_synchronous_replication_is_said_as_it_is() -> None:
     f = forecast(snap)
     assert (f.mode, f.strict, f.commit_waits_for) == ("quorum", True, "any 1 of node2, node3 (quorum)")
     assert {c.name: c.sync_state for c in f.contenders} == {"node2": "sync", "node3": "async"}
+
+
+def test_the_forecast_cites_this_clusters_past_outages() -> None:
+    assert forecast(healthy()).past_outages_s is None  # one-shot: no timeline behind it
+    assert forecast(healthy(), ()).past_outages_s == ()
+    f = forecast(healthy(), [float(s) for s in range(1, 9)])
+    assert f.past_outages_s == (4.0, 5.0, 6.0, 7.0, 8.0)
+    assert any("writes stopped 4.0, 5.0, 6.0, 7.0, 8.0 s" in a for a in f.assumptions)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from pgtop_ha.engines.stopwatch import LeaderSilence, summary
+from pgtop_ha.engines.stopwatch import LeaderSilence, lost_seconds, past_outages, summary
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.models.probe import WriteOutage
 from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry, Probe, WalReceiver
@@ -86,6 +86,30 @@ def test_failover_stopwatch_figures() -> None:
     # node1 wrote 500 bytes past the fork: it follows node2 again only once rewound.
     assert (r.old_leader_back, r.old_leader_back_at) == ("pg_rewind", t(14))
     assert only(tl, "node1 back as a replica of node2, by pg_rewind, 11.0 s after the loss").at == t(14)
+
+
+def test_the_wal_lost_is_dated_by_the_old_leaders_readings() -> None:
+    tl = Timeline()
+    writing = [node(healthy(s), "node1", current_lsn=L - 2000 + 500 * (s + 4)) for s in (-4, -2)]
+    feed(tl, [*writing, *_failover()])
+    (r,) = tl.failovers()
+    # The fork (L - 500) lies halfway between the readings at t-2 (L - 1000) and t0 (L).
+    assert r.lag_at_promotion_bytes == 500 and r.lag_at_promotion_s == 1.0
+    assert "lag at promotion 500 B (its last 1.0 s of writes or more)" in summary(r)
+
+
+def test_a_finished_failover_is_a_past_outage_of_the_next_forecast() -> None:
+    tl = Timeline()
+    feed(tl, _failover())
+    assert past_outages(tl.failovers()) == (7.0,)
+    ctx = Context(thresholds=Thresholds(), pools=tl.pools, now=t(20), outages=past_outages(tl.failovers()))
+    assert ctx.forecast(_after(20, writer=("node2",))).past_outages_s == (7.0,)
+
+
+def test_wal_lost_before_the_readings_began_is_not_dated() -> None:
+    trail = [(t(0), 1000), (t(1), 2000)]
+    assert lost_seconds(trail, 500) is None and lost_seconds(trail, 2000) is None
+    assert lost_seconds(trail, 1500) == 0.5 and lost_seconds([], 1) is None
 
 
 def test_an_old_leader_copied_anew_came_back_by_reinit() -> None:

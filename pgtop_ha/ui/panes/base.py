@@ -101,6 +101,7 @@ class Context:
     history: Sequence[ClusterSnapshot] = ()  # older snapshots, oldest first, current excluded
     events: Sequence[Event] = ()
     checks: Sequence[ActiveCheck] = ()  # the timeline's disagreements past their grace period
+    outages: Sequence[float] | None = None  # past failovers' write outages (engines.stopwatch.past_outages)
 
     # What several panes derive from the same snapshot, derived once per context (one context
     # serves every pane of one refresh): {what: (the snapshot it was derived from, the result)}.
@@ -149,7 +150,7 @@ class Context:
 
     def forecast(self, snapshot: ClusterSnapshot) -> FailoverForecast:
         """If the leader died now (judge.forecast), once per context and snapshot."""
-        return self._once("forecast", snapshot, lambda: forecast(snapshot))
+        return self._once("forecast", snapshot, lambda: forecast(snapshot, self.outages))
 
     def check(self, rule: str) -> ActiveCheck | None:
         """The active check of ``rule`` (judge.checks.CHECK_RULES), if one is past its grace."""

@@ -44,6 +44,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     marks = forecast_marks(snapshot, f, ctx.thresholds)
     winner = " or ".join(f.winners) if f.winners else "nobody"  # a tie: whoever takes the key first
     outage = f"{duration(f.outage_min_s)}–{duration(f.outage_max_s)}" if f.outage_max_s is not None else "?"
+    if f.past_outages_s:
+        outage += f" (past here: {', '.join(duration(s) for s in f.past_outages_s)})"
     lost = f"; logical slots lost: {', '.join(f.slots_lost)}" if f.slots_lost else ""
     summary = f"{winner} takes over ({f.mode}, {f.policy}); writes stop about {outage}{lost}"
     head = Row(

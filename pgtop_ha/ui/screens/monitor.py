@@ -16,6 +16,7 @@ from textual.containers import Grid
 from textual.reactive import reactive
 from textual.screen import Screen
 
+from pgtop_ha.engines.stopwatch import past_outages
 from pgtop_ha.judge.health import banner_notes
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.needs import Needs
@@ -262,6 +263,7 @@ class MonitorScreen(Screen[None]):
             history=tuple(history),
             events=tuple(app.events),
             checks=tuple(app.timeline.checks()),
+            outages=past_outages(app.timeline.failovers()),
         )
 
     def refresh_view(self) -> int:
