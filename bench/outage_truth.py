@@ -2,11 +2,13 @@
 
 A client INSERTs through HAProxy's writer port every 0.1 s, each on a new connection, while
 `pgtop-ha record` runs beside it; then a fault (switchover, failover with the leader's Patroni
-stopped, or kill -9 of the leader's postmaster). The client's outage runs from its first failed
-write to its next success; the console's is the stopwatch recomputed from the recording by
-`pgtop-ha events --json`. Example (the lab up at its default state dir):
+stopped, kill -9 of the leader's postmaster, or SIGSTOP of all the leader's processes, thawed once
+the client writes again). The client's outage runs from its first failed write until writes
+succeed and keep succeeding (the end of the first success after its last failure); the
+console's is the stopwatch recomputed from the recording by `pgtop-ha events --json`.
+Example (the lab up at its default state dir):
 
-    .venv/bin/python bench/outage_truth.py --runs 3 --scenarios switchover,failover,crash
+    .venv/bin/python bench/outage_truth.py --runs 3 --scenarios switchover,failover,crash,freeze
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import asyncpg
 
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import DBNAME, SUPERUSER, Layout, saved_layout
+from pgtop_ha.lab.layout import DBNAME, OPERATOR_USER, SUPERUSER, Layout, saved_layout
 
 PERIOD_S = 0.1
 TABLE = "outage_truth"
@@ -91,16 +93,18 @@ class Client(threading.Thread):
         asyncio.run(self._loop())
 
     def span(self, after: datetime) -> tuple[datetime, datetime] | None:
-        """From the first failed write started at or after ``after`` to the end of the next success."""
+        """From the first failed write started at or after ``after`` to the end of the first success
+        after which writes kept succeeding (None while the last attempt failed)."""
         done = sorted(self.attempts)
         start = next((at for at, _, ok in done if at >= after and not ok), None)
         if start is None:
             return None
-        end = next((e for at, e, ok in done if at > start and ok), None)
+        last_fail = max(at for at, _, ok in done if at >= start and not ok)
+        end = next((e for at, e, ok in done if at > last_fail and ok), None)
         return None if end is None else (start, end)
 
     def outage(self, after: datetime) -> float | None:
-        """Seconds from the first failed write at or after ``after`` to the next success."""
+        """Seconds from the first failed write at or after ``after`` until writes kept succeeding."""
         span = self.span(after)
         return None if span is None else round((span[1] - span[0]).total_seconds(), 3)
 
@@ -118,15 +122,36 @@ def wait(cond: Any, within: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def one_run(lab: Lab, scenario: str, config: Path, settle: float, keep: Path | None) -> dict[str, Any]:
-    """One fault with the client and a recorder beside it: both figures."""
+async def _grant(lab: Lab) -> None:
+    """The table the client writes, and the console's write probe allowed to INSERT into it."""
+    conn = await asyncpg.connect(
+        host="127.0.0.1",
+        port=lab.layout.writer_port,
+        user=SUPERUSER,
+        database=DBNAME,
+        passfile=str(lab.layout.pgpass),
+    )
+    try:
+        await conn.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (at timestamptz)")
+        await conn.execute(f"GRANT INSERT ON {TABLE} TO {OPERATOR_USER}")
+    finally:
+        await conn.close()
+
+
+def one_run(
+    lab: Lab, scenario: str, config: Path, settle: float, keep: Path | None, probe: bool
+) -> dict[str, Any]:
+    """One fault with the client and a recorder beside it: both figures (and the write probe's)."""
     wait(lab.healthy, 180, "healthy lab")
+    if probe:
+        asyncio.run(_grant(lab))
     client = Client(lab)
     client.start()
     with tempfile.TemporaryDirectory() as tmp:
         rec = Path(tmp) / "run.pgtop"
+        extra = ["--operator", "--probe-writes", TABLE] if probe else []
         recorder = subprocess.Popen(
-            [PGTOP, "--config", str(config), "record", str(rec)],
+            [PGTOP, "--config", str(config), "record", *extra, str(rec)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
@@ -141,10 +166,17 @@ def one_run(lab: Lab, scenario: str, config: Path, settle: float, keep: Path | N
                 faults.switchover(lab)
             elif scenario == "failover":
                 faults.stop_patroni(lab, old)
+            elif scenario == "freeze":
+                faults.freeze(lab, old)
             else:
                 faults.kill_primary(lab)
-            wait(lambda: client.outage(began) is not None, 120, "end of the client's outage")
+            try:
+                wait(lambda: client.outage(began) is not None, 120, "end of the client's outage")
+            finally:
+                if scenario == "freeze":
+                    faults.thaw(lab, old)
             time.sleep(15)  # the recorder sees HAProxy settle and the stopwatch close
+            wait(client.writing, 30, "client writes that keep succeeding")
         finally:
             os.kill(recorder.pid, signal.SIGINT)
             recorder.wait(timeout=30)
@@ -168,6 +200,7 @@ def one_run(lab: Lab, scenario: str, config: Path, settle: float, keep: Path | N
         "scenario": scenario,
         "client_s": client.outage(began),
         "console_s": first.get("write_outage_s"),
+        "probe_s": first.get("client_write_outage_s"),
         "client": [f"{t:%H:%M:%S.%f}"[:12] for t in span] if span else None,
         "console": [first.get("write_outage_from"), first.get("write_outage_to")],
     }
@@ -178,15 +211,17 @@ def main() -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--state-dir", type=Path, default=Path("/var/lib/pgtop-ha/lab"))
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--scenarios", default="switchover,failover,crash")
+    p.add_argument("--scenarios", default="switchover,failover,crash,freeze")
     p.add_argument("--settle", type=float, default=5.0)
     p.add_argument("--keep", type=Path, help="keep each run's recording in this folder")
+    p.add_argument("--probe-writes", action="store_true", help="the console's write probe on (operator)")
     args = p.parse_args()
     layout = saved_layout(args.state_dir) or Layout(base_port=25400, state_dir=args.state_dir)
     lab = Lab(layout, out=io.StringIO())
     for scenario in args.scenarios.split(","):
         rows = [
-            one_run(lab, scenario, layout.console_config, args.settle, args.keep) for _ in range(args.runs)
+            one_run(lab, scenario, layout.console_config, args.settle, args.keep, args.probe_writes)
+            for _ in range(args.runs)
         ]
         for row in rows:
             print(json.dumps(row), flush=True)
@@ -196,6 +231,7 @@ def main() -> int:
             "runs": len(rows),
             "client_median_s": statistics.median(c for c, _ in pairs) if pairs else None,
             "console_median_s": statistics.median(k for _, k in pairs) if pairs else None,
+            "difference_median_s": statistics.median(round(k - c, 3) for c, k in pairs) if pairs else None,
             "missing": len(rows) - len(pairs),
         }
         print(json.dumps(summary), flush=True)

@@ -18,7 +18,7 @@ from pgtop_ha.models.snapshot import HAProxyServer
 AGGREGATES = frozenset({"FRONTEND", "BACKEND"})
 _REQUIRED = ("pxname", "svname", "status")
 _COLUMNS_READ = (
-    *_REQUIRED, "check_status", "check_code", "scur", "stot", "lastchg", "weight", "addr",
+    *_REQUIRED, "check_status", "check_code", "scur", "stot", "lbtot", "lastchg", "weight", "addr",
     "check_rise", "check_fall",
 )  # fmt: skip
 _MAX_STATS_BYTES = 8 * 1024 * 1024
@@ -118,6 +118,7 @@ def read_stats(text: str, pooled: Callable[[str], bool] | None = None, limit: in
                 check_code=as_int(_cell(cells, at, "check_code")),
                 sessions=as_int(_cell(cells, at, "scur")),
                 sessions_total=as_int(_cell(cells, at, "stot")),
+                selected_total=as_int(_cell(cells, at, "lbtot")),
                 last_change_s=as_int(_cell(cells, at, "lastchg")),
                 weight=as_int(_cell(cells, at, "weight")),
                 check_rise=as_int(_cell(cells, at, "check_rise")),

@@ -56,6 +56,9 @@ from pgtop_ha.settings import PostgresSettings
 
 BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 10.0
+# A server that has just failed is asked again every cycle for this long before backing off: a
+# crashed primary restarted in place serves writes again within seconds.
+QUICK_RETRY_S = 30.0
 REFRESH_S = 5.0  # process memory is read this often while the Memory pane is shown alone
 DASHBOARD_REFRESH_S = 15.0  # ... and this often while it is one pane of several
 # Pending restarts are re-read when pg_conf_load_time() changes, and at least this often anyway.
@@ -346,6 +349,7 @@ class NodeReader:
         # Local nodes' memory comes from this host's /proc; ``local`` overrides the guess.
         self._local = procmem.is_local_host(target.host) if local is None else local
         self._failures = 0
+        self._failing_from = 0.0  # the event loop's time of this run of failures' first
         self._retry_at = 0.0
         self._asked_at: datetime | None = None  # when the poll in flight (or the last) was sent
         self._failing_since: datetime | None = None
@@ -477,8 +481,13 @@ class NodeReader:
     def _fail(self, message: str) -> None:
         loop = asyncio.get_running_loop()
         self._failures += 1
-        delay = min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** (self._failures - 1))
-        self._retry_at = loop.time() + delay
+        if self._failures == 1:
+            self._failing_from = loop.time()
+        if loop.time() - self._failing_from < QUICK_RETRY_S:
+            self._retry_at = 0.0
+        else:
+            delay = min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** (self._failures - 1))
+            self._retry_at = loop.time() + delay
         if self._failures == 1:
             lost = self._lost_at
             asked = self._asked_at

@@ -147,6 +147,7 @@ class Stopwatch:
         self._leader: str | None = None
         self._primary_lsn: dict[str, int] = {}
         self._trail: dict[str, deque[tuple[datetime, int]]] = {}
+        self._last: ClusterSnapshot | None = None  # the snapshot before: where writes went since
         self._standby_lsn: dict[str, int] = {}
         self._timeline: int | None = None
         self._outage_since: datetime | None = None
@@ -177,9 +178,10 @@ class Stopwatch:
 
     def observe(self, snap: ClusterSnapshot) -> list[Tagged]:
         """Fold one snapshot in; returns new or updated events, each with its tag."""
-        at = snap.taken_at
         out: list[Tagged] = []
-        ok = writes_ok(snap, self.pools)
+        ok = writes_ok(snap, self.pools, self._last)
+        self._last = snap
+        back_at = _answered_at(snap, self._leader) if ok else snap.taken_at
         ended: datetime | None = None
         if ok is False and self._outage_since is None:
             self._outage_since = self._first_sign(snap)
@@ -196,15 +198,15 @@ class Stopwatch:
         run = self.running()
         if run is not None:
             self._haproxy_seen = self._haproxy_seen or ok is not None
-            updated, milestones = self._advance(run, snap, ok, ended)
+            updated, milestones = self._advance(run, snap, ok, ended, back_at)
             if updated != run:
                 self._reports[-1] = updated
                 out.extend(milestones)
                 out.append((self._tag(), self._summary_event(updated)))
-            if updated.write_outage_to == at:
+            if updated.write_outage_to == back_at:
                 ended = None
         if ended is not None and self._seen:
-            out.extend(self._kept(ended, snap))
+            out.extend(self._kept(ended, back_at))
         out.extend(self._client_writes(snap))
         self._remember(snap)
         return out
@@ -270,9 +272,8 @@ class Stopwatch:
 
     # -- steps --------------------------------------------------------------------------------
 
-    def _kept(self, since: datetime, snap: ClusterSnapshot) -> list[Tagged]:
-        """A write outage that ended without a leader change: a record of its own."""
-        at = snap.taken_at
+    def _kept(self, since: datetime, at: datetime) -> list[Tagged]:
+        """A write outage that ended at ``at`` without a leader change: a record of its own."""
         lasted = _secs(since, at)
         report = FailoverReport(
             lost_at=since,
@@ -316,7 +317,12 @@ class Stopwatch:
         return out
 
     def _advance(
-        self, r: FailoverReport, snap: ClusterSnapshot, ok: bool | None, ended: datetime | None
+        self,
+        r: FailoverReport,
+        snap: ClusterSnapshot,
+        ok: bool | None,
+        ended: datetime | None,
+        back_at: datetime,
     ) -> tuple[FailoverReport, list[Tagged]]:
         at = snap.taken_at
         upd: dict[str, object] = {}
@@ -328,9 +334,9 @@ class Stopwatch:
         outage_from = upd.get("write_outage_from", r.write_outage_from)
         if ended is not None and r.write_outage_to is None and outage_from == ended:
             assert isinstance(outage_from, datetime)
-            lasted = _secs(outage_from, at)
-            upd.update(write_outage_to=at, write_outage_s=lasted)
-            out.append(_writes_back(at, lasted, leader))
+            lasted = _secs(outage_from, back_at)
+            upd.update(write_outage_to=back_at, write_outage_s=lasted)
+            out.append(_writes_back(back_at, lasted, leader))
         if r.new_leader is None and leader is not None:
             upd.update(new_leader=leader, elected_at=at, election_s=_secs(r.lost_at, at))
             key_s = _secs(r.lost_at, at)
@@ -515,6 +521,18 @@ class Stopwatch:
             ended_at=end,
             duration_s=_secs(r.lost_at, end) if end is not None else None,
         )
+
+
+def _answered_at(snap: ClusterSnapshot, leader: str | None) -> datetime:
+    """When this snapshot's evidence that writes succeed arrived: the later of HAProxy's answer and
+    the leader's PostgreSQL's (the snapshot itself is assembled once the slowest source answers)."""
+    n = snap.node(snap.cluster.leader or leader or "")
+    stamps = [n.last_ok_at if n is not None else None]
+    if snap.haproxy.servers:
+        stamps.append(snap.haproxy.last_ok_at)
+    if None in stamps:
+        return snap.taken_at
+    return min(snap.taken_at, max(s for s in stamps if s is not None))
 
 
 def past_outages(reports: Sequence[FailoverReport]) -> tuple[float, ...]:

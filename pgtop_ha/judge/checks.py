@@ -92,12 +92,34 @@ def leader_pg_ok(snap: ClusterSnapshot, leader: str) -> bool | None:
     return True
 
 
-def writes_ok(snap: ClusterSnapshot, pools: Pools) -> bool | None:
+# New connections the writer pool balanced since the last snapshot that show where writes go.
+LANDED_ENOUGH = 2
+
+
+def writes_landed(prev: ClusterSnapshot, snap: ClusterSnapshot, pools: Pools) -> dict[str, int]:
+    """New connections HAProxy's balancer gave each writer-pool member between two snapshots (lbtot)."""
+    before = {
+        (s.proxy, s.server): s.selected_total for s in prev.haproxy.servers if pools.kind(s.proxy) == "writer"
+    }
+    out: dict[str, int] = {}
+    for s in snap.haproxy.servers:
+        was = before.get((s.proxy, s.server))
+        if pools.kind(s.proxy) != "writer" or was is None or s.selected_total is None:
+            continue
+        grew = s.selected_total - was  # negative: HAProxy restarted, its counters anew
+        if grew > 0:
+            out[member_of(s)] = out.get(member_of(s), 0) + grew
+    return out
+
+
+def writes_ok(snap: ClusterSnapshot, pools: Pools, prev: ClusterSnapshot | None = None) -> bool | None:
     """Whether a client's write through HAProxy can succeed now; None when it cannot be told.
 
     False at the first sign it cannot: the leader key lost, the leader's PostgreSQL unreachable or
     in recovery, or the writer pool not routing to the leader alone. True once HAProxy routes
-    writes to the leader and its PostgreSQL answers as primary.
+    writes to the leader and its PostgreSQL answers as primary. With ``prev``, a pool that still
+    lists another server UP but sent every new connection since to the leader (`balance first`,
+    the leader first) routes writes to the leader.
     """
     if not snap.cluster.reachable:
         return None  # the leader is unknown this cycle
@@ -114,7 +136,9 @@ def writes_ok(snap: ClusterSnapshot, pools: Pools) -> bool | None:
     if any(name not in known_names(snap) for name in up):
         return None  # a server that is no known member: where writes go is not known
     if up != [leader]:
-        return False
+        landed = writes_landed(prev, snap, pools) if prev is not None and leader in up else {}
+        if list(landed) != [leader] or landed[leader] < LANDED_ENOUGH:
+            return False
     # A leader whose PostgreSQL is not read (no node for it) is judged by its routing alone.
     return None if pg is None and snap.node(leader) is not None else True
 

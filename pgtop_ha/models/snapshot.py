@@ -521,6 +521,7 @@ class HAProxyServer(Bounded):
     check_code: int | None = None
     sessions: int | None = None
     sessions_total: int | None = None
+    selected_total: int | None = None  # times the balancer chose it for a new connection (lbtot)
     last_change_s: int | None = None
     weight: int | None = None
     check_rise: int | None = None  # consecutive good checks before HAProxy marks it UP

@@ -13,7 +13,7 @@ from pgtop_ha.collect.http import GetOnlyClient
 from pgtop_ha.collect.membership import Membership, MemberSources
 from pgtop_ha.collect.patroni import ClusterView, OwnView, PatroniClient
 from pgtop_ha.collect.poller import Poller
-from pgtop_ha.collect.postgres import BACKOFF_MAX_S, NodeReader, Target
+from pgtop_ha.collect.postgres import BACKOFF_MAX_S, QUICK_RETRY_S, NodeReader, Target
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.judge.health import UNSETTLED_S
 from pgtop_ha.models.snapshot import ClusterInfo, Member, NodeSnapshot
@@ -94,6 +94,20 @@ async def test_a_new_patroni_state_ends_the_postgresql_readers_backoff() -> None
     assert reader._retry_at == later
     m._apply(view("running"))
     assert reader._retry_at == 0.0 and reader._failures == 4  # failing again backs off where it was
+
+
+async def test_a_server_that_just_failed_is_asked_every_cycle_then_backed_off() -> None:
+    # A crashed primary restarted in place served writes again a second before the reader, backing
+    # off, asked it again: the write outage it timed ran long by that much.
+    reader = NodeReader(
+        Target("n2", "127.0.0.1", 1, "postgres"), PostgresSettings(), Clock(), proc=Path("/proc")
+    )
+    for _ in range(5):
+        reader._fail("connection refused")
+        assert reader._retry_at == 0.0
+    reader._failing_from -= QUICK_RETRY_S
+    reader._fail("connection refused")
+    assert reader._retry_at > asyncio.get_running_loop().time()
 
 
 async def test_a_member_no_longer_listed_keeps_nothing_restless() -> None:

@@ -53,6 +53,28 @@ def test_writer_pool_to_none_or_to_a_non_leader() -> None:
     assert keys(bare) == [] and writes_ok(bare, POOLS) is None
 
 
+def _sessions(snap: ClusterSnapshot, **totals: int) -> ClusterSnapshot:
+    servers = tuple(
+        s.model_copy(update={"selected_total": totals.get(s.server, 0)}) if s.proxy == "pg_writer" else s
+        for s in snap.haproxy.servers
+    )
+    return snap.model_copy(update={"haproxy": snap.haproxy.model_copy(update={"servers": servers})})
+
+
+def test_writes_land_on_the_leader_while_another_server_is_still_up() -> None:
+    # `balance first` with the new leader first: every new connection goes to it while the demoted
+    # server's checks still pass; a client's writes succeed from then.
+    both = writers(healthy(), "node1", "node2")
+    prev = _sessions(both, node1=10, node2=50)
+    assert writes_ok(_sessions(both, node1=13, node2=50), POOLS, prev) is True
+    assert writes_ok(_sessions(both, node1=13, node2=50), POOLS) is False  # no counts to go by
+    assert writes_ok(_sessions(both, node1=12, node2=51), POOLS, prev) is False  # shared: roundrobin
+    assert writes_ok(_sessions(both, node1=11, node2=50), POOLS, prev) is False  # one is no evidence
+    assert writes_ok(_sessions(both, node1=0, node2=0), POOLS, prev) is False  # HAProxy restarted
+    # Only ever the leader: a demoted server that took the writes is no route to the leader.
+    assert writes_ok(_sessions(both, node1=10, node2=53), POOLS, prev) is False
+
+
 def test_role_against_recovery_beyond_grace() -> None:
     snap = node(healthy(), "node1", in_recovery=True)
     (check,) = [c for c in disagreements(snap, POOLS) if c.key == "role:node1"]

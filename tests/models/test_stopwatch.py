@@ -440,6 +440,18 @@ def test_a_primary_restarted_in_place_is_a_write_outage_record() -> None:
     assert stopwatch_text(r, t(5)).startswith("⏱ no failover: node1 kept the leader · writes down 3.5s")
 
 
+def test_writes_are_back_when_the_answers_that_show_it_arrived() -> None:
+    # The snapshot is assembled once its slowest source answers; HAProxy's routing and the leader's
+    # PostgreSQL said writes succeed before that.
+    back = node(_before(4.5), "node1", last_ok_at=t(4.2))
+    back = back.model_copy(update={"haproxy": back.haproxy.model_copy(update={"last_ok_at": t(4.1)})})
+    tl = Timeline()
+    feed(tl, [_before(0), pg_down(_before(1), "node1"), back])
+    (r,) = tl.failovers()
+    assert (r.write_outage_from, r.write_outage_to, r.write_outage_s) == (t(1), t(4.2), 3.2)
+    assert only(tl, "write outage 3.2 s: HAProxy routes writes to the leader node1 again").at == t(4.2)
+
+
 def test_a_leader_in_recovery_is_a_write_outage_from_that_poll() -> None:
     tl = Timeline()
     feed(tl, [_before(0), node(_before(1), "node1", in_recovery=True), _before(2)])
