@@ -362,10 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "check":
             return _check(args)
         if args.command == "record":
-            from pgtop_ha.record.headless import run_record
-            from pgtop_ha.record.limits import parse_limit
+            from pgtop_ha.console import run_recorder
 
-            return run_record(_settings(args), args.file, parse_limit(args.record_max))
+            return run_recorder(_settings(args), args.file, args.record_max)
         if args.command == "replay":
             return run_replay(args)
         if args.command == "serve":

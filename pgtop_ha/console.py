@@ -18,6 +18,7 @@ from pgtop_ha.runtime import run_app, run_built, settle_heap
 from pgtop_ha.settings import Settings, load_settings, recorded_settings, resolve_mode
 
 if TYPE_CHECKING:
+    from pgtop_ha.clock import Clock
     from pgtop_ha.collect.poller import Poller
     from pgtop_ha.ui.app import PgtopApp
     from pgtop_ha.ui.attach import AttachApp
@@ -81,17 +82,31 @@ def _import_ui(*, operator: bool) -> None:
     import_main_screen(operator)
 
 
-def build_poller(settings: Settings, *, operator: bool) -> Poller:
+def run_recorder(settings: Settings, path: Path, record_max: str) -> int:
+    """`pgtop-ha record FILE`: the read path, and in operator mode the write probe asked for."""
+    from pgtop_ha.record.headless import require_targets, run_record
+    from pgtop_ha.record.limits import parse_limit
+
+    limit = parse_limit(record_max)
+    require_targets(settings)
+    operator = not resolve_mode(settings, os.environ).read_only
+    if settings.probes.write_table and not operator:
+        # Said, not silently dropped: the user asked for writes the read-only mode cannot send.
+        print("pgtop-ha: write probe off: read-only mode sends no INSERT (--operator to measure)")
+    return run_record(settings, path, limit, source=build_poller(settings, operator=operator))
+
+
+def build_poller(settings: Settings, *, operator: bool, clock: Clock | None = None) -> Poller:
     """The read path; in operator mode with probes.write_table set, the write probe beside it."""
+    from pgtop_ha.clock import system_clock
     from pgtop_ha.collect.poller import Poller
 
-    poller = Poller.from_settings(settings)
+    poller = Poller.from_settings(settings, clock or system_clock)
     if operator and settings.probes.write_table:
         # The write probe exists only beside the actions: read-only mode has no INSERT to send.
         from pgtop_ha.actions.write_probe import build_write_probe
-        from pgtop_ha.clock import system_clock
 
-        poller.add_probe(build_write_probe(settings, system_clock))
+        poller.add_probe(build_write_probe(settings, clock or system_clock))
     return poller
 
 

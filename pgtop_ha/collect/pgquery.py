@@ -270,13 +270,20 @@ _SESSIONS = """,
        age(a.backend_xmin)::bigint as xmin_age"""
 
 
-def _processes(caps: Capabilities, remote_memory: bool, sessions: bool = False) -> str:
+# An idle client session: listed only where its memory is read, counted otherwise.
+_IDLE_SESSION = "a.backend_type = 'client backend' and a.state = 'idle'"
+_IDLE_COUNT = f"(select count(*) from pg_stat_activity a where {_IDLE_SESSION})"
+
+
+def _processes(caps: Capabilities, remote_memory: bool, sessions: bool = False, idle: bool = True) -> str:
     memory = ""
     if remote_memory:
         smaps = _read("'/proc/' || a.pid || '/smaps_rollup'")
         status = _read("'/proc/' || a.pid || '/status'")
         memory = f", {smaps} as smaps, {status} as status"
-    return _view("processes", caps.version, memory=memory, sessions=_SESSIONS if sessions else "")
+    where = "" if idle else f"\nwhere not ({_IDLE_SESSION})"
+    extra = _SESSIONS if sessions else ""
+    return _view("processes", caps.version, memory=memory, sessions=extra, where=where)
 
 
 # HugePages as PostgreSQL sees them; the last two are NULL where the server is too old (< 15, < 17).
@@ -322,6 +329,7 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
     that time changes.
     """
     v = caps.version
+    idle = remote_memory or "memory" in needs  # each process's memory is read: every one listed
     paused = "pg_is_wal_replay_paused()"
     if v >= 140000:
         paused = "pg_get_wal_replay_pause_state() <> 'not paused'"
@@ -358,8 +366,9 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
         ("slots_total", "(select count(*) from pg_replication_slots)"),
         ("subscriptions", _agg(_view("subscriptions", v))),
         ("archiver", _row(_archiver(caps))),
-        ("processes", _agg(_processes(caps, remote_memory, "sessions" in needs), MAX_PROCESSES)),
+        ("processes", _agg(_processes(caps, remote_memory, "sessions" in needs, idle), MAX_PROCESSES)),
         ("processes_total", "(select count(*) from pg_stat_activity)"),
+        *([] if idle else [("idle_sessions", _IDLE_COUNT)]),
         ("horizon", _agg(_view("horizon", v), MAX_HORIZON)),
         (
             "open_transactions",

@@ -74,7 +74,7 @@ from pgtop_ha.judge.rules import (
 from pgtop_ha.judge.serverlog import log_findings
 from pgtop_ha.judge.sessions import session_findings
 from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
-from pgtop_ha.models.derive import failover_slots, member_names, permanent_slots
+from pgtop_ha.models.derive import failover_slots, listed_processes, member_names, permanent_slots
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
 from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined, upstream_of
 from pgtop_ha.models.snapshot import (
@@ -787,7 +787,7 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds, read_at: datetime) -> 
     for what, shown, total in (
         ("slots", len(n.slots), n.slots_total),
         ("lock processes", len(n.locks or ()), n.locks_total),
-        ("processes", sum(1 for p in n.processes if p.backend_type != "postmaster"), n.processes_total),
+        ("processes", listed_processes(n), n.processes_total),
     ):
         if total is not None and total > shown:
             text = f"{total - shown} more {what} not shown ({total}; past the row cap)"

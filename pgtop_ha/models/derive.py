@@ -540,3 +540,8 @@ def permanent_slots(snapshot: ClusterSnapshot, *, logical_only: bool = False) ->
         if logical or not logical_only:
             out[name] = "logical" if logical else "physical"
     return out
+
+
+def listed_processes(n: NodeSnapshot) -> int:
+    """The processes a node's read accounts for: listed (the postmaster aside), or counted as idle."""
+    return sum(1 for p in n.processes if p.backend_type != "postmaster") + (n.idle_sessions or 0)

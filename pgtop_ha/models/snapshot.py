@@ -464,6 +464,9 @@ class NodeReadings(Bounded):
     slots: tuple[Slot, ...] = ()
     slots_total: int | None = None  # slots the server has: more than ``slots`` past the row cap
     processes_total: int | None = None  # pg_stat_activity's rows: more than ``processes`` past the cap
+    # Idle client sessions counted, not listed in ``processes`` (None: every process is listed there,
+    # as when their memory is read).
+    idle_sessions: int | None = None
     copy_progress: tuple[CopyProgress, ...] = ()
     maintenance: tuple[Maintenance, ...] = ()
     horizon: tuple[HorizonHolder, ...] = ()  # oldest first, up to collect.pgquery.MAX_HORIZON

@@ -139,12 +139,19 @@ async def record(
     return 0
 
 
-def run_record(settings: Settings, path: Path, limit: RecordLimit) -> int:
-    """`pgtop-ha record FILE`: ConfigError when there is nothing to poll; the exit code."""
+def require_targets(settings: Settings) -> None:
+    """ConfigError when the settings give nothing to record."""
     if (
         not settings.patroni.urls
         and not settings.nodes
         and not (settings.haproxy.url or settings.haproxy.socket)
     ):
         raise ConfigError("nothing to record: give --patroni URL (or [[nodes]] / --haproxy in the config)")
-    return run(record(settings, path, limit))
+
+
+def run_record(
+    settings: Settings, path: Path, limit: RecordLimit, source: SnapshotSourceLike | None = None
+) -> int:
+    """`pgtop-ha record FILE`: ConfigError when there is nothing to poll; the exit code."""
+    require_targets(settings)
+    return run(record(settings, path, limit, source=source))

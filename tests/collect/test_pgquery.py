@@ -56,6 +56,16 @@ def test_statement_matches_version(version: int) -> None:
     assert "processes.memory" not in missing
 
 
+def test_idle_sessions_are_counted_unless_their_memory_is_read() -> None:
+    caps = _caps(150000, **MONITOR)
+    calm = build_query(caps, remote_memory=False, needs=frozenset({"sessions"}))
+    assert "where not (a.backend_type = 'client backend' and a.state = 'idle')" in calm
+    assert "'idle_sessions'" in calm
+    for memory in (build_query(caps, remote_memory=False, needs=frozenset({"memory"})),
+                   build_query(caps, remote_memory=True)):  # fmt: skip
+        assert "where not (a.backend_type" not in memory and "'idle_sessions'" not in memory
+
+
 def test_grants_shape_the_statement() -> None:
     bare = _caps(150000)
     sql = build_query(bare, remote_memory=False)

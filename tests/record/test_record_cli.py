@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pgtop_ha.cli import main
+from pgtop_ha.collect.poller import Poller
 from pgtop_ha.record.reader import Recording
 from tests.record.helpers import failover_script, record_script
 
@@ -197,6 +198,29 @@ def test_record_refuses_nothing_to_poll_and_bad_limits(
     )
     assert "--record-max" in capsys.readouterr().err
     assert not (tmp_path / "a.db").exists() and not (tmp_path / "b.db").exists()
+
+
+def test_record_sends_the_write_probe_asked_for_only_as_an_operator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "probe.toml"
+    config.write_text(
+        '[patroni]\nurls = ["http://127.0.0.1:1"]\n'
+        '[[probes.endpoints]]\nname = "writer"\nhost = "127.0.0.1"\nport = 1\nkind = "writer"\n'
+    )
+    sources: list[Poller] = []
+
+    def recorded(settings: object, path: object, limit: object, source: Poller) -> int:
+        sources.append(source)
+        return 0
+
+    monkeypatch.setattr("pgtop_ha.record.headless.run_record", recorded)
+    base = ["record", str(tmp_path / "r.db"), "--config", str(config), "--probe-writes", "probe_t"]
+    assert main([*base, "--operator"]) == 0
+    assert [p.kind for p in sources[-1]._probes] == ["writer", "write"]
+    assert main([*base, "--read-only"]) == 0
+    assert [p.kind for p in sources[-1]._probes] == ["writer"]
+    assert "write probe off: read-only mode sends no INSERT" in capsys.readouterr().out
 
 
 def _empty_config(tmp_path: Path) -> Path:

@@ -30,6 +30,16 @@ def test_longest_running_first_then_the_idle_counted() -> None:
     assert rows[1].cells["wait"].text == "Client:ClientRead" and rows[0].cells["client"].text == "10.0.0.31"
 
 
+def test_idle_sessions_counted_by_the_server_join_the_idle_row() -> None:
+    snap = node(fx.sessioned(), "node1", idle_sessions=198)
+    rows = [r for r in sessions.rows(snap, _ctx()) if r.node == "node1"]
+    assert rows[-1].key == "node1|idle" and rows[-1].cells["state"].text == "200 idle"
+    total = len(snap.node("node1").processes) + 198  # type: ignore[union-attr]
+    capped = node(snap, "node1", processes_total=total + 5)
+    more = [r.cells["pid"].text for r in sessions.rows(capped, _ctx()) if r.key == "node1|more"]
+    assert more == ["+5 processes"]
+
+
 def test_the_rules_mark_the_cells_they_are_about() -> None:
     rows = {r.key: r for r in sessions.rows(fx.sessioned(), _ctx())}
     assert rows["node1|4100"].cells["xact"].level is not None  # open 30 minutes

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pgtop_ha.judge.health import node_state
 from pgtop_ha.judge.sessions import session_marks
+from pgtop_ha.models.derive import listed_processes
 from pgtop_ha.models.snapshot import ClusterSnapshot, Process
 from pgtop_ha.models.verdict import cell_level
 from pgtop_ha.ui.format import age, age_step, count, shown
@@ -96,12 +97,12 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         busy = [p for p in clients if p.state != IDLE]
         busy.sort(key=lambda p: -(running_for(p) or 0.0))
         out.extend(_session_row(node.name, p, ctx) for p in busy)
-        idle = len(clients) - len(busy)
+        idle = len(clients) - len(busy) + (node.idle_sessions or 0)
         if idle:
             cells = {**blanks(*(c.key for c in COLUMNS)), "node": cell(node.name)}
             cells["state"] = cell(f"{idle} idle")
             out.append(Row(key=f"{node.name}|idle", node=node.name, cells=cells))
-        out.extend(more_row(COLUMNS, node.name, len(node.processes), node.processes_total, "processes"))
+        out.extend(more_row(COLUMNS, node.name, listed_processes(node), node.processes_total, "processes"))
     return out
 
 
