@@ -317,13 +317,21 @@ def _agg(sql: str, cap: int | None = None) -> str:
     return f"(select coalesce(json_agg(t), '[]'::json) from ({rows}) t)"
 
 
-def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, needs: Needs = NONE) -> str:
+# Parts that change slowly or are judged on minutes: read on calm cycles (collect/postgres.py),
+# every CALM_REFRESH_S, and kept between.
+CALM_PARTS = ("subscriptions", "archiver", "horizon", "open_transactions")
+
+
+def build_query(
+    caps: Capabilities, *, remote_memory: bool, slow: bool = True, needs: Needs = NONE, calm: bool = True
+) -> str:
     """The one statement returning every view as a single JSON document (as text).
 
     ``slow`` adds the part that changes rarely and costs most (pg_settings' pending restarts,
     ~0.7-1 ms of server time: pg_show_all_settings() builds every GUC's row before any filter);
     ``remote_memory`` adds /proc reads through pg_read_file; ``needs`` adds the optional parts that
-    the panes on screen ask for (models/needs.py). Every variant reports
+    the panes on screen ask for (models/needs.py); ``calm`` adds CALM_PARTS (always with ``slow``).
+    Every variant reports
     ``conf_load_time``: a pending restart can only appear or clear with a configuration reload
     (or a restart, which ends this connection), so the reader asks for ``slow`` again only when
     that time changes.
@@ -375,6 +383,8 @@ def build_query(caps: Capabilities, *, remote_memory: bool, slow: bool = True, n
             _agg(_view("open_transactions", v, floor=str(OPEN_XACT_FLOOR_S)), MAX_OPEN_XACTS),
         ),
     ]
+    if not (calm or slow):
+        parts = [(key, expr) for key, expr in parts if key not in CALM_PARTS]
     if slow:
         parts.append(("pending_restart", _agg(_view("pending_restart", v))))
         parts.append(("huge_pages", _HUGE_PAGES))

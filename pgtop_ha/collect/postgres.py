@@ -24,6 +24,7 @@ from pgtop_ha.collect.certificate import not_after
 from pgtop_ha.collect.document import HugePagesSetting, read_document
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.pgquery import (
+    CALM_PARTS,
     PROBE_SQL,
     Capabilities,
     build_query,
@@ -63,6 +64,10 @@ REFRESH_S = 5.0  # process memory is read this often while the Memory pane is sh
 DASHBOARD_REFRESH_S = 15.0  # ... and this often while it is one pane of several
 # Pending restarts are re-read when pg_conf_load_time() changes, and at least this often anyway.
 PENDING_REFRESH_S = 60.0
+# The calm parts (pgquery.CALM_PARTS: the horizon, open transactions, the archiver, subscriptions)
+# are read this often and kept between: their verdicts count in minutes, and each costs the server
+# as much as the roles and positions read every cycle.
+CALM_REFRESH_S = 5.0
 # pg_wal's size: listing the directory costs more with every file a slot retains, and it moves
 # no faster than a DBA reads it.
 WAL_REFRESH_S = 10.0
@@ -315,6 +320,7 @@ class NodeReader:
         # The address the server took the last connection on, kept while it is down.
         self.server_addr: str | None = None
         self._sql: str | None = None
+        self._sql_calm: str | None = None  # with the calm parts, every CALM_REFRESH_S
         self._sql_pending: str | None = None
         self._sql_full: str | None = None  # remote memory through pg_read_file, when it can
         # Process memory costs ~0.5 ms CPU per smaps_rollup: it is refreshed every REFRESH_S (a
@@ -340,6 +346,8 @@ class NodeReader:
         self._wal_disk = SideRead(WAL_REFRESH_S, _fetch_wal_disk)
         self._cert_not_after: datetime | None = None
         self._pending_at: float | None = None
+        self._calm_at: float | None = None
+        self._calm: dict[str, Any] = {}  # the calm parts as last read
         self._pending_conf: str | None = None  # pg_conf_load_time() when pending was read
         self._conf_load_time: str | None = None  # the latest pg_conf_load_time() seen
         self._postmaster_pid: int | None = None
@@ -363,6 +371,7 @@ class NodeReader:
         self.last_ok_at: datetime | None = None
         self.round_trips = 0
         self.pending_reads = 0  # statements that asked pg_settings for pending restarts
+        self.calm_reads = 0  # statements that read the calm parts
         self.connects = 0
         self.last_query_s: float | None = None
 
@@ -543,11 +552,13 @@ class NodeReader:
             self._memory.clear()
             self._full_at = None
             self._pending_at = None
+            self._calm_at = None
         return self._conn, self._caps
 
     def _build_sql(self, caps: Capabilities) -> None:
         needs = self._needs
-        self._sql = build_query(caps, remote_memory=False, slow=False, needs=needs)
+        self._sql = build_query(caps, remote_memory=False, slow=False, needs=needs, calm=False)
+        self._sql_calm = build_query(caps, remote_memory=False, slow=False, needs=needs)
         queries = statements_queries(caps)
         self._statements_sql, self._top.texts_sql = queries if queries is not None else (None, None)
         self._sql_pending = build_query(caps, remote_memory=False, slow=True, needs=needs)
@@ -580,11 +591,15 @@ class NodeReader:
                 full = self._full_due(now)
                 pending = self._pending_due(now)
                 # Still one round trip: a full or pending cycle's statement just asks for more.
+                calm = self._calm_at is None or now - self._calm_at >= CALM_REFRESH_S
                 sql: str | None
                 if full and self._sql_full is not None:
                     sql, pending = self._sql_full, True
+                elif pending:
+                    sql = self._sql_pending
                 else:
-                    sql = self._sql_pending if pending else self._sql
+                    sql = self._sql_calm if calm else self._sql
+                calm = calm or pending
                 if sql is None:
                     raise ParseError("no statement prepared")
                 sent = loop.time()
@@ -636,6 +651,12 @@ class NodeReader:
             self._settings_read = parsed.fields.get("parameters", ())
             self._huge_setting = parsed.huge_pages_setting
         parsed.fields["pending_restart"] = self._pending
+        if calm:
+            self.calm_reads += 1
+            self._calm_at = loop.time()
+            self._calm = {key: parsed.fields[key] for key in CALM_PARTS}
+        else:
+            parsed.fields.update(self._calm)
         # Settings change only with a reload or a restart: read on the same cycles, kept between.
         parsed.fields["parameters"] = self._settings_read if "parameters" in self._needs else None
         parsed.fields["cache"] = self._cache.value

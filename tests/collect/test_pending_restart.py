@@ -12,7 +12,7 @@ import pytest
 
 from pgtop_ha.clock import system_clock
 from pgtop_ha.collect.errors import ParseError
-from pgtop_ha.collect.pgquery import PROBE_SQL, Capabilities, build_query
+from pgtop_ha.collect.pgquery import CALM_PARTS, PROBE_SQL, Capabilities, build_query
 from pgtop_ha.collect.postgres import NodeReader, Target, parse_document
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import DBNAME, NODE_NAMES, SUPERUSER
@@ -54,6 +54,18 @@ def test_parse_keeps_the_load_time() -> None:
         parse_document(json.dumps(doc), _caps())
     del doc["conf_load_time"]
     assert parse_document(json.dumps(doc), _caps()).conf_load_time is None
+
+
+def test_the_calm_parts_are_left_out_of_the_quick_statement() -> None:
+    quick = build_query(_caps(), remote_memory=False, slow=False, calm=False)
+    for key in CALM_PARTS:
+        assert f"'{key}'," not in quick
+        for sql in (
+            build_query(_caps(), remote_memory=False, slow=False),
+            build_query(_caps(), remote_memory=False),
+        ):
+            assert f"'{key}'," in sql
+    assert "'processes'," in quick and "'slots'," in quick  # the failover's facts, every cycle
 
 
 @pytest.mark.lab
@@ -108,9 +120,13 @@ async def test_pending_restart_is_read_after_a_reload_only(lab: Lab, lab_setting
     try:
         await _poll(reader)
         assert reader.pending_reads == 1  # a new connection reads them at once
+        horizon = reader.view().horizon
         for _ in range(6):  # quiet cycles: no reload, so no pg_settings
             await _poll(reader)
         assert reader.pending_reads == 1
+        # The calm parts come with the first read, then every CALM_REFRESH_S; kept between.
+        assert reader.calm_reads <= 2 and reader.view().horizon is not None
+        assert reader.view().archiver is not None and horizon is not None
         running = lab.psql(f"show {SETTING}", node=i).strip()
         try:
             lab.psql(f"alter system set {SETTING} = 2048", node=i)
