@@ -39,6 +39,10 @@ class FailoverReport(Frozen):
     write_outage_from: datetime | None = None
     write_outage_to: datetime | None = None
     write_outage_s: float | None = None
+    # Each end of the outage as a poll saw it lies after the poll before: the outage began after
+    # the last poll that saw writes succeed, and ended after the last that saw them fail.
+    write_outage_from_after: datetime | None = None
+    write_outage_to_after: datetime | None = None
     lag_at_promotion_bytes: int | None = None
     # The same loss in time: from when the old leader's WAL passed the fork to its last LSN seen, on
     # the console's own readings of it (its writes after its last poll are not counted: at least).
@@ -148,6 +152,9 @@ class Stopwatch:
         self._primary_lsn: dict[str, int] = {}
         self._trail: dict[str, deque[tuple[datetime, int]]] = {}
         self._last: ClusterSnapshot | None = None  # the snapshot before: where writes went since
+        self._ok_at: datetime | None = None  # the last poll that saw writes succeed
+        self._outage_after: datetime | None = None  # the running outage began after this
+        self._back_after: datetime | None = None  # the outage that ended now ended after this
         self._standby_lsn: dict[str, int] = {}
         self._timeline: int | None = None
         self._outage_since: datetime | None = None
@@ -180,13 +187,20 @@ class Stopwatch:
         """Fold one snapshot in; returns new or updated events, each with its tag."""
         out: list[Tagged] = []
         ok = writes_ok(snap, self.pools, self._last)
+        before = self._last.taken_at if self._last is not None else None
         self._last = snap
-        back_at = _answered_at(snap, self._leader) if ok else snap.taken_at
+        back_at = _answered_at(snap, self._leader, before) if ok else snap.taken_at
         ended: datetime | None = None
         if ok is False and self._outage_since is None:
             self._outage_since = self._first_sign(snap)
+            # A failed read sent before the last good poll was assembled: the start is exact enough.
+            ok_at = self._ok_at
+            self._outage_after = min(ok_at, self._outage_since) if ok_at is not None else None
         elif ok is True and self._outage_since is not None:
             ended, self._outage_since = self._outage_since, None
+            self._back_after = before
+        if ok is True:
+            self._ok_at = back_at
         known = snap.cluster.reachable
         leader = snap.cluster.leader
         self._watch_leader(snap)
@@ -282,6 +296,8 @@ class Stopwatch:
             write_outage_from=since,
             write_outage_to=at,
             write_outage_s=lasted,
+            write_outage_from_after=self._outage_after,
+            write_outage_to_after=self._back_after,
             leader_kept=True,
             done=True,
             ended_at=at,
@@ -306,6 +322,7 @@ class Stopwatch:
             old_timeline=self._timeline,
             old_leader_lsn=self._primary_lsn.get(old),
             write_outage_from=self._outage_since,
+            write_outage_from_after=self._outage_after if self._outage_since is not None else None,
             leader_down_at=self._leader_down_since,
             forecast_winners=self._forecast.winners if self._forecast is not None else (),
         )
@@ -330,12 +347,12 @@ class Stopwatch:
         leader = snap.cluster.leader if snap.cluster.reachable else None
         # The write outage: the one running at the loss, or the first one after it.
         if r.write_outage_from is None and self._outage_since is not None:
-            upd["write_outage_from"] = self._outage_since
+            upd.update(write_outage_from=self._outage_since, write_outage_from_after=self._outage_after)
         outage_from = upd.get("write_outage_from", r.write_outage_from)
         if ended is not None and r.write_outage_to is None and outage_from == ended:
             assert isinstance(outage_from, datetime)
             lasted = _secs(outage_from, back_at)
-            upd.update(write_outage_to=back_at, write_outage_s=lasted)
+            upd.update(write_outage_to=back_at, write_outage_s=lasted, write_outage_to_after=self._back_after)
             out.append(_writes_back(back_at, lasted, leader))
         if r.new_leader is None and leader is not None:
             upd.update(new_leader=leader, elected_at=at, election_s=_secs(r.lost_at, at))
@@ -523,16 +540,20 @@ class Stopwatch:
         )
 
 
-def _answered_at(snap: ClusterSnapshot, leader: str | None) -> datetime:
+def _answered_at(snap: ClusterSnapshot, leader: str | None, before: datetime | None) -> datetime:
     """When this snapshot's evidence that writes succeed arrived: the later of HAProxy's answer and
-    the leader's PostgreSQL's (the snapshot itself is assembled once the slowest source answers)."""
+    the leader's PostgreSQL's (the snapshot itself is assembled once the slowest source answers).
+    An answer kept from before the last snapshot (a slow source) is no evidence of now."""
     n = snap.node(snap.cluster.leader or leader or "")
     stamps = [n.last_ok_at if n is not None else None]
     if snap.haproxy.servers:
         stamps.append(snap.haproxy.last_ok_at)
     if None in stamps:
         return snap.taken_at
-    return min(snap.taken_at, max(s for s in stamps if s is not None))
+    latest = max(s for s in stamps if s is not None)
+    if before is not None and latest <= before:
+        return snap.taken_at
+    return min(snap.taken_at, latest)
 
 
 def past_outages(reports: Sequence[FailoverReport]) -> tuple[float, ...]:

@@ -156,7 +156,13 @@ def _failover_lines(n: int, f: dict[str, Any]) -> list[str]:
     if f.get("write_outage_from"):
         to = _time(f.get("write_outage_to")) if f.get("write_outage_to") else "…"
         since = _time(f.get("write_outage_from"))
-        lines.append(f"     write outage {since} → {to}: {_seconds(f.get('write_outage_s'))}")
+        bounds = [
+            f"{what} after {_time(f.get(key))}"
+            for what, key in (("began", "write_outage_from_after"), ("ended", "write_outage_to_after"))
+            if f.get(key)
+        ]
+        seen = f" ({', '.join(bounds)}: the polls before)" if bounds else ""
+        lines.append(f"     write outage {since} → {to}: {_seconds(f.get('write_outage_s'))}{seen}")
     if f.get("client_write_outage_from"):
         to = _time(f.get("client_write_outage_to")) if f.get("client_write_outage_to") else "…"
         since = _time(f.get("client_write_outage_from"))
@@ -178,7 +184,8 @@ def _failover_lines(n: int, f: dict[str, Any]) -> list[str]:
     )
     shown = (
         "lost_at", "old_leader", "new_leader", "elected_at", "election_s", "write_outage_from",
-        "write_outage_to", "write_outage_s", "lag_at_promotion_bytes", "lag_at_promotion_s",
+        "write_outage_to", "write_outage_s", "write_outage_from_after", "write_outage_to_after",
+        "lag_at_promotion_bytes", "lag_at_promotion_s",
         "replicas_streaming_at",
         "replicas_streaming_s", "permanent_slots_ok", "done", "leader_down_at", "down_to_elected_s",
         "client_write_outage_from", "client_write_outage_to", "client_write_outage_s", "leader_kept",

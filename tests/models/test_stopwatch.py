@@ -440,6 +440,19 @@ def test_a_primary_restarted_in_place_is_a_write_outage_record() -> None:
     assert stopwatch_text(r, t(5)).startswith("⏱ no failover: node1 kept the leader · writes down 3.5s")
 
 
+def test_each_end_of_the_outage_seen_at_a_poll_comes_with_the_poll_before() -> None:
+    tl = Timeline()
+    feed(tl, _failover())
+    (r,) = tl.failovers()
+    # Writes were seen succeeding at t0 and failing at t6: it began after t0, ended after t6.
+    assert (r.write_outage_from_after, r.write_outage_from) == (t(0), t(1))
+    assert (r.write_outage_to_after, r.write_outage_to) == (t(6), t(8))
+    kept = Timeline()
+    feed(kept, [_before(0), pg_down(_before(1), "node1"), pg_down(_before(2), "node1"), _before(4.5)])
+    (k,) = kept.failovers()
+    assert (k.write_outage_from_after, k.write_outage_to_after, k.write_outage_to) == (t(0), t(2), t(4.5))
+
+
 def test_writes_are_back_when_the_answers_that_show_it_arrived() -> None:
     # The snapshot is assembled once its slowest source answers; HAProxy's routing and the leader's
     # PostgreSQL said writes succeed before that.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pgtop_ha.record.report import NAME_LIMIT, format_events
+from pgtop_ha.record.report import NAME_LIMIT, _failover_lines, _time, format_events
 
 
 def _event(node: str, kind: str = "reachability") -> dict[str, object]:
@@ -24,3 +24,24 @@ def test_a_hostile_name_ends_in_an_ellipsis_at_the_limit() -> None:
 
 def test_no_events_says_so() -> None:
     assert format_events([]).splitlines()[-1] == "(no events)"
+
+
+def test_a_failovers_bounds_and_loss_in_time_are_said() -> None:
+    report: dict[str, object] = {
+        "lost_at": "2026-11-29T10:00:03+00:00",
+        "old_leader": "node1",
+        "new_leader": "node2",
+        "write_outage_from": "2026-11-29T10:00:01+00:00",
+        "write_outage_to": "2026-11-29T10:00:08+00:00",
+        "write_outage_s": 7.0,
+        "write_outage_from_after": "2026-11-29T10:00:00+00:00",
+        "write_outage_to_after": "2026-11-29T10:00:06+00:00",
+        "lag_at_promotion_bytes": 500,
+        "lag_at_promotion_s": 1.25,
+        "done": True,
+    }
+    outage, lag = _failover_lines(1, report)[1:3]
+    began, ended = _time(report["write_outage_from_after"]), _time(report["write_outage_to_after"])
+    assert outage.endswith(f"7.0 s (began after {began}, ended after {ended}: the polls before)")
+    assert "500 B (the old leader's last 1.2 s of writes or more)" in lag
+    assert "write_outage_to_after" not in "\n".join(_failover_lines(1, report))  # said once, not dumped
