@@ -125,7 +125,15 @@ def refusal(policy: HostPolicy, host: str | None, section: str) -> str | None:
 class Membership:
     """The members and their sources, following /cluster; the discovery roots it is asked of."""
 
-    def __init__(self, settings: Settings, clock: Clock, patroni: PatroniClient, *, proc: Path) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Clock,
+        patroni: PatroniClient,
+        *,
+        proc: Path,
+        on_lost: Callable[[], None] | None = None,
+    ) -> None:
         self._settings = settings
         self._clock = clock
         self._proc = proc
@@ -146,6 +154,7 @@ class Membership:
         self._since_refresh = REFRESH_EVERY
         self._applied: object | None = None
         self._needs: Needs = frozenset({"memory"})  # until the screen says what it shows
+        self.on_lost = on_lost  # a node's kept connection closed under it: told at once
         self._signature: object | None = None  # /cluster's roles, states and timelines last seen
         # Each member's own role and timeline, as PostgreSQL and its /patroni last said (note_views).
         self._views: dict[str, tuple[object, object]] = {}
@@ -321,6 +330,7 @@ class Membership:
             )
             node = NodeReader(target, self._settings.postgres, self._clock, proc=self._proc)
             node.needs = self._needs
+            node.on_lost = self.on_lost
         own = None
         if api_url and api_refusal is None:
 

@@ -49,6 +49,9 @@ from pgtop_ha.models.urls import host_of, redact
 from pgtop_ha.settings import Settings
 
 BUDGET_SHARE = 0.9  # share of the interval a run() cycle waits for slow sources
+# A node's kept connection closing under us (a crash, a demotion) starts the next cycle at once,
+# but never sooner than this after the last began: a flapping server cannot spin the poller.
+WAKE_GAP_S = 0.2
 
 
 # A stats page this large is read in a thread: below it the thread's hand-over costs more than the read.
@@ -108,7 +111,7 @@ class Poller:
         self._haproxy_http = haproxy_http
         patroni = PatroniClient(patroni_http, settings.patroni.timeout, max_members=settings.max_members)
         # Who the members are and how each is reached (collect/membership.py).
-        self.membership = Membership(settings, clock, patroni, proc=proc)
+        self.membership = Membership(settings, clock, patroni, proc=proc, on_lost=self.wake)
         self._history_given: HistoryRead | None = None
         self.patroni = patroni
         self._pg_hosts = HostPolicy.of(settings.postgres.allowed_hosts)
@@ -119,6 +122,7 @@ class Poller:
         self.haproxy_requests = 0
         self._closing: set[asyncio.Task[None]] = set()
         self._hurried = asyncio.Event()  # hurry(): look at interval() again before the pause ends
+        self._woken = False  # wake(): end the pause now
         self._primed: asyncio.Task[ClusterSnapshot] | None = None  # prime(): the first cycle, begun early
         self._began = False  # a first cycle was primed or run() started: prime() does nothing more
         # HAProxy's routing as last read (judge.health.routing) and until when a change keeps
@@ -491,7 +495,10 @@ class Poller:
             # One timer per pause, not a look every 0.1 s.
             while True:
                 left = started + min(period, max(0.05, float(interval()))) - loop.time()
+                if self._woken:
+                    left = min(left, started + WAKE_GAP_S - loop.time())
                 if left <= 0:
+                    self._woken = False
                     break
                 self._hurried.clear()
                 try:
@@ -509,6 +516,11 @@ class Poller:
             self._began = True
             budget = self._settings.interval * BUDGET_SHARE
             self._primed = asyncio.get_running_loop().create_task(self.cycle(budget=budget))
+
+    def wake(self) -> None:
+        """Poll now (at most one cycle per WAKE_GAP_S): a node's connection just closed under us."""
+        self._woken = True
+        self._hurried.set()
 
     def hurry(self) -> None:
         """The cadence may have become faster: end the current pause if ``interval()`` says so."""

@@ -364,6 +364,7 @@ class NodeReader:
         # When the server closed the kept connection on its own (a crash, a shutdown): heard at
         # once through asyncpg's termination listener, not at the next poll.
         self._lost_at: datetime | None = None
+        self.on_lost: Callable[[], None] | None = None  # told at once (the poller's wake)
         self._runner = PollTask(f"pg:{target.name}", self._poll)
         self._result: NodeSnapshot = NodeSnapshot(
             name=target.name, host=target.host, port=target.port, error="not polled yet"
@@ -483,9 +484,11 @@ class NodeReader:
         return self._quiet_log[1]
 
     def _lost(self, conn: asyncpg.Connection) -> None:
-        """The kept connection closed under us: remember when, for the outage's start."""
+        """The kept connection closed under us: remember when, for the outage's start; poll now."""
         if conn is self._conn and self._lost_at is None:
             self._lost_at = self._clock()
+            if self.on_lost is not None:
+                self.on_lost()
 
     def _fail(self, message: str) -> None:
         loop = asyncio.get_running_loop()

@@ -63,6 +63,38 @@ async def test_run_hands_snapshots_and_stops_on_cancel() -> None:
     assert poller.cycles >= 3
 
 
+async def test_a_lost_connection_wakes_the_poller_at_once() -> None:
+    # A primary killed (or demoted) between two calm polls: its kept connection closed under us,
+    # and the next cycle starts now, not a calm interval later.
+    settings = _unreachable()
+    poller = Poller.from_settings(settings, StepClock())
+    seen: list[ClusterSnapshot] = []
+    got = asyncio.Event()
+
+    def on_snapshot(snap: ClusterSnapshot) -> None:
+        seen.append(snap)
+        got.set()
+
+    task = asyncio.create_task(poller.run(on_snapshot, lambda: 600.0))
+    try:
+        async with asyncio.timeout(10):
+            await got.wait()
+            got.clear()
+            reader = poller.membership.members["a"].node
+            assert reader is not None and reader.on_lost == poller.wake
+            kept = object()
+            reader._conn = kept
+            # As asyncpg's termination listener calls it when the server closes the connection.
+            reader._lost(kept)
+            reader._conn = None
+            await got.wait()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await poller.aclose()
+    assert len(seen) == 2
+
+
 async def test_hurry_ends_a_calm_pause_when_the_cadence_got_faster() -> None:
     settings = _unreachable()
     poller = Poller.from_settings(settings, StepClock())
