@@ -14,7 +14,7 @@ from pgtop_ha.collect.snapshot_cli import first_problem, nothing_reachable
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.judge.health import is_leader, is_up, routes
 from pgtop_ha.judge.verdicts import healthy, judge, worst
-from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.snapshot import POSTGRES_OFF, ClusterSnapshot
 from pgtop_ha.models.text import clean
 from pgtop_ha.models.thresholds import Band, Level
 from pgtop_ha.models.verdict import Verdict
@@ -59,7 +59,7 @@ def perfdata(snap: ClusterSnapshot, settings: Settings) -> list[str]:
     parts = [
         _perf("members", len(snap.members)),
         _perf("leaders", sum(1 for m in snap.members if is_leader(m))),
-        _perf("pg_reachable", sum(1 for n in snap.nodes if n.reachable)),
+        _perf("pg_reachable", sum(1 for n in snap.nodes if n.reachable) if snap.postgres_read else None),
         _perf("writers_up", sum(1 for s in writers.values() if is_up(s)) if snap.haproxy.servers else None),
         _perf("max_lag", max(lags) if lags else None, "B", t.lag_bytes),
         _perf("max_slot_retained", max(slots) if slots else None, "B", t.slot_retained_bytes),
@@ -128,10 +128,13 @@ def run_check(settings: Settings, *, as_json: bool, wait_healthy: float | None) 
             "polls": polls,
             "verdicts": [v.model_dump(mode="json") for v in verdicts],
             "perfdata": perf,
+            "postgres_read": snap.postgres_read,
         }
         print(json.dumps(doc, indent=2, ensure_ascii=True))
         return code
     print(status_line(code, verdicts, why, perf))
+    if not snap.postgres_read:
+        print(f"PostgreSQL {POSTGRES_OFF}: judged from Patroni and HAProxy alone")
     for v in verdicts:
         mark = "" if v.counts else " (within its grace period)"
         print(f"{Level(v.level).name} {v.rule}: {_line(v)}{mark}")

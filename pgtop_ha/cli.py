@@ -60,6 +60,14 @@ def _console_flags() -> _Parser:
         dest="read_only",
         help="allow actions even inside an SSH session",
     )
+    p.add_argument(
+        "--no-postgres",
+        action="store_const",
+        const=False,
+        default=d,
+        dest="postgres_enabled",
+        help="read Patroni and HAProxy alone, no PostgreSQL ([postgres] enabled = false)",
+    )
     p.add_argument("--interval", type=float, default=d, metavar="SECONDS", help="poll interval")
     p.add_argument(
         "--probe-writes",
@@ -300,6 +308,8 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
         tree.setdefault("patroni", {})["user"] = ns["patroni_user"]
     if "pg_user" in ns:
         tree.setdefault("postgres", {})["user"] = ns["pg_user"]
+    if "postgres_enabled" in ns:
+        tree.setdefault("postgres", {})["enabled"] = ns["postgres_enabled"]
     if "haproxy" in ns:
         target = ns["haproxy"]
         # Anything with a scheme is a URL (and an ftp:// one is refused as such), else a socket path.

@@ -124,6 +124,9 @@ class PatroniSettings(TLSSettings):
 class PostgresSettings(_Section):
     """How to connect to each node's PostgreSQL (passwords only via libpq conventions)."""
 
+    enabled: Flag = Field(
+        True, description="Read each member's PostgreSQL (false, --no-postgres: Patroni and HAProxy alone)."
+    )
     user: str | None = Field(None, description="Role to read with; pg_monitor is enough.")
     dbname: str = Field("postgres", description="Database to connect to.")
     passfile: Path | None = Field(None, description="A .pgpass file (else PGPASSFILE / ~/.pgpass).")

@@ -321,7 +321,7 @@ class Membership:
     ) -> MemberSources:
         node = None
         pg_refusal = refusal(self._pg_hosts, host, "postgres") if host else None
-        if host and pg_refusal is None:
+        if host and pg_refusal is None and self._settings.postgres.enabled:
             target = Target(
                 name=name,
                 host=host,

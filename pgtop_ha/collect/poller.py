@@ -350,8 +350,8 @@ class Poller:
             if slot.configured and self.membership.unsure(slot):
                 continue
             members.append(self._member(slot, live))
-            if slot.configured:
-                continue  # where its PostgreSQL listens is /cluster's to say: not known
+            if slot.configured or not self._settings.postgres.enabled:
+                continue  # where its PostgreSQL listens is /cluster's to say, or not to be read
             if slot.node is not None:
                 nodes.append(slot.node.view())
             elif slot.pg_refusal is not None:
@@ -370,6 +370,7 @@ class Poller:
         info = info.model_copy(update={"name": scope, "reachable": reachable, "slow_s": slow})
         return ClusterSnapshot(
             taken_at=now,
+            postgres_read=self._settings.postgres.enabled,
             cluster=info,
             members=tuple(members),
             nodes=tuple(nodes),

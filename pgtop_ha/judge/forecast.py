@@ -148,9 +148,14 @@ def forecast(snapshot: ClusterSnapshot, past: Sequence[float] | None = None) -> 
     check_timeline = bool(config and config.check_timeline)
     pool = [m for m in snapshot.members if leader is None or m.name != leader.name]
     positions = {m.name: _position(m, snapshot.node(m.name), leader_lsn) for m in pool}
+    ranks = positions
+    if leader_lsn is None:
+        # The leader's PostgreSQL not read: positions relative to it by Patroni's own lag, for all.
+        ranks = {m.name: -m.lag_bytes if m.lag_bytes is not None else None for m in pool}
+        assumptions.append("the leader's PostgreSQL not read: members compared by Patroni's lag")
     reasons: dict[str, str] = {}
     for m in pool:
-        pos = positions[m.name]
+        pos = ranks[m.name]
         if m.unlisted:
             reasons[m.name] = "not in Patroni's /cluster"
         elif not m.reachable:
@@ -178,7 +183,7 @@ def forecast(snapshot: ClusterSnapshot, past: Sequence[float] | None = None) -> 
         if m.reachable
         and (not no_failover(m.tags) or (quorum and is_sync_role(m.role)))
         and (not sync_active or is_sync_role(m.role))
-        and positions[m.name] is not None
+        and ranks[m.name] is not None
     ]
 
     def priority_counts(rival: Member) -> bool:
@@ -191,10 +196,10 @@ def forecast(snapshot: ClusterSnapshot, past: Sequence[float] | None = None) -> 
         return True
 
     for m in racers:
-        mine = positions[m.name]
+        mine = ranks[m.name]
         assert mine is not None
         for other in rivals:
-            theirs = positions[other.name]
+            theirs = ranks[other.name]
             if other.name == m.name or theirs is None:
                 continue
             if theirs > mine:

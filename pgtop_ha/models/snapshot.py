@@ -564,6 +564,9 @@ class Probe(Bounded):
     outages: tuple[WriteOutage, ...] = ()  # write probe: completed outages, oldest first
 
 
+POSTGRES_OFF = "not read: [postgres] enabled = false"  # why no node is, when none is by choice
+
+
 class ClusterSnapshot(Bounded):
     """Everything one poll cycle learned about the cluster."""
 
@@ -571,6 +574,8 @@ class ClusterSnapshot(Bounded):
     cluster: ClusterInfo = Field(default_factory=ClusterInfo)
     members: tuple[Member, ...] = ()
     nodes: tuple[NodeSnapshot, ...] = ()
+    # False: PostgreSQL is not read at all ([postgres] enabled = false): no node is, by choice.
+    postgres_read: bool = True
     haproxy: HAProxyState = Field(default_factory=HAProxyState)
     # Patroni's /history, newest rows up to a cap, only in a snapshot where it changed; null when
     # it did not (or was not read): the last one given still holds.

@@ -59,3 +59,20 @@ def test_check_through_a_failover_and_wait_healthy(lab: Lab) -> None:
         starter.join(timeout=240)
     assert back.returncode == 0, back.stdout
     assert back.stdout.startswith("PGTOP-HA OK - healthy")
+
+
+def test_check_from_patroni_and_haproxy_alone(lab: Lab) -> None:
+    # A monitoring host with REST access only: nothing read from PostgreSQL, nothing judged of it.
+    ok = _check(lab, "--no-postgres")
+    assert ok.returncode == 0, ok.stdout
+    first, said = ok.stdout.splitlines()[:2]
+    assert first.startswith("PGTOP-HA OK - healthy | members=3;;;0 leaders=1;;;0 writers_up=1")
+    assert "pg_reachable" not in first
+    assert said == "PostgreSQL not read: [postgres] enabled = false: judged from Patroni and HAProxy alone"
+    doc = json.loads(_check(lab, "--no-postgres", "--json").stdout)
+    assert doc["postgres_read"] is False and doc["exit_code"] == 0
+    argv = [*PGTOP, "--config", str(lab.layout.console_config), "--no-postgres", "snapshot", "--json"]
+    snap = json.loads(subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout)
+    assert snap["nodes"] == [] and snap["postgres_read"] is False
+    # The leader race still runs, on Patroni's lag, and says so.
+    assert snap["forecast"]["winners"] and any("Patroni's lag" in a for a in snap["forecast"]["assumptions"])

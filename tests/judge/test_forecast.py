@@ -125,3 +125,12 @@ def test_the_forecast_cites_this_clusters_past_outages() -> None:
     f = forecast(healthy(), [float(s) for s in range(1, 9)])
     assert f.past_outages_s == (4.0, 5.0, 6.0, 7.0, 8.0)
     assert any("writes stopped 4.0, 5.0, 6.0, 7.0, 8.0 s" in a for a in f.assumptions)
+
+
+def test_without_postgresql_the_race_is_run_on_patronis_lag() -> None:
+    snap = member(member(healthy(), "node2", lag_bytes=4096), "node3", lag_bytes=0)
+    f = forecast(snap.model_copy(update={"nodes": ()}))
+    assert f.winners == ("node3",) and f.leader_position is None
+    node2 = next(c for c in f.contenders if c.name == "node2")
+    assert node2.reason == "behind node3 by 0.0 MiB" and node2.position is None
+    assert any("Patroni's lag" in a for a in f.assumptions)

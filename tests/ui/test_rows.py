@@ -23,6 +23,7 @@ from pgtop_ha.judge.health import (
 from pgtop_ha.judge.replication import lag_level
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import (
+    POSTGRES_OFF,
     Archiver,
     ClusterSnapshot,
     HAProxyState,
@@ -50,6 +51,7 @@ from pgtop_ha.ui.panes import (
     waits,
 )
 from pgtop_ha.ui.panes.base import NOT_READ, Context, Row, SameInputs
+from pgtop_ha.ui.panes.registry import PANES
 from pgtop_ha.ui.themes import available, level_styles, load_theme, resolve
 from pgtop_ha.ui.widgets.pane import matches
 from tests.ui import fixtures as fx
@@ -942,3 +944,16 @@ def test_a_member_postgres_did_not_answer_is_not_read_never_an_empty_gap(pane: A
     shown = [c.text for c in row.cells.values() if c.text]
     assert shown[0] == "node1" and NOT_READ in shown
     assert "node2|not-read" not in by_key  # a member that answered has its own rows
+
+
+def test_with_postgresql_off_every_pane_that_needs_it_says_so_per_member() -> None:
+    off = fx.healthy().model_copy(update={"nodes": (), "postgres_read": False})
+    members = sorted(m.name for m in off.members)
+    for spec in PANES:
+        if not (spec.per_member or spec.postgres):
+            continue
+        said = [r for t in spec.tables for r in t.rows_of(off, ctx()) if r.key.endswith("|not-read")]
+        assert sorted(r.node or "" for r in said) == members, spec.id
+        assert all(any(c.text == POSTGRES_OFF for c in r.cells.values()) for r in said), spec.id
+    # Read as usual, no member says so.
+    assert not [r for r in archiver.PANE.rows_of(fx.healthy(), ctx()) if r.key.endswith("|not-read")]

@@ -56,6 +56,18 @@ def test_quick_start_flags_without_a_file(tmp_path: Path) -> None:
     assert s.postgres.user == "mon"
 
 
+def test_no_postgres_from_the_flag_or_the_file_and_a_typo_is_an_error(tmp_path: Path) -> None:
+    from pgtop_ha.cli import _parser
+
+    args = _parser().parse_args(["--patroni", "http://127.0.0.1:8008", "--no-postgres", "check"])
+    assert load_settings(None, cli_overrides(args), environ={}).postgres.enabled is False
+    assert load_settings(None, environ={}).postgres.enabled is True
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[postgres]\nenabled = "nope"\n')
+    with pytest.raises(ConfigError, match=r"enabled.*not a boolean"):
+        load_settings(cfg, environ={})
+
+
 def test_settings_are_frozen() -> None:
     s = load_settings(None, environ={})
     with pytest.raises(Exception, match="frozen"):

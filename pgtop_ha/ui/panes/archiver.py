@@ -93,4 +93,5 @@ PANE = PaneSpec(
     columns=COLUMNS,
     rows=rows,
     help=".ready queue, segments behind, last archived, failures",
+    postgres=True,
 )

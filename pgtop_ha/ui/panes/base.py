@@ -22,7 +22,7 @@ from pgtop_ha.models.event import Event
 from pgtop_ha.models.forecast import FailoverForecast
 from pgtop_ha.models.needs import NONE, Needs
 from pgtop_ha.models.servers import unjoined
-from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.snapshot import POSTGRES_OFF, ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.ui.format import finite
 
@@ -212,13 +212,14 @@ def _not_read_rows(columns: Sequence[Column], snapshot: ClusterSnapshot) -> list
     first = columns[0].key
     # The first text column past the name holds the words; a health column says it is unknown.
     words = next(c.key for c in columns[1:] if not c.right and c.key != "health")
+    unread = [(n.name, NOT_READ) for n in snapshot.nodes if not n.reachable]
+    if not snapshot.postgres_read:
+        unread += [(m.name, POSTGRES_OFF) for m in snapshot.members]
     out = []
-    for node in sorted(snapshot.nodes, key=lambda n: n.name):
-        if node.reachable:
-            continue
+    for name, why in sorted(unread):
         cells = {c.key: Cell("?" if c.key == "health" else "") for c in columns}
-        cells[first], cells[words] = cell(node.name), cell(NOT_READ)
-        out.append(same_row(f"{node.name}|not-read", cells, node.name))
+        cells[first], cells[words] = cell(name), cell(why)
+        out.append(same_row(f"{name}|not-read", cells, name))
     return out
 
 
@@ -261,9 +262,12 @@ class Table:
     cursor: bool = True  # a row cursor (off for tables that are read, not browsed)
     fill: bool = False  # takes the pane's height left below the others: the first rows that fit
     per_member: bool = False  # rows from each member's PostgreSQL: one that did not answer says so
+    postgres: bool = False  # rows from PostgreSQL alone: with it not read at all, each member says so
 
     def rows_of(self, snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         """Its rows, then a "not read" row per member a per-member table has nothing from."""
+        if self.postgres and not snapshot.postgres_read:
+            return _not_read_rows(self.columns, snapshot)
         out = self.rows(snapshot, ctx)
         return [*out, *_not_read_rows(self.columns, snapshot)] if self.per_member else out
 

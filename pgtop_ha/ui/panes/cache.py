@@ -117,4 +117,5 @@ PANE = PaneSpec(
     help="shared_buffers in use, hot relations, cold new primary",
     place=Place(dashboard=False),
     needs=frozenset({"cache"}),
+    postgres=True,
 )

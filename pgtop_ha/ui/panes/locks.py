@@ -131,4 +131,5 @@ PANE = PaneSpec(
     place=Place(dashboard=False),
     needs=frozenset({"locks"}),
     backend_of=root_blocker_of,
+    postgres=True,
 )

@@ -82,4 +82,5 @@ PANE = PaneSpec(
     help="pending restarts, settings that differ between members",
     place=Place(dashboard=False),
     needs=frozenset({"parameters"}),
+    postgres=True,
 )

@@ -77,4 +77,5 @@ PANE = PaneSpec(
     rows=rows,
     help="the members' server logs, newest first",
     place=Place(dashboard=False),
+    postgres=True,
 )
