@@ -33,7 +33,8 @@ from pgtop_ha.collect.poolers import PoolerReader, bouncer_reader, bouncer_state
 from pgtop_ha.collect.probe import ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.collect.tls import context_maker
-from pgtop_ha.judge.health import UNSETTLED_S, Routing, routing
+from pgtop_ha.judge.health import Routing, routing
+from pgtop_ha.judge.sources import UNSETTLED_S
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.servers import joined
 from pgtop_ha.models.snapshot import (

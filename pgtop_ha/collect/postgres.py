@@ -36,7 +36,7 @@ from pgtop_ha.collect.pgquery import (
 from pgtop_ha.collect.serverlog import LOCATE_SQL, LOG_REFRESH_S, LogTail
 from pgtop_ha.collect.source import PollTask
 from pgtop_ha.collect.statements import STATEMENTS_REFRESH_S, StatementsReader
-from pgtop_ha.judge.health import SLOW_S
+from pgtop_ha.judge.sources import SLOW_S
 from pgtop_ha.models import derive
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.serverlog import ServerLog

@@ -18,7 +18,7 @@ from pgtop_ha import pgguard
 from pgtop_ha.clock import Clock
 from pgtop_ha.collect.postgres import Target, describe_error, server_settings, tls_dsn
 from pgtop_ha.collect.source import PollTask
-from pgtop_ha.judge.health import UNSETTLED_S
+from pgtop_ha.judge.sources import UNSETTLED_S
 from pgtop_ha.models.probe import ProbeRun, answered_label, step
 from pgtop_ha.models.snapshot import Probe
 from pgtop_ha.models.text import clean, one_line

@@ -14,7 +14,8 @@ from datetime import datetime
 from pgtop_ha.engines.events import listed
 from pgtop_ha.judge.checks import writes_ok
 from pgtop_ha.judge.forecast import explain, forecast
-from pgtop_ha.judge.health import Pools, human_bytes, node_state, unreachable
+from pgtop_ha.judge.health import Pools, human_bytes
+from pgtop_ha.judge.sources import node_state, unreachable
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.derive import permanent_slots
 from pgtop_ha.models.event import Event

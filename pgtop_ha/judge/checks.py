@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pgtop_ha.judge.health import Pools, exact_timeline, is_leader, is_up, member_state, node_state
+from pgtop_ha.judge.health import Pools, exact_timeline, is_leader, is_up
 from pgtop_ha.judge.rules import (
     CLUSTER_PRIMARIES,
     CLUSTER_TIMELINES,
@@ -19,6 +19,7 @@ from pgtop_ha.judge.rules import (
     ROLE_DISAGREES,
     ROUTING_WRITER_POOL,
 )
+from pgtop_ha.judge.sources import member_state, node_state
 from pgtop_ha.models.roles import is_standby_leader
 from pgtop_ha.models.servers import known_names, member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot

@@ -16,11 +16,6 @@ def down_level(down: bool) -> Level | None:
     return Level.CRIT if down else None
 
 
-def reach_level(down: bool, slow: bool) -> Level:
-    """A member's reachability: CRIT when a source is down, WARN while one is slow."""
-    return Level.CRIT if down else Level.WARN if slow else Level.OK
-
-
 def pending_level(pending: bool) -> Level | None:
     """A setting (or a member) waiting for a restart is WARN."""
     return Level.WARN if pending else None

@@ -9,7 +9,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from math import isfinite
-from typing import Literal
 
 from pgtop_ha.judge.backup import backup_marks, no_stanza_marks
 from pgtop_ha.judge.forecast import forecast, forecast_marks
@@ -73,6 +72,7 @@ from pgtop_ha.judge.rules import (
 )
 from pgtop_ha.judge.serverlog import log_findings
 from pgtop_ha.judge.sessions import session_findings
+from pgtop_ha.judge.sources import member_state, node_state
 from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
 from pgtop_ha.models.derive import failover_slots, listed_processes, member_names, permanent_slots
 from pgtop_ha.models.roles import is_leader_role, is_standby_leader
@@ -89,47 +89,6 @@ from pgtop_ha.models.snapshot import (
 )
 from pgtop_ha.models.text import skeleton
 from pgtop_ha.models.thresholds import Level, Thresholds
-
-# A poll that has waited this long for its answer makes its source "slow": the last answer is kept
-# and shown with its age. Below this it is plain fresh data (a busy cycle, not a slow server).
-SLOW_S = 1.0
-# After a change (a role, a leader, an error, a routing change) the cluster is unsettled this long:
-# every source is asked every cycle and the console keeps its fast cadence.
-UNSETTLED_S = 30.0
-
-SourceState = Literal["fresh", "slow", "pending", "unreachable"]
-
-
-def source_state(reachable: bool, slow_s: float | None) -> SourceState:
-    """Fresh, slow (last answer kept), pending (first poll still running) or unreachable."""
-    if reachable:
-        return "slow" if slow_s is not None and slow_s >= SLOW_S else "fresh"
-    # Not reachable while a poll runs means it never answered yet: unknown, not a failure.
-    return "pending" if slow_s is not None else "unreachable"
-
-
-def member_state(m: Member) -> SourceState:
-    """The state of a member's own Patroni REST source."""
-    return source_state(m.reachable, m.slow_s)
-
-
-def node_state(n: NodeSnapshot) -> SourceState:
-    """The state of a node's PostgreSQL source."""
-    return source_state(n.reachable, n.slow_s)
-
-
-def unreachable(m: Member | None, n: NodeSnapshot | None) -> tuple[tuple[str, ...], datetime | None]:
-    """Which of a node's sources are unreachable ("REST", "PG") and the newest last answer among them."""
-    # One reading for the header's age and the row's ("✖ REST+PG 10s"): the age of what stopped
-    # answering, not of a source read on a calmer cadence (a /patroni read 5 s ago).
-    sources: tuple[tuple[str, Member | NodeSnapshot | None], ...] = (("REST", m), ("PG", n))
-    down = [
-        (what, x)
-        for what, x in sources
-        if x is not None and source_state(x.reachable, x.slow_s) == "unreachable"
-    ]
-    known = [x.last_ok_at for _, x in down if x.last_ok_at is not None]
-    return tuple(what for what, _ in down), max(known) if known else None
 
 
 def exact_timeline(n: NodeSnapshot, m: Member | None) -> int | None:
@@ -204,13 +163,6 @@ def archiver_level(t: Thresholds, a: Archiver) -> Level:
     """The archiver graded: its .ready queue, and at least WARN while archiving fails."""
     level = ready_level(t, a.ready_count)
     return max(level, Level.WARN) if archive_failing(a) else level
-
-
-def stale_level(t: Thresholds, age_s: float | None) -> Level:
-    """Seconds since the last fresh data graded; never seen at all is CRIT."""
-    if age_s is None:
-        return Level.CRIT
-    return t.stale_s.grade(age_s)
 
 
 @dataclass(frozen=True)

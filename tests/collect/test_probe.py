@@ -160,7 +160,7 @@ async def test_never_two_probes_in_flight() -> None:
 
 async def test_a_calm_probe_runs_every_calm_interval_and_every_cycle_while_unsettled() -> None:
     from pgtop_ha.collect.probe import Answer
-    from pgtop_ha.judge.health import UNSETTLED_S
+    from pgtop_ha.judge.sources import UNSETTLED_S
 
     now = [T0]
     failing = [False]

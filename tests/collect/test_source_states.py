@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.source import PollTask, Source
-from pgtop_ha.judge.health import node_state, source_state
+from pgtop_ha.judge.sources import node_state, source_state
 from pgtop_ha.models.snapshot import NodeSnapshot
 from pgtop_ha.settings import PostgresSettings
 from tests.support.clocks import fixed_clock

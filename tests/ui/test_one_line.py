@@ -14,9 +14,10 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from pgtop_ha.engines.timeline import CALM_AFTER_S
+from pgtop_ha.judge.sources import node_freshness
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
-from pgtop_ha.ui.widgets.heartbeat import OneLine, heartbeat_text, node_freshness
+from pgtop_ha.ui.widgets.heartbeat import OneLine, heartbeat_text
 from tests.ui import fixtures as fx
 
 Cell = tuple[str, Style | None]

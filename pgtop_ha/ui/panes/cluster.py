@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import down_level, pending_level, reach_level, upstream_level
+from pgtop_ha.judge.grades import down_level, pending_level, upstream_level
 from pgtop_ha.judge.health import (
     cert_days_left,
     cert_level,
     is_leader,
     is_up,
     member_certs,
-    member_state,
-    node_state,
     routes,
-    unreachable,
     upstream_mismatch,
 )
 from pgtop_ha.judge.replication import lag_level
 from pgtop_ha.judge.routing import server_level
+from pgtop_ha.judge.sources import member_state, node_state, reach_level, unreachable
 from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.servers import upstream_of

@@ -11,7 +11,7 @@ from pgtop_ha.judge.grades import (
     lock_mode_level,
     stopping_mode_level,
 )
-from pgtop_ha.judge.health import node_state
+from pgtop_ha.judge.sources import node_state
 from pgtop_ha.models.locks import blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.format import age, count, shown

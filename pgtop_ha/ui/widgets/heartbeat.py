@@ -12,51 +12,11 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from pgtop_ha.engines.timeline import CALM_AFTER_S
-from pgtop_ha.judge.grades import reach_level
-from pgtop_ha.judge.health import member_state, node_state, stale_level, unreachable
+from pgtop_ha.judge.sources import node_freshness, stalled_after
 from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, shown
-
-
-def node_freshness(
-    snapshot: ClusterSnapshot, name: str, now: datetime, t: Thresholds, *, stalled: bool = False
-) -> tuple[Level, float | None]:
-    """How a node answers, and how old its data is: the older of its Patroni and PostgreSQL last successes.
-
-    CRIT as soon as either source's last read failed, however recent its last answer, aged from
-    the last answer of what failed: the row below says "REST+PG 4s" in CRIT then, and a header
-    still saying ✔ contradicted it. At least WARN while a read is slow (its last answer kept),
-    as the row's "▲ REST+PG slow 2s" is. A source that answered its last read is fresh while
-    snapshots come; once they stop (``stalled``), its data is graded by its age (``stale_s``).
-    """
-    stamps = []
-    m, n = snapshot.member(name), snapshot.node(name)
-    if m is not None:
-        stamps.append(m.last_ok_at)
-    if n is not None:
-        stamps.append(n.last_ok_at)
-    if not stamps or any(s is None for s in stamps):
-        return reach_level(True, False), None  # never answered
-    down, last = unreachable(m, n)
-    if down:
-        # The age of what stopped answering, as its row says it: the /patroni read on its calm
-        # cadence made a PostgreSQL down for 0 s read "✖5s", then "✖3s" on the next read.
-        return reach_level(True, False), age_s(now, last)
-    since = age_s(now, min(s for s in stamps if s is not None))
-    # A member's own /patroni is read every patroni.calm_interval (5 s) while calm, as old by
-    # design as stale_s.warn: a cycle that waited its budget for a frozen node1 made the header
-    # read "node1 ▲5s node2 ▲5s node3 ▲5s" for a second, every healthy node a warning.
-    level = stale_level(t, since) if stalled else Level.OK
-    slow = (m is not None and member_state(m) == "slow") or (n is not None and node_state(n) == "slow")
-    return max(level, reach_level(False, slow)), since
-
-
-def _stalled_after(interval: float, t: Thresholds) -> float:
-    # A cycle waits at most its budget for a slow source, so a snapshot comes each interval;
-    # three missed, and at least stale_s.warn, is a poll that stopped.
-    return max(3 * interval, t.stale_s.warn)
 
 
 def heartbeat_text(
@@ -88,7 +48,7 @@ def heartbeat_text(
     reserve = len(fast_forms[-1]) if fast_forms else 0
     # No snapshot for longer than a few cycles: the poll itself stopped ("no data for" below).
     late = (age_s(now, snapshot.taken_at) or 0.0) if snapshot is not None else 0.0
-    stalled = late > _stalled_after(interval, thresholds)
+    stalled = late > stalled_after(interval, thresholds)
     marks = (
         [(n, *node_freshness(snapshot, n, now, thresholds, stalled=stalled)) for n in member_names(snapshot)]
         if snapshot is not None
