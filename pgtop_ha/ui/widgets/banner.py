@@ -13,6 +13,7 @@ from rich.text import Text
 from pgtop_ha.engines.stopwatch import FailoverReport, LeaderSilence
 from pgtop_ha.engines.timeline import ActiveCheck
 from pgtop_ha.judge.health import human_bytes
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, shown
 from pgtop_ha.ui.widgets.heartbeat import OneLine
 
@@ -159,7 +160,7 @@ def banner_text(
         t.append(_padded(text), styles.get("warn" if failover.done else "crit"))
     for active, words in zip(checks, said, strict=True):
         t.append(" ")
-        t.append(words, styles.get("crit" if active.check.severity >= 2 else "warn"))
+        t.append(words, styles.get(Level(max(active.check.severity, Level.WARN)).name.lower()))
     for note in notes:
         t.append(" ")
         t.append(f"⏲ {shown(note, 120)}", styles.get("warn"))
