@@ -57,8 +57,8 @@ from pgtop_ha.settings import PostgresSettings
 
 BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 10.0
-# A server that has just failed is asked again every cycle for this long before backing off: a
-# crashed primary restarted in place serves writes again within seconds.
+# A server that answered before and has just failed is asked again every cycle for this long
+# before backing off: a crashed primary restarted in place serves writes again within seconds.
 QUICK_RETRY_S = 30.0
 REFRESH_S = 5.0  # process memory is read this often while the Memory pane is shown alone
 DASHBOARD_REFRESH_S = 15.0  # ... and this often while it is one pane of several
@@ -495,7 +495,7 @@ class NodeReader:
         self._failures += 1
         if self._failures == 1:
             self._failing_from = loop.time()
-        if loop.time() - self._failing_from < QUICK_RETRY_S:
+        if self.last_ok_at is not None and loop.time() - self._failing_from < QUICK_RETRY_S:
             self._retry_at = 0.0
         else:
             delay = min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** (self._failures - 1))

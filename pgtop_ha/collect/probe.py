@@ -17,7 +17,6 @@ from typing import Any
 from pgtop_ha import pgguard
 from pgtop_ha.clock import Clock
 from pgtop_ha.collect.postgres import Target, describe_error, server_settings, tls_dsn
-from pgtop_ha.collect.source import PollTask
 from pgtop_ha.judge.sources import UNSETTLED_S
 from pgtop_ha.models.probe import ProbeRun, answered_label, step
 from pgtop_ha.models.snapshot import Probe
@@ -111,8 +110,13 @@ def read_attempt(
     return attempt
 
 
+# Attempts in flight at once: a new one starts on schedule while an earlier one hangs (a connect
+# HAProxy holds while it retries a server going down), as a client's next request would.
+MAX_IN_FLIGHT = 3
+
+
 class ProbeRunner:
-    """One endpoint's probe: at most one in flight, its own time limit, its run of errors."""
+    """One endpoint's probe: attempts on schedule (MAX_IN_FLIGHT), its own time limit, its run of errors."""
 
     def __init__(
         self,
@@ -136,7 +140,9 @@ class ProbeRunner:
         self._clock = clock
         self._refusal = refusal
         self._describe = describe or (lambda exc: describe_error(exc, self.target))
-        self._runner = PollTask(f"probe:{name}", self._poll)
+        # In flight: the loop's time each began, and the clock's (what orders their results).
+        self._tasks: dict[asyncio.Task[None], tuple[float, datetime]] = {}
+        self._applied: datetime | None = None  # when the newest attempt whose result counted began
         self._run = ProbeRun()
         self._answer: Answer | None = None
         self._error: str | None = None if refusal is None else refusal
@@ -151,14 +157,28 @@ class ProbeRunner:
         self._last_who: tuple[str | None, bool | None] = (None, None)
 
     def start(self) -> asyncio.Task[None] | None:
-        """The running probe, or a new one when the last has finished (None when refused)."""
+        """A new attempt when one is due, else the newest in flight (None: none, or refused)."""
         if self._attempt is None or self._refusal is not None:
             return None
-        if self._runner.running_for() is None and not self._due():
-            return None
-        if self._runner.running_for() is None:
-            self._last_start = self._clock()
-        return self._runner.start()
+        self._tasks = {t: at for t, at in self._tasks.items() if not t.done()}
+        newest = next(reversed(self._tasks), None)
+        if not self._due() or len(self._tasks) >= MAX_IN_FLIGHT:
+            return newest
+        began = self._last_start = self._clock()
+        task = asyncio.create_task(self._poll(began), name=f"probe:{self.name}")
+        self._tasks[task] = (asyncio.get_running_loop().time(), began)
+        return task
+
+    def _running_for(self) -> float | None:
+        """Seconds the oldest attempt that could still change what is known has waited; None: none."""
+        now = asyncio.get_running_loop().time()
+        applied = self._applied
+        waiting = [
+            now - at
+            for t, (at, began) in self._tasks.items()
+            if not t.done() and (applied is None or began >= applied)
+        ]
+        return max(waiting) if waiting else None
 
     def _due(self) -> bool:
         """Whether a new probe should start now (see the module docstring)."""
@@ -172,22 +192,32 @@ class ProbeRunner:
         # A small slack so a 5 s calm interval at a 1 s cadence probes every 5th cycle, not 6th.
         return (now - self._last_start).total_seconds() >= self._calm_interval - 0.2
 
-    async def _poll(self) -> None:
+    def _counts(self, began: datetime) -> bool:
+        """Whether an attempt's result counts: none begun after it has counted yet."""
+        if self._applied is not None and began < self._applied:
+            return False  # an older attempt ending late (a hung connect): a newer one already told
+        self._applied = began
+        return True
+
+    async def _poll(self, began: datetime) -> None:
         assert self._attempt is not None
         self.attempts += 1
         # A failed write counts from when it was tried (a timeout ends seconds later); a
         # success from when it was answered: the outage is never shorter than it was.
-        began = self._clock()
         try:
             async with asyncio.timeout(self._timeout):
                 answer = await self._attempt()
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a failed probe is data (the outage itself), never a crash
+            if not self._counts(began):
+                return
             self._polled = True
             self._error = one_line(self._describe(exc))
             self._run = step(self._run, began, self._error)
             self._unsettled_until = self._clock() + timedelta(seconds=UNSETTLED_S)
+            return
+        if not self._counts(began):
             return
         self._polled = True
         self._answer = answer
@@ -210,7 +240,7 @@ class ProbeRunner:
         error = self._error
         if not self._polled and error is None:
             error = "not probed yet"
-        waited = self._runner.running_for()
+        waited = self._running_for()
         ok = self._polled and error is None
         member = self.locate(answer.addr, answer.port) if answer is not None and ok else None
         return Probe(
@@ -231,9 +261,12 @@ class ProbeRunner:
         )
 
     async def aclose(self) -> None:
-        """Cancel a probe in flight."""
+        """Cancel the attempts in flight."""
+        for task in self._tasks:
+            task.cancel()
         with contextlib.suppress(Exception):
-            await self._runner.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
 
 
 def read_runner(

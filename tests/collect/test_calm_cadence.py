@@ -102,6 +102,9 @@ async def test_a_server_that_just_failed_is_asked_every_cycle_then_backed_off() 
     reader = NodeReader(
         Target("n2", "127.0.0.1", 1, "postgres"), PostgresSettings(), Clock(), proc=Path("/proc")
     )
+    reader._fail("connection refused")
+    assert reader._retry_at > 0.0  # never answered: backs off from the start
+    reader._failures, reader.last_ok_at = 0, datetime(2026, 1, 1, tzinfo=UTC)
     for _ in range(5):
         reader._fail("connection refused")
         assert reader._retry_at == 0.0

@@ -13,7 +13,7 @@ import pytest
 from pgtop_ha.actions.write_probe import build_write_probe, write_sql
 from pgtop_ha.cli import _parser, cli_overrides
 from pgtop_ha.collect.poller import Poller
-from pgtop_ha.collect.probe import ProbeRunner, read_runner
+from pgtop_ha.collect.probe import MAX_IN_FLIGHT, Answer, ProbeRunner, read_runner
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.lab.configs import console_config
 from pgtop_ha.lab.layout import Layout
@@ -134,28 +134,44 @@ async def test_a_host_outside_allowed_hosts_is_never_contacted() -> None:
     assert not probe.ok and probe.error == "10.9.9.9 is not allowed"
 
 
-async def test_never_two_probes_in_flight() -> None:
-    started = 0
-    gate = asyncio.Event()
-    entered = asyncio.Event()
+async def test_a_hung_attempt_does_not_blind_the_probe() -> None:
+    # A connect HAProxy holds while it retries a server going down hung the one probe for its
+    # whole time limit, and the write outage it measured ran seconds past the client's.
+    now = [T0]
+    gates: list[asyncio.Event] = []
+    outcomes: list[bool] = []
 
-    async def slow() -> object:
-        nonlocal started
-        started += 1
-        entered.set()
+    async def attempt() -> Answer:
+        gate = asyncio.Event()
+        gates.append(gate)
         await gate.wait()
-        raise OSError("late")
+        if not outcomes.pop(0):
+            raise OSError("late")
+        return Answer(addr="127.0.0.1", port=1, in_recovery=False, latency_s=0.01)
 
-    runner = ProbeRunner("w", "writer", "127.0.0.1", 1, slow, 5.0, lambda: T0)  # type: ignore[arg-type]
-    first = runner.start()
-    again = runner.start()
-    await asyncio.wait_for(entered.wait(), 5)  # the one probe is running
-    assert first is again and started == 1
+    runner = ProbeRunner("w", "writer", "127.0.0.1", 1, attempt, 5.0, lambda: now[0])
+    tasks = []
+    for i in range(MAX_IN_FLIGHT + 1):
+        now[0] = T0 + timedelta(seconds=i)
+        task = runner.start()
+        assert task is not None
+        tasks.append(task)
+        await asyncio.sleep(0)  # pacing, not synchronisation: let the attempt reach its gate
+    assert len(set(tasks)) == MAX_IN_FLIGHT and len(gates) == MAX_IN_FLIGHT  # bounded
     assert runner.probe().slow_s is not None
-    gate.set()
-    assert first is not None
-    await first
-    assert runner.probe().errors == 1
+    # The newest answers first; the oldest fails afterwards: a newer attempt already told.
+    outcomes.extend([True, False])
+    gates[-1].set()
+    await tasks[MAX_IN_FLIGHT - 1]
+    gates[0].set()
+    await tasks[0]
+    probe = runner.probe()
+    assert probe.ok and probe.errors == 0 and probe.last_ok_at is not None
+    outcomes.append(False)
+    gates[1].set()
+    await tasks[1]
+    assert runner.probe().ok  # older still: it counts for nothing
+    await runner.aclose()
 
 
 async def test_a_calm_probe_runs_every_calm_interval_and_every_cycle_while_unsettled() -> None:

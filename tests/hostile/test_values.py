@@ -300,7 +300,7 @@ def test_a_pane_that_raises_ends_the_console_with_exit_1_and_a_report(
 
     panes = tuple(dataclasses.replace(p, rows=broken) if p.id == "overview" else p for p in registry.PANES)
     monkeypatch.setattr(registry, "PANES", panes)
-    monkeypatch.setattr(Poller, "from_settings", staticmethod(lambda _s: ScriptedSource([fx.healthy()])))
+    monkeypatch.setattr(Poller, "from_settings", staticmethod(lambda _s, *_: ScriptedSource([fx.healthy()])))
 
     async def headless(self: PgtopApp, **_: object) -> None:
         await App.run_async(self, headless=True, size=(100, 30))
