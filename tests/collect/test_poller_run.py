@@ -63,18 +63,24 @@ async def test_run_hands_snapshots_and_stops_on_cancel() -> None:
     assert poller.cycles >= 3
 
 
+class _Seen:
+    """The snapshots a run handed over, and an event set at each."""
+
+    def __init__(self) -> None:
+        self.snaps: list[ClusterSnapshot] = []
+        self.got = asyncio.Event()
+
+    def __call__(self, snap: ClusterSnapshot) -> None:
+        self.snaps.append(snap)
+        self.got.set()
+
+
 async def test_a_lost_connection_wakes_the_poller_at_once() -> None:
     # A primary killed (or demoted) between two calm polls: its kept connection closed under us,
     # and the next cycle starts now, not a calm interval later.
-    settings = _unreachable()
-    poller = Poller.from_settings(settings, StepClock())
-    seen: list[ClusterSnapshot] = []
-    got = asyncio.Event()
-
-    def on_snapshot(snap: ClusterSnapshot) -> None:
-        seen.append(snap)
-        got.set()
-
+    poller = Poller.from_settings(_unreachable(), StepClock())
+    on_snapshot = _Seen()
+    seen, got = on_snapshot.snaps, on_snapshot.got
     task = asyncio.create_task(poller.run(on_snapshot, lambda: 600.0))
     try:
         async with asyncio.timeout(10):
@@ -133,14 +139,9 @@ async def test_hurry_ends_a_calm_pause_when_the_cadence_got_faster() -> None:
 
 
 async def test_a_primed_first_cycle_is_begun_once_and_is_the_first_run_hands_over() -> None:
-    settings = _unreachable()
-    poller = Poller.from_settings(settings, StepClock())
-    seen: list[ClusterSnapshot] = []
-    got = asyncio.Event()
-
-    def on_snapshot(snap: ClusterSnapshot) -> None:
-        seen.append(snap)
-        got.set()
+    poller = Poller.from_settings(_unreachable(), StepClock())
+    on_snapshot = _Seen()
+    seen, got = on_snapshot.snaps, on_snapshot.got
 
     before = asyncio.all_tasks()
     poller.prime()  # the console, before Textual builds the screen
