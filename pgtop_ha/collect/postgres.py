@@ -267,6 +267,10 @@ class SideRead(Generic[T]):
         self.value = self.error = self._at = None
         self.fresh = False
 
+    def due(self) -> None:
+        """Send at the next refresh, however recent the last (the answer kept until then)."""
+        self._at = None
+
     async def refresh(self, conn: asyncpg.Connection, sql: str | None, now: float) -> bool:
         """Send ``sql`` when due; True (and ``fresh``) when the server answered (a round trip made)."""
         self.fresh = False
@@ -556,6 +560,7 @@ class NodeReader:
             self._full_at = None
             self._pending_at = None
             self._calm_at = None
+            self._log.due()  # a server that just came back: its log tells why, at once
         return self._conn, self._caps
 
     def _build_sql(self, caps: Capabilities) -> None:

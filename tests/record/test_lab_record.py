@@ -54,6 +54,24 @@ def _reachable_in_last(path: Path, node: str) -> bool:
     return found is not None and found.reachable
 
 
+RESTART = ("was interrupted", "not properly shut down", "redo starts", "ready to accept")
+
+
+def _restart_told(path: Path, node: str) -> bool:
+    """The recording holds a line of ``node``'s own log that tells its restart."""
+    try:
+        rec = Recording.open(path)
+    except Exception:
+        return False
+    try:
+        events = build_report(rec)["events"]
+    finally:
+        rec.close()
+    return any(
+        e["kind"] == "log" and e.get("node") == node and any(w in e["text"] for w in RESTART) for e in events
+    )
+
+
 def _about(e: dict[str, Any], node: str, *words: str) -> bool:
     text = str(e.get("text", "")).lower()
     return e.get("node") == node and "postgresql" in text and any(w in text for w in words)
@@ -88,6 +106,7 @@ def test_record_across_kill_primary(lab: Lab, tmp_path: Path) -> None:
         # The reader reconnects with backoff (up to BACKOFF_MAX_S): wait for the recording to
         # see the leader's PostgreSQL again, then a few more cycles.
         _wait(lambda: _reachable_in_last(path, leader), 60, "the recording to see the leader again")
+        _wait(lambda: _restart_told(path, leader), 30, "the leader's own log to tell its restart")
         seen = _count(path)
         _wait(lambda: _count(path) >= seen + 2, 30, "a few cycles after recovery")
     finally:
@@ -109,7 +128,7 @@ def test_record_across_kill_primary(lab: Lab, tmp_path: Path) -> None:
     # Its own log told the restart (read back after the crash), in order with the console's events.
     down = min(e["at"] for e in events if _about(e, leader, "unreachable", "down"))
     told = [e for e in events if e["kind"] == "log" and e.get("node") == leader]
-    restart = ("was interrupted", "not properly shut down", "redo starts", "ready to accept")
+    restart = RESTART
     assert any(w in e["text"] for e in told for w in restart), texts
     assert all(e["source"] == "postgres" for e in told)
     assert min(e["at"] for e in told if any(w in e["text"] for w in restart)) >= down, texts

@@ -160,7 +160,7 @@ def banner_text(
         t.append(_padded(text), styles.get("warn" if failover.done else "crit"))
     for active, words in zip(checks, said, strict=True):
         t.append(" ")
-        t.append(words, styles.get(Level(max(active.check.severity, Level.WARN)).name.lower()))
+        t.append(words, styles.get(Level(active.check.severity).name.lower()))
     for note in notes:
         t.append(" ")
         t.append(f"⏲ {shown(note, 120)}", styles.get("warn"))
