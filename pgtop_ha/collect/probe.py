@@ -2,7 +2,8 @@
 
 Each probe is a new connection and one statement asking which server answered, as applications
 do after a failover: every cycle while unsettled, every probes.calm_interval otherwise (each is a
-SCRAM handshake). One in flight per endpoint, under the node readers' trust rules.
+SCRAM handshake). A new one starts on schedule while an earlier one hangs, up to MAX_IN_FLIGHT per
+endpoint, under the node readers' trust rules.
 """
 
 from __future__ import annotations
