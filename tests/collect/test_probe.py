@@ -140,10 +140,12 @@ async def test_a_hung_attempt_does_not_blind_the_probe() -> None:
     now = [T0]
     gates: list[asyncio.Event] = []
     outcomes: list[bool] = []
+    arrived = asyncio.Event()
 
     async def attempt() -> Answer:
         gate = asyncio.Event()
         gates.append(gate)
+        arrived.set()
         await gate.wait()
         if not outcomes.pop(0):
             raise OSError("late")
@@ -156,7 +158,9 @@ async def test_a_hung_attempt_does_not_blind_the_probe() -> None:
         task = runner.start()
         assert task is not None
         tasks.append(task)
-        await asyncio.sleep(0)  # pacing, not synchronisation: let the attempt reach its gate
+        if i < MAX_IN_FLIGHT:  # a new attempt: wait until it reached its gate
+            await asyncio.wait_for(arrived.wait(), 5)
+            arrived.clear()
     assert len(set(tasks)) == MAX_IN_FLIGHT and len(gates) == MAX_IN_FLIGHT  # bounded
     assert runner.probe().slow_s is not None
     # The newest answers first; the oldest fails afterwards: a newer attempt already told.

@@ -41,17 +41,25 @@ def _count(path: Path) -> int:
         rec.close()
 
 
-def _reachable_in_last(path: Path, node: str) -> bool:
+def _read(path: Path, read: Callable[[Recording], bool]) -> bool:
+    """``read`` of the recording being written; False while it cannot be opened yet."""
     try:
         rec = Recording.open(path)
     except Exception:
         return False
     try:
-        frame = rec.last()
-        found = rec.snapshot(frame).node(node) if frame is not None else None
+        return read(rec)
     finally:
         rec.close()
-    return found is not None and found.reachable
+
+
+def _reachable_in_last(path: Path, node: str) -> bool:
+    def reachable(rec: Recording) -> bool:
+        frame = rec.last()
+        found = rec.snapshot(frame).node(node) if frame is not None else None
+        return found is not None and found.reachable
+
+    return _read(path, reachable)
 
 
 RESTART = ("was interrupted", "not properly shut down", "redo starts", "ready to accept")
@@ -59,17 +67,13 @@ RESTART = ("was interrupted", "not properly shut down", "redo starts", "ready to
 
 def _restart_told(path: Path, node: str) -> bool:
     """The recording holds a line of ``node``'s own log that tells its restart."""
-    try:
-        rec = Recording.open(path)
-    except Exception:
-        return False
-    try:
+
+    def told(rec: Recording) -> bool:
         events = build_report(rec)["events"]
-    finally:
-        rec.close()
-    return any(
-        e["kind"] == "log" and e.get("node") == node and any(w in e["text"] for w in RESTART) for e in events
-    )
+        lines = [e["text"] for e in events if e["kind"] == "log" and e.get("node") == node]
+        return any(w in text for text in lines for w in RESTART)
+
+    return _read(path, told)
 
 
 def _about(e: dict[str, Any], node: str, *words: str) -> bool:
