@@ -1,9 +1,8 @@
 """Client probes, read path: what an application sees through HAProxy's ports or a pooler.
 
 Each probe is a new connection and one statement asking which server answered, as applications
-do after a failover: every cycle while unsettled, every probes.calm_interval otherwise (each is a
-SCRAM handshake). A new one starts on schedule while an earlier one hangs, up to MAX_IN_FLIGHT per
-endpoint, under the node readers' trust rules.
+do after a failover: every cycle while unsettled, else every probes.calm_interval (a SCRAM
+handshake each), on schedule even while one hangs (MAX_IN_FLIGHT), under the readers' trust rules.
 """
 
 from __future__ import annotations
