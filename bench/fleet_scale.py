@@ -1,13 +1,13 @@
 """The fleet view at 1k, 10k and 50k clusters, on Prometheus and on VictoriaMetrics.
 
 For each size and engine, pgtop_ha/lab/synthetic_fleet.py loads N clusters of 3 members (a fault
-on one cluster in 500) with the fleet's rules evaluated every 5 s, then this script measures,
+on one cluster in 500) with the fleet's rules evaluated every --interval, then this script measures,
 over several refreshes, both ways the fleet reads: live PromQL, and from the recorded rules:
 - the bytes a refresh reads (every answer of both rounds);
 - the client CPU of a refresh (process time here: HTTP, JSON, rows), and its wall time (mostly the
   server's evaluation): the wall time of a full screen;
 - the rules' evaluation time, as the engine reports it (the sum over each group's rules): the group
-  evaluated every 5 s, and the hourly group evaluated every minute;
+  evaluated every --interval, and the hourly group evaluated every minute;
 - the fleet screen: its first fill, and a key's latency (Pilot) while refreshes run.
 The reference is the previous design's read, the member series of every cluster (a plain
 selector), asked of the same engine in the same run. Example:
@@ -136,18 +136,19 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--engines", default="prometheus,victoria")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--interval", type=int, default=5, help="scrape and rule evaluation interval (s)")
     args = parser.parse_args()
     print("| engine | clusters | read | bytes/refresh | client CPU/refresh (median) | full screen (median) "
-          "| rules' evaluation (5 s / hourly group) | reference: one metric of every member | first fill "
-          "| key median / max |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| interval | rules' evaluation (main / hourly group) | reference: one metric of every member "
+          "| first fill | key median / max |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.engines.split(","):
         for size in (int(s) for s in args.sizes.split(",")):
             faults = {i: FAULTS[(i // 500) % len(FAULTS)] for i in range(0, size, 500)}
             port = _port()
             engine = ENGINES[name](Path(tempfile.mkdtemp(prefix="pgtop-fleet-bench-")) / "engine", port)
             try:
-                took = engine.up(size, faults, rules=True)
+                took = engine.up(size, faults, rules=True, interval_s=args.interval)
                 asyncio.run(_evaluated(engine.url, 900))
                 rules_url = engine.url if name == "prometheus" else f"http://127.0.0.1:{port + 1}"
                 evaluation = _evaluation_s(rules_url)
@@ -161,6 +162,7 @@ def main() -> int:
                     f"| {name} | {size:,} | {'recorded' if recorded else 'live'} "
                     f"| {page.bytes_read / 1e3:.0f} kB | {statistics.median(cpu) * 1e3:.0f} ms "
                     f"| {statistics.median(wall):.2f} s "
+                    f"| {args.interval} s "
                     f"| {evaluation.get(GROUP, 0):.1f} s / {evaluation.get(HOURLY_GROUP, 0):.1f} s "
                     f"| {reference} "
                     f"| {screen['first fill (s)'] * 1e3:.0f} ms "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -90,7 +89,7 @@ MOVES = "pgtop_ha:fleet_timeline_moves_1h"  # per cluster: how far its timeline 
 MEMBERS = "pgtop_ha:fleet_members"  # per cluster: its members seen in the last hour
 LEADERS = "pgtop_ha:fleet_leaders"  # per cluster with a leader: how many say they are
 HOURLY_EVERY_S = 60  # the interval of the group recording SEEN and MOVES
-VERSION = 2  # raised whenever RULES or their PromQL change
+VERSION = 3  # raised whenever RULES or their PromQL change
 LIVE = "live PromQL"
 
 DCS_STALE_S = 60.0
@@ -103,10 +102,14 @@ def promql_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+RE2_META = frozenset("\\.+*?()|[]{}^$")
+
+
 def _literal(text: str) -> str:
     """``text`` as an RE2 pattern matching it alone."""
-    # RE2 takes a backslash before ASCII punctuation only; anything else is literal as it is.
-    return "".join(f"\\{c}" if c in string.punctuation else c for c in text)
+    # Only RE2's metacharacters are escaped: an alternation of plain literals is what Prometheus
+    # looks up by value instead of running the regex over every value of the label.
+    return "".join(f"\\{c}" if c in RE2_META else c for c in text)
 
 
 def name_matcher(label: str, text: str) -> str:
@@ -167,10 +170,8 @@ class FleetQueries:
     def _parts(self) -> dict[str, str]:
         sc, nm = self.scope_label, self.name_label
         by = f"by ({sc})"
-        replayed = (
-            f"min {by} ({self._m('patroni_xlog_replayed_location')} "
-            f"unless on ({sc}, {nm}) ({self._m('patroni_primary')} == 1))"
-        )
+        # Patroni reports 0 for the leader and for a replica whose PostgreSQL does not answer.
+        replayed = f"min {by} ({self._m('patroni_xlog_replayed_location')} > 0)"
         matchers = ",".join(m for m in (f'proxy="{self.writer_backend}"', self.only) if m)
         writer = f"haproxy_backend_active_servers{{{matchers}}}"
         return {

@@ -83,7 +83,6 @@ def rule_file(queries: FleetQueries, version: str) -> str:
     terms = staged.terms()
     tagged = " or ".join(f'label_replace({expr}, "rule", "{key}", "", "")' for key, expr in terms.items())
     records = [
-        (MEMBERS, f"count by ({sc}) ({SEEN})"),
         (LEADERS, queries.leaders()),
         (RULE_POINTS, tagged),
         (SEVERITY, f"sum by ({sc}) ({RULE_POINTS}) or {MEMBERS} * 0"),
@@ -100,7 +99,7 @@ def rule_file(queries: FleetQueries, version: str) -> str:
         f"    interval: {HOURLY_EVERY_S}s",
         "    rules:",
     ]
-    for name, expr in queries.hourly().items():
+    for name, expr in [*queries.hourly().items(), (MEMBERS, f"count by ({sc}) ({SEEN})")]:
         lines += [f"      - record: {name}", f"        expr: {_quoted(expr)}"]
     lines += [f"  - name: {GROUP}", "    rules:"]
     for name, expr in records:

@@ -26,6 +26,7 @@ FAULTS = tuple(RULES)  # one synthetic cluster per rule the fleet grades by
 MEMBERS = ("node1", "node2", "node3")
 LOOKBACK_S = 300.0  # Prometheus's default: samples older than this are not seen at "now"
 FRESH_S = 600
+INTERVAL_S = 5  # the scrape and rule evaluation interval, as the lab's
 
 
 def scope_of(i: int) -> str:
@@ -99,9 +100,11 @@ class _Engine:
 class SyntheticPrometheus(_Engine):
     """One Prometheus over a backfilled TSDB (its PID tracked)."""
 
-    def up(self, clusters: int, faults: Mapping[int, str], *, rules: bool = False) -> float:
+    def up(
+        self, clusters: int, faults: Mapping[int, str], *, rules: bool = False, interval_s: int = INTERVAL_S
+    ) -> float:
         """Backfill ``clusters`` and start Prometheus over them (``rules``: with the fleet's rules loaded,
-        evaluated every 5 s); the seconds the backfill took."""
+        evaluated every ``interval_s``); the seconds the backfill took."""
         promtool, prometheus = shutil.which("promtool"), shutil.which("prometheus")
         if promtool is None or prometheus is None:
             raise UserError("promtool and prometheus not found; install Debian's `prometheus` package")
@@ -120,7 +123,7 @@ class SyntheticPrometheus(_Engine):
         text.unlink()
         took = time.monotonic() - began
         config = self.state_dir / "prometheus.yml"
-        text_config = "global:\n  scrape_interval: 5s\n  evaluation_interval: 5s\n"
+        text_config = f"global:\n  scrape_interval: {interval_s}s\n  evaluation_interval: {interval_s}s\n"
         if rules:
             (self.state_dir / RULES_FILE).write_text(rule_file(FleetQueries(), __version__))
             text_config += f"rule_files: ['{RULES_FILE}']\n"
@@ -190,9 +193,11 @@ class SyntheticVictoria(_Engine):
         if not procs.poll(ready, 120, interval=0.2):
             raise UserError(f"{name} not ready after 120 s; see {log}")
 
-    def up(self, clusters: int, faults: Mapping[int, str], *, rules: bool = False) -> float:
+    def up(
+        self, clusters: int, faults: Mapping[int, str], *, rules: bool = False, interval_s: int = INTERVAL_S
+    ) -> float:
         """Import ``clusters`` and start VictoriaMetrics (``rules``: vmalert evaluating the fleet's
-        rules every 5 s and writing them back); the seconds the import took."""
+        rules every ``interval_s`` and writing them back); the seconds the import took."""
         vm, vmalert = shutil.which("victoria-metrics"), shutil.which("vmalert")
         if vm is None or vmalert is None:
             raise UserError("victoria-metrics and vmalert not found; install Debian's `victoria-metrics`")
@@ -219,7 +224,7 @@ class SyntheticVictoria(_Engine):
             alert_log = self.state_dir / "vmalert.log"
             proc = procs.spawn(
                 [vmalert, f"-rule={path}", f"-datasource.url={self.url}", f"-remoteWrite.url={self.url}",
-                 "-evaluationInterval=5s", f"-httpListenAddr=127.0.0.1:{self.port + 1}",
+                 f"-evaluationInterval={interval_s}s", f"-httpListenAddr=127.0.0.1:{self.port + 1}",
                  # It will not run alerting rules without a notifier: one on loopback where none listens.
                  f"-notifier.url=http://127.0.0.1:{self.port + 2}"],
                 log=alert_log, run_as=procs.RunAs(), cwd=self.state_dir,
