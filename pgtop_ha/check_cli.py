@@ -12,7 +12,8 @@ from pgtop_ha.clock import system_clock
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.collect.snapshot_cli import first_problem, nothing_reachable
 from pgtop_ha.engines.timeline import Timeline
-from pgtop_ha.judge.health import is_leader, is_up, routes
+from pgtop_ha.judge.haproxy import is_up, routes
+from pgtop_ha.judge.leader import is_leader
 from pgtop_ha.judge.verdicts import healthy, judge, worst
 from pgtop_ha.models.snapshot import POSTGRES_OFF, ClusterSnapshot
 from pgtop_ha.models.text import clean

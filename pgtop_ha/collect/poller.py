@@ -33,7 +33,7 @@ from pgtop_ha.collect.poolers import PoolerReader, bouncer_reader, bouncer_state
 from pgtop_ha.collect.probe import ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.collect.tls import context_maker
-from pgtop_ha.judge.health import Routing, routing
+from pgtop_ha.judge.haproxy import Routing, routing
 from pgtop_ha.judge.sources import UNSETTLED_S
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.servers import joined
@@ -126,7 +126,7 @@ class Poller:
         self._woken = False  # wake(): end the pause now
         self._primed: asyncio.Task[ClusterSnapshot] | None = None  # prime(): the first cycle, begun early
         self._began = False  # a first cycle was primed or run() started: prime() does nothing more
-        # HAProxy's routing as last read (judge.health.routing) and until when a change keeps
+        # HAProxy's routing as last read (judge.haproxy.routing) and until when a change keeps
         # the probes running every cycle (_note_routing, at each stats read).
         self._routing: Routing | None = None
         self._routing_until: datetime | None = None

@@ -14,12 +14,13 @@ from datetime import datetime
 from pgtop_ha.engines.events import listed
 from pgtop_ha.judge.checks import writes_ok
 from pgtop_ha.judge.forecast import explain, forecast
-from pgtop_ha.judge.health import Pools, human_bytes
+from pgtop_ha.judge.haproxy import Pools
 from pgtop_ha.judge.sources import node_state, unreachable
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.derive import permanent_slots
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.forecast import FailoverForecast
+from pgtop_ha.models.numbers import binary_size
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member, Probe
 
 # Patroni's word for a member whose PostgreSQL it stopped (`stop-patroni`, a shutdown): its key stays
@@ -123,7 +124,7 @@ def summary(r: FailoverReport) -> str:
     if r.write_outage_from is None:
         outage = "not seen" if r.done else "-"
     slots = {True: "ok", False: "missing " + ", ".join(r.missing_slots), None: "?"}[r.permanent_slots_ok]
-    lag = human_bytes(r.lag_at_promotion_bytes) if r.lag_at_promotion_bytes is not None else "?"
+    lag = binary_size(r.lag_at_promotion_bytes) if r.lag_at_promotion_bytes is not None else "?"
     if r.lag_at_promotion_bytes and r.lag_at_promotion_s is not None:
         lag += f" (its last {r.lag_at_promotion_s:.1f} s of writes or more)"
     down = ""

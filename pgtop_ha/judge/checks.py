@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pgtop_ha.judge.health import Pools, exact_timeline, is_leader, is_up
+from pgtop_ha.judge.haproxy import Pools, is_up
+from pgtop_ha.judge.leader import exact_timeline, is_leader
 from pgtop_ha.judge.rules import (
     CLUSTER_PRIMARIES,
     CLUSTER_TIMELINES,

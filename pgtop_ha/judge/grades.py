@@ -5,7 +5,7 @@ A cell's level is None where it is merely shown (no colour), a Level where it is
 
 from __future__ import annotations
 
-from pgtop_ha.judge.health import is_leader
+from pgtop_ha.judge.leader import is_leader
 from pgtop_ha.models.locks import STOPS_EVERYTHING, TreeLine
 from pgtop_ha.models.snapshot import ClusterSnapshot, LockCount, Probe
 from pgtop_ha.models.thresholds import Level

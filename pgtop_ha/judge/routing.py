@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pgtop_ha.judge.health import check_unanswered, is_leader, is_up, state_word
+from pgtop_ha.judge.haproxy import check_unanswered, is_up, state_word
+from pgtop_ha.judge.leader import is_leader
 from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level

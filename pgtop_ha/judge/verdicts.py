@@ -6,14 +6,15 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from pgtop_ha.judge.checks import Check
-from pgtop_ha.judge.health import Pools, Problem, cluster_problems
+from pgtop_ha.judge.haproxy import Pools
+from pgtop_ha.judge.problems import Problem, cluster_problems
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.models.verdict import Verdict
 
 
 def from_problem(p: Problem) -> Verdict:
-    """A problem (health.cluster_problems) as a verdict."""
+    """A problem (judge.problems.cluster_problems) as a verdict."""
     return Verdict(rule=p.rule, level=int(p.level), subject=p.node, text=p.text)
 
 

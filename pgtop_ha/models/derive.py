@@ -424,7 +424,7 @@ class SlotPresence(Frozen):
 
 
 def permanent_slot_names(snapshot: ClusterSnapshot) -> tuple[str, ...]:
-    """Patroni's permanent slots (health.permanent_slots), sorted by name."""
+    """Patroni's permanent slots (permanent_slots), sorted by name."""
     return tuple(sorted(permanent_slots(snapshot)))
 
 
@@ -445,7 +445,7 @@ def slot_keepers(snapshot: ClusterSnapshot) -> dict[str, str]:
 def slot_presence(snapshot: ClusterSnapshot, slots: tuple[str, ...] | None = None) -> SlotPresence:
     """The matrix of slots kept across a failover (default: slot_keepers) on every member.
 
-    Members are health.member_names: Patroni's members and any node Patroni did not list, sorted.
+    Members are member_names: Patroni's members and any node Patroni did not list, sorted.
     """
     names = tuple(slot_keepers(snapshot)) if slots is None else slots
     members = tuple(member_names(snapshot))

@@ -18,3 +18,19 @@ def finite(value: object) -> float | None:
     except OverflowError:  # an int beyond float's range
         return None
     return result if math.isfinite(result) else None
+
+
+def binary_size(value: int | None) -> str:
+    """Bytes with a binary unit and at most 3 significant digits (noise stays hidden)."""
+    if value is None:
+        return "-"
+    size = float(value)
+    sign = "-" if size < 0 else ""
+    size = abs(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            if unit == "B":
+                return f"{sign}{int(size)} B"
+            return f"{sign}{size:.1f} {unit}" if size < 10 else f"{sign}{size:.0f} {unit}"
+        size /= 1024
+    return f"{sign}{size:.0f} PiB"  # unreachable: the loop returns at TiB

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pgtop_ha.engines.timeline import Timeline
-from pgtop_ha.judge.health import DEFAULT_POOLS, Pools
+from pgtop_ha.judge.haproxy import DEFAULT_POOLS, Pools
 from pgtop_ha.models.text import clean, fit
 from pgtop_ha.record.reader import Marker, Recording
 from pgtop_ha.record.store import from_epoch

@@ -11,9 +11,8 @@ import functools
 import re
 from collections.abc import Sequence
 
-from pgtop_ha.judge.health import human_bytes as _human_bytes
 from pgtop_ha.models.numbers import INT_LIMIT as _INT_LIMIT
-from pgtop_ha.models.numbers import finite
+from pgtop_ha.models.numbers import binary_size, finite
 from pgtop_ha.models.text import clean, fit
 
 __all__ = [
@@ -189,7 +188,7 @@ def human_bytes(value: int | None, *, signed: bool = False) -> str:
         return "-"
     if not _int64(value) or (value < 0 and not signed):
         return INVALID
-    return _human_bytes(value)
+    return binary_size(value)
 
 
 def age(seconds: float | None, floor: int = 0, *, exact: int = 10) -> str:

@@ -11,7 +11,7 @@ import pytest
 from pgtop_ha.actions import Actions, build_actions
 from pgtop_ha.actions.backend_signal import backend_target
 from pgtop_ha.collect.poller import Poller
-from pgtop_ha.judge.health import cluster_problems
+from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.judge.rules import SESSIONS_LONG_TRANSACTION
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pgtop_ha.collect.certificate import not_after
-from pgtop_ha.judge.health import cert_days_left, cert_level
+from pgtop_ha.judge.certs import cert_days_left, cert_level
 from pgtop_ha.models.thresholds import Level
 
 

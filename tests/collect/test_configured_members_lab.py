@@ -14,7 +14,7 @@ import pytest
 
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.engines.timeline import Timeline
-from pgtop_ha.judge.health import member_problems
+from pgtop_ha.judge.problems import member_problems
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import NODE_NAMES

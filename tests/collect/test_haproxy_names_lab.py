@@ -17,7 +17,8 @@ import pytest
 
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.judge.checks import disagreements, writes_ok
-from pgtop_ha.judge.health import cluster_problems, routes
+from pgtop_ha.judge.haproxy import routes
+from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.lab import configs, procs
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import NODE_NAMES

@@ -7,7 +7,7 @@ import io
 import pytest
 
 from pgtop_ha.collect.poller import Poller
-from pgtop_ha.judge.health import cluster_problems
+from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees

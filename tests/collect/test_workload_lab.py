@@ -7,7 +7,7 @@ import pytest
 
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.engines.timeline import Timeline
-from pgtop_ha.judge.health import cluster_problems
+from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.judge.rules import LOG_FATAL
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import DBNAME, MONITOR_USER, SUPERUSER

@@ -8,7 +8,7 @@ import pytest
 
 from pgtop_ha.collect.haproxy import parse_stat_csv
 from pgtop_ha.collect.patroni import parse_cluster
-from pgtop_ha.judge.health import cluster_problems
+from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.models.snapshot import Member
 from pgtop_ha.models.text import clean, has_hidden
 from pgtop_ha.models.thresholds import Level

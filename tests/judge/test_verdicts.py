@@ -12,7 +12,7 @@ from pgtop_ha.check_cli import perfdata, status_line
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.judge import rules
 from pgtop_ha.judge.checks import CHECK_RULES, disagreements
-from pgtop_ha.judge.health import cluster_problems
+from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.judge.rules import RULES
 from pgtop_ha.judge.verdicts import judge, worst
 from pgtop_ha.models.snapshot import ClusterSnapshot, Slot, WalReceiver

@@ -6,7 +6,8 @@ from datetime import timedelta
 
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.judge.checks import disagreements, writes_ok
-from pgtop_ha.judge.health import cluster_problems, worst_slot
+from pgtop_ha.judge.problems import cluster_problems
+from pgtop_ha.judge.slots import worst_slot
 from pgtop_ha.models.snapshot import ClusterSnapshot, WalReceiver
 from pgtop_ha.models.thresholds import Thresholds
 from pgtop_ha.ui.panes import overview

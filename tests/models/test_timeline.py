@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from pgtop_ha.engines.events import diff
 from pgtop_ha.engines.timeline import EPISODES_SWEEP, MAX_CHANGES, Timeline, cadence
-from pgtop_ha.judge.health import cluster_problems
+from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.models.event import SOURCES
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HistoryEntry, Replication, Slot
 from pgtop_ha.models.thresholds import Level

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgtop_ha.judge.grades import archiving_level
-from pgtop_ha.judge.health import archive_failing, archiver_level, ready_level
+from pgtop_ha.judge.wal import archive_failing, archiver_level, ready_level
 from pgtop_ha.models.derive import age_s
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot
 from pgtop_ha.ui.format import age, age_step, count, sparkline

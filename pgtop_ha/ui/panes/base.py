@@ -16,7 +16,8 @@ from typing import Protocol, TypeVar, cast
 from pgtop_ha.engines.timeline import ActiveCheck
 from pgtop_ha.judge.forecast import forecast
 from pgtop_ha.judge.grades import UNREAD
-from pgtop_ha.judge.health import Pools, Problem, cluster_problems, member_problems
+from pgtop_ha.judge.haproxy import Pools
+from pgtop_ha.judge.problems import Problem, cluster_problems, member_problems
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.forecast import FailoverForecast
@@ -117,7 +118,7 @@ class Context:
         return self.history[-1] if self.history else None
 
     def member_problems(self, snapshot: ClusterSnapshot, name: str) -> tuple[Problem, ...]:
-        """What is wrong with member ``name`` (health.member_problems), once per context and snapshot."""
+        """What is wrong with member ``name`` (judge.problems), once per context and snapshot."""
         return self._once(
             ("member", name),
             snapshot,
@@ -127,7 +128,7 @@ class Context:
     def names(self, snapshot: ClusterSnapshot) -> tuple[str, ...]:
         """The names a name column tells apart, once per context and snapshot.
 
-        Every member's name (health.member_names), then HAProxy's servers that are no member
+        Every member's name (models.derive.member_names), then HAProxy's servers that are no member
         (the HAProxy pane shows them by their own names: `postgresql_10.0.0.11_5432`).
         """
 
@@ -138,7 +139,7 @@ class Context:
         return self._once("names", snapshot, derive)
 
     def problems(self, snapshot: ClusterSnapshot) -> tuple[Problem, ...]:
-        """Every problem of the cluster (health.cluster_problems), once per context and snapshot."""
+        """Every problem of the cluster (judge.problems.cluster_problems), once per context and snapshot."""
         # The Cluster pane shows each member's problems, the Problems pane and the overview's
         # alerts all of them: each computed them again every second.
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pgtop_ha.judge.cache import after_failover, relation_share, used_share
 from pgtop_ha.judge.grades import cold_cache_level
-from pgtop_ha.judge.health import is_leader
+from pgtop_ha.judge.leader import is_leader
 from pgtop_ha.judge.sources import node_state
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.format import count, human_bytes, shown

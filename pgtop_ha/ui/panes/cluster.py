@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
+from pgtop_ha.judge.certs import cert_days_left, cert_level, member_certs
 from pgtop_ha.judge.grades import down_level, pending_level, upstream_level
-from pgtop_ha.judge.health import (
-    cert_days_left,
-    cert_level,
-    is_leader,
-    is_up,
-    member_certs,
-    routes,
-    upstream_mismatch,
-)
+from pgtop_ha.judge.haproxy import is_up, routes
+from pgtop_ha.judge.leader import is_leader
+from pgtop_ha.judge.problems import upstream_mismatch
 from pgtop_ha.judge.replication import lag_level
 from pgtop_ha.judge.routing import server_level
 from pgtop_ha.judge.sources import member_state, node_state, reach_level, unreachable

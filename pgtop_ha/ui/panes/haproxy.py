@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgtop_ha.judge.grades import UNREAD
-from pgtop_ha.judge.health import is_up
+from pgtop_ha.judge.haproxy import is_up
 from pgtop_ha.judge.routing import pool_level, server_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.health import horizon_level
+from pgtop_ha.judge.wal import horizon_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, HorizonHolder
 from pgtop_ha.ui.format import age, age_step, count
 from pgtop_ha.ui.panes.base import (

@@ -13,16 +13,12 @@ from dataclasses import replace
 from pgtop_ha.engines.events import without_preludes
 from pgtop_ha.judge.eligibility import find_leader
 from pgtop_ha.judge.forecast import forecast_marks
-from pgtop_ha.judge.health import (
-    Problem,
-    archive_failing,
-    archiver_level,
-    exact_timeline,
-    is_leader,
-    state_word,
-    worst_slot,
-)
+from pgtop_ha.judge.haproxy import state_word
+from pgtop_ha.judge.leader import exact_timeline, is_leader
+from pgtop_ha.judge.problems import Problem
 from pgtop_ha.judge.replication import lag_level
+from pgtop_ha.judge.slots import worst_slot
+from pgtop_ha.judge.wal import archive_failing, archiver_level
 from pgtop_ha.models.derive import CopyRate, age_s, copy_rates, replay_lag_seconds, walsender_for
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot

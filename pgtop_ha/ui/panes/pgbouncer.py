@@ -7,8 +7,8 @@ sends writes to a replica.
 from __future__ import annotations
 
 from pgtop_ha.judge.grades import UNREAD
-from pgtop_ha.judge.health import patroni_view
 from pgtop_ha.judge.poolers import database_finding, pool_finding
+from pgtop_ha.judge.problems import patroni_view
 from pgtop_ha.models.derive import BouncerRates, bouncer_rates
 from pgtop_ha.models.poolers import PgBouncerState
 from pgtop_ha.models.snapshot import ClusterSnapshot

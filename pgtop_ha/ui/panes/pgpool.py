@@ -7,8 +7,9 @@ that address, so a primary that is not Patroni's leader or a node kept down read
 from __future__ import annotations
 
 from pgtop_ha.judge.grades import UNREAD, pgpool_primary_level, pgpool_status_level
-from pgtop_ha.judge.health import is_leader, patroni_view
+from pgtop_ha.judge.leader import is_leader
 from pgtop_ha.judge.poolers import missing_primary, node_finding
+from pgtop_ha.judge.problems import patroni_view
 from pgtop_ha.judge.sources import source_state
 from pgtop_ha.models.derive import select_rates
 from pgtop_ha.models.poolers import PgpoolState

@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 from pgtop_ha.judge.grades import permanent_slot_absent_level, wal_status_level
-from pgtop_ha.judge.health import (
-    failover_copy_ready,
-    is_leader,
-    retained_level,
-    slot_level,
-    top_retainer,
-    wal_disk_bound,
-    wal_disk_level,
-)
+from pgtop_ha.judge.leader import is_leader
+from pgtop_ha.judge.slots import failover_copy_ready, retained_level, slot_level, top_retainer
+from pgtop_ha.judge.wal import wal_disk_bound, wal_disk_level
 from pgtop_ha.models.derive import SlotRates, slot_keepers, slot_presence, slot_rates
 from pgtop_ha.models.snapshot import ClusterSnapshot, Slot, WalDisk
 from pgtop_ha.models.thresholds import Level

@@ -12,9 +12,8 @@ from rich.text import Text
 
 from pgtop_ha.engines.stopwatch import FailoverReport, LeaderSilence
 from pgtop_ha.engines.timeline import ActiveCheck
-from pgtop_ha.judge.health import human_bytes
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, shown
+from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, human_bytes, shown
 from pgtop_ha.ui.widgets.heartbeat import OneLine
 
 SHOW_DONE_S = 60.0  # a finished failover's figures stay on the banner this long

@@ -1,17 +1,17 @@
-"""OK/WARN/CRIT from thresholds, and the cluster's current problems: pure, no I/O."""
+"""The cluster's current problems, worst first: every source's facts and their contradictions."""
 
 from __future__ import annotations
 
-import functools
-import re
-import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from math import isfinite
 
 from pgtop_ha.judge.backup import backup_marks, no_stanza_marks
+from pgtop_ha.judge.certs import cert_days_left, cert_level, member_certs
 from pgtop_ha.judge.forecast import forecast, forecast_marks
+from pgtop_ha.judge.haproxy import Pools, is_up, routes
+from pgtop_ha.judge.leader import is_leader, pg_primary
 from pgtop_ha.judge.memory import hugepages_marks
 from pgtop_ha.judge.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
 from pgtop_ha.judge.replication import (
@@ -72,97 +72,17 @@ from pgtop_ha.judge.rules import (
 )
 from pgtop_ha.judge.serverlog import log_findings
 from pgtop_ha.judge.sessions import session_findings
+from pgtop_ha.judge.slots import missing_permanent_slots, slot_level, top_retainer
 from pgtop_ha.judge.sources import member_state, node_state
 from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
-from pgtop_ha.models.derive import failover_slots, listed_processes, member_names, permanent_slots
-from pgtop_ha.models.roles import is_leader_role, is_standby_leader
+from pgtop_ha.judge.wal import horizon_holder, horizon_level, ready_level, wal_disk_level
+from pgtop_ha.models.derive import listed_processes, member_names
+from pgtop_ha.models.numbers import binary_size
+from pgtop_ha.models.roles import is_standby_leader
 from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined, upstream_of
-from pgtop_ha.models.snapshot import (
-    Archiver,
-    ClusterSnapshot,
-    HAProxyServer,
-    HorizonHolder,
-    Member,
-    NodeSnapshot,
-    Slot,
-    WalDisk,
-)
+from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
 from pgtop_ha.models.text import skeleton
 from pgtop_ha.models.thresholds import Level, Thresholds
-
-
-def exact_timeline(n: NodeSnapshot, m: Member | None) -> int | None:
-    """A node's timeline where it is exact: a primary's, its WAL receiver's, else Patroni's word for it."""
-    # Without a WAL receiver a standby's timeline comes from its last restartpoint, minutes old
-    # after a switch (a lower bound): once the leader crashed, "timelines differ: node1 4,
-    # node2 5" was read of a replica on 5 since a switchover. Patroni asks the replica itself
-    # (IDENTIFY_SYSTEM, once a loop): the newer of the two.
-    if n.in_recovery is False:
-        return n.timeline
-    if n.wal_receiver is not None and n.wal_receiver.received_tli is not None:
-        return n.wal_receiver.received_tli
-    known = [tl for tl in (n.timeline, m.timeline if m is not None else None) if tl is not None]
-    return max(known) if known else None
-
-
-def retained_level(t: Thresholds, retained: int | None) -> Level:
-    """A slot's retained WAL graded."""
-    return t.slot_retained_bytes.grade(retained)
-
-
-def wal_disk_bound(w: WalDisk) -> int:
-    """What PostgreSQL keeps in pg_wal by itself: max_wal_size + wal_keep_size (0 when unknown)."""
-    return (w.max_wal_size or 0) + (w.wal_keep_size or 0)
-
-
-def wal_disk_ratio(w: WalDisk) -> float | None:
-    """pg_wal on disk over wal_disk_bound."""
-    bound = wal_disk_bound(w)
-    return None if w.bytes is None or bound <= 0 else w.bytes / bound
-
-
-def wal_disk_level(t: Thresholds, w: WalDisk | None) -> Level:
-    """pg_wal's size graded against max_wal_size + wal_keep_size."""
-    return Level.OK if w is None else t.wal_disk_ratio.grade(wal_disk_ratio(w))
-
-
-def top_retainer(n: NodeSnapshot) -> Slot | None:
-    """The slot on this node that retains the most WAL (None without one retaining any)."""
-    return max((s for s in n.slots if s.retained_bytes), key=lambda s: s.retained_bytes or 0, default=None)
-
-
-def horizon_level(t: Thresholds, h: HorizonHolder) -> Level:
-    """A holder of the xmin horizon graded by how long it has held it and by how many transactions."""
-    return max(t.horizon_s.grade(h.age_s), t.horizon_xacts.grade(h.xact_age))
-
-
-def horizon_holder(h: HorizonHolder) -> str:
-    """Who holds it, in a few words: "pid 812 (psql, idle in transaction)", "slot lab_sub"."""
-    if h.kind == "slot":
-        return f"slot {h.name}"
-    if h.kind == "prepared":
-        return f"prepared transaction {h.name}"
-    what = ", ".join(x for x in (h.application_name, h.state) if x)
-    who = f"{'standby' if h.kind == 'standby' else 'pid'} {h.pid}"
-    return f"{who} ({what})" if what else who
-
-
-def ready_level(t: Thresholds, ready: int | None) -> Level:
-    """The archiver's .ready queue graded."""
-    return t.archive_ready.grade(ready)
-
-
-def archive_failing(a: Archiver) -> bool:
-    """The archiver's last attempt failed: a failure newer than the last success (or none yet)."""
-    return a.last_failed_time is not None and (
-        a.last_archived_time is None or a.last_failed_time > a.last_archived_time
-    )
-
-
-def archiver_level(t: Thresholds, a: Archiver) -> Level:
-    """The archiver graded: its .ready queue, and at least WARN while archiving fails."""
-    level = ready_level(t, a.ready_count)
-    return max(level, Level.WARN) if archive_failing(a) else level
 
 
 @dataclass(frozen=True)
@@ -180,106 +100,6 @@ class Problem:
     def ident(self) -> str:
         """The same while the problem lasts, whatever its figure says (a table row's key)."""
         return f"{self.node}|{self.key or self.text}"
-
-
-@dataclass(frozen=True)
-class Pools:
-    """How HAProxy backends are told apart: patterns of writer and reader backend names (``matches``)."""
-
-    writer: Sequence[str]
-    reader: Sequence[str]
-
-    def kind(self, proxy: str) -> str | None:
-        """'writer', 'reader' or None for a backend name."""
-        # Asked for every server by several panes and checks each snapshot (~50 times a
-        # second): the same few names, so the answer is kept.
-        return _kind(tuple(self.writer), tuple(self.reader), proxy)
-
-
-# A pattern this short must be a whole word of the backend name: "ro" is `pg_ro` or `postgres-ro`,
-# not `production`, `europe` or a cluster named `tron` (Patroni's example names its one pool after
-# the scope), which would make a writer pool a reader pool.
-_WORD_PATTERN_MAX = 2
-_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
-
-
-def matches(pattern: str, proxy: str) -> bool:
-    """Whether backend ``proxy`` matches ``pattern``: anywhere, or as a whole word when it is short."""
-    low, pat = proxy.lower(), pattern.lower()
-    if len(pat) > _WORD_PATTERN_MAX:
-        return pat in low
-    # A numbered pool (`pg_ro2`) is still the word.
-    return any(word == pat or word.rstrip(string.digits) == pat for word in _WORD_SPLIT.split(low))
-
-
-@functools.lru_cache(maxsize=256)
-def _kind(writer: tuple[str, ...], reader: tuple[str, ...], proxy: str) -> str | None:
-    if any(matches(s, proxy) for s in writer):
-        return "writer"
-    if any(matches(s, proxy) for s in reader):
-        return "reader"
-    return None
-
-
-# settings.HAProxySettings' defaults (models must not import settings).
-DEFAULT_POOLS = Pools(("writer", "primary", "master", "rw"), ("reader", "replica", "standby", "ro"))
-
-
-def state_word(status: str | None) -> str:
-    """HAProxy's status without its transition counter: 'UP 1/3' is UP, 'DOWN 1/2' is DOWN."""
-    word = (status or "?").split(" ")[0].upper()
-    return word or "?"
-
-
-def is_up(server: HAProxyServer) -> bool:
-    """True when HAProxy would send traffic to the server (UP, or UP going down: 'UP 1/2')."""
-    return state_word(server.status) == "UP"
-
-
-# HAProxy's last check results in which the server's health endpoint (Patroni's REST API) gave
-# no answer a healthy member gives: refused, timed out, garbled. L7STS is an answer (503: not
-# the role this pool wants), the normal state of every replica in the writer pool.
-_CHECK_UNANSWERED = frozenset({"SOCKERR", "L4TOUT", "L4CON", "L6TOUT", "L6RSP", "L7TOUT", "L7RSP"})
-
-
-def check_unanswered(server: HAProxyServer) -> bool:
-    """Is the server DOWN because HAProxy's check got no answer (L4CON, L7TOUT…), not a 503?"""
-    # A check under way is shown as "* L4CON": its last result, prefixed.
-    result = (server.check_status or "").removeprefix("* ").strip().upper()
-    return state_word(server.status) == "DOWN" and result in _CHECK_UNANSWERED
-
-
-Routing = frozenset[tuple[str, str, str | None]]
-"""Each (backend, server, status) HAProxy lists: see routing()."""
-
-
-def routing(servers: Iterable[HAProxyServer]) -> Routing:
-    """Each server's status in each backend: what a routing change changes (counters left out)."""
-    return frozenset((s.proxy, s.server, s.status) for s in servers)
-
-
-def routes(snapshot: ClusterSnapshot, pools: Pools, kind: str) -> dict[str, HAProxyServer]:
-    """The servers of the ``kind`` pool by the member each one is (models/servers.py)."""
-    out: dict[str, HAProxyServer] = {}
-    for srv in snapshot.haproxy.servers:
-        # Several backends of one pool may list one member: keep the UP one.
-        name = member_of(srv)
-        if pools.kind(srv.proxy) == kind and (name not in out or is_up(srv)):
-            out[name] = srv
-    return out
-
-
-def is_leader(member: Member | None) -> bool:
-    """Patroni calls this member the leader (or standby leader)."""
-    if member is None:
-        return False
-    return is_leader_role(member.role or member.own_role)
-
-
-def _pg_primary(node: NodeSnapshot | None) -> bool | None:
-    if node is None or not node.reachable or node.in_recovery is None:
-        return None
-    return not node.in_recovery
 
 
 def member_problems(
@@ -361,8 +181,8 @@ def member_problems(
                 Level.WARN, name, "Patroni REST: no answer yet", "REST no answer yet", rule=REST_PENDING.id
             )
         )
-    pg_primary = _pg_primary(n)
-    if leader and pg_primary is False and (m is None or not is_standby_leader(m.role)):
+    primary = pg_primary(n)
+    if leader and primary is False and (m is None or not is_standby_leader(m.role)):
         out.append(
             Problem(
                 Level.CRIT,
@@ -372,7 +192,7 @@ def member_problems(
                 rule=ROLE_LEADER_IN_RECOVERY.id,
             )
         )
-    if m is not None and not leader and pg_primary is True:
+    if m is not None and not leader and primary is True:
         said = m.role or "?"
         out.append(
             Problem(
@@ -406,7 +226,7 @@ def member_problems(
                 Problem(
                     lv,
                     name,
-                    f"replica lag {human_bytes(m.lag_bytes)}",
+                    f"replica lag {binary_size(m.lag_bytes)}",
                     key="replica lag",
                     rule=REPLICATION_LAG.id,
                 )
@@ -430,33 +250,6 @@ def member_problems(
     return out
 
 
-CERT_WARN_DAYS = 14  # a certificate that expires sooner is WARN (as cnpg's "Expires Soon" is a week)
-CERT_CRIT_DAYS = 3
-
-
-def cert_days_left(not_after: datetime | None, now: datetime) -> float | None:
-    """Days until a certificate ends (negative once it has); None when not read (no TLS)."""
-    return None if not_after is None else (not_after - now).total_seconds() / 86400
-
-
-def cert_level(days: float | None) -> Level:
-    """A certificate's days left graded: WARN under CERT_WARN_DAYS, CRIT under CERT_CRIT_DAYS."""
-    if days is None or days >= CERT_WARN_DAYS:
-        return Level.OK
-    return Level.CRIT if days < CERT_CRIT_DAYS else Level.WARN
-
-
-def member_certs(snapshot: ClusterSnapshot, name: str) -> list[tuple[str, datetime]]:
-    """A member's certificates read from the console's handshakes: (which, its end)."""
-    m, n = snapshot.member(name), snapshot.node(name)
-    out = []
-    if m is not None and m.rest_cert_not_after is not None:
-        out.append(("REST", m.rest_cert_not_after))
-    if n is not None and n.cert_not_after is not None:
-        out.append(("PostgreSQL", n.cert_not_after))
-    return out
-
-
 def upstream_mismatch(snapshot: ClusterSnapshot, name: str) -> str | None:
     """A cascading standby streaming from another member than its replicatefrom tag names."""
     m = snapshot.member(name)
@@ -465,22 +258,6 @@ def upstream_mismatch(snapshot: ClusterSnapshot, name: str) -> str | None:
     if not isinstance(want, str) or got is None or got == want:
         return None
     return f"streams from {got}, not from {want} (its replicatefrom)"
-
-
-def human_bytes(value: int | None) -> str:
-    """Bytes with a binary unit and at most 3 significant digits (noise stays hidden)."""
-    if value is None:
-        return "-"
-    size = float(value)
-    sign = "-" if size < 0 else ""
-    size = abs(size)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            if unit == "B":
-                return f"{sign}{int(size)} B"
-            return f"{sign}{size:.1f} {unit}" if size < 10 else f"{sign}{size:.0f} {unit}"
-        size /= 1024
-    return f"{sign}{size:.0f} PiB"  # unreachable: the loop returns at TiB
 
 
 def cluster_problems(
@@ -750,15 +527,15 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds, read_at: datetime) -> 
         lv = slot_level(t, slot)  # the same grade as the Slots pane and the overview's worst slot
         if lv > Level.OK:
             why = "conflicting" if slot.conflicting else slot.wal_status
-            text = f"slot {slot.slot_name} retains {human_bytes(slot.retained_bytes)}"
+            text = f"slot {slot.slot_name} retains {binary_size(slot.retained_bytes)}"
             if why in ("conflicting", "lost", "unreserved"):
                 text += f", {why}"
             yield Problem(lv, n.name, text, key=f"slot {slot.slot_name}", rule=SLOTS_RETAINED.id)
     if (lv := wal_disk_level(t, n.wal_disk)) > Level.OK and n.wal_disk is not None:
         keeper = top_retainer(n)
-        text = f"pg_wal {human_bytes(n.wal_disk.bytes)}, past max_wal_size + wal_keep_size"
+        text = f"pg_wal {binary_size(n.wal_disk.bytes)}, past max_wal_size + wal_keep_size"
         if keeper is not None:
-            text += f"; slot {keeper.slot_name} retains {human_bytes(keeper.retained_bytes)}"
+            text += f"; slot {keeper.slot_name} retains {binary_size(keeper.retained_bytes)}"
         yield Problem(lv, n.name, text, "pg_wal large", key="pg_wal", rule=WAL_DISK.id)
     worst = max(n.horizon, key=lambda h: horizon_level(t, h), default=None)
     if worst is not None and (lv := horizon_level(t, worst)) > Level.OK:
@@ -797,83 +574,3 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds, read_at: datetime) -> 
         yield Problem(m.level, n.name, f"{m.text} (j: Log)", key=m.rule, rule=m.rule)
     for pid, m in session_findings(n, t):
         yield Problem(m.level, n.name, f"{m.text} (a: Sessions)", key=f"{m.rule} {pid}", rule=m.rule)
-
-
-def _slug(name: str) -> str:
-    """A member's replication slot name as Patroni derives it from the member name."""
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name.lower())
-
-
-def slot_level(t: Thresholds, slot: Slot) -> Level:
-    """A slot's grade: retained WAL against the thresholds; lost or conflicting CRIT, unreserved WARN."""
-    level = retained_level(t, slot.retained_bytes)
-    if slot.wal_status == "lost" or slot.conflicting:
-        return Level.CRIT
-    if slot.wal_status == "unreserved":
-        return max(level, Level.WARN)
-    return level
-
-
-def worst_slot(snapshot: ClusterSnapshot, t: Thresholds) -> tuple[str, Slot, Level] | None:
-    """(node, slot, level) of the worst slot on a reachable node: graded, wal_status, bytes, the primary's."""
-    # Patroni keeps copies of a permanent slot on each member, often with the same retained
-    # bytes: the leader's "extended" (past max_wal_size) lost to a standby's "reserved" by name,
-    # and on a full tie the overview named a replica's copy ("lab_sub on node3") where the slot
-    # its consumer reads is the primary's.
-    found = [
-        (
-            slot_level(t, s),
-            wal_status_rank(s.wal_status),
-            s.retained_bytes or 0,
-            _pg_primary(n) is True,
-            n.name,
-            s,
-        )
-        for n in snapshot.nodes
-        if n.reachable
-        for s in n.slots
-    ]
-    if not found:
-        return None
-    level, _, _, _, node, slot = max(found, key=lambda f: (*f[:5], f[5].slot_name))
-    return node, slot, level
-
-
-_WAL_STATUS_RANK = {"reserved": 0, "extended": 1, "unreserved": 2, "lost": 3}
-
-
-def wal_status_rank(wal_status: str | None) -> int:
-    """How near a slot is to losing its WAL (pg_replication_slots.wal_status): 0 reserved … 3 lost."""
-    return _WAL_STATUS_RANK.get(wal_status or "", 0)
-
-
-def failover_copy_ready(slot: Slot) -> bool:
-    """A standby's copy of a failover slot survives its promotion: synced and persisted."""
-    return bool(slot.synced) and slot.temporary is not True
-
-
-def missing_permanent_slots(snapshot: ClusterSnapshot, name: str) -> list[str]:
-    """Permanent slots Patroni should keep on this member but PostgreSQL does not list (sorted).
-
-    Logical ones are expected on every member (Patroni copies them to replicas), physical ones
-    on the primary only, and never a member's own slot on itself. Unknown data: none missing.
-    """
-    n = snapshot.node(name)
-    if n is None or node_state(n) in ("unreachable", "pending") or n.in_recovery is None:
-        return []
-    if "slots" in n.unavailable:
-        return []
-    have = {s.slot_name for s in n.slots}
-    # A failover slot (17+) that a standby lacks is lost if that standby is promoted, and so is one
-    # it holds but does not sync (its own, left from when it was primary: never updated) or has
-    # not persisted yet (a temporary synced copy is dropped at promotion).
-    ready = {s.slot_name for s in n.slots if not n.in_recovery or failover_copy_ready(s)}
-    patroni = permanent_slots(snapshot)
-    out = [slot for slot in failover_slots(snapshot) if slot not in ready and slot not in patroni]
-    for slot, kind in patroni.items():
-        if slot == _slug(name) or slot in have:
-            continue
-        if kind == "physical" and n.in_recovery:
-            continue
-        out.append(slot)
-    return sorted(out)
