@@ -8,6 +8,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import quote
 
+from pgtop_ha.judge.rules import (
+    LEADER_NONE,
+    LEADER_SEVERAL,
+    PATRONI_DCS_STALE,
+    PATRONI_MEMBER_DOWN,
+    PATRONI_NOT_STREAMING,
+    PATRONI_PAUSED,
+    PATRONI_PENDING_RESTART,
+    PATRONI_SWITCHED,
+    REPLICATION_LAG,
+    ROUTING_WRITER_POOL,
+    Rule,
+)
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.thresholds import Level
 
@@ -36,8 +49,9 @@ OK, WARN, CRIT = Level.OK, Level.WARN, Level.CRIT
 
 @dataclass(frozen=True)
 class FleetRule:
-    """One thing wrong with a cluster: its level, its weight (per member where counted), a cap."""
+    """A registry rule as the fleet grades it: its level, its weight (per member where counted), a cap."""
 
+    rule: Rule
     level: Level
     weight: int
     cap: int | None = None
@@ -53,17 +67,21 @@ class FleetRule:
 SCALE = {CRIT: 1_000_000, WARN: 1_000, OK: 1}
 
 # One table for both sides: Prometheus ranks and counts the fleet with it, build_rows grades a row.
+# Keyed by the registry's rule ids (judge/rules.py), the ids verdicts and alerts carry.
 RULES: dict[str, FleetRule] = {
-    "no_leader": FleetRule(CRIT, 100),
-    "leaders": FleetRule(CRIT, 100),
-    "writer": FleetRule(CRIT, 50),
-    "dcs": FleetRule(CRIT, 20),
-    "down": FleetRule(CRIT, 10),  # per member down
-    "streaming": FleetRule(WARN, 5, cap=990),  # per replica not streaming
-    "lagging": FleetRule(WARN, 5),
-    "paused": FleetRule(WARN, 3),
-    "timeline": FleetRule(OK, 2),  # a switch in the last hour: sorted up, not a problem
-    "restart": FleetRule(OK, 1),
+    f.rule.id: f
+    for f in (
+        FleetRule(LEADER_NONE, CRIT, 100),
+        FleetRule(LEADER_SEVERAL, CRIT, 100),
+        FleetRule(ROUTING_WRITER_POOL, CRIT, 50),
+        FleetRule(PATRONI_DCS_STALE, CRIT, 20),
+        FleetRule(PATRONI_MEMBER_DOWN, CRIT, 10),  # per member down
+        FleetRule(PATRONI_NOT_STREAMING, WARN, 5, cap=990),  # per replica not streaming
+        FleetRule(REPLICATION_LAG, WARN, 5),
+        FleetRule(PATRONI_PAUSED, WARN, 3),
+        FleetRule(PATRONI_PENDING_RESTART, WARN, 1),
+        FleetRule(PATRONI_SWITCHED, OK, 2),  # a switch in the last hour: sorted up, not a problem
+    )
 }
 
 
@@ -215,27 +233,28 @@ class FleetQueries:
         streaming = self._m("patroni_postgres_streaming")
         idle = f"({running} == 1) unless on ({sc}, {nm}) ({primary} == 1 or {streaming} == 1)"
 
-        def flat(key: str, when: str) -> str:
-            return f"({when}) * 0 + {RULES[key].points()}"
+        def flat(key: Rule, when: str) -> str:
+            return f"({when}) * 0 + {RULES[key.id].points()}"
 
-        def counted(key: str, what: str) -> str:
-            rule = RULES[key]
+        def counted(key: Rule, what: str) -> str:
+            rule = RULES[key.id]
             times = f"count by ({sc}) ({what}) * {rule.weight}"
             capped = times if rule.cap is None else f"clamp_max({times}, {rule.cap})"
             return f"{capped} * {SCALE[rule.level]}"
 
-        return {
-            "no_leader": flat("no_leader", f"({p['total']}) unless on ({sc}) {leaders}"),
-            "leaders": flat("leaders", f"{leaders} > 1"),
-            "writer": flat("writer", f"({p['writer']}) != 1"),
-            "dcs": flat("dcs", f"time() - ({p['dcs_last_seen']}) > {DCS_STALE_S:g}"),
-            "down": counted("down", gone),
-            "streaming": counted("streaming", idle),
-            "lagging": flat("lagging", f"({p['lag']}) > {self.lag_warn_bytes}"),
-            "paused": flat("paused", f"({p['paused']}) == 1"),
-            "timeline": flat("timeline", f"({p['timeline_changes']}) > 0"),
-            "restart": flat("restart", f"({p['pending_restart']}) > 0"),
+        terms = {
+            LEADER_NONE: flat(LEADER_NONE, f"({p['total']}) unless on ({sc}) {leaders}"),
+            LEADER_SEVERAL: flat(LEADER_SEVERAL, f"{leaders} > 1"),
+            ROUTING_WRITER_POOL: flat(ROUTING_WRITER_POOL, f"({p['writer']}) != 1"),
+            PATRONI_DCS_STALE: flat(PATRONI_DCS_STALE, f"time() - ({p['dcs_last_seen']}) > {DCS_STALE_S:g}"),
+            PATRONI_MEMBER_DOWN: counted(PATRONI_MEMBER_DOWN, gone),
+            PATRONI_NOT_STREAMING: counted(PATRONI_NOT_STREAMING, idle),
+            REPLICATION_LAG: flat(REPLICATION_LAG, f"({p['lag']}) > {self.lag_warn_bytes}"),
+            PATRONI_PAUSED: flat(PATRONI_PAUSED, f"({p['paused']}) == 1"),
+            PATRONI_PENDING_RESTART: flat(PATRONI_PENDING_RESTART, f"({p['pending_restart']}) > 0"),
+            PATRONI_SWITCHED: flat(PATRONI_SWITCHED, f"({p['timeline_changes']}) > 0"),
         }
+        return {rule.id: expr for rule, expr in terms.items()}
 
     def severity(self) -> str:
         """Every cluster's severity (RULES' points summed; 0 when nothing applies)."""
@@ -466,28 +485,28 @@ def _row(scope: str, a: _Acc, now: float, lag_warn_bytes: int) -> FleetRow:
     dcs_age = max(0.0, now - seen) if seen is not None else None
     writer = _count(v.get("writer")) if "writer" in v else None
     # Each rule that applies: (key, times counted, the problem's words or "" when it is no problem).
-    found: list[tuple[str, int, str]] = []
+    found: list[tuple[Rule, int, str]] = []
     if not leaders:
-        found.append(("no_leader", 1, "no leader"))
+        found.append((LEADER_NONE, 1, "no leader"))
     elif len(leaders) > 1:
-        found.append(("leaders", 1, f"{len(leaders)} leaders"))
+        found.append((LEADER_SEVERAL, 1, f"{len(leaders)} leaders"))
     if writer is not None and writer != 1:
-        found.append(("writer", 1, f"writer has {writer} UP"))
+        found.append((ROUTING_WRITER_POOL, 1, f"writer has {writer} UP"))
     if up < total:
-        found.append(("down", total - up, f"{total - up} down"))
+        found.append((PATRONI_MEMBER_DOWN, total - up, f"{total - up} down"))
     idle = max(0, up - len(leaders) - streaming)  # replicas running but not streaming (down ones are down)
     if idle:
-        found.append(("streaming", idle, f"{idle} not streaming"))
+        found.append((PATRONI_NOT_STREAMING, idle, f"{idle} not streaming"))
     if lag is not None and lag > lag_warn_bytes:
-        found.append(("lagging", 1, "lagging"))
+        found.append((REPLICATION_LAG, 1, "lagging"))
     if paused:
-        found.append(("paused", 1, "maintenance mode"))
+        found.append((PATRONI_PAUSED, 1, "maintenance mode"))
     if dcs_age is not None and dcs_age > DCS_STALE_S:
-        found.append(("dcs", 1, "DCS not seen"))
-    if tl_changes:
-        found.append(("timeline", 1, ""))
+        found.append((PATRONI_DCS_STALE, 1, "DCS not seen"))
     if pending:
-        found.append(("restart", 1, ""))
+        found.append((PATRONI_PENDING_RESTART, 1, "pending restart"))
+    if tl_changes:
+        found.append((PATRONI_SWITCHED, 1, ""))
     return FleetRow(
         scope=scope,
         leader=", ".join(leaders) or None,
@@ -504,7 +523,7 @@ def _row(scope: str, a: _Acc, now: float, lag_warn_bytes: int) -> FleetRow:
         writer_up=writer,
         instances=tuple(a.instances[n] for n in sorted(a.instances)),
         problems=tuple(text for _, _, text in found if text),
-        severity=sum(RULES[key].points(n) for key, n, _ in found),
+        severity=sum(RULES[rule.id].points(n) for rule, n, _ in found),
     )
 
 

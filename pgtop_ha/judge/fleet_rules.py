@@ -27,6 +27,17 @@ from pgtop_ha.judge.fleet import (
     level_expr,
     promql_string,
 )
+from pgtop_ha.judge.rules import (
+    LEADER_NONE,
+    LEADER_SEVERAL,
+    PATRONI_DCS_STALE,
+    PATRONI_MEMBER_DOWN,
+    PATRONI_NOT_STREAMING,
+    PATRONI_PAUSED,
+    PATRONI_PENDING_RESTART,
+    REPLICATION_LAG,
+    ROUTING_WRITER_POOL,
+)
 
 GROUP = "pgtop-ha-fleet"
 HOURLY_GROUP = "pgtop-ha-fleet-hourly"
@@ -44,23 +55,61 @@ class Alert:
 
 
 ALERTS: dict[str, Alert] = {
-    "no_leader": Alert("PgtopHaNoLeader", "no member is the leader",
-                       "writes fail until Patroni elects one: open the cluster (Enter), Overview (o)", 30),
-    "leaders": Alert("PgtopHaSeveralLeaders", "more than one member says it is the leader",
-                     "split brain: open the cluster (Enter), Cluster pane (c), HAProxy pools (h)", 30),
-    "writer": Alert("PgtopHaWriterPool", "HAProxy's writer pool does not have exactly one server UP",
-                    "writes go nowhere or to two places: open the cluster (Enter), HAProxy pane (h)", 30),
-    "dcs": Alert("PgtopHaDcsStale", "a member has not reached the DCS for a minute",
-                 "failover is blind without the DCS: open the cluster (Enter), Cluster pane (c)", 30),
-    "down": Alert("PgtopHaMemberDown", "a member seen in the last hour is not running",
-                  "one fewer standby to fail over to: open the cluster (Enter), Cluster pane (c)", 60),
-    "streaming": Alert("PgtopHaReplicaNotStreaming", "a running replica is not streaming",
-                       "it falls behind: open the cluster (Enter), Replication pane (r)", 60),
-    "lagging": Alert("PgtopHaReplicaLag", "a replica's replay lags the leader past [thresholds] lag_bytes",
-                     "a failover now would lose that WAL or wait: open the cluster, Replication (r)", 120),
-    "paused": Alert("PgtopHaPaused", "the cluster is in maintenance mode: no automatic failover",
-                    "nobody takes over if the leader dies: open the cluster (Enter), Overview (o)", 300),
-}  # fmt: skip
+    LEADER_NONE.id: Alert(
+        "PgtopHaNoLeader",
+        "no member is the leader",
+        "writes fail until Patroni elects one: open the cluster (Enter), Overview (o)",
+        30,
+    ),
+    LEADER_SEVERAL.id: Alert(
+        "PgtopHaSeveralLeaders",
+        "more than one member says it is the leader",
+        "split brain: open the cluster (Enter), Cluster pane (c), HAProxy pools (h)",
+        30,
+    ),
+    ROUTING_WRITER_POOL.id: Alert(
+        "PgtopHaWriterPool",
+        "HAProxy's writer pool does not have exactly one server UP",
+        "writes go nowhere or to two places: open the cluster (Enter), HAProxy pane (h)",
+        30,
+    ),
+    PATRONI_DCS_STALE.id: Alert(
+        "PgtopHaDcsStale",
+        "a member has not reached the DCS for a minute",
+        "failover is blind without the DCS: open the cluster (Enter), Cluster pane (c)",
+        30,
+    ),
+    PATRONI_MEMBER_DOWN.id: Alert(
+        "PgtopHaMemberDown",
+        "a member seen in the last hour is not running",
+        "one fewer standby to fail over to: open the cluster (Enter), Cluster pane (c)",
+        60,
+    ),
+    PATRONI_NOT_STREAMING.id: Alert(
+        "PgtopHaReplicaNotStreaming",
+        "a running replica is not streaming",
+        "it falls behind: open the cluster (Enter), Replication pane (r)",
+        60,
+    ),
+    REPLICATION_LAG.id: Alert(
+        "PgtopHaReplicaLag",
+        "a replica's replay lags the leader past [thresholds] lag_bytes",
+        "a failover now would lose that WAL or wait: open the cluster, Replication (r)",
+        120,
+    ),
+    PATRONI_PAUSED.id: Alert(
+        "PgtopHaPaused",
+        "the cluster is in maintenance mode: no automatic failover",
+        "nobody takes over if the leader dies: open the cluster (Enter), Overview (o)",
+        300,
+    ),
+    PATRONI_PENDING_RESTART.id: Alert(
+        "PgtopHaPendingRestart",
+        "a member needs a restart for a changed parameter",
+        "plan the restart: open the cluster (Enter), Cluster pane (c)",
+        300,
+    ),
+}
 
 
 def _quoted(text: str) -> str:

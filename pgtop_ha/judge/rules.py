@@ -46,7 +46,18 @@ PATRONI_FAILSAFE = Rule(
 PATRONI_VERSIONS = Rule("patroni.versions", "members run different Patroni versions (an upgrade in progress)")
 PATRONI_SCHEDULED = Rule("patroni.scheduled", "a switchover or a member's restart is scheduled")
 PATRONI_PAUSED = Rule("patroni.paused", "the cluster is in maintenance mode: no automatic failover")
-PATRONI_DCS_STALE = Rule("patroni.dcs-stale", "a member's Patroni has not reached the DCS for two loop_wait")
+PATRONI_DCS_STALE = Rule(
+    "patroni.dcs-stale", "a member's Patroni has not reached the DCS for two loop_wait (the fleet: 60 s)"
+)
+PATRONI_MEMBER_DOWN = Rule(
+    "patroni.member-down", "the fleet: a member seen in the last hour runs no PostgreSQL, or is gone"
+)
+PATRONI_NOT_STREAMING = Rule(
+    "patroni.not-streaming", "the fleet: a running replica that Patroni says is not streaming"
+)
+PATRONI_SWITCHED = Rule(
+    "patroni.switched", "the fleet: the timeline moved in the last hour (sorted up, no problem)"
+)
 PATRONI_CLOCK_SKEW = Rule(
     "patroni.clock-skew", "a member's Patroni says it reached the DCS in the future: the clocks differ"
 )

@@ -20,6 +20,18 @@ from pgtop_ha import __version__
 from pgtop_ha.errors import UserError
 from pgtop_ha.judge.fleet import RULES, FleetQueries
 from pgtop_ha.judge.fleet_rules import RULES_FILE, rule_file
+from pgtop_ha.judge.rules import (
+    LEADER_NONE,
+    LEADER_SEVERAL,
+    PATRONI_DCS_STALE,
+    PATRONI_MEMBER_DOWN,
+    PATRONI_NOT_STREAMING,
+    PATRONI_PAUSED,
+    PATRONI_PENDING_RESTART,
+    PATRONI_SWITCHED,
+    REPLICATION_LAG,
+    ROUTING_WRITER_POOL,
+)
 from pgtop_ha.lab import procs
 
 FAULTS = tuple(RULES)  # one synthetic cluster per rule the fleet grades by
@@ -39,30 +51,32 @@ def _lines(i: int, fault: str | None, times: tuple[float, float, float]) -> Iter
     old, _, _ = times
     for m, name in enumerate(MEMBERS):
         labels = f'scope="{scope}",name="{name}",instance="127.0.0.{1 + i % 250}:{8008 + m}"'
-        primary = (m == 0 and fault != "no_leader") or (m == 1 and fault == "leaders")
+        primary = (m == 0 and fault != LEADER_NONE.id) or (m == 1 and fault == LEADER_SEVERAL.id)
         for t in times:
-            if fault == "down" and m == 2 and t != old:
+            if fault == PATRONI_MEMBER_DOWN.id and m == 2 and t != old:
                 continue  # its Patroni stopped answering: no sample since
-            tl = 2 if fault == "timeline" and t == old else 3
+            tl = 2 if fault == PATRONI_SWITCHED.id and t == old else 3
             values = {
                 "patroni_postgres_running": 1,
                 "patroni_primary": int(primary),
-                "patroni_postgres_streaming": int(not primary and not (fault == "streaming" and m == 2)),
+                "patroni_postgres_streaming": int(
+                    not primary and not (fault == PATRONI_NOT_STREAMING.id and m == 2)
+                ),
                 "patroni_xlog_location": 5_000_000_000 if primary else 0,
                 "patroni_xlog_replayed_location": 0
                 if primary
-                else 5_000_000_000 - (200_000_000 if fault == "lagging" else 1_000),
+                else 5_000_000_000 - (200_000_000 if fault == REPLICATION_LAG.id else 1_000),
                 "patroni_postgres_timeline": tl,
-                "patroni_pending_restart": int(fault == "restart" and m == 1),
-                "patroni_is_paused": int(fault == "paused"),
+                "patroni_pending_restart": int(fault == PATRONI_PENDING_RESTART.id and m == 1),
+                "patroni_is_paused": int(fault == PATRONI_PAUSED.id),
                 # Fresh for FRESH_S after the backfill: a bench over a large fleet runs for minutes.
-                "patroni_dcs_last_seen": int(t - 400 if fault == "dcs" else t + FRESH_S),
+                "patroni_dcs_last_seen": int(t - 400 if fault == PATRONI_DCS_STALE.id else t + FRESH_S),
             }
             for metric, value in values.items():
                 yield f"{metric}{{{labels}}} {value} {t:.3f}"
     writer = f'haproxy_backend_active_servers{{proxy="pg_writer",scope="{scope}"}}'
     for t in times:
-        yield f"{writer} {int(fault != 'writer')} {t:.3f}"
+        yield f"{writer} {int(fault != ROUTING_WRITER_POOL.id)} {t:.3f}"
 
 
 def openmetrics(clusters: int, faults: Mapping[int, str], now: float) -> Iterator[str]:

@@ -17,6 +17,7 @@ from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.fleet_cli import fleet_history
 from pgtop_ha.judge.fleet import CRIT, HOURLY_EVERY_S, FleetPage, FleetQueries, FleetRow
 from pgtop_ha.judge.fleet_rules import ALERTS
+from pgtop_ha.judge.rules import PATRONI_MEMBER_DOWN
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab, _claim, _port_free
 from pgtop_ha.lab.fleet import RANGE, Fleet, FleetLab, prometheus_config
@@ -150,8 +151,13 @@ async def test_rows_match_cluster_and_switchover_shows(fleet_lab: FleetLab) -> N
         assert page.rows[0].scope == "lab2" and "1 down" in page.rows[0].problems, page.rows
         assert (page.counts.total, page.counts.crit) == (2, 1)
         assert page.source.startswith("recorded rules"), page.source
-        down = ALERTS["down"]
-        expected = {"alertname": down.name, "rule": "down", "scope": "lab2", "severity": "critical"}
+        down = ALERTS[PATRONI_MEMBER_DOWN.id]
+        expected = {
+            "alertname": down.name,
+            "rule": PATRONI_MEMBER_DOWN.id,
+            "scope": "lab2",
+            "severity": "critical",
+        }
         firing: list[dict[str, str]] = []
         deadline = stopped + down.for_s + 3 * 5.0 + 2.0  # for:, then a scrape and an evaluation or two
         async with httpx.AsyncClient(trust_env=False) as http:

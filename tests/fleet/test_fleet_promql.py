@@ -16,6 +16,17 @@ import pytest
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.judge.fleet import CRIT, HOURLY_EVERY_S, OK, RULES, RULES_VERSION, WARN, FleetQueries, level_of
+from pgtop_ha.judge.rules import (
+    LEADER_NONE,
+    LEADER_SEVERAL,
+    PATRONI_DCS_STALE,
+    PATRONI_MEMBER_DOWN,
+    PATRONI_NOT_STREAMING,
+    PATRONI_PAUSED,
+    PATRONI_PENDING_RESTART,
+    REPLICATION_LAG,
+    ROUTING_WRITER_POOL,
+)
 from pgtop_ha.lab.synthetic_fleet import FAULTS, SyntheticPrometheus, SyntheticVictoria, scope_of
 from tests.support.ports import free_port
 
@@ -73,14 +84,15 @@ async def test_prometheus_counts_and_ranks_as_the_judge_grades(small: str) -> No
 async def test_each_rule_is_seen_with_its_level(small: str) -> None:
     rows = {r.scope: r for r in (await _source(small, limit=SMALL).refresh()).rows}
     said = {
-        "no_leader": "no leader",
-        "leaders": "2 leaders",
-        "writer": "writer has 0 UP",
-        "dcs": "DCS not seen",
-        "down": "1 down",
-        "streaming": "1 not streaming",
-        "lagging": "lagging",
-        "paused": "maintenance mode",
+        LEADER_NONE.id: "no leader",
+        LEADER_SEVERAL.id: "2 leaders",
+        ROUTING_WRITER_POOL.id: "writer has 0 UP",
+        PATRONI_DCS_STALE.id: "DCS not seen",
+        PATRONI_MEMBER_DOWN.id: "1 down",
+        PATRONI_NOT_STREAMING.id: "1 not streaming",
+        REPLICATION_LAG.id: "lagging",
+        PATRONI_PAUSED.id: "maintenance mode",
+        PATRONI_PENDING_RESTART.id: "pending restart",
     }
     for index, fault in FAULTY.items():
         row = rows[scope_of(index)]

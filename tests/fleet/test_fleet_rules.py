@@ -27,6 +27,17 @@ from pgtop_ha.judge.fleet import (
     rules_state,
 )
 from pgtop_ha.judge.fleet_rules import ALERTS, rule_file
+from pgtop_ha.judge.rules import (
+    LEADER_NONE,
+    LEADER_SEVERAL,
+    PATRONI_DCS_STALE,
+    PATRONI_MEMBER_DOWN,
+    PATRONI_NOT_STREAMING,
+    PATRONI_PAUSED,
+    PATRONI_PENDING_RESTART,
+    REPLICATION_LAG,
+    ROUTING_WRITER_POOL,
+)
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(
@@ -36,7 +47,15 @@ needs_promtool = pytest.mark.skipif(
 SAMPLES = 60  # 15 minutes at 15 s
 EVAL = "10m"
 # The fault each cluster has; "healthy" has none.
-FAULTS = ("healthy", "no_leader", "leaders", "writer", "dcs", "down", "lagging", "paused", "streaming")
+NO_LEADER, LEADERS, WRITER, DCS = (
+    LEADER_NONE.id,
+    LEADER_SEVERAL.id,
+    ROUTING_WRITER_POOL.id,
+    PATRONI_DCS_STALE.id,
+)
+DOWN, LAGGING, PAUSED = PATRONI_MEMBER_DOWN.id, REPLICATION_LAG.id, PATRONI_PAUSED.id
+STREAMING, RESTART = PATRONI_NOT_STREAMING.id, PATRONI_PENDING_RESTART.id
+FAULTS = ("healthy", NO_LEADER, LEADERS, WRITER, DCS, DOWN, LAGGING, PAUSED, STREAMING, RESTART)
 
 
 def _members(fault: str) -> dict[str, dict[str, str]]:
@@ -56,21 +75,23 @@ def _members(fault: str) -> dict[str, dict[str, str]]:
         "patroni_xlog_location": {"a": flat(1000)},
         "patroni_xlog_replayed_location": {"b": flat(1000)},
     }
-    if fault == "no_leader":
+    if fault == NO_LEADER:
         series["patroni_primary"]["a"] = flat(0)
         series["patroni_postgres_streaming"]["a"] = flat(1)  # a replica again, following nobody
-    elif fault == "leaders":
+    elif fault == LEADERS:
         series["patroni_primary"]["b"] = flat(1)
-    elif fault == "dcs":
+    elif fault == DCS:
         series["patroni_dcs_last_seen"] = {"a": flat(1), "b": flat(1)}  # stopped a long time ago
-    elif fault == "down":
+    elif fault == DOWN:
         series["patroni_postgres_running"]["b"] = f"1x20 0x{SAMPLES - 20}"
-    elif fault == "lagging":
+    elif fault == LAGGING:
         series["patroni_xlog_location"]["a"] = flat(100_000_000)
-    elif fault == "paused":
+    elif fault == PAUSED:
         series["patroni_is_paused"] = {"a": flat(1), "b": flat(1)}
-    elif fault == "streaming":
+    elif fault == STREAMING:
         series["patroni_postgres_streaming"]["b"] = flat(0)
+    elif fault == RESTART:
+        series["patroni_pending_restart"]["b"] = flat(1)
     return series
 
 
@@ -80,7 +101,7 @@ def _input_series() -> list[dict[str, str]]:
         for metric, members in _members(fault).items():
             for name, values in members.items():
                 out.append({"series": f'{metric}{{scope="{fault}",name="{name}"}}', "values": values})
-        writer = "0" if fault == "writer" else "1"
+        writer = "0" if fault == WRITER else "1"
         out.append(
             {"series": f'haproxy_backend_active_servers{{proxy="pg_writer",scope="{fault}"}}',
              "values": f"{writer}x{SAMPLES}"}
@@ -118,7 +139,7 @@ def _test_file(rules: Path) -> dict[str, Any]:
                         "eval_time": EVAL,
                         "exp_samples": [
                             {"labels": 'pgtop_ha:fleet_clusters{level="0"}', "value": 1},
-                            {"labels": 'pgtop_ha:fleet_clusters{level="1"}', "value": 3},
+                            {"labels": 'pgtop_ha:fleet_clusters{level="1"}', "value": 4},
                             {"labels": 'pgtop_ha:fleet_clusters{level="2"}', "value": 5},
                         ],
                     }
@@ -195,7 +216,7 @@ def test_the_fleet_says_which_way_it_ranks_and_why() -> None:
 
 @needs_promtool
 @pytest.mark.parametrize(
-    ("rule", "metric"), [("writer", "haproxy_backend_active_servers"), ("paused", "patroni_is_paused")]
+    ("rule", "metric"), [(WRITER, "haproxy_backend_active_servers"), (PAUSED, "patroni_is_paused")]
 )
 def test_an_alert_fires_within_its_for_plus_one_evaluation(tmp_path: Path, rule: str, metric: str) -> None:
     """A fault that begins at 5 min: pending until its `for:`, firing one evaluation after at most."""
@@ -203,7 +224,7 @@ def test_an_alert_fires_within_its_for_plus_one_evaluation(tmp_path: Path, rule:
     rules.write_text(rule_file(FleetQueries(), "test"))
     series = [s for s in _input_series() if 'scope="healthy"' in s["series"]]
     began = 20  # samples of 15 s: the fault starts at 300 s
-    healthy, faulty = ("1", "0") if rule == "writer" else ("0", "1")
+    healthy, faulty = ("1", "0") if rule == WRITER else ("0", "1")
     for s in series:
         if s["series"].startswith(metric):
             s["values"] = f"{healthy}x{began - 1} {faulty}x{SAMPLES - began}"

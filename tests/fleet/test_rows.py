@@ -30,6 +30,7 @@ from pgtop_ha.judge.fleet import (
     level_of,
     matches,
 )
+from pgtop_ha.judge.rules import LEADER_NONE, PATRONI_MEMBER_DOWN, PATRONI_SWITCHED
 from tests.fleet.synth import FakeFleet
 
 NOW = 1_700_000_000.0
@@ -49,7 +50,7 @@ def test_healthy_fleet_rows() -> None:
     assert r.writer_up == 1
     assert r.dcs_age_s == pytest.approx(2)
     assert rows[0].timeline_changes == 1 and rows[1].timeline_changes == 0
-    assert r.problems == () and r.level == OK and rows[0].severity == RULES["timeline"].points()
+    assert r.problems == () and r.level == OK and rows[0].severity == RULES[PATRONI_SWITCHED.id].points()
 
 
 def _agg(scope: str, **values: float) -> list[Sample]:
@@ -78,7 +79,7 @@ def test_worst_first_and_problems() -> None:
     assert (a.leader, a.members_up, a.members_total, a.replicas, a.streaming) == ("n1", 2, 3, 2, 1)
     # The replica that is down is not also "not streaming".
     assert a.problems == ("1 down",) and a.level == CRIT
-    assert rows[0].severity == RULES["no_leader"].points() + RULES["down"].points(3)
+    assert rows[0].severity == RULES[LEADER_NONE.id].points() + RULES[PATRONI_MEMBER_DOWN.id].points(3)
 
 
 def test_a_level_is_told_by_its_severity_whatever_the_counts() -> None:
