@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -124,6 +125,10 @@ def parse_matrix(body: bytes) -> tuple[Series, ...]:
     return tuple(out)
 
 
+# VictoriaMetrics quotes the whole query before its reason: the reason alone fits one line.
+_ECHOED_QUERY = re.compile(r'^error when executing query=".*" on the time range \([^)]*\): ', re.S)
+
+
 def _data(body: bytes) -> Mapping[str, Any]:
     try:
         doc = json.loads(body)
@@ -132,8 +137,8 @@ def _data(body: bytes) -> Mapping[str, Any]:
     if not isinstance(doc, dict):
         raise PrometheusError("answer is not a Prometheus API document")
     if doc.get("status") != "success":
-        error = clean(str(doc.get("error", "no reason given")))[:200]
-        raise PrometheusError(f"query failed: {error}")
+        error = _ECHOED_QUERY.sub("", clean(str(doc.get("error", "no reason given"))), count=1)
+        raise PrometheusError(f"query failed: {fit(error, 200)}")
     data = doc.get("data")
     return data if isinstance(data, dict) else {}
 

@@ -221,7 +221,9 @@ class SyntheticVictoria(_Engine):
         proc = procs.spawn(
             [vm, f"-storageDataPath={self.state_dir / 'data'}", f"-httpListenAddr=127.0.0.1:{self.port}",
              "-retentionPeriod=30d", f"-search.maxLookback={LOOKBACK_S:g}s", "-search.latencyOffset=0s",
-             "-search.maxUniqueTimeseries=100000000", "-search.maxSamplesPerQuery=2000000000"],
+             "-search.maxUniqueTimeseries=100000000", "-search.maxSamplesPerQuery=2000000000",
+             # Live PromQL over a large fleet takes longer than the default 30 s a query.
+             "-search.maxQueryDuration=600s"],
             log=log, run_as=procs.RunAs(), cwd=self.state_dir,
         )  # fmt: skip
         self._book.record("victoria-metrics", proc.pid)

@@ -159,6 +159,12 @@ def test_hostile_values_and_labels() -> None:
             "query failed",
         ),
         (b"[" * 100_000, "not JSON"),
+        (  # VictoriaMetrics echoes the query first: its reason is what is kept
+            b'{"status":"error","error":"error when executing query=\\"topk(200, '
+            + b"x" * 500
+            + b'\\" on the time range (start=1, end=1, step=5000): timeout exceeded"}',
+            "query failed: timeout exceeded",
+        ),
     ],
 )
 def test_bad_answers_are_one_line(body: bytes, fragment: str) -> None:
