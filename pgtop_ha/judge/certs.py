@@ -8,8 +8,6 @@ from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 
 CERT_WARN_DAYS = 14  # a certificate that expires sooner is WARN (as cnpg's "Expires Soon" is a week)
-
-
 CERT_CRIT_DAYS = 3
 
 

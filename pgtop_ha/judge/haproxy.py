@@ -30,8 +30,6 @@ class Pools:
 # not `production`, `europe` or a cluster named `tron` (Patroni's example names its one pool after
 # the scope), which would make a writer pool a reader pool.
 _WORD_PATTERN_MAX = 2
-
-
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
 
