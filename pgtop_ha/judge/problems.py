@@ -471,7 +471,7 @@ def pooler_findings(snapshot: ClusterSnapshot) -> list[Finding]:
 
 
 # What stays on the banner while it lasts: a state the operator chose or must not forget.
-BANNER_RULES = frozenset({"patroni.paused", "patroni.scheduled", "patroni.failsafe"})
+BANNER_RULES = frozenset({PATRONI_PAUSED.id, PATRONI_SCHEDULED.id, PATRONI_FAILSAFE.id})
 
 
 def banner_notes(snapshot: ClusterSnapshot) -> tuple[str, ...]:
