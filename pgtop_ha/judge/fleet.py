@@ -120,14 +120,14 @@ def promql_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-RE2_META = frozenset("\\.+*?()|[]{}^$")
+_RE2_META = frozenset("\\.+*?()|[]{}^$")
 
 
 def _literal(text: str) -> str:
     """``text`` as an RE2 pattern matching it alone."""
     # Only RE2's metacharacters are escaped: an alternation of plain literals is what Prometheus
     # looks up by value instead of running the regex over every value of the label.
-    return "".join(f"\\{c}" if c in RE2_META else c for c in text)
+    return "".join(f"\\{c}" if c in _RE2_META else c for c in text)
 
 
 def name_matcher(label: str, text: str) -> str:
