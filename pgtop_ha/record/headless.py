@@ -10,14 +10,14 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import TextIO
 
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.engines.timeline import Timeline, cadence
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.source import SnapshotSource
 from pgtop_ha.models.text import clean
 from pgtop_ha.record.limits import RecordLimit
 from pgtop_ha.record.markers import MarkerInbox
@@ -46,20 +46,6 @@ def status_line(recorder: Recorder, events: int, clock: Clock) -> str:
     )
 
 
-class SnapshotSourceLike(Protocol):
-    """What the recorder polls: the Poller (tests give a scripted source)."""
-
-    async def run(
-        self, on_snapshot: Callable[[ClusterSnapshot], object], interval: Callable[[], float]
-    ) -> None:
-        """Produce snapshots until cancelled."""
-        ...
-
-    async def aclose(self) -> None:
-        """Release connections."""
-        ...
-
-
 async def record(
     settings: Settings,
     path: Path,
@@ -67,7 +53,7 @@ async def record(
     *,
     out: TextIO = sys.stdout,
     clock: Clock = system_clock,
-    source: SnapshotSourceLike | None = None,
+    source: SnapshotSource | None = None,
 ) -> int:
     """Record until SIGINT/SIGTERM (or a write error); the exit code."""
     if source is None:
@@ -150,7 +136,7 @@ def require_targets(settings: Settings) -> None:
 
 
 def run_record(
-    settings: Settings, path: Path, limit: RecordLimit, source: SnapshotSourceLike | None = None
+    settings: Settings, path: Path, limit: RecordLimit, source: SnapshotSource | None = None
 ) -> int:
     """`pgtop-ha record FILE`: ConfigError when there is nothing to poll; the exit code."""
     require_targets(settings)

@@ -19,8 +19,9 @@ from pgtop_ha.collect.snapshot_cli import READS
 from pgtop_ha.engines.timeline import Timeline, cadence
 from pgtop_ha.errors import UserError
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.source import SnapshotSource
 from pgtop_ha.models.text import clean
-from pgtop_ha.record.headless import KEEP_EVENTS, SnapshotSourceLike
+from pgtop_ha.record.headless import KEEP_EVENTS
 from pgtop_ha.record.limits import RecordLimit
 from pgtop_ha.record.markers import MarkerInbox, clean_marker
 from pgtop_ha.record.recorder import Recorder, header_values, stored_json
@@ -87,7 +88,7 @@ async def serve(
     web: WebView | None = None,
     out: TextIO = sys.stdout,
     clock: Clock = system_clock,
-    source: SnapshotSourceLike | None = None,
+    source: SnapshotSource | None = None,
     tokens: tuple[Token, ...] | None = None,
     max_viewers: int = MAX_VIEWERS,
 ) -> int:

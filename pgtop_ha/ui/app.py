@@ -17,11 +17,11 @@ from pgtop_ha.crash import write_report
 from pgtop_ha.engines.timeline import Timeline, cadence
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.source import Hurried, SnapshotSource
 from pgtop_ha.settings import Mode, Settings
 from pgtop_ha.ui.commands import ScreenCommands
 from pgtop_ha.ui.driver import CalmApp
 from pgtop_ha.ui.messages import SnapshotReady
-from pgtop_ha.ui.source import Hurried, SnapshotSource
 from pgtop_ha.ui.themes import ConsoleTheme, load_theme
 
 if TYPE_CHECKING:

@@ -20,13 +20,13 @@ from pgtop_ha.engines.stopwatch import past_outages
 from pgtop_ha.judge.problems import banner_notes
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.needs import Needs
+from pgtop_ha.models.source import NeedsToggle
 from pgtop_ha.ui.compositor import BandCompositor
 from pgtop_ha.ui.panes import registry
 from pgtop_ha.ui.panes.base import Context, PaneSpec
 from pgtop_ha.ui.screens.filter import FilterScreen
 from pgtop_ha.ui.screens.help import HelpScreen
 from pgtop_ha.ui.screens.marker import MarkerScreen
-from pgtop_ha.ui.source import NeedsToggle
 from pgtop_ha.ui.themes import level_styles, resolve
 from pgtop_ha.ui.widgets.banner import Banner, banner_text
 from pgtop_ha.ui.widgets.footer import Footer

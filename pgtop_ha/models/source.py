@@ -1,4 +1,4 @@
-"""Where snapshots come from: the live Poller or a recording (tests script their own)."""
+"""Where snapshots come from, for every driver: the live Poller or a recording (tests script their own)."""
 
 from __future__ import annotations
 
