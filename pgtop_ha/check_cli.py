@@ -11,10 +11,10 @@ from typing import Any
 from pgtop_ha.clock import system_clock
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.collect.snapshot_cli import first_problem, nothing_reachable
-from pgtop_ha.engines.timeline import Timeline
+from pgtop_ha.engines.session import Session
 from pgtop_ha.judge.haproxy import is_up, routes
 from pgtop_ha.judge.leader import is_leader
-from pgtop_ha.judge.verdicts import healthy, judge, worst
+from pgtop_ha.judge.verdicts import healthy, worst
 from pgtop_ha.models.snapshot import POSTGRES_OFF, ClusterSnapshot
 from pgtop_ha.models.text import clean
 from pgtop_ha.models.thresholds import Band, Level
@@ -95,8 +95,7 @@ async def _observe(
 ) -> tuple[ClusterSnapshot, tuple[Verdict, ...], int]:
     """Poll once (or until healthy within ``wait_s``); the last snapshot, its verdicts and polls made."""
     poller = Poller.from_settings(settings, system_clock)
-    pools = settings.haproxy.pools()
-    timeline = Timeline(pools=pools)
+    session = Session(clock=system_clock, pools=settings.haproxy.pools(), thresholds=settings.thresholds)
     deadline = time.monotonic() + (wait_s or 0.0)
     polls = 0
     try:
@@ -104,8 +103,8 @@ async def _observe(
             began = time.monotonic()
             snap = await poller.cycle()
             polls += 1
-            timeline.observe(snap)
-            verdicts = judge(snap, settings.thresholds, pools, timeline.seen_checks())
+            session.observe(snap)
+            verdicts = session.judge(snap)
             done = wait_s is None or (unknown_why(snap) is None and healthy(verdicts))
             if done or time.monotonic() >= deadline:
                 return snap, verdicts, polls

@@ -9,10 +9,9 @@ from collections.abc import Sequence
 
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.collect.poller import Poller
-from pgtop_ha.engines.timeline import Timeline
+from pgtop_ha.engines.session import Session
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.judge.forecast import forecast
-from pgtop_ha.judge.verdicts import judge
 from pgtop_ha.models.needs import Need, Needs
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.urls import redact
@@ -41,10 +40,9 @@ async def take_snapshot(
         snap = await poller.cycle()
     finally:
         await poller.aclose()
-    pools = settings.haproxy.pools()
-    timeline = Timeline(pools=pools)
-    timeline.observe(snap)
-    verdicts = judge(snap, settings.thresholds, pools, timeline.seen_checks())
+    session = Session(clock=clock, pools=settings.haproxy.pools(), thresholds=settings.thresholds)
+    session.observe(snap)
+    verdicts = session.judge(snap)
     return snap.model_copy(update={"verdicts": verdicts, "forecast": forecast(snap)})
 
 

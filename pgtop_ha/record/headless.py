@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from pgtop_ha.clock import Clock, system_clock
-from pgtop_ha.engines.timeline import Timeline, cadence
+from pgtop_ha.engines.session import Session
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.source import SnapshotSource
@@ -61,11 +61,19 @@ async def record(
 
         source = Poller.from_settings(settings, clock)
     recorder = Recorder.create(path, settings, limit, role="recorder", clock=clock)
-    pools = settings.haproxy.pools()
-    timeline = Timeline(pools=pools, keep=KEEP_EVENTS)
+    stop = asyncio.Event()
+    # The console's cadence: faster while something is wrong, so incidents are recorded finely.
+    session = Session(
+        clock=clock,
+        pools=settings.haproxy.pools(),
+        thresholds=settings.thresholds,
+        interval=settings.interval,
+        keep=KEEP_EVENTS,
+        recording=recorder,
+        on_recording_failed=lambda _: stop.set(),
+    )
     inbox = MarkerInbox("recorder", str(path))
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
     last_status = -STATUS_EVERY_S
 
     def say(line: str) -> None:
@@ -73,18 +81,13 @@ async def record(
 
     def on_snapshot(snapshot: ClusterSnapshot) -> None:
         nonlocal last_status
-        timeline.observe(snapshot)
-        recorder.cycle(snapshot, timeline.events())
-        if recorder.error is not None:
-            stop.set()
+        session.observe(snapshot)
         if loop.time() - last_status >= STATUS_EVERY_S:
             last_status = loop.time()
-            say(status_line(recorder, len(timeline.events()), clock))
+            say(status_line(recorder, len(session.events()), clock))
 
     def on_marker(text: str, source: str) -> None:
-        at = clock()
-        timeline.mark(at, text, source)
-        recorder.marker(at, text, source, timeline.events())
+        at = session.mark(text, source).at
         say(f"{at.astimezone():%H:%M:%S} marker: {text}")
 
     async def markers() -> None:
@@ -97,11 +100,7 @@ async def record(
         loop.add_signal_handler(sig, stop.set)
     say(f"recording to {path} every {settings.interval:g} s (at most {limit.describe()}); Ctrl-C stops")
 
-    def pace() -> float:
-        # The console's adaptive cadence: faster while something is wrong, so incidents are recorded finely.
-        return cadence(timeline, settings.interval, clock())
-
-    poll = asyncio.create_task(source.run(on_snapshot, pace), name="poll")
+    poll = asyncio.create_task(source.run(on_snapshot, session.cadence), name="poll")
     listen = asyncio.create_task(markers(), name="markers")
     stopper = asyncio.create_task(stop.wait(), name="stop")
     try:
@@ -121,7 +120,7 @@ async def record(
     if recorder.error is not None:
         say(f"pgtop-ha: recording stopped: {recorder.error}")
         return 1
-    say(status_line(recorder, len(timeline.events()), clock).replace(" recording ", " recorded ", 1))
+    say(status_line(recorder, len(session.events()), clock).replace(" recording ", " recorded ", 1))
     return 0
 
 

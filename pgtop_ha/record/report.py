@@ -13,8 +13,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pgtop_ha.clock import system_clock
+from pgtop_ha.engines.session import Session
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.judge.haproxy import DEFAULT_POOLS, Pools
+from pgtop_ha.models.event import Event
 from pgtop_ha.models.text import clean, fit
 from pgtop_ha.record.reader import Marker, Recording
 from pgtop_ha.record.store import from_epoch
@@ -50,17 +53,13 @@ def recorded_pools(header: dict[str, Any]) -> Pools:
 
 def recompute(recording: Recording, markers: list[Marker] | None = None) -> Timeline:
     """A fresh Timeline fed every recorded snapshot, with each marker before the first snapshot after it."""
-    timeline = Timeline(pools=recorded_pools(recording.header))
+    session = Session(clock=system_clock, pools=recorded_pools(recording.header))
     markers = recording.markers() if markers is None else markers
-    i = 0
-    for snapshot in recording.snapshots():
-        while i < len(markers) and markers[i].at <= snapshot.taken_at:
-            timeline.mark(markers[i].at, markers[i].text, markers[i].source)
-            i += 1
-        timeline.observe(snapshot)
-    for marker in markers[i:]:
-        timeline.mark(marker.at, marker.text, marker.source)
-    return timeline
+    session.replay(
+        recording.snapshots(),
+        [Event(at=m.at, kind="marker", text=m.text, source=m.source) for m in markers],
+    )
+    return session.timeline
 
 
 DISK_FULL_BYTES = 1024**2  # free space below this on a recording's filesystem: full

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.collect.snapshot_cli import READS
-from pgtop_ha.engines.timeline import Timeline, cadence
+from pgtop_ha.engines.session import Session
 from pgtop_ha.errors import UserError
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.source import SnapshotSource
@@ -106,7 +106,15 @@ async def serve(
         poller.set_needs(frozenset(READS))  # any viewer may open any pane
         source = poller
     recorder = Recorder.create(record, settings, limit, role="serve", clock=clock) if record else None
-    timeline = Timeline(pools=settings.haproxy.pools(), keep=KEEP_EVENTS)
+    session = Session(
+        clock=clock,
+        pools=settings.haproxy.pools(),
+        thresholds=settings.thresholds,
+        interval=settings.interval,
+        keep=KEEP_EVENTS,
+        recording=recorder,
+        on_recording_failed=lambda error: say(f"recording stopped: {error}"),
+    )
     shown = header_values(settings, limit, "serve", clock())["settings"]
     hello: dict[str, Any] = {"settings": shown, "recording": str(record) if record else None}
 
@@ -114,17 +122,14 @@ async def serve(
         text = clean_marker(text)
         if not text:
             return
-        at = clock()
-        timeline.mark(at, text, origin)
-        if recorder is not None:
-            recorder.marker(at, text, origin, timeline.events())
+        at = session.mark(text, origin).at
         hub.send(wire.marker_line(at, text, origin))
         say(f"marker from {origin}: {text}")
 
     token_file, known = _tcp_tokens(addresses, tokens)
     hub = Hub(
         hello,
-        lambda: wire.events_line(timeline.events()),
+        lambda: wire.events_line(session.events()),
         on_marker,
         say,
         tokens=known,
@@ -156,21 +161,14 @@ async def serve(
     def on_snapshot(snapshot: ClusterSnapshot) -> None:
         nonlocal cycles
         cycles += 1
-        timeline.observe(snapshot)
         scrubbed = stored_json(snapshot)  # once, for the recording and every viewer
-        if recorder is not None and recorder.error is None:
-            recorder.cycle(snapshot, timeline.events(), scrubbed)
-            if recorder.error is not None:
-                say(f"recording stopped: {recorder.error}")
+        session.observe(snapshot, scrubbed)
         hub.snapshot(wire.snapshot_line(scrubbed))
-
-    def pace() -> float:
-        return cadence(timeline, settings.interval, clock())
 
     async def status() -> None:
         while True:
             await asyncio.sleep(STATUS_EVERY_S)
-            say(f"{cycles} cycles, {len(hub.viewers)} viewers, {len(timeline.events())} events")
+            say(f"{cycles} cycles, {len(hub.viewers)} viewers, {len(session.events())} events")
 
     inbox = MarkerInbox("serve", ", ".join(map(str, addresses)))
 
@@ -192,7 +190,7 @@ async def serve(
     if recorder is not None:
         say(f"recording to {record} (at most {limit.describe()})")
     tasks = [
-        asyncio.create_task(source.run(on_snapshot, pace), name="poll"),
+        asyncio.create_task(source.run(on_snapshot, session.cadence), name="poll"),
         asyncio.create_task(markers(), name="markers"),
         asyncio.create_task(status(), name="status"),
         asyncio.create_task(stop.wait(), name="stop"),

@@ -14,7 +14,8 @@ from textual.worker import Worker, WorkerState
 
 from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.crash import write_report
-from pgtop_ha.engines.timeline import Timeline, cadence
+from pgtop_ha.engines.session import Session
+from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.source import Hurried, SnapshotSource
@@ -93,13 +94,20 @@ class PgtopApp(CalmApp[None]):
         self.notice = self.mode_reason if mode is not None and "SSH" in mode.reason else None
         self.crash: BaseException | None = None
         self.crash_report: Path | None = None
-        self.clock = clock
         self.history: deque[ClusterSnapshot] = deque(maxlen=HISTORY)
-        # One timeline for every event: snapshots' changes, checks, the stopwatch, markers, actions.
-        self.timeline = Timeline(pools=settings.haproxy.pools(), keep=EVENTS)
+        # One timeline for every event: snapshots' changes, checks, the stopwatch, markers, actions;
+        # with --record FILE every cycle and event goes to the recording too.
+        self.session = Session(
+            clock=clock,
+            pools=settings.haproxy.pools(),
+            thresholds=settings.thresholds,
+            interval=settings.interval,
+            keep=EVENTS,
+            recording=recorder,
+            on_recording_failed=self._recording_failed,
+        )
         self.received = 0  # snapshots received, shown or not (pause)
         self._poll: Worker[None] | None = None
-        self.recorder = recorder  # --record FILE: every cycle and event goes there too
         self.markers = markers  # the socket `pgtop-ha mark` stamps this console's timeline through
         # Called once the first snapshot is on screen: the console is built (runtime.settle_heap).
         self._settle = settle
@@ -152,13 +160,27 @@ class PgtopApp(CalmApp[None]):
         return screen
 
     @property
+    def clock(self) -> Clock:
+        """What stamps events and paces the poll (the session's)."""
+        return self.session.clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self.session.clock = clock
+
+    @property
+    def timeline(self) -> Timeline:
+        """The session's timeline: every event, the checks past their grace, the stopwatch."""
+        return self.session.timeline
+
+    @property
     def events(self) -> list[Event]:
         """The timeline's events (the newest EVENTS), in the order observed."""
-        return self.timeline.events()
+        return self.session.events()
 
     def cadence(self) -> float:
         """The poll interval now: the chosen one when calm, faster while something is wrong."""
-        return cadence(self.timeline, self.interval, self.clock())
+        return self.session.cadence()
 
     def _follow_cadence(self) -> None:
         # The cadence changes only here (a snapshot folded in) and with the interval key: the
@@ -184,14 +206,12 @@ class PgtopApp(CalmApp[None]):
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         """Record events and history; show the snapshot unless paused."""
         snap = message.snapshot
-        new = self.timeline.observe(snap)  # added or updated (a flip back gets its duration)
+        new = self.session.observe(snap)  # added or updated (a flip back gets its duration)
         self._follow_cadence()
         self.history.append(snap)
         self.received += 1
         # Counted quietly: the snapshot below announces both, so the screen redraws once.
         self.set_reactive(PgtopApp.event_count, self.event_count + len(new))
-        if self.recorder is not None:
-            self._record(lambda r: r.cycle(snap, self.events))
         if not self.paused:
             self.snapshot = snap
         if self.received == 1:
@@ -199,19 +219,13 @@ class PgtopApp(CalmApp[None]):
             # (~0.1 s holding the GIL) would hold up the frame's write and the layouts after it.
             self.call_after_refresh(self.set_timer, SETTLE_AFTER_S, self._settle_once)
 
-    def _record(self, write: Callable[[Recorder], None]) -> None:
-        recorder = self.recorder
-        if recorder is None or recorder.error is not None:
-            return
-        write(recorder)
-        if recorder.error is not None:  # disk full, file removed: say so once, keep watching
-            self.source_error = f"recording stopped: {recorder.error}"
+    def _recording_failed(self, error: str) -> None:
+        # Disk full, file removed: said once in the header; the console keeps watching.
+        self.source_error = f"recording stopped: {error}"
 
     def mark(self, text: str, source: str = "marker") -> Event:
         """Stamp a marker (key M, `pgtop-ha mark`) on the timeline and in the recording."""
-        at = self.clock()
-        event = self.timeline.mark(at, text, source)
-        self._record(lambda r: r.marker(at, text, source, self.events))
+        event = self.session.mark(text, source)
         self.event_count += 1
         return event
 
@@ -219,21 +233,20 @@ class PgtopApp(CalmApp[None]):
         """Add an event from outside the poll (an operator action's result), stamped on arrival."""
         if event.kind == "action":
             # The result's own time is when the action started: "done" is now, when it arrives.
-            self.timeline.action(self.clock(), event.text, "done", ok=event.severity == 0, node=event.node)
+            self.session.action(event.text, "done", ok=event.severity == 0, node=event.node)
         else:
-            self.timeline.add(event)
-        self._record(lambda r: r.sync_events(self.events))
+            self.session.add(event)
         self.event_count += 1  # the screen watches this and redraws the Events pane
 
     def record_action(self, text: str, node: str | None = None) -> Event:
         """An operator action being sent: an event stamped now (its result comes as "done")."""
-        event = self.timeline.action(self.clock(), text, "sent", node=node)
-        self._record(lambda r: r.sync_events(self.events))
+        event = self.session.action(text, "sent", node=node)
         self.event_count += 1
         return event
 
-    def watch_interval(self, _: float) -> None:
+    def watch_interval(self, interval: float) -> None:
         """A shorter interval chosen by key starts the next cycle now, not after the old pause."""
+        self.session.interval = interval
         self._follow_cadence()
 
     def watch_paused(self, paused: bool) -> None:

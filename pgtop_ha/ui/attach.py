@@ -11,12 +11,11 @@ from pathlib import Path
 
 from textual.worker import Worker, WorkerState
 
-from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.serve.viewer import AttachSource
 from pgtop_ha.settings import Mode, Settings, recorded_settings
-from pgtop_ha.ui.app import EVENTS, HISTORY, PgtopApp
+from pgtop_ha.ui.app import HISTORY, PgtopApp
 
 KEPT_AS_SENT = ("marker", "action")  # events no snapshot can make again
 
@@ -52,31 +51,20 @@ class AttachApp(PgtopApp):
     def _seed(self, events: list[Event], before: list[ClusterSnapshot]) -> None:
         # The serve's timeline, rebuilt: events older than the snapshots it still holds as sent,
         # then those snapshots observed here, markers and actions between them in their place.
-        timeline = Timeline(pools=self.timeline.pools, keep=EVENTS)
         start = before[0].taken_at if before else None
         # What the first snapshot makes by itself (Patroni's /history) is not taken twice.
-        first = Timeline(pools=self.timeline.pools).observe(before[0]) if before else []
-        again = {_key(e) for e in first}
+        again = {_key(e) for e in self.session.made_by(before[0])} if before else set()
         kept = [
             e
             for e in events
             if (e.kind in KEPT_AS_SENT or start is None or e.at < start) and _key(e) not in again
         ]
-        kept.sort(key=lambda e: e.at)
-        i = 0
-        for snap in before:
-            while i < len(kept) and kept[i].at <= snap.taken_at:
-                timeline.add(kept[i].model_copy(update={"id": 0}))
-                i += 1
-            timeline.observe(snap)
-        for event in kept[i:]:
-            timeline.add(event.model_copy(update={"id": 0}))
-        self.timeline = timeline
+        self.session.replay(before, kept)
         self.history.extend(before[-HISTORY:])
-        self.event_count = len(timeline.events())
+        self.event_count = len(self.session.events())
 
     def _marked(self, at: datetime, text: str, source: str) -> None:
-        self.timeline.mark(at, text, source)
+        self.session.mark(text, source, at=at)
         self.event_count += 1
 
     def mark(self, text: str, source: str = "marker") -> Event:

@@ -9,11 +9,10 @@ from pathlib import Path
 
 from textual.screen import Screen
 
-from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.record.replay import ReplaySource
 from pgtop_ha.settings import Mode, Settings
-from pgtop_ha.ui.app import EVENTS, HISTORY, PgtopApp
+from pgtop_ha.ui.app import HISTORY, PgtopApp
 from pgtop_ha.ui.screens.replay import ReplayScreen
 
 
@@ -41,9 +40,6 @@ class ReplayApp(PgtopApp):
         # A seek or a step back: the timeline and history must not hold what comes after the
         # target, or the banner and stopwatch would show the future. Start them again from the
         # snapshots just before it; the target itself then arrives as usual.
-        timeline = Timeline(pools=self.timeline.pools, keep=EVENTS)
-        for snap in before:
-            timeline.observe(snap)
-        self.timeline = timeline
+        self.session.replay(before)
         self.history.clear()
         self.history.extend(before[-HISTORY:])
