@@ -206,6 +206,10 @@ def fix_archive(lab: Lab) -> str:
 RELEASED_BELOW = 256 * 1024**2  # what a released permanent slot may still keep on a member
 
 
+# What psql says of a server that is restarting, by the moment it asked.
+_RESTARTING = ("Connection refused", "starting up", "shutting down", "closed the connection unexpectedly")
+
+
 def release_slot(lab: Lab, timeout: float = 120) -> str:
     """Advance the idle permanent slot to now, as a consumer would; wait for every member's copy."""
     leader = lab.leader_index()
@@ -225,7 +229,7 @@ def release_slot(lab: Lab, timeout: float = 120) -> str:
             return all(int(lab.psql(kept, i, timeout=10) or 0) < RELEASED_BELOW for i in nodes)
         except UserError as e:
             # Patroni restarts a standby to copy a slot the leader recreated: ask again.
-            if "Connection refused" in str(e) or "starting up" in str(e) or "shutting down" in str(e):
+            if any(w in str(e) for w in _RESTARTING):
                 return False
             raise
 
