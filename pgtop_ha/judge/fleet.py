@@ -219,9 +219,13 @@ class FleetQueries:
         return f"count by ({self.scope_label}) ({self._m('patroni_primary')} == 1)"
 
     def hourly(self) -> dict[str, str]:
-        """What the rule file records once a minute: the reads over the last hour (SEEN, MOVES)."""
+        """What the rule file records once a minute: the reads over the last hour (SEEN, MOVES, MEMBERS)."""
         unstaged = dataclasses.replace(self, staged=False)
-        return {SEEN: unstaged._seen(), MOVES: unstaged._parts()["timeline_changes"]}
+        return {
+            SEEN: unstaged._seen(),
+            MOVES: unstaged._parts()["timeline_changes"],
+            MEMBERS: f"count by ({self.scope_label}) ({SEEN})",  # after SEEN, in the same group
+        }
 
     def terms(self) -> dict[str, str]:
         """Each rule as PromQL: per cluster it applies to, its points (RULES)."""

@@ -20,7 +20,6 @@ from pgtop_ha.judge.fleet import (
     RULE_POINTS,
     RULES,
     RULES_VERSION,
-    SEEN,
     SEVERITY,
     VERSION,
     FleetQueries,
@@ -148,7 +147,7 @@ def rule_file(queries: FleetQueries, version: str) -> str:
         f"    interval: {HOURLY_EVERY_S}s",
         "    rules:",
     ]
-    for name, expr in [*queries.hourly().items(), (MEMBERS, f"count by ({sc}) ({SEEN})")]:
+    for name, expr in queries.hourly().items():
         lines += [f"      - record: {name}", f"        expr: {_quoted(expr)}"]
     lines += [f"  - name: {GROUP}", "    rules:"]
     for name, expr in records:
