@@ -14,6 +14,7 @@ class Finding(Frozen):
     level: Level
     pooler: str
     what: str  # the finding without the pooler's name (a pane's row already names it)
+    part: str = ""  # the column it colours beside the row's health
 
     @property
     def text(self) -> str:
@@ -90,6 +91,7 @@ def node_finding(pooler: str, node: PgpoolNode, patroni: PatroniView) -> Finding
             level=Level.CRIT,
             pooler=pooler,
             what=f"primary is {node.member}, Patroni's leader is {leader}; writes go to a replica",
+            part="role",
         )
     if node.status in ("down", "unused") and node.member is not None and node.member in patroni.streaming:
         return Finding(
@@ -97,6 +99,7 @@ def node_finding(pooler: str, node: PgpoolNode, patroni: PatroniView) -> Finding
             pooler=pooler,
             what=f"node {node.node_id} ({node.member}) is {node.status} in pgpool while "
             "Patroni says it streams; no reads go there",
+            part="status",
         )
     return None
 

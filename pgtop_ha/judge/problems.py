@@ -14,17 +14,21 @@ from pgtop_ha.judge.haproxy import Pools, is_up, routes
 from pgtop_ha.judge.leader import is_leader, pg_primary
 from pgtop_ha.judge.memory import hugepages_marks
 from pgtop_ha.judge.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
+from pgtop_ha.judge.probes import probe_mark
 from pgtop_ha.judge.replication import (
     lag_level,
+    one_per_rule,
     receiver_findings,
     standby_name,
     unreported,
     walsender_findings,
 )
+from pgtop_ha.judge.routing import server_mark
 from pgtop_ha.judge.rules import (
-    ARCHIVER_READY,
     HAPROXY_BACKEND_NO_POOL,
+    HAPROXY_CHECK_UNANSWERED,
     HAPROXY_ROWS_CAPPED,
+    HAPROXY_SERVER_DOWN,
     HAPROXY_SERVERS_UNJOINED,
     HAPROXY_STATS,
     HORIZON_HELD,
@@ -34,6 +38,7 @@ from pgtop_ha.judge.rules import (
     LEADER_NONE,
     LEADER_SEVERAL,
     LOCKS_WAITS,
+    PARAMETERS_DRIFT,
     PATRONI_FAILSAFE,
     PATRONI_MALFORMED,
     PATRONI_PAUSED,
@@ -61,7 +66,9 @@ from pgtop_ha.judge.rules import (
     REST_UNREACHABLE,
     ROLE_LEADER_IN_RECOVERY,
     ROLE_PRIMARY_NOT_LEADER,
+    ROUTING_NO_READER,
     ROUTING_NO_WRITER,
+    ROUTING_READER_DOWN,
     ROUTING_SEVERAL_WRITERS,
     ROUTING_WRITES_TO_NON_LEADER,
     SLOTS_PERMANENT_MISSING,
@@ -72,12 +79,13 @@ from pgtop_ha.judge.rules import (
 )
 from pgtop_ha.judge.serverlog import log_findings
 from pgtop_ha.judge.sessions import session_findings
-from pgtop_ha.judge.slots import missing_permanent_slots, slot_level, top_retainer
+from pgtop_ha.judge.slots import absent_slot_level, missing_permanent_slots, slot_level, top_retainer
 from pgtop_ha.judge.sources import member_state, node_state
 from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
-from pgtop_ha.judge.wal import horizon_holder, horizon_level, ready_level, wal_disk_level
+from pgtop_ha.judge.wal import archiver_marks, horizon_holder, horizon_level, wal_disk_level
 from pgtop_ha.models.derive import listed_processes, member_names
 from pgtop_ha.models.numbers import binary_size
+from pgtop_ha.models.parameters import parameters
 from pgtop_ha.models.roles import is_standby_leader
 from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined, upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
@@ -243,11 +251,26 @@ def member_problems(
             )
     if (why := upstream_mismatch(snapshot, name)) is not None:
         out.append(Problem(Level.WARN, name, why, "not its replicatefrom", rule=REPLICATION_UPSTREAM.id))
+    out.extend(_server_problems(snapshot, name, pools))
     if n is not None and (why := postgres_unsupported(n.server_version)):
         out.append(Problem(Level.WARN, name, why, "PG version unsupported", rule=POSTGRES_UNSUPPORTED.id))
     if m is not None and (why := patroni_unsupported(m.patroni_version)):
         out.append(Problem(Level.WARN, name, why, "Patroni version unsupported", rule=PATRONI_UNSUPPORTED.id))
     return out
+
+
+# The server grades (judge.routing) that no other problem of the member already says.
+_SERVER_ONLY = frozenset({ROUTING_READER_DOWN.id, HAPROXY_SERVER_DOWN.id, HAPROXY_CHECK_UNANSWERED.id})
+
+
+def _server_problems(snapshot: ClusterSnapshot, name: str, pools: Pools) -> Iterable[Problem]:
+    for srv in snapshot.haproxy.servers:
+        if (
+            member_of(srv) == name
+            and (mark := server_mark(snapshot, pools.kind(srv.proxy), srv)).rule in _SERVER_ONLY
+        ):
+            text = f"{mark.text} ({srv.proxy})"
+            yield Problem(mark.level, name, text, mark.text, key=f"{mark.rule} {srv.proxy}", rule=mark.rule)
 
 
 def upstream_mismatch(snapshot: ClusterSnapshot, name: str) -> str | None:
@@ -284,6 +307,10 @@ def cluster_problems(
             )
         )
     up_writers = [s for s, srv in routes(snapshot, pools, "writer").items() if is_up(srv)]
+    for proxy in sorted({s.proxy for s in snapshot.haproxy.servers if pools.kind(s.proxy) == "reader"}):
+        if not any(is_up(s) for s in snapshot.haproxy.servers if s.proxy == proxy):
+            text = f"HAProxy has no reader UP in {proxy}"
+            out.append(Problem(Level.WARN, None, text, key=f"no reader {proxy}", rule=ROUTING_NO_READER.id))
     if snapshot.haproxy.servers and not up_writers:
         out.append(Problem(Level.CRIT, None, "HAProxy has no writer UP", rule=ROUTING_NO_WRITER.id))
     if len(up_writers) > 1:
@@ -326,7 +353,7 @@ def cluster_problems(
         if missing:
             out.append(
                 Problem(
-                    Level.WARN,
+                    absent_slot_level(is_leader(snapshot.member(name))),
                     name,
                     "permanent slot missing: " + ", ".join(missing),
                     key="slots missing",
@@ -340,6 +367,13 @@ def cluster_problems(
         Problem(f.level, None, f.text, rule=POOLER_CONTRADICTION.id) for f in pooler_findings(snapshot)
     )
     out.extend(Problem(Level.WARN, None, e, rule=SOURCE_ERROR.id) for e in snapshot.errors)
+    for probe in snapshot.probes:
+        if (mark := probe_mark(snapshot, probe)) is not None:
+            key = f"{mark.rule} {probe.endpoint} {probe.kind}"
+            out.append(Problem(mark.level, None, mark.text, key=key, rule=mark.rule))
+    if drifted := [p.name for p in parameters(snapshot) if p.drift]:
+        text = f"settings differ between members: {_some(drifted)} (g: Parameters)"
+        out.append(Problem(Level.WARN, None, text, "settings differ", key="drift", rule=PARAMETERS_DRIFT.id))
     out.extend(malformed_problems(snapshot))
     out.extend(Problem(m.level, None, m.text, key=m.rule, rule=m.rule) for m in no_stanza_marks(snapshot))
     if snapshot.members:
@@ -542,21 +576,13 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds, read_at: datetime) -> 
         # No age in the text (a problem keeps its row while it lasts): the Horizon pane has them.
         text = f"xmin horizon held by {horizon_holder(worst)}"
         yield Problem(lv, n.name, text, "xmin horizon held", key="horizon", rule=HORIZON_HELD.id)
-    a = n.archiver
-    if a is not None:
-        lv = ready_level(t, a.ready_count)
-        if lv > Level.OK:
-            yield Problem(
-                lv,
-                n.name,
-                f"archiver: {a.ready_count} segments waiting",
-                key="archiver",
-                rule=ARCHIVER_READY.id,
-            )
+    if n.archiver is not None:
+        for m in archiver_marks(t, n.archiver, pg_primary(n)):
+            yield Problem(m.level, n.name, m.text, key=m.rule, rule=m.rule)
     for m in hugepages_marks(n):
         yield Problem(m.level, n.name, m.text, key=m.rule, rule=m.rule)
     for r in n.replication:
-        for f in walsender_findings(r, t, read_at):
+        for f in one_per_rule(walsender_findings(r, t, read_at)):
             yield Problem(f.level, n.name, f.text, key=f"{f.rule} {standby_name(r)}", rule=f.rule)
     # Sessions queued behind a lock (an ALTER TABLE behind a long transaction stops every query
     # of the table): read every cycle from pg_stat_activity, so the overview says it while the

@@ -34,8 +34,13 @@ def walsender_findings(r: Replication, t: Thresholds, now: datetime) -> tuple[Ma
     name = standby_name(r)
     out: list[Mark] = []
     _, _, replay_s = stage_lag_seconds(r, now)
-    if (lv := lag_level(t, r.replay_lag_bytes, replay_s)) > Level.OK:
-        out.append(Mark(REPLICATION_STANDBY_LAG.id, lv, f"standby {name} replay lag"))
+    # One mark per column it colours; the problems keep the worse one (one_per_rule).
+    for part, lv in (
+        ("replay", t.lag_bytes.grade(r.replay_lag_bytes)),
+        ("replay_s", t.lag_s.grade(replay_s)),
+    ):
+        if lv > Level.OK:
+            out.append(Mark(REPLICATION_STANDBY_LAG.id, lv, f"standby {name} replay lag", part))
     if r.state not in (None, "streaming"):
         out.append(
             Mark(
@@ -52,6 +57,15 @@ def walsender_findings(r: Replication, t: Thresholds, now: datetime) -> tuple[Ma
             )
         )
     return tuple(out)
+
+
+def one_per_rule(marks: tuple[Mark, ...]) -> tuple[Mark, ...]:
+    """The worst mark of each rule, in first-seen order: one problem per rule and subject."""
+    best: dict[str, Mark] = {}
+    for m in marks:
+        if m.rule not in best or m.level > best[m.rule].level:
+            best[m.rule] = m
+    return tuple(best.values())
 
 
 def unreported(snapshot: ClusterSnapshot) -> list[NodeSnapshot]:

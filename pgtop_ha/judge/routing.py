@@ -6,19 +6,36 @@ from collections.abc import Sequence
 
 from pgtop_ha.judge.haproxy import check_unanswered, is_up, state_word
 from pgtop_ha.judge.leader import is_leader
+from pgtop_ha.judge.rules import (
+    HAPROXY_CHECK_UNANSWERED,
+    HAPROXY_SERVER_DOWN,
+    PG_DOWN_LEADER_ROUTED,
+    PG_DOWN_ROUTED,
+    ROUTING_NO_READER,
+    ROUTING_NO_WRITER,
+    ROUTING_READER_DOWN,
+    ROUTING_SEVERAL_WRITERS,
+    ROUTING_WRITES_TO_NON_LEADER,
+)
 from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.verdict import Mark
 
 
-def server_level(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer) -> Level:
+def server_mark(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer) -> Mark:
     """Is this server's status what its pool (writer, reader or none) expects of its member?"""
-    expected = _pool_level(snapshot, kind, srv)
+    expected = _pool_mark(snapshot, kind, srv)
     # A check that gets no answer (Patroni stopped, its host gone) is never what a pool expects.
-    return max(expected, Level.WARN) if check_unanswered(srv) else expected
+    if expected.level == Level.OK and check_unanswered(srv):
+        return Mark(HAPROXY_CHECK_UNANSWERED.id, Level.WARN, "HAProxy's check gets no answer")
+    return expected
 
 
-def _pool_level(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer) -> Level:
+_FINE = Mark("", Level.OK, "")
+
+
+def _pool_mark(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer) -> Mark:
     name = member_of(srv)
     leader = is_leader(snapshot.member(name))
     known = snapshot.member(name) is not None
@@ -26,25 +43,31 @@ def _pool_level(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer)
     up = is_up(srv)
     if kind == "writer":
         if up and known and not leader:
-            return Level.CRIT
+            return Mark(ROUTING_WRITES_TO_NON_LEADER.id, Level.CRIT, "HAProxy routes writes to a non-leader")
         if up and node is not None and not node.reachable:
-            return Level.CRIT  # writes routed to a PostgreSQL that does not answer
+            # Writes routed to a PostgreSQL that does not answer.
+            rule = PG_DOWN_LEADER_ROUTED if leader else PG_DOWN_ROUTED
+            return Mark(rule.id, Level.CRIT, "PG DOWN, HAProxy still routes writes here")
         if leader and not up:
-            return Level.CRIT
-        return Level.OK
+            others = any(is_up(s) for s in snapshot.haproxy.servers if s.proxy == srv.proxy)
+            rule = ROUTING_WRITES_TO_NON_LEADER if others else ROUTING_NO_WRITER
+            return Mark(rule.id, Level.CRIT, "the leader is not UP in the writer pool")
+        return _FINE
     if kind == "reader" and not up and known and not leader:
-        return Level.WARN
+        return Mark(ROUTING_READER_DOWN.id, Level.WARN, "a replica is not UP in HAProxy's reader pool")
     if state_word(srv.status) == "DOWN" and kind is None:
-        return Level.WARN
-    return Level.OK
+        return Mark(HAPROXY_SERVER_DOWN.id, Level.WARN, "a server of a backend that is no pool is DOWN")
+    return _FINE
 
 
-def pool_level(kind: str | None, servers: Sequence[HAProxyServer], levels: Sequence[Level]) -> Level:
+def pool_mark(kind: str | None, servers: Sequence[HAProxyServer], marks: Sequence[Mark]) -> Mark:
     """A pool's grade: its worst server, CRIT for a writer pool without exactly one UP."""
     up = sum(1 for s in servers if is_up(s))
-    worst = max(levels, default=Level.OK)
-    if kind == "writer" and up != 1:
-        return Level.CRIT
-    if kind == "reader" and up == 0:
-        return max(worst, Level.WARN)
+    worst = max(marks, key=lambda m: m.level, default=_FINE)
+    if kind == "writer" and up == 0:
+        return Mark(ROUTING_NO_WRITER.id, Level.CRIT, "HAProxy has no writer UP")
+    if kind == "writer" and up > 1:
+        return Mark(ROUTING_SEVERAL_WRITERS.id, Level.CRIT, "HAProxy has several writers UP")
+    if kind == "reader" and up == 0 and worst.level < Level.WARN:
+        return Mark(ROUTING_NO_READER.id, Level.WARN, "HAProxy has no reader UP")
     return worst

@@ -38,6 +38,9 @@ REST_PENDING = Rule("rest.pending", "a member's Patroni REST API has not answere
 PATRONI_UNLISTED = Rule("patroni.unlisted", "a member is not in Patroni's /cluster")
 PATRONI_STATE = Rule("patroni.state", "a member's Patroni state is not running or streaming")
 PATRONI_PENDING_RESTART = Rule("patroni.pending-restart", "a member needs a restart for a changed parameter")
+PARAMETERS_DRIFT = Rule(
+    "parameters.drift", "a setting differs between members (read while the Parameters pane is on screen)"
+)
 PATRONI_UNSUPPORTED = Rule("patroni.unsupported", "a member runs a Patroni outside the supported 3.3-4.1")
 POSTGRES_UNSUPPORTED = Rule("postgres.unsupported", "a member runs a PostgreSQL outside the supported 14-18")
 PATRONI_FAILSAFE = Rule(
@@ -78,6 +81,14 @@ ROUTING_WRITES_TO_NON_LEADER = Rule(
     "routing.writes-to-non-leader", "HAProxy routes writes to a member that is not the leader"
 )
 ROUTING_NO_WRITER = Rule("routing.no-writer", "HAProxy has no writer server UP")
+ROUTING_NO_READER = Rule("routing.no-reader", "a reader pool of HAProxy has no server UP: its reads fail")
+ROUTING_READER_DOWN = Rule(
+    "routing.reader-down", "a replica is not UP in HAProxy's reader pool: its reads go to the others"
+)
+HAPROXY_SERVER_DOWN = Rule("haproxy.server-down", "a server of a backend that is no pool is DOWN")
+HAPROXY_CHECK_UNANSWERED = Rule(
+    "haproxy.check-unanswered", "HAProxy's health check of a server gets no answer (L4CON, L7TOUT…)"
+)
 ROUTING_SEVERAL_WRITERS = Rule("routing.several-writers", "HAProxy has more than one writer server UP")
 HAPROXY_STATS = Rule("haproxy.stats", "HAProxy's stats could not be read")
 HAPROXY_ROWS_CAPPED = Rule(
@@ -119,6 +130,7 @@ HORIZON_HELD = Rule(
     "horizon.held", "a session, slot, prepared transaction or standby holds the xmin horizon past its band"
 )
 WAL_DISK = Rule("wal.disk", "pg_wal on disk past wal_disk_ratio times max_wal_size + wal_keep_size")
+ARCHIVER_FAILING = Rule("archiver.failing", "the primary's archive_command fails: its last attempt failed")
 ARCHIVER_READY = Rule("archiver.ready", "WAL segments waiting to be archived past archive_ready")
 SESSIONS_LONG_TRANSACTION = Rule(
     "sessions.long-transaction", "a client's transaction has been open past xact_s"
@@ -167,6 +179,10 @@ FAILOVER_DATA_AT_RISK = Rule(
 FAILOVER_WRITES_BLOCKED = Rule(
     "failover.writes-blocked", "synchronous_mode_strict with no synchronous standby: commits wait"
 )
+PROBE_WRITES = Rule(
+    "probe.writes", "writes through a probed endpoint fail, or land on a replica (what applications see)"
+)
+PROBE_READS = Rule("probe.reads", "a probed read endpoint fails, or its reads land on the primary")
 SOURCE_ERROR = Rule("source.error", "a source could not be read or is not configured")
 
 ALL: tuple[Rule, ...] = tuple(v for v in tuple(globals().values()) if isinstance(v, Rule))

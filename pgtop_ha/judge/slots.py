@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pgtop_ha.judge.leader import pg_primary
+from pgtop_ha.judge.rules import SLOTS_RETAINED
 from pgtop_ha.judge.sources import node_state
 from pgtop_ha.models.derive import failover_slots, permanent_slots
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Slot
 from pgtop_ha.models.thresholds import Level, Thresholds
+from pgtop_ha.models.verdict import Mark
 
 
 def retained_level(t: Thresholds, retained: int | None) -> Level:
@@ -24,14 +26,28 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name.lower())
 
 
+def slot_marks(t: Thresholds, slot: Slot) -> tuple[Mark, ...]:
+    """A slot's rules by the column each colours: retained WAL, wal_status, a conflict (slots.retained)."""
+    out = []
+    if (lv := retained_level(t, slot.retained_bytes)) > Level.OK:
+        out.append(Mark(SLOTS_RETAINED.id, lv, "retained WAL", "retained"))
+    if slot.wal_status == "lost":
+        out.append(Mark(SLOTS_RETAINED.id, Level.CRIT, "its WAL is lost", "wal_status"))
+    elif slot.wal_status == "unreserved":
+        out.append(Mark(SLOTS_RETAINED.id, Level.WARN, "past max_slot_wal_keep_size", "wal_status"))
+    if slot.conflicting:
+        out.append(Mark(SLOTS_RETAINED.id, Level.CRIT, "conflicting: invalidated on the standby"))
+    return tuple(out)
+
+
 def slot_level(t: Thresholds, slot: Slot) -> Level:
-    """A slot's grade: retained WAL against the thresholds; lost or conflicting CRIT, unreserved WARN."""
-    level = retained_level(t, slot.retained_bytes)
-    if slot.wal_status == "lost" or slot.conflicting:
-        return Level.CRIT
-    if slot.wal_status == "unreserved":
-        return max(level, Level.WARN)
-    return level
+    """A slot's grade: the worst of its marks."""
+    return max((m.level for m in slot_marks(t, slot)), default=Level.OK)
+
+
+def absent_slot_level(on_leader: bool) -> Level:
+    """A permanent slot missing: CRIT on the leader (its consumer breaks), WARN on a replica."""
+    return Level.CRIT if on_leader else Level.WARN
 
 
 def worst_slot(snapshot: ClusterSnapshot, t: Thresholds) -> tuple[str, Slot, Level] | None:

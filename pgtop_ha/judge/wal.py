@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pgtop_ha.judge.rules import ARCHIVER_FAILING, ARCHIVER_READY
 from pgtop_ha.models.snapshot import Archiver, HorizonHolder, WalDisk
 from pgtop_ha.models.thresholds import Level, Thresholds
+from pgtop_ha.models.verdict import Mark
 
 
 def wal_disk_bound(w: WalDisk) -> int:
@@ -50,7 +52,13 @@ def archive_failing(a: Archiver) -> bool:
     )
 
 
-def archiver_level(t: Thresholds, a: Archiver) -> Level:
-    """The archiver graded: its .ready queue, and at least WARN while archiving fails."""
-    level = ready_level(t, a.ready_count)
-    return max(level, Level.WARN) if archive_failing(a) else level
+def archiver_marks(t: Thresholds, a: Archiver, primary: bool | None) -> tuple[Mark, ...]:
+    """The archiver's .ready queue graded, and WARN while a primary's archiving fails."""
+    out = []
+    if (lv := ready_level(t, a.ready_count)) > Level.OK:
+        out.append(Mark(ARCHIVER_READY.id, lv, f"archiver: {a.ready_count} segments waiting", "ready"))
+    # A standby's archiver does not run (archive_mode=on): a failure it still lists is its past.
+    if primary is not False and archive_failing(a):
+        text = f"archiving fails ({a.failed_count} failures, the last one newer than any success)"
+        out.append(Mark(ARCHIVER_FAILING.id, Level.WARN, text, "failed"))
+    return tuple(out)

@@ -440,10 +440,16 @@ def locked(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
         WaitCount(wait_class="Client", event="ClientWrite", count=1),
         WaitCount(wait_class="CPU", event=None, count=1),
     )
+    # pg_stat_activity, read every cycle, sees the same two waiting (the judge grades their wait).
+    waiting = tuple(
+        Process(pid=p.pid, backend_type="client backend", usename=p.usename,
+                application_name=p.application_name, state=p.state, wait_event_type="Lock",
+                wait_event="relation", query_s=p.xact_age_s, lock_query_s=p.xact_age_s, query=p.query)
+        for p in locks if p.waiting_mode is not None
+    )  # fmt: skip
+    seen = {"locks": locks, "lock_counts": counts, "waits": waits}
     nodes = tuple(
-        n.model_copy(update={"locks": locks, "lock_counts": counts, "waits": waits})
-        if n.name == leader
-        else n
+        n.model_copy(update={**seen, "processes": (*n.processes, *waiting)}) if n.name == leader else n
         for n in snap.nodes
     )
     return snap.model_copy(update={"nodes": nodes})
@@ -467,11 +473,11 @@ def sessioned(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
                query_s=750.0, xact_s=754.0, state_s=750.0, xmin_age=51_870,
                query="update orders set status = 'done' where id = 42"),
         client(5002, usename="dba", application_name="psql", state="active", wait_event_type="Lock",
-               wait_event="relation", query_s=61.0, xact_s=61.0, state_s=61.0,
+               wait_event="relation", query_s=61.0, xact_s=61.0, state_s=61.0, lock_query_s=61.0,
                query="alter table orders add column note text"),
         client(5003, usename="app", application_name="web", client_addr="10.0.0.22", state="active",
                wait_event_type="Lock", wait_event="relation", query_s=12.0, xact_s=12.0, state_s=12.0,
-               xmin_age=3, query="select * from orders where id = 7"),
+               lock_query_s=12.0, xmin_age=3, query="select * from orders where id = 7"),
         client(5010, usename="app", application_name="web", client_addr="10.0.0.22", state="idle",
                query_s=2.0, state_s=2.0, query="commit"),
         client(5011, usename="app", application_name="web", client_addr="10.0.0.23", state="idle",
@@ -569,10 +575,12 @@ def tuned(snap: ClusterSnapshot | None = None) -> ClusterSnapshot:
         return tuple(out)
 
     nodes = tuple(n.model_copy(update={"parameters": settings(n.name)}) for n in snap.nodes)
+    # Patroni says so too: it reads pending_restart from the same pg_settings.
+    members = tuple(m.model_copy(update={"pending_restart": True}) for m in snap.members)
     config = (snap.patroni_config or PatroniConfig()).model_copy(
         update={"parameters": {"max_connections": "150"}}
     )
-    return snap.model_copy(update={"nodes": nodes, "patroni_config": config})
+    return snap.model_copy(update={"nodes": nodes, "members": members, "patroni_config": config})
 
 
 def cached(snap: ClusterSnapshot) -> ClusterSnapshot:

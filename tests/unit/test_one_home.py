@@ -41,8 +41,8 @@ RULES = {
     "binary_size": "models/numbers.py",
     "leader_of": "judge/checks.py",
     "writes_ok": "judge/checks.py",
-    "server_level": "judge/routing.py",
-    "pool_level": "judge/routing.py",
+    "server_mark": "judge/routing.py",
+    "pool_mark": "judge/routing.py",
 }
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import archiving_level
-from pgtop_ha.judge.wal import archive_failing, archiver_level, ready_level
+from pgtop_ha.judge.leader import pg_primary
+from pgtop_ha.judge.wal import archiver_marks
 from pgtop_ha.models.derive import age_s
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot
+from pgtop_ha.models.verdict import Mark
 from pgtop_ha.ui.format import age, age_step, count, sparkline
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -14,10 +15,12 @@ from pgtop_ha.ui.panes.base import (
     Row,
     blanks,
     cell,
+    marked,
     name_column,
     num,
     same_row,
-    state,
+    sortable,
+    worst_state,
 )
 
 COLUMNS = (
@@ -56,31 +59,29 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 )
             )
             continue
-        out.append(_archiver_row(node.name, a, ctx))
+        out.append(_archiver_row(node.name, a, ctx, archiver_marks(ctx.thresholds, a, pg_primary(node))))
     return out
 
 
-def _archiver_row(node: str, a: Archiver, ctx: Context) -> Row:
-    """The row of one node's archiver, built from its model."""
+def _archiver_row(node: str, a: Archiver, ctx: Context, found: tuple[Mark, ...]) -> Row:
+    """The row of one node's archiver, built from its model and the judge's marks on it."""
     history: list[float | None] = []
     for snap in ctx.history[-9:]:
         old = snap.node(node)
         history.append(None if old is None or old.archiver is None else old.archiver.ready_count)
     history.append(a.ready_count)
-    t = ctx.thresholds
-    warn = archiving_level(archive_failing(a))
     ok_age = age_step(age_s(ctx.now, a.last_archived_time))  # stepped: the row repaints as its text changes
     fail_age = age_step(age_s(ctx.now, a.last_failed_time))
     cells = {
         "node": cell(node),
-        "health": state(archiver_level(t, a)),
-        "ready": num(count(a.ready_count), a.ready_count, ready_level(t, a.ready_count)),
+        "health": worst_state(found),
+        "ready": marked(count(a.ready_count), found, "ready", sortable(a.ready_count), ok=True),
         "behind": num(count(a.segments_behind), a.segments_behind),
         "last": cell(a.last_archived_wal or "-"),
         "last_age": num(age(ok_age), ok_age),
         "archived": num(count(a.archived_count), a.archived_count),
-        "failed": num(count(a.failed_count), a.failed_count, warn),
-        "failed_age": num(age(fail_age), fail_age, warn),
+        "failed": marked(count(a.failed_count), found, "failed", sortable(a.failed_count)),
+        "failed_age": marked(age(fail_age), found, "failed", sortable(fail_age)),
         "trend": cell(sparkline(history), sort=a.ready_count or 0),
     }
     return same_row(node, cells, node)

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol, TypeVar, cast
 
 from pgtop_ha.engines.timeline import ActiveCheck
 from pgtop_ha.judge.forecast import forecast
-from pgtop_ha.judge.grades import UNREAD
 from pgtop_ha.judge.haproxy import Pools
 from pgtop_ha.judge.problems import Problem, cluster_problems, member_problems
+from pgtop_ha.judge.rules import Rule
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.forecast import FailoverForecast
@@ -25,6 +25,7 @@ from pgtop_ha.models.needs import NONE, Needs
 from pgtop_ha.models.servers import unjoined
 from pgtop_ha.models.snapshot import POSTGRES_OFF, ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
+from pgtop_ha.models.verdict import Mark
 from pgtop_ha.ui.format import finite
 
 SortValue = float | str
@@ -39,18 +40,19 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """One cell: its text, an optional state for colour, and the value it sorts by."""
+    """One cell: its text, an optional state for colour and the rule behind it, and its sort value."""
 
     text: str
     level: Level | None = None
     sort: SortValue | None = None
+    rule: str | None = None  # the judge's rule id behind a level above OK (judge.rules)
 
     def sort_key(self) -> tuple[int, SortValue]:
         """Numbers before text so mixed columns still sort; unknown numbers sort lowest."""
         value = self.text if self.sort is None else self.sort
         if isinstance(value, str):
             return (1, value)
-        return (0, _sortable(value))
+        return (0, sortable(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,9 +178,39 @@ def name_column(key: str, label: str) -> Column:
     return Column(key, label, width=NAME_WIDTH, names=True)
 
 
-def cell(text: str, level: Level | None = None, sort: SortValue | None = None) -> Cell:
+def cell(
+    text: str, level: Level | None = None, sort: SortValue | None = None, rule: str | None = None
+) -> Cell:
     """Shorthand for Cell."""
-    return Cell(text, level, sort)
+    return Cell(text, level, sort, rule)
+
+
+def marked(
+    text: str, marks: Iterable[Mark], part: str = "", sort: SortValue | None = None, *, ok: bool = False
+) -> Cell:
+    """A cell coloured by the worst of ``marks`` for ``part``, naming that mark's rule.
+
+    ``ok``: a graded value shows OK when no mark holds (a figure against its thresholds).
+    """
+    worst = max((m for m in marks if m.part == part), key=lambda m: m.level, default=None)
+    if worst is None or worst.level == Level.OK:
+        return Cell(text, Level.OK if ok else None, sort)
+    return Cell(text, worst.level, sort, worst.rule)
+
+
+def worst_cell(text: str, marks: Iterable[Mark], sort: SortValue | None = None) -> Cell:
+    """A graded cell coloured by the worst of ``marks`` whatever column each names (OK when none)."""
+    worst = max(marks, key=lambda m: m.level, default=None)
+    if worst is None or worst.level == Level.OK:
+        return Cell(text, Level.OK, sort)
+    return Cell(text, worst.level, sort, worst.rule)
+
+
+def of_problem(text: str, problem: Problem | None, sort: SortValue | None = None) -> Cell:
+    """A cell coloured by ``problem`` (the worst one of its subject), naming its rule."""
+    if problem is None or problem.level == Level.OK:
+        return Cell(text, None, sort)
+    return Cell(text, problem.level, sort, problem.rule)
 
 
 def blanks(*keys: str) -> dict[str, Cell]:
@@ -186,7 +218,7 @@ def blanks(*keys: str) -> dict[str, Cell]:
     return {key: Cell("") for key in keys}
 
 
-def _sortable(value: float | int | None) -> float:
+def sortable(value: float | int | None) -> float:
     """``value`` as a float that sorts; unknown, NaN or beyond a float sorts first."""
     known = finite(value)
     return float("-inf") if known is None else known
@@ -226,8 +258,9 @@ def _not_read_rows(columns: Sequence[Column], snapshot: ClusterSnapshot) -> list
 
 def why_row(columns: Sequence[Column], node: str, column: str, reason: str) -> Row:
     """A member's one row saying why a read gave nothing (a grant, an extension): ``reason`` in ``column``."""
+    # Not graded: a missing grant or extension is a fact to act on, not a fault `check` reports.
     name = next((c.key for c in columns if c.names), columns[0].key)
-    cells = {**blanks(*(c.key for c in columns)), name: cell(node), column: cell(reason, UNREAD)}
+    cells = {**blanks(*(c.key for c in columns)), name: cell(node), column: cell(reason)}
     return Row(key=f"{node}|why", node=node, cells=cells)
 
 
@@ -239,14 +272,32 @@ def placeholder(columns: Sequence[Column], text: str, key: str = "|none") -> Row
     return Row(key=key, cells=cells)
 
 
-def num(text: str, value: float | int | None, level: Level | None = None) -> Cell:
+def num(text: str, value: float | int | None, level: Level | None = None, rule: str | None = None) -> Cell:
     """A number cell: shown as ``text``, sorted by ``value`` (unknown or absurd sorts first)."""
-    return Cell(text, level, _sortable(value))
+    return Cell(text, level, sortable(value), rule)
 
 
-def state(level: Level) -> Cell:
+def state(level: Level, rule: str | None = None) -> Cell:
     """The state word with its symbol (✔ OK, ▲ WARN, ✖ CRIT), sorted worst last."""
-    return Cell(level.word, level, float(level))
+    return Cell(level.word, level, float(level), rule if level > Level.OK else None)
+
+
+def by_rule(shown: Cell, problems: Iterable[Problem], *rules: Rule, ok: bool = False) -> Cell:
+    """``shown`` coloured by the worst of ``problems`` that is one of ``rules``: the column's rules.
+
+    ``ok``: a graded value shows OK when none holds (a figure against its thresholds).
+    """
+    ids = {r.id for r in rules}
+    worst = max((p for p in problems if p.rule in ids), key=lambda p: p.level, default=None)
+    if worst is None or worst.level == Level.OK:
+        return replace(shown, level=Level.OK) if ok else shown
+    return Cell(shown.text, worst.level, shown.sort, worst.rule)
+
+
+def worst_state(marks: Iterable[Mark | Problem]) -> Cell:
+    """The state word of the worst of ``marks`` or problems (OK when none), naming its rule."""
+    worst: Mark | Problem | None = max(marks, key=lambda m: m.level, default=None)
+    return state(Level.OK) if worst is None else state(Level(worst.level), worst.rule)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ Read only while the pane is on screen, every 15 s (pg_buffercache visits every b
 from __future__ import annotations
 
 from pgtop_ha.judge.cache import after_failover, relation_share, used_share
-from pgtop_ha.judge.grades import cold_cache_level
 from pgtop_ha.judge.leader import is_leader
 from pgtop_ha.judge.sources import node_state
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -63,10 +62,10 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             out.append(Row(key=node.name, node=node.name, cells=cells))
             continue
         share = used_share(c)
-        note, level = "", None
+        note = ""
         if handover is not None and handover.new == node.name:
+            # Said, not graded: a cache warms by itself, and the judge grades one snapshot, not a handover.
             note = f"new leader: {_pct(share)} in use; {handover.old} held {_pct(handover.old_used)}"
-            level = cold_cache_level(share, handover.old_used)
         out.append(
             Row(
                 key=node.name,
@@ -74,11 +73,11 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 cells={
                     "node": cell(node.name),
                     "role": cell("leader" if leader else "replica"),
-                    "used": num(_pct(share), share, level),
+                    "used": num(_pct(share), share),
                     "bytes": num(human_bytes((c.used or 0) * PAGE), c.used),
                     "dirty": num(count(c.dirty), c.dirty),
                     "prewarm": cell({True: "running", False: "off", None: "?"}[c.autoprewarm]),
-                    "note": cell(note, level),
+                    "note": cell(note),
                 },
             )
         )

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.certs import cert_days_left, cert_level, member_certs
-from pgtop_ha.judge.grades import down_level, pending_level, upstream_level
+from collections.abc import Sequence
+
+from pgtop_ha.judge.certs import cert_days_left, member_certs
 from pgtop_ha.judge.haproxy import is_up, routes
 from pgtop_ha.judge.leader import is_leader
-from pgtop_ha.judge.problems import upstream_mismatch
-from pgtop_ha.judge.replication import lag_level
-from pgtop_ha.judge.routing import server_level
-from pgtop_ha.judge.sources import member_state, node_state, reach_level, unreachable
+from pgtop_ha.judge.problems import Problem
+from pgtop_ha.judge.routing import server_mark
+from pgtop_ha.judge.rules import (
+    PATRONI_PENDING_RESTART,
+    PATRONI_UNLISTED,
+    PG_DOWN_LEADER,
+    PG_DOWN_LEADER_ROUTED,
+    PG_DOWN_ROUTED,
+    PG_PENDING,
+    PG_SLOW,
+    PG_UNREACHABLE,
+    REPLICATION_LAG,
+    REPLICATION_UPSTREAM,
+    REST_PENDING,
+    REST_SLOW,
+    REST_UNREACHABLE,
+    TLS_EXPIRY,
+)
+from pgtop_ha.judge.sources import member_state, node_state, unreachable
 from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.servers import upstream_of
@@ -23,11 +39,13 @@ from pgtop_ha.ui.panes.base import (
     PaneSpec,
     Place,
     Row,
+    by_rule,
     cell,
     name_column,
     num,
+    of_problem,
     same_row,
-    state,
+    worst_state,
 )
 
 COLUMNS = (
@@ -49,12 +67,18 @@ COLUMNS = (
 )
 
 
-def _route(snapshot: ClusterSnapshot, kind: str, srv: HAProxyServer | None) -> tuple[str, Level | None]:
+PG_DOWN = (PG_DOWN_LEADER_ROUTED, PG_DOWN_LEADER, PG_DOWN_ROUTED, PG_UNREACHABLE)
+REACH = (*PG_DOWN, PG_SLOW, PG_PENDING, REST_UNREACHABLE, REST_SLOW, REST_PENDING)
+
+
+def _route(snapshot: ClusterSnapshot, kind: str, srv: HAProxyServer | None) -> Cell:
     if srv is None:
-        return "-", None
-    level = server_level(snapshot, kind, srv)
+        return cell("-")
+    mark = server_mark(snapshot, kind, srv)
+    if mark.level > Level.OK:
+        return cell(srv.status or "?", mark.level, rule=mark.rule)
     # A server that is DOWN where its pool expects it (a replica in the writer pool) is no colour.
-    return srv.status or "?", level if level > Level.OK or is_up(srv) else None
+    return cell(srv.status or "?", Level.OK if is_up(srv) else None)
 
 
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
@@ -67,50 +91,47 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         n = snapshot.node(name)
         leader = is_leader(m)
         problems = ctx.member_problems(snapshot, name)
-        worst = max((p.level for p in problems), default=Level.OK)
-        problem = (problems[0].short or problems[0].text) if problems else ""
+        first: Problem | None = max(problems, key=lambda p: p.level, default=None)
+        problem = (first.short or first.text) if first is not None else ""
         if len(problems) > 1:
             problem += f" (+{len(problems) - 1})"
         if n is None:
             pg = cell("?")
         elif not n.reachable:
-            pg = cell("DOWN", down_level(True))
+            pg = by_rule(cell("DOWN"), problems, *PG_DOWN)
         elif n.in_recovery is None:
             pg = cell("?")
         else:
             pg = cell("standby" if n.in_recovery else "primary")
-        w_text, w_level = _route(snapshot, "writer", writers.get(name))
-        r_text, r_level = _route(snapshot, "reader", readers.get(name))
         timeline = (m.timeline if m else None) or (n.timeline if n else None)
         lag = None if leader or m is None else m.lag_bytes
         lag_text = human_bytes(lag)
-        lag_cell = num(
-            lag_text,
-            lag,
-            lag_level(ctx.thresholds, lag) if lag is not None and lag_text != INVALID else None,
-        )
+        lag_cell = num(lag_text, lag)
+        if lag is not None and lag_text != INVALID:
+            lag_cell = by_rule(lag_cell, problems, REPLICATION_LAG, ok=True)
         out.append(
             same_row(
                 name,
                 {
                     "member": cell(name),
-                    "health": state(worst),
-                    "role": cell(short_name(m.role), None) if m else cell("not in DCS", down_level(True)),
+                    "health": worst_state(problems),
+                    "role": cell(short_name(m.role))
+                    if m
+                    else by_rule(cell("not in DCS"), problems, PATRONI_UNLISTED),
                     "pg": pg,
-                    "problem": cell(problem, worst if problems else None),
-                    "writer": cell(w_text, w_level),
-                    "reader": cell(r_text, r_level),
+                    "problem": of_problem(problem, first),
+                    "writer": _route(snapshot, "writer", writers.get(name)),
+                    "reader": _route(snapshot, "reader", readers.get(name)),
                     "tl": num(count(timeline), timeline),
                     "lag": lag_cell,
-                    "upstream": _upstream(snapshot, name),
-                    "reach": _reach(snapshot, name, ctx),
+                    "upstream": by_rule(_upstream(snapshot, name), problems, REPLICATION_UPSTREAM),
+                    "reach": _reach(snapshot, name, ctx, problems),
                     "state": cell((m.state or "?") if m else "-"),
-                    "restart": cell(
-                        "yes" if m and m.pending_restart else "-",
-                        pending_level(bool(m and m.pending_restart)),
+                    "restart": by_rule(
+                        cell("yes" if m and m.pending_restart else "-"), problems, PATRONI_PENDING_RESTART
                     ),
                     "pause": cell("yes" if (m and m.pause) or snapshot.cluster.pause else "-"),
-                    "cert": _cert(snapshot, name, ctx),
+                    "cert": _cert(snapshot, name, ctx, problems),
                 },
                 name,
             )
@@ -118,14 +139,13 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return out
 
 
-def _cert(snapshot: ClusterSnapshot, name: str, ctx: Context) -> Cell:
+def _cert(snapshot: ClusterSnapshot, name: str, ctx: Context, problems: Sequence[Problem]) -> Cell:
     """Days left on the member's soonest-ending certificate (REST or PostgreSQL); "-" without TLS."""
     days = [cert_days_left(end, ctx.now) for _, end in member_certs(snapshot, name)]
     soonest = min((d for d in days if d is not None), default=None)
     if soonest is None:
         return num("-", None)
-    level = cert_level(soonest)
-    return num(f"{soonest:.0f}d", soonest, level if level > Level.OK else None)
+    return by_rule(num(f"{soonest:.0f}d", soonest), problems, TLS_EXPIRY)
 
 
 def _upstream(snapshot: ClusterSnapshot, name: str) -> Cell:
@@ -134,10 +154,10 @@ def _upstream(snapshot: ClusterSnapshot, name: str) -> Cell:
     if got is None:
         return cell("-")
     cascade = got != snapshot.cluster.leader
-    return cell(f"└ {got}" if cascade else got, upstream_level(upstream_mismatch(snapshot, name) is not None))
+    return cell(f"└ {got}" if cascade else got)
 
 
-def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context) -> Cell:
+def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context, problems: Sequence[Problem]) -> Cell:
     m, n = snapshot.member(name), snapshot.node(name)
     states = {
         "REST": member_state(m) if m is not None else None,
@@ -153,11 +173,11 @@ def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context) -> Cell:
         ]
         if waits:
             text = "▲ " + "+".join(w for w, _ in waits) + f" slow {max(s for _, s in waits):.0f}s"
-            return cell(text, reach_level(False, True), max(s for _, s in waits))
+            return by_rule(cell(text, sort=max(s for _, s in waits)), problems, *REACH)
         return cell("ok", Level.OK)
     since = age_s(ctx.now, last) if last is not None else None
     ago = f" {age(since)}" if since is not None else " never"
-    return cell("✖ " + "+".join(down) + ago, reach_level(True, False), since or 0.0)
+    return by_rule(cell("✖ " + "+".join(down) + ago, sort=since or 0.0), problems, *REACH)
 
 
 PANE = PaneSpec(

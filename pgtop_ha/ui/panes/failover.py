@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pgtop_ha.judge.forecast import forecast_marks
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.thresholds import Level
-from pgtop_ha.models.verdict import cell_level, worst
 from pgtop_ha.ui.format import duration, human_bytes, shown
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -16,10 +14,11 @@ from pgtop_ha.ui.panes.base import (
     Row,
     blanks,
     cell,
+    marked,
     name_column,
     num,
     placeholder,
-    state,
+    worst_state,
 )
 
 COLUMNS = (
@@ -53,8 +52,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         cells={
             **blanks(*(c.key for c in COLUMNS)),
             "member": cell(f"⇢ {f.leader}"),
-            "health": state(worst(marks)),
-            "would": cell(shown(summary), cell_level(marks, "")),
+            "health": worst_state(marks),
+            "would": marked(shown(summary), marks),
             "why": cell(shown("; ".join(m.text for m in marks))),
         },
     )
@@ -82,7 +81,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 node=c.name,
                 cells={
                     "member": cell(c.name),
-                    "health": state(worst(marks) if c.wins else Level.OK),
+                    "health": worst_state(marks if c.wins else ()),
                     "would": cell(would),
                     "position": num(human_bytes(behind), behind),
                     "priority": num(str(c.priority), c.priority),

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import UNREAD
 from pgtop_ha.judge.haproxy import is_up
-from pgtop_ha.judge.routing import pool_level, server_level
+from pgtop_ha.judge.routing import pool_mark, server_mark
+from pgtop_ha.judge.rules import HAPROXY_STATS
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
-from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.verdict import Mark
 from pgtop_ha.ui.format import age, age_step, count
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -14,11 +14,14 @@ from pgtop_ha.ui.panes.base import (
     PaneSpec,
     Row,
     blanks,
+    by_rule,
     cell,
+    marked,
     name_column,
     num,
     same_row,
     state,
+    worst_state,
 )
 
 COLUMNS = (
@@ -44,10 +47,11 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for proxy in sorted(backends, key=lambda p: (rank.get(ctx.pools.kind(p) or "", 2), p)):
         kind = ctx.pools.kind(proxy)
         servers = backends[proxy]
-        levels = [server_level(snapshot, kind, s) for s in servers]
-        out.append(_pool_row(proxy, kind, servers, pool_level(kind, servers, levels)))
-        out.extend(_server_row(kind, srv, level) for srv, level in zip(servers, levels, strict=True))
+        marks = [server_mark(snapshot, kind, s) for s in servers]
+        out.append(_pool_row(proxy, kind, servers, pool_mark(kind, servers, marks)))
+        out.extend(_server_row(kind, srv, mark) for srv, mark in zip(servers, marks, strict=True))
     if snapshot.haproxy.error:
+        unread = [p for p in ctx.problems(snapshot) if p.rule == HAPROXY_STATS.id]
         out.append(
             Row(
                 key="|error",
@@ -55,8 +59,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     "pool": cell("error"),
                     "backend": cell("stats"),
                     "server": cell(""),
-                    "health": state(UNREAD),
-                    "status": cell(snapshot.haproxy.error, UNREAD),
+                    "health": worst_state(unread),
+                    "status": by_rule(cell(snapshot.haproxy.error), unread, HAPROXY_STATS),
                     **blanks("check", "sess", "total", "lastchg"),
                 },
             )
@@ -75,7 +79,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return out
 
 
-def _pool_row(proxy: str, kind: str | None, servers: list[HAProxyServer], worst: Level) -> Row:
+def _pool_row(proxy: str, kind: str | None, servers: list[HAProxyServer], worst: Mark) -> Row:
     """The summary row of one backend: how many servers are up, and their sessions."""
     up = sum(1 for s in servers if is_up(s))
     sessions = sum(s.sessions or 0 for s in servers)
@@ -83,7 +87,7 @@ def _pool_row(proxy: str, kind: str | None, servers: list[HAProxyServer], worst:
         "pool": cell(kind or "other"),
         "backend": cell(proxy),
         "server": cell("(pool)"),
-        "health": state(worst),
+        "health": state(worst.level, worst.rule),
         "status": cell(f"{up}/{len(servers)} UP"),
         "check": cell(""),
         "sess": num(count(sessions), sessions),
@@ -93,7 +97,7 @@ def _pool_row(proxy: str, kind: str | None, servers: list[HAProxyServer], worst:
     return same_row(f"{proxy}|", cells)
 
 
-def _server_row(kind: str | None, srv: HAProxyServer, level: Level) -> Row:
+def _server_row(kind: str | None, srv: HAProxyServer, mark: Mark) -> Row:
     """The row of one server, built from its model and its grade."""
     changed = age_step(srv.last_change_s)  # stepped: the row repaints as its text changes
     cells = {
@@ -101,8 +105,8 @@ def _server_row(kind: str | None, srv: HAProxyServer, level: Level) -> Row:
         "backend": cell(srv.proxy),
         # The member's name, as everywhere else on screen; HAProxy's own is in the events.
         "server": cell(srv.member or srv.server),
-        "health": state(level),
-        "status": cell(srv.status or "?", level if level > Level.OK else None),
+        "health": state(mark.level, mark.rule),
+        "status": marked(srv.status or "?", (mark,)),
         "check": cell(srv.check_status or "-"),
         "sess": num(count(srv.sessions), srv.sessions),
         "total": num(count(srv.sessions_total), srv.sessions_total),

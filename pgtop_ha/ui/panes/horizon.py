@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pgtop_ha.judge.rules import HORIZON_HELD
 from pgtop_ha.judge.wal import horizon_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, HorizonHolder
 from pgtop_ha.ui.format import age, age_step, count
@@ -47,7 +48,7 @@ def _row(node: str, rank: int, h: HorizonHolder, ctx: Context) -> Row:
     holder = h.name if h.kind in ("slot", "prepared") else str(h.pid) if h.pid is not None else "?"
     cells = {
         "node": cell(node),
-        "health": state(horizon_level(ctx.thresholds, h)),
+        "health": state(horizon_level(ctx.thresholds, h), HORIZON_HELD.id),
         "kind": cell(h.kind),
         "holder": cell(holder or "?"),
         "user": cell(h.user or "-"),

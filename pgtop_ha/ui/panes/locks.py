@@ -5,14 +5,10 @@ Read only while this pane is on screen (the "locks" need: one more part of the s
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import (
-    blocker_level,
-    lock_count_level,
-    lock_mode_level,
-    stopping_mode_level,
-)
+from pgtop_ha.judge.problems import Problem
+from pgtop_ha.judge.rules import LOCKS_WAITS
 from pgtop_ha.judge.sources import node_state
-from pgtop_ha.models.locks import blocking_trees
+from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.format import age, count, shown
 from pgtop_ha.ui.panes.base import (
@@ -22,6 +18,7 @@ from pgtop_ha.ui.panes.base import (
     Place,
     Row,
     Table,
+    by_rule,
     cell,
     more_row,
     name_column,
@@ -58,15 +55,17 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if reason:
             out.append(why_row(COLUMNS, node.name, "query", reason))
             continue
+        # Coloured as the judge grades the node's lock waits (by how long they last), no sooner.
+        graded = _waits(snapshot, ctx, node.name)
         for line in blocking_trees(node.locks or ()):
             p = line.process
             waits = p.waiting_mode is not None
             if not waits:
-                level = blocker_level(line)
                 role = f"blocks {line.waiters}"
+                shown_at = graded if line.waiters and line.depth == 0 else _PLAIN
             else:
-                level = lock_mode_level(p.waiting_mode)
                 role = "waits" + (f", blocks {line.waiters}" if line.waiters else "")
+                shown_at = graded
             indent = "  " * line.depth + ("└ " if line.depth else "")
             out.append(
                 Row(
@@ -74,9 +73,13 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     node=node.name,
                     cells={
                         "node": cell(node.name),
-                        "pid": cell(indent + count(p.pid), level, p.pid),
-                        "role": cell(role, level),
-                        "mode": cell(p.waiting_mode or "-", stopping_mode_level(p.waiting_mode)),
+                        "pid": by_rule(cell(indent + count(p.pid), sort=p.pid), shown_at, LOCKS_WAITS),
+                        "role": by_rule(cell(role), shown_at, LOCKS_WAITS),
+                        "mode": by_rule(
+                            cell(p.waiting_mode or "-"),
+                            shown_at if p.waiting_mode == STOPS_EVERYTHING else _PLAIN,
+                            LOCKS_WAITS,
+                        ),
                         "relation": cell(shown(p.relation) if p.relation else "-"),
                         "xact": num(age(p.xact_age_s), p.xact_age_s),
                         "state": cell(p.state or "?"),
@@ -95,21 +98,30 @@ def count_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         if node_state(node) == "unreachable":
             continue
+        graded = _waits(snapshot, ctx, node.name)
         for c in node.lock_counts or ():
-            level = lock_count_level(c)
+            shown_at = graded if c.waiting else _PLAIN
             out.append(
                 Row(
                     key=f"{node.name}|{c.mode}",
                     node=node.name,
                     cells={
                         "node": cell(node.name),
-                        "mode": cell(c.mode, level),
+                        "mode": by_rule(cell(c.mode), shown_at, LOCKS_WAITS),
                         "granted": num(count(c.granted), c.granted),
-                        "waiting": num(count(c.waiting), c.waiting, level),
+                        "waiting": by_rule(num(count(c.waiting), c.waiting), shown_at, LOCKS_WAITS),
                     },
                 )
             )
     return out
+
+
+_PLAIN: tuple[Problem, ...] = ()
+
+
+def _waits(snapshot: ClusterSnapshot, ctx: Context, node: str) -> tuple[Problem, ...]:
+    """The node's lock-wait problem, if the judge found one."""
+    return tuple(p for p in ctx.problems(snapshot) if p.node == node and p.rule == LOCKS_WAITS.id)
 
 
 def root_blocker_of(row_key: str) -> tuple[str, int] | None:

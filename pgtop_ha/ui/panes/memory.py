@@ -7,7 +7,6 @@ import functools
 from pgtop_ha.judge.memory import hugepages_marks
 from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Process
-from pgtop_ha.models.verdict import cell_level
 from pgtop_ha.ui.format import count, human_bytes
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -16,6 +15,7 @@ from pgtop_ha.ui.panes.base import (
     Row,
     SameInputs,
     cell,
+    marked,
     name_column,
     num,
     same_row,
@@ -85,12 +85,12 @@ def _hugepages(node: NodeSnapshot) -> Row | None:
     if h.shared_memory_pages is not None and h.shared_memory_pages > 0:
         text += f", {count(h.shared_memory_pages)} needed"
     # huge_pages=try falling back to normal pages is silent in PostgreSQL: say it.
-    level = cell_level(hugepages_marks(node), "state")
+    found = hugepages_marks(node)
     cells = {
         "node": cell(node.name),
         "pid": num("", None),
         "what": cell(text),
-        "state": cell(f"{h.setting or '?'}: {state}", level),
+        "state": marked(f"{h.setting or '?'}: {state}", found, "state"),
         **{key: num("", None) for key, _ in _SIZES},
     }
     return same_row(f"{node.name}|hugepages", cells, node.name)

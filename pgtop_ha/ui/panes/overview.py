@@ -14,16 +14,16 @@ from pgtop_ha.engines.events import without_preludes
 from pgtop_ha.judge.eligibility import find_leader
 from pgtop_ha.judge.forecast import forecast_marks
 from pgtop_ha.judge.haproxy import state_word
-from pgtop_ha.judge.leader import exact_timeline, is_leader
+from pgtop_ha.judge.leader import exact_timeline, is_leader, pg_primary
 from pgtop_ha.judge.problems import Problem
-from pgtop_ha.judge.replication import lag_level
+from pgtop_ha.judge.replication import walsender_marks
+from pgtop_ha.judge.rules import CLUSTER_TIMELINES, SLOTS_RETAINED
 from pgtop_ha.judge.slots import worst_slot
-from pgtop_ha.judge.wal import archive_failing, archiver_level
+from pgtop_ha.judge.wal import archive_failing, archiver_marks
 from pgtop_ha.models.derive import CopyRate, age_s, copy_rates, replay_lag_seconds, walsender_for
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.models.verdict import cell_level
 from pgtop_ha.ui.format import NAME_ROOM, age, count, duration, fit_name, human_bytes, shown
 from pgtop_ha.ui.panes import cluster, events
 from pgtop_ha.ui.panes.base import (
@@ -37,9 +37,11 @@ from pgtop_ha.ui.panes.base import (
     Table,
     cell,
     dedupe,
-    num,
+    marked,
     same_row,
+    sortable,
     state,
+    worst_cell,
 )
 
 # The events fill what the pane has left below the members and the cluster's lines (newest first,
@@ -91,7 +93,7 @@ def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         out.append(
             same_row(
                 "+".join(p.ident for p in same),
-                {"level": state(first.level), "text": cell(text, first.level)},
+                {"level": state(first.level, first.rule), "text": cell(text, first.level, rule=first.rule)},
                 _members_of(same),
             )
         )
@@ -119,8 +121,9 @@ def _route(writer: Cell, reader: Cell) -> Cell:
     # HAProxy's own word, as the Cluster pane shows it: "UP 1/2" (a check failed, not yet down)
     # still takes traffic. Read as "not UP", a frozen leader still taking writes showed "-".
     words = [w for w, c in (("W", writer), ("R", reader)) if state_word(c.text) == "UP"]
-    levels = [c.level for c in (writer, reader) if c.level is not None and c.level != Level.OK]
-    return cell("+".join(words) or "-", max(levels, default=None))
+    graded = [c for c in (writer, reader) if c.level is not None and c.level != Level.OK]
+    worst = max(graded, key=lambda c: c.level or Level.OK, default=None)
+    return cell("+".join(words) or "-", *((worst.level, None, worst.rule) if worst else ()))
 
 
 def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
@@ -130,29 +133,34 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for full in cluster.rows(snapshot, ctx):
         c = full.cells
         health = c["health"].level or Level.OK
+        health_rule = c["health"].rule
         name = full.node or full.key
         m = snapshot.member(name)
         reach = c["reach"]
         if reach.level is not None and reach.level > Level.OK and "REST" in reach.text:
             # Patroni's word is stale: say so ("REST 12s" unreachable, "REST slow 2s").
-            patroni = cell(reach.text.split(" ", 1)[-1], reach.level)
+            patroni = cell(reach.text.split(" ", 1)[-1], reach.level, rule=reach.rule)
         else:
             patroni = c["state"]
         sender = None if is_leader(m) else walsender_for(snapshot, name)
         lag_s = replay_lag_seconds(sender, ctx.now) if sender is not None else None
+        lag_marks = walsender_marks(snapshot, sender, ctx.thresholds) if sender is not None else ()
         out.append(
             same_row(
                 full.key,
                 {
                     "member": cell(
-                        f"{health.symbol} {fit_name(name, names, NODE_WIDTH)}", health, float(health)
+                        f"{health.symbol} {fit_name(name, names, NODE_WIDTH)}",
+                        health,
+                        float(health),
+                        health_rule,
                     ),
                     "role": c["role"],
                     "state": patroni,
                     "pg": c["pg"],
                     "tl": c["tl"],
                     "lag": c["lag"],
-                    "lag_s": num(duration(lag_s), lag_s, lag_level(ctx.thresholds, None, lag_s)),
+                    "lag_s": marked(duration(lag_s), lag_marks, "replay_s", sortable(lag_s), ok=True),
                     "route": _route(c["writer"], c["reader"]),
                 },
                 full.node,
@@ -172,7 +180,8 @@ def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         where, s, level = slot
         figures = f": {human_bytes(s.retained_bytes)} retained, {shown(s.wal_status or '?', 16)}"
         text = _on(s.slot_name, where, names, figures)
-        out.append(same_row("slot", {"what": cell("Worst slot"), "now": cell(text, level)}))
+        now = cell(text, level, rule=SLOTS_RETAINED.id)
+        out.append(same_row("slot", {"what": cell("Worst slot"), "now": now}))
     out.append(_archiver(snapshot, ctx))
     rates = {} if ctx.previous is None else copy_rates(ctx.previous, snapshot)
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
@@ -202,7 +211,7 @@ def _takeover(snapshot: ClusterSnapshot, ctx: Context, names: Sequence[str]) -> 
         text = f"{who}{lacks}, if the leader died now (f)"
     return same_row(
         "takeover",
-        {"what": cell("Takeover"), "now": cell(shown(text, STATE_ROOM), cell_level(marks, ""))},
+        {"what": cell("Takeover"), "now": marked(shown(text, STATE_ROOM), marks)},
     )
 
 
@@ -230,13 +239,13 @@ def _timeline(snapshot: ClusterSnapshot, ctx: Context) -> Row:
     text = count(main) if main is not None else "?"
     others = [f"{', '.join(sorted(names))} on {tl}" for tl, names in sorted(seen.items()) if tl != main]
     # Graded as the "timelines differ" check is: normal within its grace during a failover.
-    active = ctx.check("cluster.timelines")
+    active = ctx.check(CLUSTER_TIMELINES.id)
     level = Level(active.check.severity) if others and active is not None else None
     if others:
         text += " — " + "; ".join(others)
     if leader:
         text += f" (leader {shown(leader, 24)})"
-    return same_row("tl", {"what": cell("Timeline"), "now": cell(text, level)})
+    return same_row("tl", {"what": cell("Timeline"), "now": cell(text, level, rule=CLUSTER_TIMELINES.id)})
 
 
 def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row:
@@ -254,7 +263,7 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row:
             why = f"not read on {who}"  # not polled (yet), or pg_stat_archiver not in its answer
         return same_row("archiver", {"what": cell("Archiver"), "now": cell(f"unknown: {why}")})
     a = node.archiver
-    level = archiver_level(ctx.thresholds, a)
+    found = archiver_marks(ctx.thresholds, a, pg_primary(node))
     if a.last_archived_time:
         done = f"last archived {age(age_s(ctx.now, a.last_archived_time))} ago"
     elif a.stats_reset is not None:
@@ -266,7 +275,7 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row:
     text = f"{count(a.ready_count)} ready, {done}"
     if archive_failing(a):
         text += f", FAILING ({count(a.failed_count)} {'failure' if a.failed_count == 1 else 'failures'})"
-    return same_row("archiver", {"what": cell("Archiver"), "now": cell(text, level)}, node.name)
+    return same_row("archiver", {"what": cell("Archiver"), "now": worst_cell(text, found)}, node.name)
 
 
 _EVENT_ROWS = SameInputs(limit=2)

@@ -7,13 +7,13 @@ on the cycles that follow a reload (the "parameters" need).
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import drift_level, pending_level
+from pgtop_ha.judge.rules import PARAMETERS_DRIFT, PATRONI_PENDING_RESTART
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.parameters import parameters, restart_needed
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import shown
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, by_rule, cell
 
 FIXED = (
     Column("name", "Parameter"),
@@ -48,12 +48,15 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     found = parameters(snapshot)
     found.sort(key=lambda p: (not p.pending, p.name))
     out = []
+    problems = ctx.problems(snapshot)
+    drift = [q for q in problems if q.rule == PARAMETERS_DRIFT.id]
     for p in found:
         why = " + ".join(w for w, on in (("pending restart", bool(p.pending)), ("differs", p.drift)) if on)
-        level = pending_level(bool(p.pending))
+        # Graded as the judge grades the members that wait (Patroni's pending_restart).
+        waits = [q for q in problems if q.node in p.pending and q.rule == PATRONI_PENDING_RESTART.id]
         cells = {
-            "name": cell(shown(p.name), level),
-            "why": cell(why, level),
+            "name": by_rule(cell(shown(p.name)), waits, PATRONI_PENDING_RESTART),
+            "why": by_rule(cell(why), waits, PATRONI_PENDING_RESTART),
             "apply": cell(restart_needed(p.context)),
             "pending": cell(_after(p.pending_values)),
             "patroni": cell(shown(p.patroni) if p.patroni is not None else "-"),
@@ -61,7 +64,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         for name in names:
             value = p.values.get(name)
             odd = p.drift and value is not None and list(p.values.values()).count(value) == 1
-            cells[f"m:{name}"] = cell(shown(value) if value is not None else "-", drift_level(odd))
+            shown_value = cell(shown(value) if value is not None else "-")
+            cells[f"m:{name}"] = by_rule(shown_value, drift if odd else (), PARAMETERS_DRIFT)
         out.append(Row(key=p.name, cells=cells))
     if not out:
         read = [n.name for n in snapshot.nodes if n.parameters]

@@ -9,9 +9,20 @@ from __future__ import annotations
 from pgtop_ha.judge.backup import backup_marks, no_stanza_marks, no_stanza_text, primary_archiver, push_queue
 from pgtop_ha.models.pgbackrest import BackupInfo, QueueState
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.verdict import cell_level, worst
 from pgtop_ha.ui.format import age, count, human_bytes, shown
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, blanks, cell, num, state
+from pgtop_ha.ui.panes.base import (
+    Column,
+    Context,
+    PaneSpec,
+    Place,
+    Row,
+    blanks,
+    cell,
+    marked,
+    num,
+    sortable,
+    worst_state,
+)
 
 COLUMNS = (
     Column("stanza", "Stanza"),
@@ -56,8 +67,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     if not pb.stanzas:
         marks = no_stanza_marks(snapshot)
         text = shown(pb.error or no_stanza_text(pb, snapshot))
-        cells = {"stanza": cell("-"), "health": state(worst(marks)), **blanks(*_REST)}
-        return [Row(key="|none", cells={**cells, "error": cell(text, cell_level(marks, "error"))})]
+        cells = {"stanza": cell("-"), "health": worst_state(marks), **blanks(*_REST)}
+        return [Row(key="|none", cells={**cells, "error": marked(text, marks, "error")})]
     out = []
     spools = {s.stanza: s for s in pb.spools}
     graded = backup_marks(snapshot)
@@ -75,26 +86,34 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 key=st.name,
                 cells={
                     "stanza": cell(shown(st.name)),
-                    "health": state(worst(marks)),
-                    "status": cell(shown(status), cell_level(marks, "status")),
-                    "full": num(_age(st.full), st.full.age_s if st.full else None, cell_level(marks, "full")),
-                    "diff": num(_age(st.diff), st.diff.age_s if st.diff else None, cell_level(marks, "diff")),
-                    "incr": num(_age(st.incr), st.incr.age_s if st.incr else None, cell_level(marks, "incr")),
+                    "health": worst_state(marks),
+                    "status": marked(shown(status), marks, "status"),
+                    "full": marked(
+                        _age(st.full), marks, "full", sortable(st.full.age_s if st.full else None)
+                    ),
+                    "diff": marked(
+                        _age(st.diff), marks, "diff", sortable(st.diff.age_s if st.diff else None)
+                    ),
+                    "incr": marked(
+                        _age(st.incr), marks, "incr", sortable(st.incr.age_s if st.incr else None)
+                    ),
                     "wal_max": cell(st.archive_max or "-"),
                     "ready": num(count(ready), ready),
                     "behind": num(count(behind), behind),
-                    "queue": num(
+                    "queue": marked(
                         _queue_text(queue),
-                        queue.share if queue.share is not None else queue.queue_bytes,
-                        cell_level(marks, "queue"),
+                        marks,
+                        "queue",
+                        sortable(queue.share if queue.share is not None else queue.queue_bytes),
                     ),
-                    "spool": cell(
+                    "spool": marked(
                         f"{count(spool.ok_count)}/{count(spool.error_count)}"
                         if spool and not spool.error
                         else "-",
-                        cell_level(marks, "spool"),
+                        marks,
+                        "spool",
                     ),
-                    "error": cell(shown(error), cell_level(marks, said_by) if error else None),
+                    "error": marked(shown(error), marks, said_by) if error else cell(""),
                 },
             )
         )

@@ -6,15 +6,18 @@ sends writes to a replica.
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import UNREAD
-from pgtop_ha.judge.poolers import database_finding, pool_finding
+from collections.abc import Sequence
+
+from pgtop_ha.judge.poolers import Finding, bouncer_findings, database_finding, pool_finding
 from pgtop_ha.judge.problems import patroni_view
+from pgtop_ha.judge.rules import POOLER_CONTRADICTION
 from pgtop_ha.models.derive import BouncerRates, bouncer_rates
 from pgtop_ha.models.poolers import PgBouncerState
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import count, duration, per_second, rate, shown
 from pgtop_ha.ui.panes.base import (
+    Cell,
     Column,
     Context,
     PaneSpec,
@@ -59,13 +62,18 @@ DB_COLUMNS = (
 )
 
 
+# Every pooler finding is one rule's verdict (judge.problems.pooler_findings).
+POOLER = POOLER_CONTRADICTION.id
+
+
 def _previous(ctx: Context, name: str) -> PgBouncerState | None:
     prev = ctx.previous
     return None if prev is None else next((b for b in prev.pgbouncer if b.name == name), None)
 
 
-def _state_row(b: PgBouncerState, columns: tuple[Column, ...]) -> Row:
-    """The row of a pgBouncer that could not be read this cycle."""
+def _state_row(b: PgBouncerState, columns: tuple[Column, ...], found: Sequence[Finding]) -> Row:
+    """The row of a pgBouncer that could not be read this cycle, as the judge found it."""
+    level = max((f.level for f in found), default=Level.OK)
     text = b.error or "not read yet"
     if b.slow_s is not None and b.slow_s >= 1:
         text = f"waiting {duration(b.slow_s)}"
@@ -74,9 +82,9 @@ def _state_row(b: PgBouncerState, columns: tuple[Column, ...]) -> Row:
         key=f"{b.name}|state",
         cells={
             "pooler": cell(shown(b.name, 32)),
-            "health": state(UNREAD),
+            "health": state(level, POOLER),
             **blanks(*keys),
-            "detail": cell(shown(text), UNREAD),
+            "detail": cell(shown(text), level if level > Level.OK else None, rule=POOLER),
         },
     )
 
@@ -86,7 +94,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     out: list[Row] = []
     for b in snapshot.pgbouncer:
         if not b.ok and not b.pools:
-            out.append(_state_row(b, COLUMNS))
+            out.append(_state_row(b, COLUMNS, bouncer_findings(b, patroni_view(snapshot))))
             continue
         for pool in b.pools:
             if pool.database == ADMIN_DB:
@@ -100,16 +108,19 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         "pooler": cell(shown(b.name, 32)),
                         "database": cell(shown(pool.database, 32)),
                         "user": cell(shown(pool.user, 32)),
-                        "health": state(level),
+                        "health": state(level, POOLER),
                         "cl_active": num(count(pool.cl_active), pool.cl_active),
                         "cl_waiting": num(
-                            count(pool.cl_waiting), pool.cl_waiting, level if pool.cl_waiting else None
+                            count(pool.cl_waiting),
+                            pool.cl_waiting,
+                            level if pool.cl_waiting else None,
+                            POOLER,
                         ),
                         "sv_active": num(count(pool.sv_active), pool.sv_active),
                         "sv_idle": num(count(pool.sv_idle), pool.sv_idle),
                         "maxwait": num(duration(pool.maxwait_s), pool.maxwait_s),
                         "mode": cell(pool.pool_mode or "-"),
-                        "detail": cell(shown(finding.what) if finding else "", level if finding else None),
+                        "detail": _detail(finding),
                     },
                 )
             )
@@ -153,8 +164,9 @@ def database_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         "points": cell(
                             shown(_points_at(snapshot, db.host, db.port, db.member), 48),
                             level if level > Level.OK else None,
+                            rule=POOLER,
                         ),
-                        "health": state(level),
+                        "health": state(level, POOLER),
                         "conns": num(conns, db.current_connections),
                         "xacts": num(per_second(r.xacts_s), r.xacts_s),
                         "queries": num(per_second(r.queries_s), r.queries_s),
@@ -163,11 +175,18 @@ def database_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                             r.wait_ms_per_xact,
                         ),
                         "traffic": cell(traffic),
-                        "detail": cell(shown(finding.what) if finding else "", level if finding else None),
+                        "detail": _detail(finding),
                     },
                 )
             )
     return out
+
+
+def _detail(finding: Finding | None) -> Cell:
+    """What the judge found on the row, at its level."""
+    if finding is None:
+        return cell("")
+    return cell(shown(finding.what), finding.level, rule=POOLER)
 
 
 DATABASES = Table("pgbouncer-databases", DB_COLUMNS, database_rows, optional=True, cursor=False)

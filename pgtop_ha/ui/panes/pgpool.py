@@ -6,10 +6,9 @@ that address, so a primary that is not Patroni's leader or a node kept down read
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import UNREAD, pgpool_primary_level, pgpool_status_level
-from pgtop_ha.judge.leader import is_leader
-from pgtop_ha.judge.poolers import missing_primary, node_finding
+from pgtop_ha.judge.poolers import missing_primary, node_finding, pgpool_findings
 from pgtop_ha.judge.problems import patroni_view
+from pgtop_ha.judge.rules import POOLER_CONTRADICTION
 from pgtop_ha.judge.sources import source_state
 from pgtop_ha.models.derive import select_rates
 from pgtop_ha.models.poolers import PgpoolState
@@ -51,6 +50,10 @@ COLUMNS = (
 _FILLED = ("pooler", "health", "detail")
 
 
+# Every pooler finding is one rule's verdict (judge.problems.pooler_findings).
+POOLER = POOLER_CONTRADICTION.id
+
+
 def _previous(ctx: Context, name: str) -> PgpoolState | None:
     prev = ctx.previous
     return None if prev is None else next((p for p in prev.pgpool if p.name == name), None)
@@ -62,7 +65,7 @@ def _summary(p: PgpoolState, snapshot: ClusterSnapshot) -> Row:
         text = p.error or "not read yet"
         if source_state(True, p.slow_s) == "slow":
             text = f"waiting {duration(p.slow_s)}"
-        level = UNREAD
+        level = max((f.level for f in pgpool_findings(p, patroni_view(snapshot))), default=Level.OK)
     else:
         patroni = patroni_view(snapshot)
         missing = missing_primary(p, patroni)
@@ -80,9 +83,9 @@ def _summary(p: PgpoolState, snapshot: ClusterSnapshot) -> Row:
         key=f"{p.name}|summary",
         cells={
             "pooler": cell(shown(p.name, 32)),
-            "health": state(level),
+            "health": state(level, POOLER),
             **blanks(*(c.key for c in COLUMNS if c.key not in _FILLED)),
-            "detail": cell(shown(text), level if level > Level.OK else None),
+            "detail": cell(shown(text), level if level > Level.OK else None, rule=POOLER),
         },
     )
 
@@ -101,10 +104,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             patroni_role = "-" if member is None else short_name(member.role)
             if member is not None and member.state:
                 patroni_role += f" ({member.state})"
-            role_level = pgpool_primary_level(
-                n.role == "primary" and member is not None and not is_leader(member)
-            )
-            status_level = pgpool_status_level(n.status)
+            part = finding.part if finding else None
             delay = n.replication_delay
             sel = selects.get(n.node_id)
             out.append(
@@ -115,9 +115,13 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         "pooler": cell(""),
                         "node": num(str(n.node_id), n.node_id),
                         "member": cell(shown(n.member or f"{n.host}:{n.port}", 32)),
-                        "health": state(level),
-                        "status": cell(shown(n.status or "-", 16), status_level),
-                        "role": cell(shown(n.role or "-", 16), role_level),
+                        "health": state(level, POOLER),
+                        "status": cell(
+                            shown(n.status or "-", 16), level if part == "status" else None, rule=POOLER
+                        ),
+                        "role": cell(
+                            shown(n.role or "-", 16), level if part == "role" else None, rule=POOLER
+                        ),
                         "pg_role": cell(shown(n.pg_role or "-", 16)),
                         "patroni": cell(shown(patroni_role, 32)),
                         "weight": num("-" if n.lb_weight is None else f"{n.lb_weight:.2f}", n.lb_weight),
@@ -126,7 +130,9 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         "repl": cell(
                             shown(" ".join(x for x in (n.replication_state, n.sync_state) if x) or "-", 24)
                         ),
-                        "detail": cell(shown(finding.what) if finding else "", level if finding else None),
+                        "detail": cell(
+                            shown(finding.what) if finding else "", level if finding else None, rule=POOLER
+                        ),
                     },
                 )
             )

@@ -7,9 +7,8 @@ success; the write probe's last outage has a row of its own.
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import errors_level, probe_level, write_outage_level
+from pgtop_ha.judge.probes import probe_mark
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, count, duration, shown
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -18,9 +17,11 @@ from pgtop_ha.ui.panes.base import (
     Place,
     Row,
     cell,
+    marked,
     num,
     placeholder,
-    state,
+    sortable,
+    worst_state,
 )
 
 COLUMNS = (
@@ -42,7 +43,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """A row per probe, then a row per write outage the write probe measured (newest first)."""
     out: list[Row] = []
     for probe in snapshot.probes:
-        level = probe_level(snapshot, probe)
+        found = () if (mark := probe_mark(snapshot, probe)) is None else (mark,)
         since = None if probe.last_ok_at is None else (ctx.now - probe.last_ok_at).total_seconds()
         latency = None if probe.latency_ms is None else probe.latency_ms / 1000
         answered = shown(probe.answered_by, 40) if probe.answered_by else "-"
@@ -62,12 +63,14 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 cells={
                     "endpoint": cell(shown(probe.endpoint, 40)),
                     "kind": cell(probe.kind),
-                    "health": state(level),
-                    "answered": cell(answered, level if level > Level.OK else None),
+                    "health": worst_state(found),
+                    "answered": marked(answered, found),
                     "latency": num(duration(latency), latency),
-                    "errors": num(count(probe.errors), probe.errors, errors_level(probe.errors)),
+                    "errors": marked(
+                        count(probe.errors), found if probe.errors else (), sort=sortable(probe.errors)
+                    ),
                     "since_ok": num(age(since), since),
-                    "detail": cell(detail, level if probe.errors or probe.error else None),
+                    "detail": marked(detail, found if probe.errors or probe.error else ()),
                 },
             )
         )
@@ -78,7 +81,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     cells={
                         "endpoint": cell(""),
                         "kind": cell("outage"),
-                        "health": state(write_outage_level()),
+                        "health": cell("past"),  # history, as the stopwatch keeps it: not a fault now
                         "answered": cell(shown(outage.member or "-", 40)),
                         "latency": num(duration(outage.duration_s), outage.duration_s),
                         "errors": num(count(outage.failures), outage.failures),

@@ -18,7 +18,11 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     out = [
         same_row(
             p.ident,
-            {"level": state(p.level), "node": cell(p.node or "cluster"), "text": cell(p.text, p.level)},
+            {
+                "level": state(p.level, p.rule),
+                "node": cell(p.node or "cluster"),
+                "text": cell(p.text, p.level, rule=p.rule),
+            },
             p.node,
         )
         for p in ctx.problems(snapshot)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pgtop_ha.judge.replication import (
-    lag_level,
     receiver_findings,
     receiver_status,
     standby_name,
@@ -13,10 +12,21 @@ from pgtop_ha.judge.replication import (
 from pgtop_ha.models.derive import REPLY_ON_TIME_S, age_s, stage_lag_seconds
 from pgtop_ha.models.servers import upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
-from pgtop_ha.models.thresholds import Level
-from pgtop_ha.models.verdict import Mark, cell_level, worst
+from pgtop_ha.models.verdict import Mark
 from pgtop_ha.ui.format import age, age_step, duration, human_bytes, sparkline
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Row, cell, name_column, num, same_row, state
+from pgtop_ha.ui.panes.base import (
+    Column,
+    Context,
+    PaneSpec,
+    Row,
+    cell,
+    marked,
+    name_column,
+    num,
+    same_row,
+    sortable,
+    worst_state,
+)
 
 COLUMNS = (
     name_column("upstream", "From"),
@@ -62,9 +72,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 def _walsender_row(upstream: str, r: Replication, ctx: Context, found: tuple[Mark, ...]) -> Row:
     """The row of one walsender, built from its model and the judge's marks on it."""
     name = standby_name(r)
-    t = ctx.thresholds
     write_s, flush_s, replay_s = stage_lag_seconds(r, ctx.now)  # a caught-up stage is 0 s, not "-"
-    level = worst(found)  # the Reply column says for how long a silent standby has been silent
+    # The Reply column says for how long a silent standby has been silent.
     # A standby replies at least every wal_receiver_status_interval (10 s by default): an age
     # below that is on time, shown as such so the row does not repaint every second.
     reply = age_step(age_s(ctx.now, r.reply_time), REPLY_ON_TIME_S)
@@ -72,16 +81,18 @@ def _walsender_row(upstream: str, r: Replication, ctx: Context, found: tuple[Mar
     cells = {
         "upstream": cell(upstream),
         "standby": cell(name),
-        "health": state(level),
-        "state": cell(r.state or "?", cell_level(found, "state")),
+        "health": worst_state(found),
+        "state": marked(r.state or "?", found, "state"),
         "sync": cell(r.sync_state or "?"),
         "sent": num(human_bytes(r.sent_lag_bytes), r.sent_lag_bytes),
         "write": num(human_bytes(r.write_lag_bytes), r.write_lag_bytes),
         "flush": num(human_bytes(r.flush_lag_bytes), r.flush_lag_bytes),
-        "replay": num(human_bytes(r.replay_lag_bytes), r.replay_lag_bytes, lag_level(t, r.replay_lag_bytes)),
+        "replay": marked(
+            human_bytes(r.replay_lag_bytes), found, "replay", sortable(r.replay_lag_bytes), ok=True
+        ),
         "write_s": num(duration(write_s), write_s),
         "flush_s": num(duration(flush_s), flush_s),
-        "replay_s": num(duration(replay_s), replay_s, lag_level(t, None, replay_s)),
+        "replay_s": marked(duration(replay_s), found, "replay_s", sortable(replay_s), ok=True),
         "reply": num(age(reply, floor=REPLY_ON_TIME_S), reply),
         "trend": cell(sparkline(trend), sort=r.replay_lag_bytes or 0),
     }
@@ -93,7 +104,7 @@ def _standby_side(snapshot: ClusterSnapshot) -> list[Row]:
     out = []
     for node in unreported(snapshot):
         status = receiver_status(node)
-        level = worst(receiver_findings(node))
+        found = receiver_findings(node)
         # Its upstream by name, as the primary's own rows say it, not by address.
         sender = upstream_of(snapshot, node.name) or "?"
         backlog = None
@@ -107,8 +118,8 @@ def _standby_side(snapshot: ClusterSnapshot) -> list[Row]:
                 cells={
                     "upstream": cell(sender),
                     "standby": cell(node.name),
-                    "health": state(level),
-                    "state": cell(status, None if level is Level.OK else level),
+                    "health": worst_state(found),
+                    "state": marked(status, found),
                     "sync": cell("?"),
                     "sent": blank,
                     "write": blank,

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pgtop_ha.judge.serverlog import news_level
+from pgtop_ha.judge.rules import LOG_FATAL, LOG_PANIC
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import shown
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell, name_column, why_row
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, by_rule, cell, name_column, why_row
 
 MAX_LINES = 200
 
@@ -23,7 +22,10 @@ COLUMNS = (
     Column("message", "Message", width=100),
 )
 
-Entry = tuple[datetime | None, str, str, str, Level | None]  # at, node, severity, message, level
+Entry = tuple[datetime | None, str, str, str]  # at, node, severity, message
+# A severity is coloured while the judge holds its rule on the node (a recent PANIC, a FATAL
+# that keeps coming), not for every line that says it.
+_RULE_OF = {"PANIC": LOG_PANIC, "FATAL": LOG_FATAL}
 
 
 def _entries(snapshot: ClusterSnapshot, ctx: Context) -> list[Entry]:
@@ -32,12 +34,12 @@ def _entries(snapshot: ClusterSnapshot, ctx: Context) -> list[Entry]:
     for snap in (*ctx.history, snapshot):
         for node in snap.nodes:
             for line in node.server_log.lines if node.server_log else ():
-                out.append((line.at, node.name, line.severity or "?", line.message, news_level(line)))
+                out.append((line.at, node.name, line.severity or "?", line.message))
                 seen.add((node.name, f"{line.severity}: {line.message}"))
     for ev in ctx.events:
         if ev.kind == "log" and ev.node is not None and (ev.node, ev.text) not in seen:
             severity, _, message = ev.text.partition(": ")
-            out.append((ev.at, ev.node, severity, message, Level(ev.severity)))
+            out.append((ev.at, ev.node, severity, message))
     return out
 
 
@@ -50,10 +52,12 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             out.append(why_row(COLUMNS, member.name, "message", reason))
     entries = sorted(_entries(snapshot, ctx), key=lambda e: e[0].timestamp() if e[0] else 0.0, reverse=True)
     counts: dict[tuple[str, str], int] = {}
-    for at, node, severity, message, level in entries[:MAX_LINES]:
+    held = [p for p in ctx.problems(snapshot) if p.rule in (LOG_PANIC.id, LOG_FATAL.id)]
+    for at, node, severity, message in entries[:MAX_LINES]:
         stamp = at.strftime("%H:%M:%S") if at else "-"
         n = counts[(node, stamp)] = counts.get((node, stamp), 0) + 1
-        mark = level if level is not None and level > Level.OK else None
+        rule = _RULE_OF.get(severity)
+        graded = [p for p in held if p.node == node and rule is not None and p.rule == rule.id]
         out.append(
             Row(
                 key=f"{node}|{at.isoformat() if at else '-'}|{n}",
@@ -61,7 +65,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 cells={
                     "time": cell(stamp, sort=at.timestamp() if at else 0.0),
                     "node": cell(node),
-                    "severity": cell(shown(severity), mark),
+                    "severity": by_rule(cell(shown(severity)), graded, *_RULE_OF.values()),
                     "message": cell(shown(message)),
                 },
             )

@@ -9,7 +9,6 @@ from pgtop_ha.judge.sessions import session_marks
 from pgtop_ha.judge.sources import node_state
 from pgtop_ha.models.derive import listed_processes
 from pgtop_ha.models.snapshot import ClusterSnapshot, Process
-from pgtop_ha.models.verdict import cell_level
 from pgtop_ha.ui.format import age, age_step, count, shown
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -19,9 +18,11 @@ from pgtop_ha.ui.panes.base import (
     Row,
     blanks,
     cell,
+    marked,
     more_row,
     name_column,
     num,
+    sortable,
     why_row,
 )
 
@@ -72,10 +73,10 @@ def _session_row(node: str, p: Process, ctx: Context) -> Row:
             "user": cell(shown(p.usename or "-")),
             "app": cell(shown(p.application_name or "-")),
             "client": cell(shown(p.client_addr or "local")),
-            "state": cell(shown(p.state or "?"), cell_level(marks, "state")),
+            "state": marked(shown(p.state or "?"), marks, "state"),
             "wait": cell(shown(wait)),
             "time": num(text, step),
-            "xact": num(xact, xact_step, cell_level(marks, "xact")),
+            "xact": marked(xact, marks, "xact", sortable(xact_step)),
             "since": num(since, since_step),
             "xmin": num(count(p.xmin_age), p.xmin_age),
             "query": cell(shown(p.query or "")),

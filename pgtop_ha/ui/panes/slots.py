@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import permanent_slot_absent_level, wal_status_level
 from pgtop_ha.judge.leader import is_leader
-from pgtop_ha.judge.slots import failover_copy_ready, retained_level, slot_level, top_retainer
+from pgtop_ha.judge.rules import SLOTS_PERMANENT_MISSING, WAL_DISK
+from pgtop_ha.judge.slots import absent_slot_level, failover_copy_ready, slot_marks, top_retainer
 from pgtop_ha.judge.wal import wal_disk_bound, wal_disk_level
 from pgtop_ha.models.derive import SlotRates, slot_keepers, slot_presence, slot_rates
 from pgtop_ha.models.snapshot import ClusterSnapshot, Slot, WalDisk
@@ -19,11 +19,14 @@ from pgtop_ha.ui.panes.base import (
     Row,
     Table,
     cell,
+    marked,
     more_row,
     name_column,
     num,
     same_row,
+    sortable,
     state,
+    worst_state,
 )
 
 COLUMNS = (
@@ -61,14 +64,15 @@ _NO_RATES = SlotRates()
 def _slot_row(node: str, slot: Slot, ctx: Context, rates: SlotRates) -> Row:
     """The row of one slot, built from its model and its decoding rates."""
     active, retained = slot.active, slot.retained_bytes
+    found = slot_marks(ctx.thresholds, slot)
     cells = {
         "node": cell(node),
         "slot": cell(slot.slot_name),
-        "health": state(slot_level(ctx.thresholds, slot)),
+        "health": worst_state(found),
         "type": cell(slot.slot_type or "?"),
         "active": cell("yes" if active else "no" if active is False else "?"),
-        "retained": num(human_bytes(retained), retained, retained_level(ctx.thresholds, retained)),
-        "wal_status": cell(slot.wal_status or "-", wal_status_level(slot.wal_status)),
+        "retained": marked(human_bytes(retained), found, "retained", sortable(retained), ok=True),
+        "wal_status": marked(slot.wal_status or "-", found, "wal_status"),
         "safe": num(human_bytes(slot.safe_wal_size, signed=True), slot.safe_wal_size),
         "spill": num(rate(rates.spill_bytes_s), rates.spill_bytes_s),
         "stream": num(rate(rates.stream_bytes_s), rates.stream_bytes_s),
@@ -83,10 +87,10 @@ def _wal_row(node: str, w: WalDisk, retainer: Slot | None, ctx: Context) -> Row:
     cells = {
         "node": cell(node),
         "slot": cell("(pg_wal)"),
-        "health": state(level),
+        "health": state(level, WAL_DISK.id),
         "type": cell("on disk"),
         "active": cell(f"{count(w.files)} files"),
-        "retained": num(human_bytes(w.bytes), w.bytes, level),
+        "retained": num(human_bytes(w.bytes), w.bytes, level, WAL_DISK.id),
         "wal_status": cell(f"of {human_bytes(bound)}"),
         "safe": num("", None),
         "spill": cell("most kept by" if retainer else ""),
@@ -134,7 +138,7 @@ def matrix_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 cells[key] = _present(snapshot, name, slot_name, keepers.get(slot_name))
             else:
                 leader = is_leader(snapshot.member(name))
-                cells[key] = cell("✖ no", permanent_slot_absent_level(leader))
+                cells[key] = cell("✖ no", absent_slot_level(leader), rule=SLOTS_PERMANENT_MISSING.id)
         out.append(same_row(slot_name, cells))
     return out
 
@@ -148,7 +152,8 @@ def _present(snapshot: ClusterSnapshot, member: str, slot_name: str, keeper: str
     if failover_copy_ready(slot):
         return cell("✔ synced", Level.OK)
     # Its own (not synced: never updated) or a temporary copy (dropped at promotion).
-    return cell("✖ stale" if not slot.synced else "… syncing", permanent_slot_absent_level(False))
+    text = "✖ stale" if not slot.synced else "… syncing"
+    return cell(text, absent_slot_level(False), rule=SLOTS_PERMANENT_MISSING.id)
 
 
 MATRIX = Table("slots-matrix", (), matrix_rows, dynamic_columns=matrix_columns)

@@ -7,11 +7,11 @@ a slow application) from the database's (Lock, IO, LWLock) and CPU.
 
 from __future__ import annotations
 
-from pgtop_ha.judge.grades import wait_kind_level
+from pgtop_ha.judge.rules import LOCKS_WAITS
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.waits import kind, window
 from pgtop_ha.ui.format import count, shown, sparkline
-from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, cell, name_column, num
+from pgtop_ha.ui.panes.base import Column, Context, PaneSpec, Place, Row, by_rule, cell, name_column, num
 
 COLUMNS = (
     name_column("node", "Node"),
@@ -27,15 +27,18 @@ COLUMNS = (
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Every wait seen on a node in the last minute, the most frequent first."""
     out = []
+    # Lock waits are coloured as the judge grades them on the node (by how long they last).
+    graded = [p for p in ctx.problems(snapshot) if p.rule == LOCKS_WAITS.id]
     for t in window(ctx.history, snapshot):
         k = kind(t.wait_class, t.event)
+        on_node = [p for p in graded if p.node == t.node and k == "lock" and t.now]
         out.append(
             Row(
                 key=f"{t.node}|{t.wait_class}|{t.event}",
                 node=t.node,
                 cells={
                     "node": cell(t.node),
-                    "kind": cell(k, wait_kind_level(k) if t.now else None),
+                    "kind": by_rule(cell(k), on_node, LOCKS_WAITS),
                     "class": cell(shown(t.wait_class)),
                     "event": cell(shown(t.event) if t.event else "-"),
                     "now": num(count(t.now), t.now),

@@ -1,0 +1,99 @@
+"""Every mark on screen is a verdict: what any pane colours, `check` and Problems say with its rule."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+
+from pgtop_ha.judge.rules import RULES
+from pgtop_ha.judge.verdicts import judge, worst
+from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
+from pgtop_ha.models.thresholds import Level
+from pgtop_ha.ui.panes.base import Context
+from pgtop_ha.ui.panes.registry import PANES
+from tests.judge import test_marks_agree as agree
+from tests.models.builders import node
+from tests.ui import fixtures as fx
+
+SETTINGS = fx.settings()
+POOLS = SETTINGS.haproxy.pools()
+LATER = fx.T0 + timedelta(seconds=20)
+
+
+def _probed() -> ClusterSnapshot:
+    writer = Probe(
+        endpoint="w", kind="writer", error="refused", errors=3, first_error="refused", last_ok_at=fx.T0
+    )
+    reader = Probe(
+        endpoint="r", kind="reader", ok=True, answered_by="node1", in_recovery=False, errors=0,
+        last_ok_at=LATER,
+    )  # fmt: skip
+    return fx.healthy(LATER).model_copy(update={"probes": (writer, reader)})
+
+
+def _archive_failing() -> ClusterSnapshot:
+    snap = fx.healthy(LATER)
+    primary = snap.node("node1")
+    assert primary is not None and primary.archiver is not None
+    failing = primary.archiver.model_copy(update={"last_failed_time": LATER, "failed_count": 3})
+    return node(snap, "node1", archiver=failing)
+
+
+SCENES: dict[str, Callable[[], list[ClusterSnapshot]]] = {
+    "healthy": lambda: [fx.healthy(), fx.healthy(LATER)],
+    "primary killed": lambda: [fx.healthy(), fx.kill_primary()],
+    "failed over": lambda: [fx.healthy(), fx.failed_over()],
+    "lagging": lambda: [fx.healthy(), fx.subscriber_copy(fx.lagging(fx.healthy(LATER)))],
+    "frozen": lambda: [fx.healthy(), fx.frozen()],
+    "lock queue": lambda: [fx.healthy(), fx.locked()],
+    "sessions": lambda: [fx.healthy(), fx.sessioned()],
+    "statements": lambda: [fx.healthy(), fx.stated()],
+    "server log": lambda: [fx.healthy(), fx.logged()],
+    "parameters": lambda: [fx.healthy(), fx.tuned()],
+    "poolers": lambda: [fx.healthy(), fx.pooled(fx.healthy(LATER), following=False)],
+    "cold cache": lambda: [fx.cached(fx.healthy()), fx.cached(fx.failed_over())],
+    "probes": lambda: [fx.healthy(), _probed()],
+    "archiving fails": lambda: [fx.healthy(), _archive_failing()],
+}
+for _case, (_build, *_) in agree.CASES.items():
+    SCENES[_case] = functools.partial(lambda build: [fx.healthy(), build()], _build)
+
+
+def _graded(snaps: list[ClusterSnapshot]) -> list[tuple[str, str, Level, str | None]]:
+    """(table, column, level, rule) of every cell above OK that any pane shows for the last snapshot."""
+    snap = snaps[-1]
+    ctx = Context(thresholds=SETTINGS.thresholds, pools=POOLS, now=snap.taken_at, history=tuple(snaps[:-1]))
+    out = []
+    for pane in PANES:
+        for table in pane.tables:
+            for row in table.rows_of(snap, ctx):
+                for column, c in row.cells.items():
+                    if c.level is not None and c.level > Level.OK:
+                        out.append((table.id, column, c.level, c.rule))
+    return out
+
+
+@pytest.mark.parametrize("scene", list(SCENES))
+def test_every_graded_cell_is_a_verdict_of_its_rule(scene: str) -> None:
+    snaps = SCENES[scene]()
+    verdicts = judge(snaps[-1], SETTINGS.thresholds, POOLS, ())
+    held = {(v.rule, v.level) for v in verdicts}
+    graded = _graded(snaps)
+    unnamed = [(t, c) for t, c, _, rule in graded if rule is None]
+    assert not unnamed, f"cells coloured with no rule behind them: {unnamed}"
+    assert {rule for *_, rule in graded} <= set(RULES)
+    without = [(t, c, int(lv), r) for t, c, lv, r in graded if not any(v == r and h >= lv for v, h in held)]
+    assert not without, f"cells whose rule is no verdict at their level: {without}"
+    # And back: every verdict is on screen with its rule and level (the Problems pane lists them).
+    shown = {(rule, int(level)) for _, _, level, rule in graded}
+    assert {(r, lv) for r, lv in held if lv > Level.OK} <= shown
+    # So `check` is never quieter than the screen.
+    assert worst(verdicts) >= max((lv for _, _, lv, _ in graded), default=Level.OK)
+
+
+def test_the_scenes_grade_something_of_most_subjects() -> None:
+    rules = {rule for build in SCENES.values() for *_, rule in _graded(build())}
+    assert len(rules) >= 22, sorted(r for r in rules if r)
