@@ -80,9 +80,10 @@ def node_freshness(
         stamps.append(m.last_ok_at)
     if n is not None:
         stamps.append(n.last_ok_at)
-    if not stamps or any(s is None for s in stamps):
-        return reach_level(True, False), None  # never answered
     down, last = unreachable(m, n)
+    if not stamps or any(s is None for s in stamps):
+        # Never answered: down when a read failed, pending (WARN, as its row says) while the first runs.
+        return reach_level(bool(down) or not stamps, True), None
     if down:
         # The age of what stopped answering, as its row says it: the /patroni read on its calm
         # cadence made a PostgreSQL down for 0 s read "✖5s", then "✖3s" on the next read.

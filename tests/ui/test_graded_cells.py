@@ -9,9 +9,12 @@ from datetime import timedelta
 import pytest
 
 from pgtop_ha.judge.rules import RULES
+from pgtop_ha.judge.sources import node_freshness
 from pgtop_ha.judge.verdicts import judge, worst
+from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
 from pgtop_ha.models.thresholds import Level
+from pgtop_ha.ui.panes import cluster
 from pgtop_ha.ui.panes.base import Context
 from pgtop_ha.ui.panes.registry import PANES
 from tests.judge import test_marks_agree as agree
@@ -57,6 +60,7 @@ SCENES: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "cold cache": lambda: [fx.cached(fx.healthy()), fx.cached(fx.failed_over())],
     "probes": lambda: [fx.healthy(), _probed()],
     "archiving fails": lambda: [fx.healthy(), _archive_failing()],
+    "first read under way": lambda: [node(fx.healthy(), "node3", reachable=False, slow_s=0.4, last_ok_at=None)],
 }
 for _case, (_build, *_) in agree.CASES.items():
     SCENES[_case] = functools.partial(lambda build: [fx.healthy(), build()], _build)
@@ -97,3 +101,14 @@ def test_every_graded_cell_is_a_verdict_of_its_rule(scene: str) -> None:
 def test_the_scenes_grade_something_of_most_subjects() -> None:
     rules = {rule for build in SCENES.values() for *_, rule in _graded(build())}
     assert len(rules) >= 22, sorted(r for r in rules if r)
+
+
+@pytest.mark.parametrize("scene", list(SCENES))
+def test_the_header_grades_each_node_as_its_reach_verdicts(scene: str) -> None:
+    snap = SCENES[scene]()[-1]
+    problems = judge(snap, SETTINGS.thresholds, POOLS, ())
+    reach = {r.id for r in cluster.REACH}
+    for name in member_names(snap):
+        level, _ = node_freshness(snap, name, snap.taken_at, SETTINGS.thresholds)
+        said = max((v.level for v in problems if v.subject == name and v.rule in reach), default=Level.OK)
+        assert level == said, (name, level, [v for v in problems if v.subject == name])
