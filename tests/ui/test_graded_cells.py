@@ -45,6 +45,10 @@ def _archive_failing() -> ClusterSnapshot:
     return node(snap, "node1", archiver=failing)
 
 
+def _first_read() -> ClusterSnapshot:
+    return node(fx.healthy(LATER), "node3", reachable=False, slow_s=0.4, last_ok_at=None)
+
+
 SCENES: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "healthy": lambda: [fx.healthy(), fx.healthy(LATER)],
     "primary killed": lambda: [fx.healthy(), fx.kill_primary()],
@@ -60,7 +64,7 @@ SCENES: dict[str, Callable[[], list[ClusterSnapshot]]] = {
     "cold cache": lambda: [fx.cached(fx.healthy()), fx.cached(fx.failed_over())],
     "probes": lambda: [fx.healthy(), _probed()],
     "archiving fails": lambda: [fx.healthy(), _archive_failing()],
-    "first read under way": lambda: [node(fx.healthy(), "node3", reachable=False, slow_s=0.4, last_ok_at=None)],
+    "first read under way": lambda: [fx.healthy(), _first_read()],
 }
 for _case, (_build, *_) in agree.CASES.items():
     SCENES[_case] = functools.partial(lambda build: [fx.healthy(), build()], _build)
