@@ -12,9 +12,9 @@ from pgtop_ha.clock import system_clock
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.collect.snapshot_cli import first_problem, nothing_reachable
 from pgtop_ha.engines.session import Session
-from pgtop_ha.judge.haproxy import is_up, routes
-from pgtop_ha.judge.leader import is_leader
 from pgtop_ha.judge.verdicts import healthy, worst
+from pgtop_ha.models.haproxy import is_up, routes
+from pgtop_ha.models.leader import is_leader
 from pgtop_ha.models.snapshot import POSTGRES_OFF, ClusterSnapshot
 from pgtop_ha.models.text import clean
 from pgtop_ha.models.thresholds import Band, Level

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from pgtop_ha.errors import ConfigError
-from pgtop_ha.judge.haproxy import Pools
+from pgtop_ha.models.haproxy import Pools
 from pgtop_ha.models.thresholds import Thresholds
 from pgtop_ha.models.trust import check_host_pattern
 from pgtop_ha.models.urls import haproxy_stats_url, patroni_root, redact

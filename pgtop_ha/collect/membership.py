@@ -19,10 +19,10 @@ from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.patroni import ClusterView, HistoryRead, OwnView, PatroniClient, describe_http_error
 from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.source import Reading, Source
-from pgtop_ha.judge.sources import UNSETTLED_S
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.probe import member_at
 from pgtop_ha.models.snapshot import Member, PatroniConfig
+from pgtop_ha.models.sources import UNSETTLED_S
 from pgtop_ha.models.trust import HostPolicy, never_contacted
 from pgtop_ha.models.urls import host_of, member_api_url, redact, root_of
 from pgtop_ha.settings import Settings

@@ -33,8 +33,7 @@ from pgtop_ha.collect.poolers import PoolerReader, bouncer_reader, bouncer_state
 from pgtop_ha.collect.probe import ProbeRunner, read_runner
 from pgtop_ha.collect.source import Reading, Source
 from pgtop_ha.collect.tls import context_maker
-from pgtop_ha.judge.haproxy import Routing, routing
-from pgtop_ha.judge.sources import UNSETTLED_S
+from pgtop_ha.models.haproxy import Routing, routing
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.servers import joined
 from pgtop_ha.models.snapshot import (
@@ -45,6 +44,7 @@ from pgtop_ha.models.snapshot import (
     Member,
     NodeSnapshot,
 )
+from pgtop_ha.models.sources import UNSETTLED_S
 from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.models.urls import host_of, redact
 from pgtop_ha.settings import Settings

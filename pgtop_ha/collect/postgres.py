@@ -36,7 +36,6 @@ from pgtop_ha.collect.pgquery import (
 from pgtop_ha.collect.serverlog import LOCATE_SQL, LOG_REFRESH_S, LogTail
 from pgtop_ha.collect.source import PollTask
 from pgtop_ha.collect.statements import STATEMENTS_REFRESH_S, StatementsReader
-from pgtop_ha.judge.sources import SLOW_S
 from pgtop_ha.models import derive
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.serverlog import ServerLog
@@ -50,6 +49,7 @@ from pgtop_ha.models.snapshot import (
     Setting,
     WalDisk,
 )
+from pgtop_ha.models.sources import SLOW_S
 from pgtop_ha.models.statements import BETWEEN_READS
 from pgtop_ha.models.text import clean, one_line
 from pgtop_ha.models.waits import wait_counts

@@ -17,9 +17,9 @@ from typing import Any
 from pgtop_ha import pgguard
 from pgtop_ha.clock import Clock
 from pgtop_ha.collect.postgres import Target, describe_error, server_settings, tls_dsn
-from pgtop_ha.judge.sources import UNSETTLED_S
 from pgtop_ha.models.probe import ProbeRun, answered_label, step
 from pgtop_ha.models.snapshot import Probe
+from pgtop_ha.models.sources import UNSETTLED_S
 from pgtop_ha.models.text import clean, one_line
 from pgtop_ha.settings import PostgresSettings, ProbeEndpoint
 

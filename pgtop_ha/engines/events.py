@@ -11,13 +11,13 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from pgtop_ha.judge.haproxy import state_word
 from pgtop_ha.judge.slots import missing_permanent_slots, wal_status_rank
-from pgtop_ha.judge.sources import member_state, node_state, source_state
 from pgtop_ha.judge.wal import archive_failing
 from pgtop_ha.models.event import Event
+from pgtop_ha.models.haproxy import state_word
 from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member
+from pgtop_ha.models.sources import member_state, node_state, source_state
 
 Key = tuple[str, ...]
 

@@ -12,9 +12,9 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from pgtop_ha.engines.timeline import Timeline, cadence
-from pgtop_ha.judge.haproxy import DEFAULT_POOLS, Pools
 from pgtop_ha.judge.verdicts import judge
 from pgtop_ha.models.event import Event
+from pgtop_ha.models.haproxy import DEFAULT_POOLS, Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Thresholds
 from pgtop_ha.models.verdict import Verdict

@@ -14,14 +14,14 @@ from datetime import datetime
 from pgtop_ha.engines.events import listed
 from pgtop_ha.judge.checks import writes_ok
 from pgtop_ha.judge.forecast import explain, forecast
-from pgtop_ha.judge.haproxy import Pools
-from pgtop_ha.judge.sources import node_state, unreachable
 from pgtop_ha.models.base import Frozen
 from pgtop_ha.models.derive import permanent_slots
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.forecast import FailoverForecast
+from pgtop_ha.models.haproxy import Pools
 from pgtop_ha.models.numbers import binary_size
 from pgtop_ha.models.snapshot import ClusterSnapshot, Member, Probe
+from pgtop_ha.models.sources import node_state, unreachable
 
 # Patroni's word for a member whose PostgreSQL it stopped (`stop-patroni`, a shutdown): its key stays
 # listed until its ttl, and "replicas catching up…" waited for it after a failover had settled.

@@ -15,11 +15,11 @@ from typing import Literal
 from pgtop_ha.engines.events import Fact, Key, carry, changes, describe, facts, unknown_scopes
 from pgtop_ha.engines.stopwatch import FailoverReport, LeaderSilence, Stopwatch
 from pgtop_ha.judge.checks import ROLE_GRACE_S, Check, disagreements
-from pgtop_ha.judge.haproxy import DEFAULT_POOLS, Pools
 from pgtop_ha.judge.serverlog import news_level
-from pgtop_ha.judge.sources import UNSETTLED_S, member_state, node_state, source_state
 from pgtop_ha.models.event import Event
+from pgtop_ha.models.haproxy import DEFAULT_POOLS, Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry
+from pgtop_ha.models.sources import UNSETTLED_S, member_state, node_state, source_state
 
 __all__ = ["ActiveCheck", "FailoverReport", "Timeline", "cadence"]
 

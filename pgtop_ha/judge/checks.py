@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pgtop_ha.judge.haproxy import Pools, is_up
-from pgtop_ha.judge.leader import exact_timeline, is_leader
 from pgtop_ha.judge.rules import (
     CLUSTER_PRIMARIES,
     CLUSTER_TIMELINES,
@@ -20,10 +18,12 @@ from pgtop_ha.judge.rules import (
     ROLE_DISAGREES,
     ROUTING_WRITER_POOL,
 )
-from pgtop_ha.judge.sources import member_state, node_state
+from pgtop_ha.models.haproxy import Pools, is_up
+from pgtop_ha.models.leader import exact_timeline, is_leader
 from pgtop_ha.models.roles import is_standby_leader
 from pgtop_ha.models.servers import known_names, member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.sources import member_state, node_state
 
 ROLE_GRACE_S = 10.0  # Patroni's role against pg_is_in_recovery(), timelines: normal in a switchover
 DCS_STALE_LOOPS = 2  # dcs_last_seen older than this many loop_wait is stale

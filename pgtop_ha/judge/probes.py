@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.leader import is_leader
 from pgtop_ha.judge.rules import PROBE_READS, PROBE_WRITES
+from pgtop_ha.models.leader import is_leader
 from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.verdict import Mark

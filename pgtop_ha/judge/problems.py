@@ -10,8 +10,6 @@ from math import isfinite
 from pgtop_ha.judge.backup import backup_marks, no_stanza_marks
 from pgtop_ha.judge.certs import cert_days_left, cert_level, member_certs
 from pgtop_ha.judge.forecast import forecast, forecast_marks
-from pgtop_ha.judge.haproxy import Pools, is_up, routes
-from pgtop_ha.judge.leader import is_leader, pg_primary
 from pgtop_ha.judge.memory import hugepages_marks
 from pgtop_ha.judge.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
 from pgtop_ha.judge.probes import probe_mark
@@ -80,15 +78,17 @@ from pgtop_ha.judge.rules import (
 from pgtop_ha.judge.serverlog import log_findings
 from pgtop_ha.judge.sessions import session_findings
 from pgtop_ha.judge.slots import absent_slot_level, missing_permanent_slots, slot_level, top_retainer
-from pgtop_ha.judge.sources import member_state, node_state
 from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
 from pgtop_ha.judge.wal import archiver_marks, horizon_holder, horizon_level, wal_disk_level
 from pgtop_ha.models.derive import listed_processes, member_names
+from pgtop_ha.models.haproxy import Pools, is_up, routes
+from pgtop_ha.models.leader import is_leader, pg_primary
 from pgtop_ha.models.numbers import binary_size
 from pgtop_ha.models.parameters import parameters
 from pgtop_ha.models.roles import is_standby_leader
 from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined, upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
+from pgtop_ha.models.sources import member_state, node_state
 from pgtop_ha.models.text import skeleton
 from pgtop_ha.models.thresholds import Level, Thresholds
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pgtop_ha.judge.haproxy import check_unanswered, is_up, state_word
-from pgtop_ha.judge.leader import is_leader
 from pgtop_ha.judge.rules import (
     HAPROXY_CHECK_UNANSWERED,
     HAPROXY_SERVER_DOWN,
@@ -17,6 +15,8 @@ from pgtop_ha.judge.rules import (
     ROUTING_SEVERAL_WRITERS,
     ROUTING_WRITES_TO_NON_LEADER,
 )
+from pgtop_ha.models.haproxy import check_unanswered, is_up, state_word
+from pgtop_ha.models.leader import is_leader
 from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.thresholds import Level

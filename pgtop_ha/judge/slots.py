@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.leader import pg_primary
 from pgtop_ha.judge.rules import SLOTS_RETAINED
-from pgtop_ha.judge.sources import node_state
 from pgtop_ha.models.derive import failover_slots, permanent_slots
+from pgtop_ha.models.leader import pg_primary
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Slot
+from pgtop_ha.models.sources import node_state
 from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.models.verdict import Mark
 

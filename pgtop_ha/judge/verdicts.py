@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from pgtop_ha.judge.checks import Check
-from pgtop_ha.judge.haproxy import Pools
 from pgtop_ha.judge.problems import Problem, cluster_problems
+from pgtop_ha.models.haproxy import Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.models.verdict import Verdict

@@ -16,8 +16,8 @@ from typing import Any
 from pgtop_ha.clock import system_clock
 from pgtop_ha.engines.session import Session
 from pgtop_ha.engines.timeline import Timeline
-from pgtop_ha.judge.haproxy import DEFAULT_POOLS, Pools
 from pgtop_ha.models.event import Event
+from pgtop_ha.models.haproxy import DEFAULT_POOLS, Pools
 from pgtop_ha.models.text import clean, fit
 from pgtop_ha.record.reader import Marker, Recording
 from pgtop_ha.record.store import from_epoch

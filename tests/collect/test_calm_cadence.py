@@ -15,8 +15,8 @@ from pgtop_ha.collect.patroni import ClusterView, OwnView, PatroniClient
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.collect.postgres import BACKOFF_MAX_S, QUICK_RETRY_S, NodeReader, Target
 from pgtop_ha.collect.source import Reading, Source
-from pgtop_ha.judge.sources import UNSETTLED_S
 from pgtop_ha.models.snapshot import ClusterInfo, Member, NodeSnapshot
+from pgtop_ha.models.sources import UNSETTLED_S
 from pgtop_ha.settings import PostgresSettings, Settings
 from tests.hostile.fakes import Received, fake_server
 

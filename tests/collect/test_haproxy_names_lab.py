@@ -17,12 +17,12 @@ import pytest
 
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.judge.checks import disagreements, writes_ok
-from pgtop_ha.judge.haproxy import routes
 from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.lab import configs, procs
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import NODE_NAMES
 from pgtop_ha.lab.tools import find_tools
+from pgtop_ha.models.haproxy import routes
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
 from tests.support.lab_polls import until_seen

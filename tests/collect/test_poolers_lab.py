@@ -11,12 +11,12 @@ import pytest
 from pgtop_ha.clock import system_clock
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.collect.poolers import BouncerReading, PgpoolReading, bouncer_reader, pgpool_reader
-from pgtop_ha.judge.haproxy import DEFAULT_POOLS
 from pgtop_ha.judge.poolers import pgpool_primary
 from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.lab import configs, faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.progress import Progress
+from pgtop_ha.models.haproxy import DEFAULT_POOLS
 from pgtop_ha.models.poolers import PgBouncerState, PgpoolState
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Thresholds

@@ -180,7 +180,7 @@ async def test_a_hung_attempt_does_not_blind_the_probe() -> None:
 
 async def test_a_calm_probe_runs_every_calm_interval_and_every_cycle_while_unsettled() -> None:
     from pgtop_ha.collect.probe import Answer
-    from pgtop_ha.judge.sources import UNSETTLED_S
+    from pgtop_ha.models.sources import UNSETTLED_S
 
     now = [T0]
     failing = [False]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.source import PollTask, Source
-from pgtop_ha.judge.sources import node_state, source_state
 from pgtop_ha.models.snapshot import NodeSnapshot
+from pgtop_ha.models.sources import node_state, source_state
 from pgtop_ha.settings import PostgresSettings
 from tests.support.clocks import fixed_clock
 

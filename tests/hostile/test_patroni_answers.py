@@ -14,8 +14,8 @@ from pgtop_ha.check_cli import perfdata
 from pgtop_ha.collect.patroni import MAX_HISTORY, MAX_TAGS, parse_cluster, parse_patroni
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.judge.checks import disagreements
-from pgtop_ha.judge.haproxy import DEFAULT_POOLS
 from pgtop_ha.judge.verdicts import judge
+from pgtop_ha.models.haproxy import DEFAULT_POOLS
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Thresholds
 from pgtop_ha.settings import Settings

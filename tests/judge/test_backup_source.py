@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.haproxy import DEFAULT_POOLS
 from pgtop_ha.judge.problems import cluster_problems
+from pgtop_ha.models.haproxy import DEFAULT_POOLS
 from pgtop_ha.models.pgbackrest import PgBackRestState
 from pgtop_ha.models.snapshot import ClusterSnapshot, PatroniConfig
 from pgtop_ha.models.thresholds import Level, Thresholds

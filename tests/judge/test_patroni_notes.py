@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from pgtop_ha.collect.patroni import parse_cluster, parse_patroni
 from pgtop_ha.engines.timeline import Timeline
-from pgtop_ha.judge.haproxy import Pools
 from pgtop_ha.judge.problems import banner_notes, cluster_problems, upstream_mismatch
+from pgtop_ha.models.haproxy import Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry, WalReceiver
 from pgtop_ha.ui.widgets.banner import banner_text
 from tests.ui import fixtures as fx

@@ -10,9 +10,9 @@ import pytest
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.collect.pgquery import Capabilities
 from pgtop_ha.collect.postgres import parse_document
-from pgtop_ha.judge.haproxy import Pools
 from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.models.derive import shared_memory_on_hugepages
+from pgtop_ha.models.haproxy import Pools
 from pgtop_ha.models.locks import blocking_trees
 from pgtop_ha.models.snapshot import HugePages, LockProcess, Process
 from pgtop_ha.models.thresholds import Level, Thresholds

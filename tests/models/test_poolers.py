@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pgtop_ha.judge.haproxy import DEFAULT_POOLS
 from pgtop_ha.judge.poolers import PatroniView, bouncer_findings, database_finding, pgpool_findings
 from pgtop_ha.judge.problems import cluster_problems, patroni_view
 from pgtop_ha.models.derive import bouncer_rates, select_rates
+from pgtop_ha.models.haproxy import DEFAULT_POOLS
 from pgtop_ha.models.poolers import BouncerDatabase, BouncerPool, PgBouncerState, PgpoolState
 from pgtop_ha.models.thresholds import Level, Thresholds
 from tests.ui import fixtures as fx

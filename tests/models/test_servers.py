@@ -6,8 +6,8 @@ import pytest
 
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.judge.checks import disagreements, writes_ok
-from pgtop_ha.judge.haproxy import DEFAULT_POOLS, Pools, routes
 from pgtop_ha.judge.problems import cluster_problems, member_problems
+from pgtop_ha.models.haproxy import DEFAULT_POOLS, Pools, routes
 from pgtop_ha.models.probe import member_at
 from pgtop_ha.models.servers import joined, known_names, member_of, split_addr, unjoined
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer

@@ -6,7 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from pgtop_ha.collect.pgbackrest import parse_info
-from pgtop_ha.judge.haproxy import Pools
+from pgtop_ha.models.haproxy import Pools
 from pgtop_ha.models.pgbackrest import WAL_SEGMENT_BYTES, PgBackRestState, SpoolState
 from pgtop_ha.models.snapshot import Archiver
 from pgtop_ha.models.thresholds import Level

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from pgtop_ha.judge.haproxy import Pools
+from pgtop_ha.models.haproxy import Pools
 from pgtop_ha.models.probe import WriteOutage
 from pgtop_ha.models.snapshot import ClusterInfo, ClusterSnapshot, Member, Probe
 from pgtop_ha.models.thresholds import Level, Thresholds

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from pgtop_ha.engines.events import diff
 from pgtop_ha.engines.timeline import Timeline
-from pgtop_ha.judge.haproxy import Pools
 from pgtop_ha.judge.problems import Problem, cluster_problems, member_problems
 from pgtop_ha.judge.replication import lag_level
 from pgtop_ha.judge.slots import missing_permanent_slots
 from pgtop_ha.judge.sources import stale_level
 from pgtop_ha.models.event import Event
+from pgtop_ha.models.haproxy import Pools
 from pgtop_ha.models.snapshot import (
     POSTGRES_OFF,
     Archiver,

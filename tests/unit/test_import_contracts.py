@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pgtop_ha
+import pgtop_ha.judge
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,3 +60,14 @@ def test_the_lab_commands_load_the_lab_parser() -> None:
         "assert (args.scenario, args.base_port) == ('failover', 26000), args"
     )
     assert "pgtop_ha.lab.cli" in loaded
+
+
+def test_the_ui_contract_names_every_judge_module_but_its_view() -> None:
+    # ui reaches the judge through judge.view and judge.rules: a new judge module must join the list.
+    ui = next(
+        c for c in _contracts() if c.get("source_modules") == ["pgtop_ha.ui"] and "judge" in str(c["name"])
+    )
+    forbidden = set(ui["forbidden_modules"])  # type: ignore[call-overload]
+    judge = {f"pgtop_ha.judge.{m.name}" for m in pkgutil.iter_modules(pgtop_ha.judge.__path__)}
+    missing = judge - forbidden - {"pgtop_ha.judge.view", "pgtop_ha.judge.rules"}
+    assert not missing, f"add {sorted(missing)} to the ui-judge contract in pyproject.toml"

@@ -1,7 +1,7 @@
 """One home per domain rule: a second definition of a rule fails here, before it can drift.
 
 The rules live in models/: Patroni's role names in models/roles.py; WAL positions, rates and
-presence in models/derive.py; who leads in judge/leader.py. This test reads every module of the
+presence in models/derive.py; who leads in models/leader.py. This test reads every module of the
 package (its syntax tree, not its text) and fails when a rule is defined again elsewhere.
 """
 
@@ -37,7 +37,7 @@ RULES = {
     "permanent_slots": "models/derive.py",
     "permanent_slot_names": "models/derive.py",
     "segments_behind": "models/derive.py",
-    "is_leader": "judge/leader.py",
+    "is_leader": "models/leader.py",
     "binary_size": "models/numbers.py",
     "leader_of": "judge/checks.py",
     "writes_ok": "judge/checks.py",

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input, Static
 
-from pgtop_ha.judge.fleet import COLUMNS, FleetCounts, FleetRow, matches
+from pgtop_ha.judge.view import FLEET_COLUMNS, FleetCounts, FleetRow, matches
 from pgtop_ha.models.text import clean
 from pgtop_ha.ui.driver import CalmApp
 from pgtop_ha.ui.fleet.source import FleetSource
@@ -55,7 +55,7 @@ class FleetApp(CalmApp[str | None]):
         yield Static(Text("connecting to Prometheus…"), id="status")
         yield Input(placeholder="filter clusters (Enter to apply, Esc to clear)", id="filter")
         table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=False)
-        table.add_columns(*COLUMNS)
+        table.add_columns(*FLEET_COLUMNS)
         yield table
         yield Footer()
 

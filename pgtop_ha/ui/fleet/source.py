@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pgtop_ha.judge.fleet import FleetPage
+from pgtop_ha.judge.view import FleetPage
 
 
 class FleetSource(Protocol):

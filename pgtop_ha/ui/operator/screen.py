@@ -11,7 +11,7 @@ from pgtop_ha.actions import Actions, AuditEntry
 from pgtop_ha.actions.backend_signal import SignalKind, backend_target, statement
 from pgtop_ha.actions.reset_scopes import ResetScope, ResetTarget, reset_choices
 from pgtop_ha.actions.results import ActionResult, Progress
-from pgtop_ha.judge.eligibility import TakeoverPlan, takeover_plan
+from pgtop_ha.judge.view import TakeoverPlan, takeover_plan
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.text import clean

@@ -13,7 +13,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from pgtop_ha.actions.results import ActionResult, Progress
-from pgtop_ha.judge.eligibility import Candidate, TakeoverPlan
+from pgtop_ha.judge.view import Candidate, TakeoverPlan
 from pgtop_ha.ui.format import count, human_bytes, shown
 from pgtop_ha.ui.operator.modal_base import OperatorModal, plain
 

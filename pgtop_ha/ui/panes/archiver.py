@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.leader import pg_primary
-from pgtop_ha.judge.wal import archiver_marks
+from pgtop_ha.judge.view import archiver_marks
 from pgtop_ha.models.derive import age_s
+from pgtop_ha.models.leader import pg_primary
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot
 from pgtop_ha.models.verdict import Mark
 from pgtop_ha.ui.format import age, age_step, count, sparkline

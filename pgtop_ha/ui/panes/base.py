@@ -14,13 +14,12 @@ from datetime import datetime
 from typing import Protocol, TypeVar, cast
 
 from pgtop_ha.engines.timeline import ActiveCheck
-from pgtop_ha.judge.forecast import forecast
-from pgtop_ha.judge.haproxy import Pools
-from pgtop_ha.judge.problems import Problem, cluster_problems, member_problems
 from pgtop_ha.judge.rules import Rule
+from pgtop_ha.judge.view import Problem, cluster_problems, forecast, member_problems
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.forecast import FailoverForecast
+from pgtop_ha.models.haproxy import Pools
 from pgtop_ha.models.needs import NONE, Needs
 from pgtop_ha.models.servers import unjoined
 from pgtop_ha.models.snapshot import POSTGRES_OFF, ClusterSnapshot

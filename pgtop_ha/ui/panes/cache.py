@@ -6,10 +6,10 @@ Read only while the pane is on screen, every 15 s (pg_buffercache visits every b
 
 from __future__ import annotations
 
-from pgtop_ha.judge.cache import after_failover, relation_share, used_share
-from pgtop_ha.judge.leader import is_leader
-from pgtop_ha.judge.sources import node_state
+from pgtop_ha.judge.view import after_failover, relation_share, used_share
+from pgtop_ha.models.leader import is_leader
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.sources import node_state
 from pgtop_ha.ui.format import count, human_bytes, shown
 from pgtop_ha.ui.panes.base import (
     Column,

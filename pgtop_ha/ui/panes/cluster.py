@@ -4,11 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pgtop_ha.judge.certs import cert_days_left, member_certs
-from pgtop_ha.judge.haproxy import is_up, routes
-from pgtop_ha.judge.leader import is_leader
-from pgtop_ha.judge.problems import Problem
-from pgtop_ha.judge.routing import server_mark
 from pgtop_ha.judge.rules import (
     PATRONI_PENDING_RESTART,
     PATRONI_UNLISTED,
@@ -25,11 +20,14 @@ from pgtop_ha.judge.rules import (
     REST_UNREACHABLE,
     TLS_EXPIRY,
 )
-from pgtop_ha.judge.sources import member_state, node_state, unreachable
+from pgtop_ha.judge.view import Problem, cert_days_left, member_certs, server_mark
 from pgtop_ha.models.derive import age_s, member_names
+from pgtop_ha.models.haproxy import is_up, routes
+from pgtop_ha.models.leader import is_leader
 from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.servers import upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
+from pgtop_ha.models.sources import member_state, node_state, unreachable
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import INVALID, age, count, human_bytes
 from pgtop_ha.ui.panes.base import (

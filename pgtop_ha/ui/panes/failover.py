@@ -3,7 +3,7 @@ and what each would lose (WAL the leader wrote that it has not flushed)."""
 
 from __future__ import annotations
 
-from pgtop_ha.judge.forecast import forecast_marks
+from pgtop_ha.judge.view import forecast_marks
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.format import duration, human_bytes, shown
 from pgtop_ha.ui.panes.base import (

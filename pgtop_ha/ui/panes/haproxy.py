@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.haproxy import is_up
-from pgtop_ha.judge.routing import pool_mark, server_mark
 from pgtop_ha.judge.rules import HAPROXY_STATS
+from pgtop_ha.judge.view import pool_mark, server_mark
+from pgtop_ha.models.haproxy import is_up
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.verdict import Mark
 from pgtop_ha.ui.format import age, age_step, count

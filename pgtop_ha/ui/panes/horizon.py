@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgtop_ha.judge.rules import HORIZON_HELD
-from pgtop_ha.judge.wal import horizon_level
+from pgtop_ha.judge.view import horizon_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, HorizonHolder
 from pgtop_ha.ui.format import age, age_step, count
 from pgtop_ha.ui.panes.base import (

@@ -5,11 +5,11 @@ Read only while this pane is on screen (the "locks" need: one more part of the s
 
 from __future__ import annotations
 
-from pgtop_ha.judge.problems import Problem
 from pgtop_ha.judge.rules import LOCKS_WAITS
-from pgtop_ha.judge.sources import node_state
+from pgtop_ha.judge.view import Problem
 from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.sources import node_state
 from pgtop_ha.ui.format import age, count, shown
 from pgtop_ha.ui.panes.base import (
     Column,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from pgtop_ha.judge.memory import hugepages_marks
+from pgtop_ha.judge.view import hugepages_marks
 from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Process
 from pgtop_ha.ui.format import count, human_bytes

@@ -11,17 +11,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from pgtop_ha.engines.events import without_preludes
-from pgtop_ha.judge.eligibility import find_leader
-from pgtop_ha.judge.forecast import forecast_marks
-from pgtop_ha.judge.haproxy import state_word
-from pgtop_ha.judge.leader import exact_timeline, is_leader, pg_primary
-from pgtop_ha.judge.problems import Problem
-from pgtop_ha.judge.replication import walsender_marks
 from pgtop_ha.judge.rules import CLUSTER_TIMELINES, SLOTS_RETAINED
-from pgtop_ha.judge.slots import worst_slot
-from pgtop_ha.judge.wal import archive_failing, archiver_marks
+from pgtop_ha.judge.view import (
+    Problem,
+    archive_failing,
+    archiver_marks,
+    find_leader,
+    forecast_marks,
+    walsender_marks,
+    worst_slot,
+)
 from pgtop_ha.models.derive import CopyRate, age_s, copy_rates, replay_lag_seconds, walsender_for
 from pgtop_ha.models.event import Event
+from pgtop_ha.models.haproxy import state_word
+from pgtop_ha.models.leader import exact_timeline, is_leader, pg_primary
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import NAME_ROOM, age, count, duration, fit_name, human_bytes, shown

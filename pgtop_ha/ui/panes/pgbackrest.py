@@ -6,7 +6,7 @@ the queue pgBackRest's archive-push works through, measured against archive-push
 
 from __future__ import annotations
 
-from pgtop_ha.judge.backup import backup_marks, no_stanza_marks, no_stanza_text, primary_archiver, push_queue
+from pgtop_ha.judge.view import backup_marks, no_stanza_marks, no_stanza_text, primary_archiver, push_queue
 from pgtop_ha.models.pgbackrest import BackupInfo, QueueState
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.format import age, count, human_bytes, shown

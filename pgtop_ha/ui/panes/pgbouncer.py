@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pgtop_ha.judge.poolers import Finding, bouncer_findings, database_finding, pool_finding
-from pgtop_ha.judge.problems import patroni_view
 from pgtop_ha.judge.rules import POOLER_CONTRADICTION
+from pgtop_ha.judge.view import Finding, bouncer_findings, database_finding, patroni_view, pool_finding
 from pgtop_ha.models.derive import BouncerRates, bouncer_rates
 from pgtop_ha.models.poolers import PgBouncerState
 from pgtop_ha.models.snapshot import ClusterSnapshot

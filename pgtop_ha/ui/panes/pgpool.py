@@ -6,14 +6,13 @@ that address, so a primary that is not Patroni's leader or a node kept down read
 
 from __future__ import annotations
 
-from pgtop_ha.judge.poolers import missing_primary, node_finding, pgpool_findings
-from pgtop_ha.judge.problems import patroni_view
 from pgtop_ha.judge.rules import POOLER_CONTRADICTION
-from pgtop_ha.judge.sources import source_state
+from pgtop_ha.judge.view import missing_primary, node_finding, patroni_view, pgpool_findings
 from pgtop_ha.models.derive import select_rates
 from pgtop_ha.models.poolers import PgpoolState
 from pgtop_ha.models.roles import short_name
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.sources import source_state
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import duration, human_bytes, per_second, shown
 from pgtop_ha.ui.panes.base import (

@@ -7,7 +7,7 @@ success; the write probe's last outage has a row of its own.
 
 from __future__ import annotations
 
-from pgtop_ha.judge.probes import probe_mark
+from pgtop_ha.judge.view import probe_mark
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.format import age, count, duration, shown
 from pgtop_ha.ui.panes.base import (

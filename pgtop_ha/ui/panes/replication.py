@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.replication import (
-    receiver_findings,
-    receiver_status,
-    standby_name,
-    unreported,
-    walsender_marks,
-)
+from pgtop_ha.judge.view import receiver_findings, receiver_status, standby_name, unreported, walsender_marks
 from pgtop_ha.models.derive import REPLY_ON_TIME_S, age_s, stage_lag_seconds
 from pgtop_ha.models.servers import upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication

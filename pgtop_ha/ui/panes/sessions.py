@@ -5,10 +5,10 @@ Read only while this pane is on screen (the "sessions" need adds its columns to 
 
 from __future__ import annotations
 
-from pgtop_ha.judge.sessions import session_marks
-from pgtop_ha.judge.sources import node_state
+from pgtop_ha.judge.view import session_marks
 from pgtop_ha.models.derive import listed_processes
 from pgtop_ha.models.snapshot import ClusterSnapshot, Process
+from pgtop_ha.models.sources import node_state
 from pgtop_ha.ui.format import age, age_step, count, shown
 from pgtop_ha.ui.panes.base import (
     Column,

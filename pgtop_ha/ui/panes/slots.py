@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.leader import is_leader
 from pgtop_ha.judge.rules import SLOTS_PERMANENT_MISSING, WAL_DISK
-from pgtop_ha.judge.slots import absent_slot_level, failover_copy_ready, slot_marks, top_retainer
-from pgtop_ha.judge.wal import wal_disk_bound, wal_disk_level
+from pgtop_ha.judge.view import (
+    absent_slot_level,
+    failover_copy_ready,
+    slot_marks,
+    top_retainer,
+    wal_disk_bound,
+    wal_disk_level,
+)
 from pgtop_ha.models.derive import SlotRates, slot_keepers, slot_presence, slot_rates
+from pgtop_ha.models.leader import is_leader
 from pgtop_ha.models.snapshot import ClusterSnapshot, Slot, WalDisk
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import count, fit_name, human_bytes, rate

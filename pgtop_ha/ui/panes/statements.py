@@ -6,8 +6,8 @@ rates are the difference between two reads, so the first read shows none yet.
 
 from __future__ import annotations
 
-from pgtop_ha.judge.sources import node_state
 from pgtop_ha.models.snapshot import ClusterSnapshot
+from pgtop_ha.models.sources import node_state
 from pgtop_ha.models.statements import BETWEEN_READS, StatementRate, Statements
 from pgtop_ha.ui.format import age, duration, per_second, shown
 from pgtop_ha.ui.panes.base import (

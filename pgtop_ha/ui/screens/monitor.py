@@ -17,7 +17,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 
 from pgtop_ha.engines.stopwatch import past_outages
-from pgtop_ha.judge.problems import banner_notes
+from pgtop_ha.judge.view import banner_notes
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.source import NeedsToggle

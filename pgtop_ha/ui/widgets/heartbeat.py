@@ -12,7 +12,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from pgtop_ha.engines.timeline import CALM_AFTER_S
-from pgtop_ha.judge.sources import node_freshness, stalled_after
+from pgtop_ha.judge.view import node_freshness, stalled_after
 from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
