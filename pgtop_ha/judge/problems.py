@@ -26,7 +26,6 @@ from pgtop_ha.judge.rules import (
     HAPROXY_BACKEND_NO_POOL,
     HAPROXY_CHECK_UNANSWERED,
     HAPROXY_ROWS_CAPPED,
-    HAPROXY_SERVER_DOWN,
     HAPROXY_SERVERS_UNJOINED,
     HAPROXY_STATS,
     HORIZON_HELD,
@@ -260,7 +259,7 @@ def member_problems(
 
 
 # The server grades (judge.routing) that no other problem of the member already says.
-_SERVER_ONLY = frozenset({ROUTING_READER_DOWN.id, HAPROXY_SERVER_DOWN.id, HAPROXY_CHECK_UNANSWERED.id})
+_SERVER_ONLY = frozenset({ROUTING_READER_DOWN.id, HAPROXY_CHECK_UNANSWERED.id})
 
 
 def _server_problems(snapshot: ClusterSnapshot, name: str, pools: Pools) -> Iterable[Problem]:

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 from pgtop_ha.judge.rules import (
     HAPROXY_CHECK_UNANSWERED,
-    HAPROXY_SERVER_DOWN,
     PG_DOWN_LEADER_ROUTED,
     PG_DOWN_ROUTED,
     ROUTING_NO_READER,
@@ -15,7 +14,7 @@ from pgtop_ha.judge.rules import (
     ROUTING_SEVERAL_WRITERS,
     ROUTING_WRITES_TO_NON_LEADER,
 )
-from pgtop_ha.models.haproxy import check_unanswered, is_up, state_word
+from pgtop_ha.models.haproxy import check_unanswered, is_up
 from pgtop_ha.models.leader import is_leader
 from pgtop_ha.models.servers import member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
@@ -55,8 +54,7 @@ def _pool_mark(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer) 
         return _FINE
     if kind == "reader" and not up and known and not leader:
         return Mark(ROUTING_READER_DOWN.id, Level.WARN, "a replica is not UP in HAProxy's reader pool")
-    if state_word(srv.status) == "DOWN" and kind is None:
-        return Mark(HAPROXY_SERVER_DOWN.id, Level.WARN, "a server of a backend that is no pool is DOWN")
+    # A backend that is no pool (a sync-only one, say) may keep servers DOWN by design: not judged.
     return _FINE
 
 

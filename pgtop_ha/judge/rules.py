@@ -85,7 +85,6 @@ ROUTING_NO_READER = Rule("routing.no-reader", "a reader pool of HAProxy has no s
 ROUTING_READER_DOWN = Rule(
     "routing.reader-down", "a replica is not UP in HAProxy's reader pool: its reads go to the others"
 )
-HAPROXY_SERVER_DOWN = Rule("haproxy.server-down", "a server of a backend that is no pool is DOWN")
 HAPROXY_CHECK_UNANSWERED = Rule(
     "haproxy.check-unanswered", "HAProxy's health check of a server gets no answer (L4CON, L7TOUT…)"
 )
