@@ -35,7 +35,6 @@ from pgtop_ha.judge.rules import (
     LEADER_NONE,
     LEADER_SEVERAL,
     LOCKS_WAITS,
-    PARAMETERS_DRIFT,
     PATRONI_FAILSAFE,
     PATRONI_MALFORMED,
     PATRONI_PAUSED,
@@ -83,7 +82,6 @@ from pgtop_ha.models.derive import listed_processes, member_names
 from pgtop_ha.models.haproxy import Pools, is_up, routes
 from pgtop_ha.models.leader import is_leader, pg_primary
 from pgtop_ha.models.numbers import binary_size
-from pgtop_ha.models.parameters import parameters
 from pgtop_ha.models.roles import is_standby_leader
 from pgtop_ha.models.servers import UNJOINED_FIX, known_names, member_of, unjoined, upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
@@ -370,9 +368,6 @@ def cluster_problems(
         if (mark := probe_mark(snapshot, probe)) is not None:
             key = f"{mark.rule} {probe.endpoint} {probe.kind}"
             out.append(Problem(mark.level, None, mark.text, key=key, rule=mark.rule))
-    if drifted := [p.name for p in parameters(snapshot) if p.drift]:
-        text = f"settings differ between members: {_some(drifted)} (g: Parameters)"
-        out.append(Problem(Level.WARN, None, text, "settings differ", key="drift", rule=PARAMETERS_DRIFT.id))
     out.extend(malformed_problems(snapshot))
     out.extend(Problem(m.level, None, m.text, key=m.rule, rule=m.rule) for m in no_stanza_marks(snapshot))
     if snapshot.members:

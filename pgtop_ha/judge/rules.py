@@ -38,9 +38,6 @@ REST_PENDING = Rule("rest.pending", "a member's Patroni REST API has not answere
 PATRONI_UNLISTED = Rule("patroni.unlisted", "a member is not in Patroni's /cluster")
 PATRONI_STATE = Rule("patroni.state", "a member's Patroni state is not running or streaming")
 PATRONI_PENDING_RESTART = Rule("patroni.pending-restart", "a member needs a restart for a changed parameter")
-PARAMETERS_DRIFT = Rule(
-    "parameters.drift", "a setting differs between members (read while the Parameters pane is on screen)"
-)
 PATRONI_UNSUPPORTED = Rule("patroni.unsupported", "a member runs a Patroni outside the supported 3.3-4.1")
 POSTGRES_UNSUPPORTED = Rule("postgres.unsupported", "a member runs a PostgreSQL outside the supported 14-18")
 PATRONI_FAILSAFE = Rule(

@@ -7,7 +7,7 @@ on the cycles that follow a reload (the "parameters" need).
 
 from __future__ import annotations
 
-from pgtop_ha.judge.rules import PARAMETERS_DRIFT, PATRONI_PENDING_RESTART
+from pgtop_ha.judge.rules import PATRONI_PENDING_RESTART
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.parameters import parameters, restart_needed
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -49,7 +49,6 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     found.sort(key=lambda p: (not p.pending, p.name))
     out = []
     problems = ctx.problems(snapshot)
-    drift = [q for q in problems if q.rule == PARAMETERS_DRIFT.id]
     for p in found:
         why = " + ".join(w for w, on in (("pending restart", bool(p.pending)), ("differs", p.drift)) if on)
         # Graded as the judge grades the members that wait (Patroni's pending_restart).
@@ -63,9 +62,9 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         }
         for name in names:
             value = p.values.get(name)
-            odd = p.drift and value is not None and list(p.values.values()).count(value) == 1
-            shown_value = cell(shown(value) if value is not None else "-")
-            cells[f"m:{name}"] = by_rule(shown_value, drift if odd else (), PARAMETERS_DRIFT)
+            # A value that differs is shown, not graded: members keep some apart by design
+            # (log_directory, the recovery targets), and only the DBA knows which.
+            cells[f"m:{name}"] = cell(shown(value) if value is not None else "-")
         out.append(Row(key=p.name, cells=cells))
     if not out:
         read = [n.name for n in snapshot.nodes if n.parameters]
