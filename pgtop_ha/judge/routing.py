@@ -14,6 +14,7 @@ from pgtop_ha.judge.rules import (
     ROUTING_SEVERAL_WRITERS,
     ROUTING_WRITES_TO_NON_LEADER,
 )
+from pgtop_ha.judge.tags import tag_true
 from pgtop_ha.models.haproxy import check_unanswered, is_up
 from pgtop_ha.models.leader import is_leader
 from pgtop_ha.models.servers import member_of
@@ -52,7 +53,10 @@ def _pool_mark(snapshot: ClusterSnapshot, kind: str | None, srv: HAProxyServer) 
             rule = ROUTING_WRITES_TO_NON_LEADER if others else ROUTING_NO_WRITER
             return Mark(rule.id, Level.CRIT, "the leader is not UP in the writer pool")
         return _FINE
-    if kind == "reader" and not up and known and not leader:
+    # Patroni's /replica answers 503 for a replica tagged noloadbalance: out of the pool by design.
+    member = snapshot.member(name)
+    balanced = member is not None and not tag_true(member.tags, "noloadbalance")
+    if kind == "reader" and not up and balanced and not leader:
         return Mark(ROUTING_READER_DOWN.id, Level.WARN, "a replica is not UP in HAProxy's reader pool")
     # A backend that is no pool (a sync-only one, say) may keep servers DOWN by design: not judged.
     return _FINE
