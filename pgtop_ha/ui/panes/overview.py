@@ -124,9 +124,10 @@ def _route(writer: Cell, reader: Cell) -> Cell:
     # HAProxy's own word, as the Cluster pane shows it: "UP 1/2" (a check failed, not yet down)
     # still takes traffic. Read as "not UP", a frozen leader still taking writes showed "-".
     words = [w for w, c in (("W", writer), ("R", reader)) if state_word(c.text) == "UP"]
+    text = "+".join(words) or "-"
     graded = [c for c in (writer, reader) if c.level is not None and c.level != Level.OK]
     worst = max(graded, key=lambda c: c.level or Level.OK, default=None)
-    return cell("+".join(words) or "-", *((worst.level, None, worst.rule) if worst else ()))
+    return cell(text) if worst is None else cell(text, worst.level, rule=worst.rule)
 
 
 def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
