@@ -21,7 +21,7 @@ from pgtop_ha.judge.replication import (
     unreported,
     walsender_findings,
 )
-from pgtop_ha.judge.routing import server_mark
+from pgtop_ha.judge.routing import pool_mark, server_mark
 from pgtop_ha.judge.rules import (
     HAPROXY_BACKEND_NO_POOL,
     HAPROXY_CHECK_UNANSWERED,
@@ -305,9 +305,10 @@ def cluster_problems(
         )
     up_writers = [s for s, srv in routes(snapshot, pools, "writer").items() if is_up(srv)]
     for proxy in sorted({s.proxy for s in snapshot.haproxy.servers if pools.kind(s.proxy) == "reader"}):
-        if not any(is_up(s) for s in snapshot.haproxy.servers if s.proxy == proxy):
-            text = f"HAProxy has no reader UP in {proxy}"
-            out.append(Problem(Level.WARN, None, text, key=f"no reader {proxy}", rule=ROUTING_NO_READER.id))
+        servers = [s for s in snapshot.haproxy.servers if s.proxy == proxy]
+        if (pool := pool_mark("reader", servers, ())).rule == ROUTING_NO_READER.id:
+            text = f"{pool.text} in {proxy}"
+            out.append(Problem(pool.level, None, text, key=f"no reader {proxy}", rule=pool.rule))
     if snapshot.haproxy.servers and not up_writers:
         out.append(Problem(Level.CRIT, None, "HAProxy has no writer UP", rule=ROUTING_NO_WRITER.id))
     if len(up_writers) > 1:

@@ -150,6 +150,12 @@ class Context:
 
         return self._once("cluster", snapshot, derive)
 
+    def on(self, snapshot: ClusterSnapshot, node: str | None) -> tuple[Problem, ...]:
+        """The problems of ``node`` (None: the cluster's own), for a column's rules to colour by."""
+        return self._once(
+            ("on", node), snapshot, lambda: tuple(p for p in self.problems(snapshot) if p.node == node)
+        )
+
     def forecast(self, snapshot: ClusterSnapshot) -> FailoverForecast:
         """If the leader died now (judge.forecast), once per context and snapshot."""
         return self._once("forecast", snapshot, lambda: forecast(snapshot, self.outages))

@@ -51,7 +51,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         out.append(_pool_row(proxy, kind, servers, pool_mark(kind, servers, marks)))
         out.extend(_server_row(kind, srv, mark) for srv, mark in zip(servers, marks, strict=True))
     if snapshot.haproxy.error:
-        unread = [p for p in ctx.problems(snapshot) if p.rule == HAPROXY_STATS.id]
+        unread = [p for p in ctx.on(snapshot, None) if p.rule == HAPROXY_STATS.id]
         out.append(
             Row(
                 key="|error",

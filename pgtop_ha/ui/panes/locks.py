@@ -56,7 +56,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             out.append(why_row(COLUMNS, node.name, "query", reason))
             continue
         # Coloured as the judge grades the node's lock waits (by how long they last), no sooner.
-        graded = _waits(snapshot, ctx, node.name)
+        graded = ctx.on(snapshot, node.name)
         for line in blocking_trees(node.locks or ()):
             p = line.process
             waits = p.waiting_mode is not None
@@ -98,7 +98,7 @@ def count_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         if node_state(node) == "unreachable":
             continue
-        graded = _waits(snapshot, ctx, node.name)
+        graded = ctx.on(snapshot, node.name)
         for c in node.lock_counts or ():
             shown_at = graded if c.waiting else _PLAIN
             out.append(
@@ -117,11 +117,6 @@ def count_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
 
 
 _PLAIN: tuple[Problem, ...] = ()
-
-
-def _waits(snapshot: ClusterSnapshot, ctx: Context, node: str) -> tuple[Problem, ...]:
-    """The node's lock-wait problem, if the judge found one."""
-    return tuple(p for p in ctx.problems(snapshot) if p.node == node and p.rule == LOCKS_WAITS.id)
 
 
 def root_blocker_of(row_key: str) -> tuple[str, int] | None:

@@ -48,11 +48,10 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     found = parameters(snapshot)
     found.sort(key=lambda p: (not p.pending, p.name))
     out = []
-    problems = ctx.problems(snapshot)
     for p in found:
         why = " + ".join(w for w, on in (("pending restart", bool(p.pending)), ("differs", p.drift)) if on)
         # Graded as the judge grades the members that wait (Patroni's pending_restart).
-        waits = [q for q in problems if q.node in p.pending and q.rule == PATRONI_PENDING_RESTART.id]
+        waits = [q for node in p.pending for q in ctx.on(snapshot, node)]
         cells = {
             "name": by_rule(cell(shown(p.name)), waits, PATRONI_PENDING_RESTART),
             "why": by_rule(cell(why), waits, PATRONI_PENDING_RESTART),

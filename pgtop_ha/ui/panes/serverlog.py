@@ -25,7 +25,7 @@ COLUMNS = (
 Entry = tuple[datetime | None, str, str, str]  # at, node, severity, message
 # A severity is coloured while the judge holds its rule on the node (a recent PANIC, a FATAL
 # that keeps coming), not for every line that says it.
-_RULE_OF = {"PANIC": LOG_PANIC, "FATAL": LOG_FATAL}
+_RULES_OF = {"PANIC": (LOG_PANIC,), "FATAL": (LOG_FATAL,)}
 
 
 def _entries(snapshot: ClusterSnapshot, ctx: Context) -> list[Entry]:
@@ -52,12 +52,9 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             out.append(why_row(COLUMNS, member.name, "message", reason))
     entries = sorted(_entries(snapshot, ctx), key=lambda e: e[0].timestamp() if e[0] else 0.0, reverse=True)
     counts: dict[tuple[str, str], int] = {}
-    held = [p for p in ctx.problems(snapshot) if p.rule in (LOG_PANIC.id, LOG_FATAL.id)]
     for at, node, severity, message in entries[:MAX_LINES]:
         stamp = at.strftime("%H:%M:%S") if at else "-"
         n = counts[(node, stamp)] = counts.get((node, stamp), 0) + 1
-        rule = _RULE_OF.get(severity)
-        graded = [p for p in held if p.node == node and rule is not None and p.rule == rule.id]
         out.append(
             Row(
                 key=f"{node}|{at.isoformat() if at else '-'}|{n}",
@@ -65,7 +62,9 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 cells={
                     "time": cell(stamp, sort=at.timestamp() if at else 0.0),
                     "node": cell(node),
-                    "severity": by_rule(cell(shown(severity)), graded, *_RULE_OF.values()),
+                    "severity": by_rule(
+                        cell(shown(severity)), ctx.on(snapshot, node), *_RULES_OF.get(severity, ())
+                    ),
                     "message": cell(shown(message)),
                 },
             )

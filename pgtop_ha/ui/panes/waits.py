@@ -27,11 +27,10 @@ COLUMNS = (
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Every wait seen on a node in the last minute, the most frequent first."""
     out = []
-    # Lock waits are coloured as the judge grades them on the node (by how long they last).
-    graded = [p for p in ctx.problems(snapshot) if p.rule == LOCKS_WAITS.id]
     for t in window(ctx.history, snapshot):
         k = kind(t.wait_class, t.event)
-        on_node = [p for p in graded if p.node == t.node and k == "lock" and t.now]
+        # Lock waits are coloured as the judge grades them on the node (by how long they last).
+        on_node = ctx.on(snapshot, t.node) if k == "lock" and t.now else ()
         out.append(
             Row(
                 key=f"{t.node}|{t.wait_class}|{t.event}",
