@@ -138,9 +138,9 @@ async def test_the_dashboards_name_columns_tell_long_names_apart_in_14_columns()
         pairs = [(row[0], row[1]) for row in replication.visible_texts()]
         # From and Standby took 26 columns each of a pane 78 wide.
         assert pairs == [("…central-1a-01", "…central-1b-02"), ("…central-1a-01", "…central-1c-03")]
-        for column in replication.columns.values():
-            if column.label.plain in ("From", "Standby"):
-                assert column.get_render_width(replication) <= NAME_WIDTH + 2
+        for label, width in zip(replication.labels(), replication.column_widths(), strict=True):
+            if label in ("From", "Standby"):
+                assert width <= NAME_WIDTH + 2
         # Sorted and filtered by the full name still: the cell keeps it, only its text is cut.
         cluster = app.screen.query_one("#t-cluster", KeyedTable)
         # Capped as in every pane: one long name never pushes the other columns out of view.

@@ -37,7 +37,8 @@ async def test_one_long_member_name_hides_no_other_column_of_the_cluster_pane() 
         await pilot.press("1")
         await view_shown(pilot, app)
         widget = table(app, "cluster")
-        widths = {str(c.key.value): c.get_render_width(widget) for c in widget.ordered_columns}
+        keys = [c.key for c in widget.columns_spec]
+        widths = dict(zip(keys, widget.column_widths(), strict=True))
         assert widths["member"] <= 16, widths  # NAME_WIDTH and its padding
         assert sum(widths.values()) <= widget.size.width, widths  # Patroni, Restart, Pause all in view
         names = [r[0] for r in texts(app, "cluster")]

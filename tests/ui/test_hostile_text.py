@@ -83,7 +83,7 @@ def hostile(cluster: str = "pgtop-lab") -> ClusterSnapshot:
 def all_cells(app: PgtopApp) -> Iterator[str]:
     """Every cell and column label of every table on the current screen."""
     for table in app.screen.query(KeyedTable):
-        yield from (str(c.label.plain) for c in table.columns.values())
+        yield from table.labels()
         for row in table.visible_texts():
             yield from row
 

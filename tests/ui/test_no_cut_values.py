@@ -26,9 +26,9 @@ KEYS = ["0", *(p.key for p in registry.PANES if p.key)]
 
 def cut_cells(table: KeyedTable) -> list[str]:
     """Cells the table shows neither whole, nor blank, nor ending in "…"."""
-    widths = [c.get_render_width(table) for c in table.ordered_columns]
+    widths = table.column_widths()
     scroll_x, scroll_y = table.scroll_offset
-    header = table.header_height if table.show_header else 0
+    header = table.header_height
     rows = table.visible_texts()
     bad = []
     for y in range(header, table.size.height):

@@ -1,79 +1,52 @@
-"""A DataTable updated in place by row key: only changed cells are touched, nothing when none."""
+"""A table of keyed rows drawn through Textual's Line API: a changed cell redraws its row only."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.coordinate import Coordinate
+from textual import events
+from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist, RowKey
 
+from pgtop_ha.models.text import fit
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import fit_name, shown
 from pgtop_ha.ui.panes.base import Cell, Column, Row, SortValue, ordered
 
 
 class CellText(Text):
-    """Rich text of one cell that remembers how it sorts and where its row came in rows()."""
+    """Rich text of one cell that remembers how it sorts."""
 
     sort_key: tuple[int, SortValue] = (1, "")
-    order: int = 0
 
 
 LevelStyles = Mapping[Level, Style]
-SegmentLines = list[list[Segment]]
 
-
-@dataclass(frozen=True, slots=True)
-class PaintedCell:
-    """One cell of a painted row: the value drawn and its segments."""
-
-    value: object
-    line: list[Segment]
-
-
-@dataclass(frozen=True, slots=True)
-class KeptBox:
-    """A table's box kept at its height after its rows shrank: their room, since when, its pane's size."""
-
-    room: int
-    since: float
-    around: Size
-    capped: bool  # the rows overflowed it when kept: it was already as tall as its pane lets it be
-
-
-@dataclass(frozen=True, slots=True)
-class PaintedRow:
-    """A body row as last put together: what it depended on, its cells and DataTable's row pair."""
-
-    key: tuple[object, ...]
-    cells: tuple[PaintedCell, ...]
-    lines: tuple[SegmentLines, SegmentLines]
-
-
+HEADER = 1  # the header's height: every row is one line
+PADDING = 1  # blank cells either side of a value
 # A column narrows only after its values have stayed narrower this long: under load sizes and
 # rates change width every second, and a column that followed them would move the table's
 # columns (and repaint all of it) each second.
 SHRINK_AFTER_S = 30.0
 FLAPS = 3  # rows fewer then more again, this often within SHRINK_AFTER_S: they flap (the box is kept)
+# A text column the view's edge cuts keeps its first cells, ending in "…", when this many fit.
+MIN_TEXT_ROOM = 8
 
 
 def cell_line(text: CellText, inner: int, padding: int, pre: Style, post: Style) -> list[Segment] | None:
-    """One table cell's line as DataTable draws it, or None when only DataTable's own path can."""
-    # DataTable renders every new cell value through rich (Styled, Padding, two render_lines):
-    # half of a dashboard refresh under load. A CellText is one line of plain text
-    # with one style, left or right justified: a padded string, built here the way rich would.
-    # tests/ui/test_keyed_table_cells.py holds it to DataTable's own output, cell by cell.
+    """One cell's line: a padded, justified string in one style, or None when it does not fit."""
+    # A CellText is one line of clean text (ui/format.shown) with one style, left or right
+    # justified, so a cell is a padded string: no rich layout for the hundreds drawn per frame.
     plain = text.plain
     justify = text.justify
     if justify not in ("left", "right") or text.end or text.spans or "\n" in plain or "\t" in plain:
@@ -82,7 +55,7 @@ def cell_line(text: CellText, inner: int, padding: int, pre: Style, post: Style)
         plain = plain.rstrip()
     width = cell_len(plain)
     if width > inner:
-        return None  # cropped: rich's overflow rules decide
+        return None
     fill = " " * (inner - width)
     body = plain + fill if justify == "left" else fill + plain
     style = text.style
@@ -93,7 +66,6 @@ def cell_line(text: CellText, inner: int, padding: int, pre: Style, post: Style)
     else:
         inside = pre + style + post
     edge = pre + post
-    # An empty text has no line for rich to justify: an empty segment, then the padding.
     middle = [Segment("", edge), Segment(fill, edge)] if not text.plain else [Segment(body, inside)]
     side = " " * padding
     if not padding:
@@ -101,301 +73,194 @@ def cell_line(text: CellText, inner: int, padding: int, pre: Style, post: Style)
     return [Segment(side, edge), *middle, Segment(side, edge)]
 
 
-# More rows leaving at once than this: the table is emptied and refilled rather than cut row by row.
-BULK_REMOVE = 32
-# A text column the view's edge cuts keeps its first cells, ending in "…", when this many fit.
-MIN_TEXT_ROOM = 8
+def _fitted(text: CellText, inner: int) -> CellText:
+    """A value wider than its cell, ended in "…" so it is never read as another value."""
+    return CellText(fit(text.plain.strip(), inner), style=text.style, justify=text.justify, end="")
 
 
-class KeyedTable(DataTable[CellText]):
+@dataclass(frozen=True, slots=True)
+class KeptBox:
+    """A box kept at its height after its rows became fewer: the height, since when, its pane's size."""
+
+    height: int
+    since: float
+    around: Size
+
+
+@dataclass(frozen=True, slots=True)
+class PaintedRow:
+    """A row as last drawn: what its look depends on, its cells, their lines, the whole line."""
+
+    look: tuple[object, ...]
+    cells: tuple[CellText, ...]
+    parts: tuple[list[Segment], ...]
+    strip: Strip
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """The styles of one paint: the widget's, its header's, and the cursor's and hover's."""
+
+    base: Style
+    header: Style
+    cursor: Style
+    cursor_post: Style
+    hover: Style
+    hover_post: Style
+
+
+def _post(component: Style) -> Style:
+    # The cursor's text colour wins over a cell's level colour; a level's background stays.
+    return Style.from_color(color=component.color)
+
+
+class KeyedTable(ScrollView, can_focus=True):
     """A table whose rows are replaced by key; cursor row and sort order survive refreshes."""
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "keyed-table--header",
+        "keyed-table--cursor",
+        "keyed-table--hover",
+    }
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor_up", "Cursor up", show=False),
+        Binding("down", "cursor_down", "Cursor down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home,ctrl+home", "first", "First row", show=False),
+        Binding("end,ctrl+end", "last", "Last row", show=False),
+        Binding("left", "scroll_left", "Scroll left", show=False),
+        Binding("right", "scroll_right", "Scroll right", show=False),
+    ]
+
     DEFAULT_CSS = """
-    KeyedTable { height: auto; max-height: 100%; }
+    KeyedTable {
+        background: $surface;
+        color: $foreground;
+        height: auto;
+        max-height: 100%;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .keyed-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .keyed-table--header {
+                background-tint: $foreground 5%;
+            }
+        }
+        & > .keyed-table--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        & > .keyed-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        & > .keyed-table--hover {
+            background: $block-hover-background;
+        }
+    }
     """
 
     def __init__(self, columns: Sequence[Column], *, id: str | None = None, cursor: bool = True) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=cursor)
-        self._cols: tuple[Column, ...] = tuple(columns)
+        super().__init__(id=id)
+        self.show_cursor = cursor
+        self.cursor_row = 0
+        self._cols: tuple[Column, ...] = ()
+        self._labels: tuple[CellText, ...] = ()
+        self._widths: list[int] = []  # each column's content width, padding not included
+        self._cells: dict[str, tuple[CellText, ...]] = {}  # row key -> its cells, in column order
         # Per row key: the Row object last shown (panes may reuse them; None forces a compare)
         # and what its cells said (text and level, in column order).
         self._shown: dict[str, tuple[Row | None, tuple[tuple[str, Level | None], ...]]] = {}
-        self._order: list[str] = []
+        self._order: list[str] = []  # rows() order
+        self._rank: dict[str, int] = {}  # row key -> its place in rows()
+        self._keys: list[str] = []  # display order
+        self._at: dict[str, int] = {}  # row key -> display index
         self._sort: tuple[str, bool] | None = None
         self._styles: LevelStyles = {}
         self._names: tuple[str, ...] = ()  # the members' names that names columns tell apart
         self.touched = 0  # cells written since mount: tests and benchmarks read it
         self.clock: Callable[[], float] = time.monotonic  # when a column may narrow (tests set it)
-        self._narrow_since: dict[str, float] = {}  # column -> since when it is wider than needed
-        self._kept: KeptBox | None = None  # a box kept at its height though its rows shrank
+        self._narrow_since: dict[int, float] = {}  # column -> since when it is wider than needed
+        self._kept: KeptBox | None = None  # a box kept at its height though its rows became fewer
         self._shrunk_at = float("-inf")  # when the rows last became fewer
         self._comebacks: list[float] = []  # when they became more again within SHRINK_AFTER_S
         self._flapping_until = float("-inf")  # rows keep coming back: keep the box till then
-        self._painted: dict[RowKey, PaintedRow] = {}  # body rows as last put together
+        self._painted: dict[str, PaintedRow] = {}  # rows as last drawn
+        self._header: PaintedRow | None = None
         self._metas: dict[tuple[int, int], Style] = {}  # (row, column) -> the meta a click reads
-        self._paint_style: Style | None = None  # the widget's style while render_lines runs
+        self._look: Look | None = None  # the styles while render_lines runs
         self._follows_row = False  # the DBA moved the cursor off the first row: it keeps its row
+        self._hover_row: int | None = None  # the row under the mouse
+        self._set_columns(columns)
 
-    def on_mount(self) -> None:
-        """Create the columns."""
-        self._add_columns()
+    # The columns and their widths
 
-    def _render_cell(
-        self,
-        row_index: int,
-        column_index: int,
-        base_style: Style,
-        width: int,
-        cursor: bool = False,
-        hover: bool = False,
-    ) -> list[list[Segment]]:
-        # A body cell holding a CellText is drawn by cell_line(); the header, labels, fixed
-        # cells, taller rows and anything cell_line declines go through DataTable's own path.
-        lines = self._drawn_cell(row_index, column_index, base_style, width, cursor, hover)
-        if lines is None:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        return lines
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        """Render the lines in ``crop``, working out the widget's style once, not once per line."""
-        # DataTable.render_line asks for self.rich_style (a walk up the DOM) on every line.
-        self._paint_style = self.rich_style
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._paint_style = None
-
-    def render_line(self, y: int) -> Strip:
-        """One line of the table, as DataTable.render_line draws it without fixed rows."""
-        style = self._paint_style
-        width = self.size.width
-        scroll_x, scroll_y = self.scroll_offset
-        if style is None or self.fixed_rows:
-            return self._drop_cut_columns(super().render_line(y), scroll_x, width, y)
-        row_y = y + scroll_y if y >= (self.header_height if self.show_header else 0) else y
-        line = self._render_line(row_y, scroll_x, scroll_x + width, style)
-        return self._drop_cut_columns(line, scroll_x, width, y)
-
-    def _line_row(self, y: int) -> int | None:
-        """The row index line ``y`` of the view shows; -1 for the header, None past the rows."""
-        header = self.header_height if self.show_header else 0
-        if y < header:
-            return -1
-        index = y - header + self.scroll_offset.y
-        return index if index < self.row_count else None
-
-    def _drop_cut_columns(self, strip: Strip, scroll_x: int, width: int, y: int | None = None) -> Strip:
-        """A column the view's edges cut: dropped whole ("5m" must never stand for "5 ms"), or,
-        for a text column with room left, cut with "…"."""
-        if scroll_x == 0 and self.virtual_size.width <= width:
-            return strip  # the usual case: every column in view
-        end = scroll_x + width
-        left, right, ellipsis = 0, width, False  # the part of the strip that shows whole columns
-        start = self._row_label_column_width if self.show_row_labels else 0
-        text = {c.key for c in self._cols if not c.right}
-        for index, column in enumerate(self.ordered_columns):
-            stop = start + column.get_render_width(self)
-            if start < scroll_x < stop:
-                left = stop - scroll_x
-            if start < end < stop:
-                room = end - start - 2 * self.cell_padding
-                ellipsis = str(column.key.value) in text and room >= MIN_TEXT_ROOM
-                right = max(left, width - self.cell_padding if ellipsis else start - scroll_x)
-                # Only a value that runs on past the edge ends in "…".
-                ellipsis = ellipsis and self._cell_width(y, index) > room
-            start = stop
-        if (left, right) == (0, width):
-            return strip
-        style = self._blank_style(strip)
-        parts = [Strip.blank(left, style)] if left else []
-        kept = strip.crop(left, right)
-        if ellipsis:
-            kept = Strip.join([kept.crop(0, right - left - 1), Strip([Segment("…", style)])])
-        parts.append(kept)
-        if right < width:
-            parts.append(Strip.blank(width - right, style))
-        return Strip.join(parts)
-
-    def _cell_width(self, y: int | None, column: int) -> int:
-        """Cells the value on view line ``y`` takes in ``column``; 0 when there is none."""
-        row = None if y is None else self._line_row(y)
-        if row is None:
-            return 0
-        if row < 0:
-            return self.ordered_columns[column].label.cell_len
-        value = self.get_row_at(row)[column]
-        return cell_len(value.plain) if isinstance(value, Text) else cell_len(str(value))
-
-    @staticmethod
-    def _blank_style(strip: Strip) -> Style | None:
-        """The style of the strip's last segment: a dropped column keeps the row's background."""
-        segments = list(strip)
-        return segments[-1].style if segments else None
-
-    def _render_line_in_row(
-        self,
-        row_key: RowKey,
-        line_no: int,
-        base_style: Style,
-        cursor_location: Coordinate,
-        hover_location: Coordinate,
-    ) -> tuple[SegmentLines, SegmentLines]:
-        # DataTable puts a row together again after any change to the table (its row cache is
-        # keyed by the whole cursor coordinate and a table-wide counter), working out the same
-        # styles for every cell: under load, most of a dashboard frame. A one-line
-        # body row (apply() adds no other) is kept here by the very cell values it shows and
-        # put together from cell_line()'s segments; a changed cell is drawn alone. Anything else
-        # (the header, labels, fixed rows, another cursor type) takes DataTable's own path.
-        # tests/ui/test_keyed_table_cells.py holds every line to DataTable's own output.
-        if (
-            line_no
-            or row_key is self._header_row_key
-            or self.fixed_columns
-            or self.fixed_rows
-            or self.zebra_stripes
-            or self.cursor_type != "row"
-            or (self._labelled_row_exists and self.show_row_labels)
-            or (row_index := self._row_locations.get(row_key)) is None
-            or (data := self._data.get(row_key)) is None
-        ):
-            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
-        columns = self.ordered_columns
-        values = tuple(data.get(column.key) for column in columns)
-        # Widths are part of what a kept row depends on: DataTable widens a column for a new
-        # row on idle without bumping its update counter.
-        widths = tuple(column.get_render_width(self) for column in columns)
-        cursor = row_index == cursor_location.row
-        hover = row_index == hover_location.row
-        key = (
-            row_index,
-            base_style,
-            cursor,
-            hover,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self.cursor_foreground_priority,
-            self.cursor_background_priority,
-            self._update_count,
-            self._pseudo_class_state,
-            table_size := self.size.width,
-            self._row_label_column_width,
-            widths,
-        )
-        last = self._painted.get(row_key)
-        earlier: tuple[PaintedCell, ...] = ()
-        if last is not None and last.key == key:
-            if len(last.cells) == len(values) and all(
-                cell.value is value for cell, value in zip(last.cells, values, strict=True)
-            ):
-                return last.lines
-            earlier = last.cells
-        cells: list[PaintedCell] = []
-        table_width = self._row_label_column_width
-        for column_index, (value, width) in enumerate(zip(values, widths, strict=True)):
-            table_width += width
-            if column_index < len(earlier) and earlier[column_index].value is value:
-                cells.append(earlier[column_index])  # same value, same width (in the key), same place
-                continue
-            line = self._fast_cell(value, row_index, column_index, base_style, width, cursor, hover)
-            if line is None:
-                line = self._render_cell(row_index, column_index, base_style, width, cursor, hover)[0]
-            cells.append(PaintedCell(value, line))
-        extend, _ = self._get_styles_to_render_cell(
-            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor, False, False
-        )
-        extend_style = (
-            base_style + extend + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
-        )
-        remaining = max(0, table_size - table_width)
-        lines: tuple[SegmentLines, SegmentLines] = (
-            [],
-            [cell.line for cell in cells] + [[Segment(" " * remaining, extend_style)]],
-        )
-        self._painted[row_key] = PaintedRow(key, tuple(cells), lines)
-        return lines
-
-    def _fast_cell(
-        self, value: object, row: int, column: int, base_style: Style, width: int, cursor: bool, hover: bool
-    ) -> list[Segment] | None:
-        # A body cell holding a CellText, drawn by cell_line() with the styles DataTable gives
-        # it under the cursor, the mouse or neither; None when only DataTable's own path can.
-        inner = width - 2 * self.cell_padding
-        if not isinstance(value, CellText) or inner < 1:
-            return None
-        component, post = self._get_styles_to_render_cell(
-            False,
-            False,
-            False,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css",
-        )
-        pre = base_style + self._meta(row, column) + component
-        return cell_line(value, inner, self.cell_padding, pre, post)
-
-    def _meta(self, row: int, column: int) -> Style:
-        # What a click on the cell reads (DataTable's row and column); one Style per place.
-        meta = self._metas.get((row, column))
-        if meta is None:
-            meta = self._metas[(row, column)] = Style.from_meta({"row": row, "column": column})
-        return meta
-
-    def _drawn_cell(
-        self, row_index: int, column_index: int, base_style: Style, width: int, cursor: bool, hover: bool
-    ) -> list[list[Segment]] | None:
-        # Same cache and key as DataTable, so _forget_renders and update counts work alike.
-        if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns:
-            return None
-        row_key = self._row_locations.get_key(row_index)
-        column_key = self._column_locations.get_key(column_index)
-        if row_key is None or column_key is None:
-            return None
-        cache_key = (
-            row_key,
-            column_key,
-            base_style,
-            cursor,
-            hover,
-            self._show_hover_cursor,
-            self._update_count,
-            self._pseudo_class_state,
-        )
-        cached = self._cell_render_cache.get(cache_key)
-        if cached is not None:
-            return cached
-        # One line per row, as apply() adds them (the row painter relies on it too).
-        value = self._data.get(row_key, {}).get(column_key)
-        line = self._fast_cell(value, row_index, column_index, base_style, width, cursor, hover)
-        if line is None:
-            return None
-        lines = [line]
-        self._cell_render_cache[cache_key] = lines
-        return lines
-
-    def clear(self, columns: bool = False) -> KeyedTable:
-        """Remove every row (and the columns, when asked), with the rows painted here."""
-        self._painted.clear()
-        self._metas.clear()
-        super().clear(columns=columns)
-        return self
-
-    def _add_columns(self) -> None:
+    def _set_columns(self, columns: Sequence[Column]) -> None:
+        self._cols = tuple(columns)
+        # Labels can be member names (the slot matrix): untrusted text, never markup.
+        labels = []
         for col in self._cols:
-            # Labels can be member names (the slot matrix): untrusted text, never markup.
-            self.add_column(Text(shown(col.label), justify="right" if col.right else "left"), key=col.key)
+            label = CellText(shown(col.label), justify="right" if col.right else "left", end="")
+            label.no_wrap = True
+            labels.append(label)
+        self._labels = tuple(labels)
+        self._widths = [self._least_width(i) for i in range(len(self._cols))]
+        self._narrow_since.clear()
+        self._header = None
+
+    def _least_width(self, index: int) -> int:
+        # A column is as wide as its label until values widen it (a column's width bounds its text).
+        return cell_len(self._labels[index].plain)
 
     @property
     def columns_spec(self) -> tuple[Column, ...]:
         """The columns as the pane defined them."""
         return self._cols
 
+    def content_width(self, key: str) -> int:
+        """How many cells the column ``key`` gives its values (0 for no such column)."""
+        for col, width in zip(self._cols, self._widths, strict=True):
+            if col.key == key:
+                return width
+        return 0
+
+    def column_widths(self) -> tuple[int, ...]:
+        """Each column's width on screen, padding included, in column order."""
+        return tuple(width + 2 * PADDING for width in self._widths)
+
+    def labels(self) -> tuple[str, ...]:
+        """The column labels as shown."""
+        return tuple(label.plain for label in self._labels)
+
+    @property
+    def header_height(self) -> int:
+        """Lines the header takes above the rows."""
+        return HEADER
+
+    @property
+    def row_count(self) -> int:
+        """How many rows the table holds."""
+        return len(self._keys)
+
     @property
     def sort_state(self) -> tuple[str, bool] | None:
         """(column key, reverse) when sorted by the user, else None (rows() order)."""
         return self._sort
+
+    def get_row_at(self, index: int) -> tuple[CellText, ...]:
+        """The cells of the row at display ``index``."""
+        return self._cells[self._keys[index]]
+
+    def visible_texts(self) -> list[list[str]]:
+        """The table's text in display order (for tests)."""
+        return [[cell.plain for cell in self._cells[key]] for key in self._keys]
 
     def use_level_styles(self, styles: LevelStyles) -> None:
         """Use these styles for OK/WARN/CRIT and redraw every cell with them."""
@@ -413,7 +278,7 @@ class KeyedTable(DataTable[CellText]):
         # The next apply() compares and writes every cell, even of rows shown as they are.
         self._shown = {key: (None, ()) for key in self._shown}
 
-    def _make(self, c: Cell, col: Column, order: int) -> CellText:
+    def _make(self, c: Cell, col: Column) -> CellText:
         # The one place a cell becomes text: server strings are cleaned here, and a Text is
         # never parsed as markup.
         style = self._styles.get(c.level) if c.level is not None else None
@@ -424,109 +289,130 @@ class KeyedTable(DataTable[CellText]):
         t = CellText(text, style=style or "", justify="right" if col.right else "left", end="")
         t.no_wrap = True
         t.sort_key = c.sort_key()
-        t.order = order
         return t
+
+    # Rows
 
     def apply(self, rows: Sequence[Row], columns: Sequence[Column] | None = None) -> int:
         """Make the table show ``rows``; returns how many cells were written (0: no repaint)."""
         if columns is not None and tuple(columns) != self._cols:
-            self._cols = tuple(columns)
-            self.clear(columns=True)
+            self._set_columns(columns)
+            self._cells.clear()
             self._shown.clear()
-            self._narrow_since.clear()
+            self._painted.clear()
             self._order = []
-            self._add_columns()
-        if self._narrow_since:
-            self._shrink()
+            self._keys = []
+        now = self.clock()
+        widened = self._shrink(now) if self._narrow_since else False
         if self._kept is not None and (
-            self.clock() - self._kept.since >= SHRINK_AFTER_S or self._kept.around != self._around()
+            now - self._kept.since >= SHRINK_AFTER_S or self._kept.around != self._around()
         ):
-            self._let_box_go()  # its time is up, or its pane changed size (a resized terminal)
+            self._kept = None  # its time is up, or its pane changed size (a resized terminal)
+            self._resize(keep=False)
         if self._unchanged(rows):
+            if widened:
+                self._redraw()
             return 0
         cursor_key = self._cursor_key()
         wanted = {r.key for r in rows}
         written = 0
         moved = False
-        rewritten: dict[str, set[str]] = {}  # row -> columns written in place
-        narrowed: set[str] = set()  # columns whose widest value went away: they may shrink
-        laying_out = self._layout_required
-        now = self.clock()
+        rewritten: list[str] = []
         self._note_comings_and_goings(len(self._shown), len(rows), now)
-        gone = [k for k in self._shown if k not in wanted]
-        if len(gone) > BULK_REMOVE:
-            # DataTable.remove_row renumbers every row: many removals one by one cost rows
-            # squared. Emptied and refilled, the table costs its rows once.
-            narrowed |= {c.key for c in self._cols}
-            self.clear()
-            self._shown.clear()
-            self._painted.clear()
+        for key in [k for k in self._shown if k not in wanted]:
+            self._note_narrowing(self._cells[key], now)
+            del self._shown[key], self._cells[key]
+            self._painted.pop(key, None)
             moved = True
-            gone = []
-        for key in gone:
-            narrowed |= self._widest_in(key)
-            with contextlib.suppress(RowDoesNotExist):
-                self.remove_row(key)
-            del self._shown[key]
-            self._painted.pop(RowKey(key), None)
-            moved = True
-        for index, row in enumerate(rows):
+        for row in rows:
             last_row, old = self._shown.get(row.key, (None, None))
             if last_row is row:
                 continue  # the very Row shown last time (rows are frozen): nothing to compare
             cells = ordered(row, self._cols)  # a missing or extra column fails here, loudly
             sig = tuple((c.text, c.level) for c in cells)
             if old is None:
-                values = [self._make(c, col, index) for c, col in zip(cells, self._cols, strict=True)]
-                self.add_row(*values, key=row.key)
+                values = tuple(self._make(c, col) for c, col in zip(cells, self._cols, strict=True))
+                self._cells[row.key] = values
+                widened |= self._widen(values)
                 written += len(values)
                 moved = True
             elif old != sig:
+                values_now = list(self._cells[row.key])
                 for j, (c, col) in enumerate(zip(cells, self._cols, strict=True)):
                     if j < len(old) and old[j] == sig[j]:
                         continue
-                    # Measuring widths costs a layout pass: only when the column must widen.
-                    value = self._make(c, col, index)
-                    widest = self._content_width(col.key)
-                    grows = len(value.plain) > widest
-                    if not grows and self._was_widest(row.key, col.key, widest, value):
-                        narrowed.add(col.key)
-                    try:
-                        self._write_cell(row.key, col.key, value, grows)
-                    except CellDoesNotExist:
-                        continue
-                    if not grows:
-                        rewritten.setdefault(row.key, set()).add(col.key)
+                    before = values_now[j]
+                    values_now[j] = value = self._make(c, col)
+                    width = cell_len(value.plain)
+                    if width > self._widths[j]:
+                        self._widths[j] = width
+                        widened = True
+                    elif width < self._widths[j] <= cell_len(before.plain):
+                        self._narrow_since.setdefault(j, now)  # it held the width: it may narrow
                     written += 1
                     if self._sort is not None and self._sort[0] == col.key:
                         moved = True
+                self._cells[row.key] = tuple(values_now)
+                rewritten.append(row.key)
             self._shown[row.key] = (row, sig)
-        if not laying_out:
-            # DataTable.remove_row lays the whole screen out at once; the new size is known on
-            # idle, where _update_dimensions decides whether the table's box changed at all.
-            self._layout_required = False
-        if narrowed:
-            for key in narrowed:
-                self._narrow_since.setdefault(key, now)
-        if rewritten:
-            self._forget_renders(rewritten)
         order = [r.key for r in rows]
         if order != self._order:
             self._order = order
-            self._set_order(order)
+            self._rank = {key: i for i, key in enumerate(order)}
             moved = True
         if moved:
             self._resort()
             self._restore_cursor(cursor_key)
+        if moved or widened:
+            self._redraw()
+        elif rewritten:
+            for key in rewritten:
+                self._refresh_row(self._at[key])
         self.touched += written
         return written
+
+    def _widen(self, values: Sequence[CellText]) -> bool:
+        # A value wider than its column widens it at once.
+        widened = False
+        for j, value in enumerate(values):
+            width = cell_len(value.plain)
+            if width > self._widths[j]:
+                self._widths[j] = width
+                widened = True
+        return widened
+
+    def _note_narrowing(self, values: Sequence[CellText], now: float) -> None:
+        # A row going away that held a column's width: the column may narrow.
+        for j, value in enumerate(values):
+            if cell_len(value.plain) >= self._widths[j]:
+                self._narrow_since.setdefault(j, now)
+
+    def _shrink(self, now: float) -> bool:
+        # A column narrows again once its widest value has been gone for SHRINK_AFTER_S: after
+        # an incident the overview kept the width of "REST slow 2s" for good.
+        changed = False
+        for j, since in list(self._narrow_since.items()):
+            full = self._widths[j]
+            wanted = self._least_width(j)
+            # The first value as wide as the column ends the search.
+            for values in self._cells.values():
+                wanted = max(wanted, cell_len(values[j].plain))
+                if wanted >= full:
+                    break
+            if wanted >= full:
+                del self._narrow_since[j]  # as wide a value is back: nothing to narrow
+            elif now - since >= SHRINK_AFTER_S:
+                del self._narrow_since[j]
+                self._widths[j] = wanted
+                changed = True
+        return changed
 
     def _note_comings_and_goings(self, before: int, after: int, now: float) -> None:
         # Rows that keep coming back within SHRINK_AFTER_S of going (FLAPS times: a problem at
         # its threshold, processes starting and ending under load) flap: from then on the box
         # keeps its height when rows go. Rows that go for good, or come back once or twice while
-        # a failover settles, shrink it at once: kept, they left blank lines for 30 s where the
-        # newest events are read at 80x24.
+        # a failover settles, shrink it at once: kept, they left blank lines where the newest
+        # events are read at 80x24.
         if after < before:
             self._shrunk_at = now
         elif after > before and now - self._shrunk_at < SHRINK_AFTER_S:
@@ -538,205 +424,16 @@ class KeyedTable(DataTable[CellText]):
     def _unchanged(self, rows: Sequence[Row]) -> bool:
         # The very Rows shown last time, in the same order (cached row builders, panes/base.py):
         # nothing to compare, move or repaint, and no need to look up the cursor.
-        shown = self._shown
-        if len(rows) != len(shown) or len(rows) != len(self._order):
+        shown_rows = self._shown
+        if len(rows) != len(shown_rows) or len(rows) != len(self._order):
             return False
         for row, key in zip(rows, self._order, strict=True):
-            last = shown.get(key)
+            last = shown_rows.get(key)
             if row.key != key or last is None or last[0] is not row:
                 return False
         return True
 
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        # A new virtual size makes Textual lay out the whole screen (25-50 ms at 160x48). Under
-        # load a problem that comes and goes or a column that widens did that every few seconds
-        # . When the table's box stays the same (its width follows its pane; its
-        # height is capped by the pane before and after, or kept: _keep_box) and no scrollbar
-        # comes or goes, the scrollbars are updated and the table repainted instead.
-        laying_out = self._layout_required
-        before = self.virtual_size.height
-        super()._update_dimensions(new_rows)
-        if laying_out or not self._layout_required:
-            return
-        self._layout_required = False
-        after = self.virtual_size.height
-        if self._kept is not None:
-            if after > self._kept.room and not self._kept.capped:
-                self._let_box_go()  # more rows than the kept box holds: it grows at once
-                return
-            self._kept = replace(self._kept, since=self.clock())  # the wait starts over
-        elif (
-            after < before
-            and self._auto_height()
-            and not self._box_holds(before, after)
-            and self.clock() < self._flapping_until
-        ):
-            self._keep_box()
-        bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
-        self._scroll_update(self.virtual_size)  # scrollbars' visibility, sizes, the scroll offset
-        if self._layout_required or bars != (self.show_vertical_scrollbar, self.show_horizontal_scrollbar):
-            self._layout_required = True  # a scrollbar came or went: the box's inside moved
-            return
-        if not self._box_holds(before, self.virtual_size.height):
-            self.refresh(layout=True)
-            return
-        self.refresh()
-
-    def _auto_height(self) -> bool:
-        return self.styles.height is None or self.styles.height.is_auto
-
-    def _keep_box(self) -> None:
-        # Rows that went away would shrink the table's box (and hide its scrollbar): the rows
-        # below move up and the screen is laid out again. Under load a problem at its threshold
-        # comes and goes every few seconds; only then (_note_comings_and_goings) is the box kept.
-        # The box keeps its height (and its scrollbar) until the rows have been fewer for
-        # SHRINK_AFTER_S, as a column keeps its width. More rows than it holds grow it at once,
-        # unless it was already as tall as its pane allows (capped): they scroll in it, as before.
-        if not self.size.height:
-            return
-        capped = self.show_vertical_scrollbar
-        self._kept = KeptBox(self.scrollable_content_region.height, self.clock(), self._around(), capped)
-        self.styles.height = self.outer_size.height
-        if capped:
-            self.styles.overflow_y = "scroll"
-        self._layout_required = False  # the same height and scrollbar as laid out last
-
-    def _around(self) -> Size:
-        # The size of what holds the table: a kept box is let go when it changes.
-        parent = self.parent
-        return parent.size if isinstance(parent, Widget) else Size(0, 0)
-
-    def _let_box_go(self) -> None:
-        # Back to the stylesheet's height and overflow: one layout, to the rows' height.
-        self._kept = None
-        self.styles.clear_rule("height")
-        self.styles.clear_rule("overflow_y")
-        self.refresh(layout=True)
-
-    def _box_holds(self, before: int, after: int) -> bool:
-        # An auto height follows the rows up to max-height: the box keeps its height when the
-        # rows' height is the same (a column widened), or while the rows overflow it both before
-        # and after (the scrollbar then already shows).
-        if after == before or not self._auto_height():
-            return True
-        inside = self.scrollable_content_region.height
-        return inside > 0 and before > inside and after >= inside
-
-    def _write_cell(self, row: str, column: str, value: CellText, grows: bool) -> None:
-        # DataTable.update_cell repaints the whole table for one cell; when the column keeps
-        # its width, the value is stored here and _forget_renders repaints only the cell's row.
-        if grows:
-            self.update_cell(row, column, value, update_width=True)
-            return
-        row_key, column_key = RowKey(row), ColumnKey(column)
-        if row_key not in self._row_locations or column_key not in self._column_locations:
-            raise CellDoesNotExist(f"no cell {row!r}/{column!r}")
-        self._data[row_key][column_key] = value
-
-    def _forget_renders(self, rewritten: Mapping[str, set[str]]) -> None:
-        # DataTable keys every render cache by _update_count: bumping it (as update_cell does)
-        # makes the next paint of a row render all of its cells again through rich, the
-        # costliest part of a frame. Forget only the rewritten cells and their rows' lines, so
-        # a row with one new value renders one cell and reuses the others.
-        # Matched by the keys' strings: a RowKey hashes and compares in Python, once per cached
-        # entry, and every table with a new value went through all of its caches.
-        cells = {(r, c) for r, cols in rewritten.items() for c in cols}
-        cell_keys = self._cell_render_cache.keys()  # an LRUCache is not iterable itself
-        for cell_key in [k for k in cell_keys if k[0] and k[1] and (k[0].value, k[1].value) in cells]:
-            self._cell_render_cache.discard(cell_key)
-        row_keys = self._row_render_cache.keys()
-        for row_cache_key in [k for k in row_keys if k[0] and k[0].value in rewritten]:
-            self._row_render_cache.discard(row_cache_key)
-        self._line_cache.clear()  # keyed by screen line: cheap to rebuild from the row caches
-        indexes = []
-        for row in rewritten:
-            index = self._row_locations.get(RowKey(row))
-            if index is not None:
-                self._row_renderable_cache.discard((self._update_count, index))
-                indexes.append(index)
-        self._refresh_rows(indexes)
-
-    def _refresh_rows(self, indexes: Sequence[int]) -> None:
-        # DataTable.refresh_row measures the table's width and sums the heights of the rows
-        # above, for each row. apply() adds rows of one line only, so row i is line i below the
-        # header: one refresh for all.
-        if self.fixed_rows:
-            for index in indexes:
-                self.refresh_row(index)
-            return
-        window = self.window_region
-        width = max(
-            self.size.width,
-            sum(column.get_render_width(self) for column in self.columns.values())
-            + self._row_label_column_width,
-        )
-        top = self.header_height if self.show_header else 0
-        offset = -self.scroll_offset
-        regions = [
-            region.translate(offset)
-            for index in indexes
-            if 0 <= index < self.row_count and window.overlaps(region := Region(0, top + index, width, 1))
-        ]
-        if regions:
-            self.refresh(*regions)
-
-    def _holds_width(self, row: str, column: str, width: int) -> bool:
-        # The cell's value is as wide as ``width`` (its column's): changing or removing it may
-        # let the column narrow. Other cells cannot, so nothing is measured for them.
-        value = self._data.get(RowKey(row), {}).get(ColumnKey(column))
-        return isinstance(value, Text) and cell_len(value.plain) >= width
-
-    def _widest_in(self, row: str) -> set[str]:
-        # The columns where this row holds the width: removing it may let them narrow.
-        return {c.key for c in self._cols if self._holds_width(row, c.key, self._content_width(c.key))}
-
-    def _was_widest(self, row: str, column: str, widest: int, value: CellText) -> bool:
-        # The cell about to be written held the column's width and the new value is narrower.
-        return cell_len(value.plain) < widest and self._holds_width(row, column, widest)
-
-    def _shrink(self) -> None:
-        # DataTable widens a column for a wider value but never narrows it again, and the
-        # in-place writes above bypass update_cell: after an incident the overview kept the
-        # width of "REST slow 2s" for good. Measured only for columns whose widest
-        # value changed or went away, until they narrow or a value as wide comes back.
-        now = self.clock()
-        changed = False
-        for key, since in list(self._narrow_since.items()):
-            column = self.columns.get(ColumnKey(key))
-            if column is None or not column.auto_width:
-                del self._narrow_since[key]
-                continue
-            # The first value as wide as the column ends the search: in the Events pane every
-            # time, level and kind is, and a removed event flagged them with all 500 kept.
-            wanted, full = column.label.cell_len, column.content_width
-            for value in self.get_column(key):
-                wanted = max(wanted, cell_len(value.plain) if isinstance(value, Text) else full)
-                if wanted >= full:
-                    break
-            if wanted >= full:
-                del self._narrow_since[key]  # as wide a value is back: nothing to narrow
-            elif now - since >= SHRINK_AFTER_S:
-                del self._narrow_since[key]
-                column.content_width = wanted
-                changed = True
-        if changed:
-            # Every cell's place moves: the whole table is drawn again, as update_cell does.
-            self._update_count += 1
-            self._require_update_dimensions = True
-            self.refresh()
-
-    def _content_width(self, key: str) -> int:
-        column = self.columns.get(ColumnKey(key))
-        return 0 if column is None else column.content_width
-
-    def _set_order(self, order: list[str]) -> None:
-        # Rows keep the index rows() gave them so "no sort" means rows() order. Straight from
-        # the table's data: get_row() puts each row's cells in column order first, 4.1 ms
-        # against 0.65 for the 500 events kept, on every new event (each moves all the others).
-        data = self._data
-        for index, key in enumerate(order):
-            for value in data.get(RowKey(key), {}).values():
-                value.order = index
+    # Sorting and the cursor
 
     def sort_by(self, column: str | None, reverse: bool = False) -> None:
         """Sort by ``column`` (None: rows() order) and keep it that way across refreshes."""
@@ -744,6 +441,7 @@ class KeyedTable(DataTable[CellText]):
         self._sort = None if column is None else (column, reverse)
         self._resort()
         self._restore_cursor(cursor_key)
+        self._redraw()
 
     def cycle_sort(self) -> str:
         """Sort by the next column (after the last one: rows() order); returns a description."""
@@ -770,52 +468,358 @@ class KeyedTable(DataTable[CellText]):
         return f"sorted by {label} {'↓' if self._sort[1] else '↑'}"
 
     def _resort(self) -> None:
-        if not self.row_count:
-            return
-        if self._sort is None:
-            self.sort(key=lambda values: values[0].order if values else 0)
-            return
-        column, reverse = self._sort
-        if column not in {c.key for c in self._cols}:
-            return
-        self.sort(column, key=lambda value: (value.sort_key, value.order), reverse=reverse)
+        keys = [key for key in self._order if key in self._cells]
+        rank = self._rank
+        column = self._column_index(self._sort[0]) if self._sort is not None else None
+        if self._sort is not None and column is not None:
+            cells = self._cells
+            keys.sort(key=lambda key: (cells[key][column].sort_key, rank[key]), reverse=self._sort[1])
+        self._keys = keys
+        self._at = {key: i for i, key in enumerate(keys)}
+        if self.cursor_row >= len(keys):
+            self.cursor_row = max(0, len(keys) - 1)
 
-    def watch_cursor_coordinate(self, old_coordinate: Coordinate, new_coordinate: Coordinate) -> None:
-        """Note where the DBA put the cursor (a row to stay with, or the top); then DataTable's own."""
-        self._follows_row = new_coordinate.row != 0
-        super().watch_cursor_coordinate(old_coordinate, new_coordinate)
+    def _column_index(self, key: str) -> int | None:
+        return next((i for i, col in enumerate(self._cols) if col.key == key), None)
 
     def row_under_cursor(self) -> str | None:
         """The key of the row the cursor is on (None in an empty table)."""
-        if not self.row_count:
-            return None
-        try:
-            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        except CellDoesNotExist:
-            return None
+        return self._keys[self.cursor_row] if 0 <= self.cursor_row < len(self._keys) else None
 
     def _cursor_key(self) -> str | None:
         # The row the cursor stays with when rows come, go or move: the one the DBA moved it to.
         # Untouched, or moved back to the first row, it stays on the first row, whichever that
-        # is (as `tail -f` follows the end). DataTable scrolls to its cursor, hidden or not: kept
-        # with the first event ever shown, it scrolled the Events pane and the overview's
-        # events (newest first) down as a failure test brought new ones, the newest out of view.
+        # is (as `tail -f` follows the end), and the view is not scrolled to follow it.
         return self.row_under_cursor() if self._follows_row else None
 
     def _restore_cursor(self, key: str | None) -> None:
-        if key is None:
-            return
-        try:
-            row = self.get_row_index(key)
-        except RowDoesNotExist:
+        if key is None or (row := self._at.get(key)) is None:
             return
         if row != self.cursor_row:
-            self.move_cursor(row=row, animate=False, scroll=False)
+            self.move_cursor(row=row, scroll=False)
             self._follows_row = True  # not the DBA's move: it still follows the row, even at the top
 
-    def visible_texts(self) -> list[list[str]]:
-        """The table's text in display order (for tests)."""
-        out = []
-        for i in range(self.row_count):
-            out.append([v.plain for v in self.get_row_at(i)])
-        return out
+    def move_cursor(self, *, row: int, animate: bool = False, scroll: bool = True) -> None:
+        """Put the cursor on display row ``row``, scrolled into view unless told not to."""
+        row = max(0, min(row, len(self._keys) - 1))
+        old, self.cursor_row = self.cursor_row, row
+        self._follows_row = row != 0
+        if old != row:
+            self._refresh_row(old)
+            self._refresh_row(row)
+        if scroll:
+            self._scroll_to_row(row, animate)
+
+    def _scroll_to_row(self, row: int, animate: bool) -> None:
+        room = self.scrollable_content_region.height - HEADER
+        if room <= 0:
+            return
+        top = self.scroll_offset.y
+        if row < top:
+            self.scroll_to(y=row, animate=animate, immediate=True)
+        elif row >= top + room:
+            self.scroll_to(y=row - room + 1, animate=animate, immediate=True)
+
+    def _page(self) -> int:
+        return max(1, self.scrollable_content_region.height - HEADER)
+
+    def _key_move(self, row: int) -> None:
+        self._hover_row = None  # the keyboard moves the cursor: the mouse's row no longer shows
+        if self.show_cursor and self._keys:
+            self.move_cursor(row=row)
+
+    def action_cursor_up(self) -> None:
+        """Move the cursor a row up."""
+        self._key_move(self.cursor_row - 1)
+
+    def action_cursor_down(self) -> None:
+        """Move the cursor a row down."""
+        self._key_move(self.cursor_row + 1)
+
+    def action_page_up(self) -> None:
+        """Move the cursor a page up."""
+        self._key_move(self.cursor_row - self._page())
+
+    def action_page_down(self) -> None:
+        """Move the cursor a page down."""
+        self._key_move(self.cursor_row + self._page())
+
+    def action_first(self) -> None:
+        """Move the cursor to the first row."""
+        self._key_move(0)
+
+    def action_last(self) -> None:
+        """Move the cursor to the last row."""
+        self._key_move(len(self._keys) - 1)
+
+    def _row_of(self, style: Style) -> int | None:
+        meta = style.meta
+        row = meta.get("row")
+        return row if isinstance(row, int) and 0 <= row < len(self._keys) else None
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on a row puts the cursor there."""
+        row = self._row_of(event.style)
+        if row is not None and self.show_cursor:
+            self.move_cursor(row=row)
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        """Show the row under the mouse."""
+        row = self._row_of(event.style)
+        if row != self._hover_row:
+            old, self._hover_row = self._hover_row, row
+            for index in (old, row):
+                if index is not None:
+                    self._refresh_row(index)
+
+    def on_leave(self, event: events.Leave) -> None:
+        """The mouse left: no row shows it."""
+        if self._hover_row is not None:
+            old, self._hover_row = self._hover_row, None
+            self._refresh_row(old)
+
+    # Size and repaint
+
+    def on_mount(self) -> None:
+        """The header's size, before any row."""
+        self._resize()
+
+    def _table_width(self) -> int:
+        return sum(self._widths) + 2 * PADDING * len(self._widths)
+
+    def _redraw(self) -> None:
+        # Rows came, went or moved, or a column changed width: a new size, and every line again.
+        self._header = None
+        self._resize()
+        self.refresh()
+
+    def _refresh_row(self, index: int) -> None:
+        # A row's line, where it is in view (the header stays above the rows).
+        y = HEADER + index - self.scroll_offset.y
+        if HEADER <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def on_resize(self, event: events.Resize) -> None:
+        """The box changed size: a kept box is measured against the new one."""
+        self._header = None
+
+    def _resize(self, *, keep: bool = True) -> None:
+        # A new virtual size makes Textual lay out the whole screen. When the table's box stays
+        # the same (its width follows its pane; its height is capped by the pane before and
+        # after, or kept) and no scrollbar comes or goes, only the scrollbars and the table
+        # are drawn again.
+        rows_height = HEADER + len(self._keys)
+        old = self.virtual_size
+        now = self.clock()
+        if self._kept is not None:
+            if rows_height >= self._kept.height:
+                self._kept = None
+            elif rows_height != old.height:
+                self._kept = replace(self._kept, since=now)  # the wait starts over
+        elif (
+            keep
+            and rows_height < old.height
+            and self._auto_height()
+            and not self._box_holds(old.height, rows_height)
+            and now < self._flapping_until
+        ):
+            # Rows at their threshold come and go: the box keeps its height (blank lines below
+            # the rows, and its scrollbar) until they have been fewer for SHRINK_AFTER_S.
+            self._kept = KeptBox(old.height, now, self._around())
+        new = Size(self._table_width(), self._kept.height if self._kept is not None else rows_height)
+        if new == old:
+            return
+        if not self.is_mounted or not self.size.height or not self._box_holds(old.height, new.height):
+            self.virtual_size = new
+            return
+        if not self._bars_hold(new):
+            self.virtual_size = new
+            return
+        self.set_reactive(Widget.virtual_size, new)
+        if self.show_vertical_scrollbar:
+            self.vertical_scrollbar.window_virtual_size = new.height
+        if self.show_horizontal_scrollbar:
+            self.horizontal_scrollbar.window_virtual_size = new.width
+        if self.scroll_y > self.max_scroll_y:
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+        if self.scroll_x > self.max_scroll_x:
+            self.scroll_to(x=self.max_scroll_x, animate=False, immediate=True)
+
+    def _bars_hold(self, new: Size) -> bool:
+        # Each scrollbar that shows keeps showing and none comes: the box's inside stays put.
+        inside = self.scrollable_content_region.size
+        styles = self.styles
+        wanted_x = styles.overflow_x == "scroll" or (styles.overflow_x == "auto" and new.width > inside.width)
+        wanted_y = styles.overflow_y == "scroll" or (
+            styles.overflow_y == "auto" and new.height > inside.height
+        )
+        return (wanted_x, wanted_y) == (self.show_horizontal_scrollbar, self.show_vertical_scrollbar)
+
+    def _auto_height(self) -> bool:
+        return self.styles.height is None or self.styles.height.is_auto
+
+    def _around(self) -> Size:
+        # The size of what holds the table: a kept box is let go when it changes.
+        parent = self.parent
+        return parent.size if isinstance(parent, Widget) else Size(0, 0)
+
+    def _box_holds(self, before: int, after: int) -> bool:
+        # An auto height follows the rows up to max-height: the box keeps its height when the
+        # rows' height is the same, or while the rows overflow it both before and after.
+        if after == before or not self._auto_height():
+            return True
+        inside = self.scrollable_content_region.height
+        return inside > 0 and before > inside and after >= inside
+
+    # Drawing
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Render the lines in ``crop``, working out the styles once, not once per line."""
+        cursor = self.get_component_rich_style("keyed-table--cursor")
+        hover = self.get_component_rich_style("keyed-table--hover")
+        self._look = Look(
+            self.rich_style,
+            self.get_component_rich_style("keyed-table--header"),
+            cursor,
+            _post(cursor),
+            hover,
+            _post(hover),
+        )
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._look = None
+
+    def _current_look(self) -> Look:
+        if self._look is not None:
+            return self._look
+        cursor = self.get_component_rich_style("keyed-table--cursor")
+        hover = self.get_component_rich_style("keyed-table--hover")
+        header = self.get_component_rich_style("keyed-table--header")
+        return Look(self.rich_style, header, cursor, _post(cursor), hover, _post(hover))
+
+    def render_line(self, y: int) -> Strip:
+        """One line of the view: the header, or the row scrolled to it."""
+        look = self._current_look()
+        width = self.size.width
+        scroll_x, scroll_y = self.scroll_offset
+        if y < HEADER:
+            painted = self._header_line(look)
+            index = -1
+        else:
+            index = y - HEADER + scroll_y
+            if index >= len(self._keys):
+                return Strip.blank(width, look.base)
+            painted = self._row_line(index, look)
+        strip = painted.strip.crop(scroll_x, scroll_x + width)
+        strip = strip.adjust_cell_length(width, look.base).simplify()
+        return self._drop_cut_columns(strip, scroll_x, width, index)
+
+    def _meta(self, row: int, column: int) -> Style:
+        # What a click or the mouse reads (row and column); one Style per place.
+        meta = self._metas.get((row, column))
+        if meta is None:
+            meta = self._metas[(row, column)] = Style.from_meta({"row": row, "column": column})
+        return meta
+
+    def _header_line(self, look: Look) -> PaintedRow:
+        key = (look.header, self.size.width, tuple(self._widths))
+        if self._header is not None and self._header.look == key:
+            return self._header
+        parts = tuple(
+            self._cell(label, -1, j, look.header, Style(), inner)
+            for j, (label, inner) in enumerate(zip(self._labels, self._widths, strict=True))
+        )
+        edge = look.header + Style.from_meta({"row": -1, "column": 0, "out_of_bounds": True})
+        self._header = self._joined(key, self._labels, parts, edge)
+        return self._header
+
+    def _row_line(self, index: int, look: Look) -> PaintedRow:
+        key_of_row = self._keys[index]
+        values = self._cells[key_of_row]
+        cursor = self.show_cursor and index == self.cursor_row
+        hover = self.show_cursor and index == self._hover_row
+        component = Style()
+        post = Style()
+        if hover:
+            component, post = component + look.hover, _post(component + look.hover)
+        if cursor:
+            component, post = component + look.cursor, _post(component + look.cursor)
+        key = (index, look.base, component, self.size.width, tuple(self._widths))
+        last = self._painted.get(key_of_row)
+        earlier: tuple[CellText, ...] = ()
+        if last is not None and last.look == key:
+            if all(a is b for a, b in zip(last.cells, values, strict=True)):
+                return last
+            earlier = last.cells
+        row_style = look.base
+        parts = tuple(
+            last.parts[j]
+            if last is not None and j < len(earlier) and earlier[j] is value
+            else self._cell(value, index, j, row_style + component, post, inner)
+            for j, (value, inner) in enumerate(zip(values, self._widths, strict=True))
+        )
+        edge = row_style + component + Style.from_meta({"row": index, "column": 0, "out_of_bounds": True})
+        painted = self._joined(key, values, parts, edge)
+        self._painted[key_of_row] = painted
+        return painted
+
+    def _cell(
+        self, value: CellText, row: int, column: int, style: Style, post: Style, inner: int
+    ) -> list[Segment]:
+        pre = style + self._meta(row, column)
+        line = cell_line(value, inner, PADDING, pre, post)
+        if line is None:
+            line = cell_line(_fitted(value, inner), inner, PADDING, pre, post)
+        return line or [Segment(" " * (inner + 2 * PADDING), pre + post)]
+
+    def _joined(
+        self,
+        look: tuple[object, ...],
+        cells: Sequence[CellText],
+        parts: tuple[list[Segment], ...],
+        edge: Style,
+    ) -> PaintedRow:
+        # The row's cells, then its style out to the widget's right edge.
+        remaining = max(0, self.size.width - self._table_width())
+        segments = [segment for part in parts for segment in part]
+        segments.append(Segment(" " * remaining, edge))
+        return PaintedRow(look, tuple(cells), parts, Strip(segments))
+
+    def _drop_cut_columns(self, strip: Strip, scroll_x: int, width: int, row: int) -> Strip:
+        """A column the view's edges cut: dropped whole ("5m" must never stand for "5 ms"), or,
+        for a text column with room left, cut with "…"."""
+        if scroll_x == 0 and self._table_width() <= width:
+            return strip  # the usual case: every column in view
+        end = scroll_x + width
+        left, right, ellipsis = 0, width, False  # the part of the strip that shows whole columns
+        start = 0
+        for index, (col, inner) in enumerate(zip(self._cols, self._widths, strict=True)):
+            stop = start + inner + 2 * PADDING
+            if start < scroll_x < stop:
+                left = stop - scroll_x
+            if start < end < stop:
+                room = end - start - 2 * PADDING
+                ellipsis = not col.right and room >= MIN_TEXT_ROOM
+                right = max(left, width - PADDING if ellipsis else start - scroll_x)
+                # Only a value that runs on past the edge ends in "…".
+                ellipsis = ellipsis and self._cell_width(row, index) > room
+            start = stop
+        if (left, right) == (0, width):
+            return strip
+        segments = list(strip)
+        style = segments[-1].style if segments else None  # a dropped column keeps the row's background
+        parts = [Strip.blank(left, style)] if left else []
+        kept = strip.crop(left, right)
+        if ellipsis:
+            kept = Strip.join([kept.crop(0, right - left - 1), Strip([Segment("…", style)])])
+        parts.append(kept)
+        if right < width:
+            parts.append(Strip.blank(width - right, style))
+        return Strip.join(parts)
+
+    def _cell_width(self, row: int, column: int) -> int:
+        # Cells the value on display row ``row`` takes in ``column`` (-1: the header's label).
+        if row < 0:
+            return cell_len(self._labels[column].plain)
+        return cell_len(self._cells[self._keys[row]][column].plain)
