@@ -152,11 +152,11 @@ class PgtopApp(CalmApp[None]):
         if self.actions is None:
             from pgtop_ha.ui.screens.monitor import MonitorScreen
 
-            return MonitorScreen()
+            return MonitorScreen.keyed()()
         # The operator screen (and with it the write path) is imported only when actions exist.
         from pgtop_ha.ui.operator.screen import OperatorScreen
 
-        screen: Screen[None] = OperatorScreen(cast("Actions", self.actions))
+        screen: Screen[None] = OperatorScreen.keyed()(cast("Actions", self.actions))
         return screen
 
     @property

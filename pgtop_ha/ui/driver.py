@@ -63,6 +63,7 @@ class CalmLinuxDriver(LinuxDriver):
         self, app: App[Any], *, debug: bool = False, mouse: bool = True, size: tuple[int, int] | None = None
     ) -> None:
         super().__init__(app, debug=debug, mouse=mouse, size=size)
+        self.input_debug = debug  # Textual keeps its own flag private
         self._wake_r, self._wake_w = os.pipe()
         self._wake_fds: tuple[int, ...] = (self._wake_r, self._wake_w)
         os.set_blocking(self._wake_r, False)
@@ -75,7 +76,7 @@ class CalmLinuxDriver(LinuxDriver):
         fileno = self.fileno
         selector.register(fileno, selectors.EVENT_READ)
         selector.register(self._wake_r, selectors.EVENT_READ)
-        parser = XTermParser(self._debug)
+        parser = XTermParser(self.input_debug)
         decode = getincrementaldecoder("utf-8")().decode
         clock = time.monotonic
         last_input: float | None = None

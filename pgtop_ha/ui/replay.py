@@ -30,7 +30,7 @@ class ReplayApp(PgtopApp):
         self.title = f"pgtop-ha replay {path.name}"
 
     def _main_screen(self) -> Screen[None]:
-        return ReplayScreen()
+        return ReplayScreen.keyed()()
 
     def cadence(self) -> float:
         """A replay does not poll: its pace is the recording's, times the speed."""

@@ -10,15 +10,19 @@ from pgtop_ha.ui.widgets.footer import Footer
 
 
 class Box(Widget, can_focus=True):
-    """A focusable widget; ``extra`` gives it one more key of its own."""
+    """A focusable widget."""
 
-    def __init__(self, box_id: str, extra: bool = False) -> None:
+    def __init__(self, box_id: str) -> None:
         super().__init__(id=box_id)
-        if extra:
-            self._bindings.bind("x", "noop", "Extra")
 
     def action_noop(self) -> None:
         """Nothing (the key only has to show)."""
+
+
+class ExtraBox(Box):
+    """A Box with one more key of its own."""
+
+    BINDINGS = [Binding("x", "noop", "Extra")]
 
 
 class FooterApp(App[None]):
@@ -27,7 +31,7 @@ class FooterApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Box("a")
         yield Box("b")
-        yield Box("c", extra=True)
+        yield ExtraBox("c")
         yield Footer()
 
     def action_noop(self) -> None:

@@ -15,7 +15,7 @@ from pgtop_ha.ui.operator.screen import OperatorScreen
 from pgtop_ha.ui.panes import registry
 from pgtop_ha.ui.panes.base import Cell, Column, ColumnMismatch, Context, PaneSpec, Row, cell, num, ordered
 from pgtop_ha.ui.screens.help import HelpScreen, help_text
-from pgtop_ha.ui.screens.monitor import GridPlan, MonitorScreen, grid_plan, pane_bindings
+from pgtop_ha.ui.screens.monitor import GridPlan, MonitorScreen, grid_plan, pane_bindings, screen_bindings
 from pgtop_ha.ui.screens.replay import ReplayScreen
 from tests.ui import fixtures as fx
 from tests.ui.harness import make_app, screen, settled, texts, until
@@ -115,7 +115,7 @@ def test_a_pane_key_taken_twice_is_refused() -> None:
             (*registry.PANES, PaneSpec(id="x", title="X", key="1", columns=(), rows=_test_rows, help=""))
         )
     with pytest.raises(ValueError, match=r"\['p'\] are also screen keys"):
-        MonitorScreen((PaneSpec(id="x", title="X", key="p", columns=(), rows=_test_rows, help=""),))
+        screen_bindings((PaneSpec(id="x", title="X", key="p", columns=(), rows=_test_rows, help=""),))
 
 
 def test_panes_take_their_rates_from_models_derive() -> None:
@@ -131,7 +131,7 @@ async def test_adding_a_pane_to_the_registry_is_enough(monkeypatch: pytest.Monke
     async with app.run_test(size=(80, 24)) as pilot:
         await settled(pilot, app, source)
         scr = screen(app)
-        assert any(b.action == "view('testpane')" for _, b in scr._bindings)  # its key
+        assert any(b.action == "view('testpane')" for _, b, _, _ in scr.active_bindings.values())  # its key
         await pilot.press("z")
         await until(pilot, lambda: scr.visible_panes() == ["testpane"], what="the test pane's view")
         await until(pilot, lambda: bool(texts(app, "testpane")), what="its rows")

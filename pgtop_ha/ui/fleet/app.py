@@ -48,7 +48,7 @@ class FleetApp(CalmApp[str | None]):
         self.answered_for = ""  # the filter the rows on screen were asked with
         self._shown: dict[str, tuple[str, ...]] = {}
         self._order: list[str] = []
-        self._task: asyncio.Task[None] | None = None
+        self._poller: asyncio.Task[None] | None = None
 
     def compose(self) -> ComposeResult:
         """Status line, filter input, the table, the footer."""
@@ -62,7 +62,7 @@ class FleetApp(CalmApp[str | None]):
     def on_mount(self) -> None:
         """Focus the table (not the hidden filter) and start the refresh loop."""
         self.query_one(DataTable).focus()
-        self._task = asyncio.create_task(self._refresh_loop())
+        self._poller = asyncio.create_task(self._refresh_loop())
 
     async def _refresh_loop(self) -> None:
         interval = 5.0
@@ -166,9 +166,9 @@ class FleetApp(CalmApp[str | None]):
 
     async def on_unmount(self) -> None:
         """Stop the loop, close the source."""
-        if self._task is not None:
-            self._task.cancel()
+        if self._poller is not None:
+            self._poller.cancel()
             with contextlib.suppress(BaseException):
-                await self._task
+                await self._poller
         with contextlib.suppress(Exception):
             await self.source.aclose()

@@ -27,7 +27,17 @@ class DrillApp(PgtopApp):
             self.exit()
             return
         # A priority binding sees Esc first: hand it to the screen's own Esc (close, cancel, back).
-        for binding in screen._bindings.get_bindings_for_key("escape"):
-            await screen.run_action(binding.action)
+        action = escape_action(screen)
+        if action is not None:
+            await screen.run_action(action)
             return
         self.exit()
+
+
+def escape_action(screen: object) -> str | None:
+    """The action a screen's own Esc key runs (its class's, or a base's), if it has one."""
+    for klass in type(screen).__mro__:
+        for binding in vars(klass).get("BINDINGS", ()):
+            if isinstance(binding, Binding) and "escape" in binding.key.split(","):
+                return binding.action
+    return None

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import time
+import types
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, ClassVar, Self, cast
 
 from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingsMap
+from textual.binding import Binding, BindingType
 from textual.containers import Grid
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -103,35 +104,53 @@ def grid_plan(panes: Sequence[PaneSpec], view: str, wide: bool) -> GridPlan:
     )
 
 
+SCREEN_KEYS = [
+    Binding("escape", "back", "Back", show=False),
+    Binding("p", "pause", "Pause"),
+    Binding("plus", "slower", "Slower", key_display="+"),
+    Binding("minus", "faster", "Faster", key_display="-"),
+    Binding("slash", "filter", "Filter", key_display="/"),
+    Binding("o", "sort", "Sort"),
+    Binding("O", "reverse_sort", "Reverse", show=False),
+    Binding("M", "mark", "Mark", show=False),  # in the help (the footer is full at 80 columns)
+    Binding("question_mark", "help", "Help", key_display="?"),
+]
+
+
+def screen_bindings(panes: Sequence[PaneSpec], own: Sequence[Binding] = SCREEN_KEYS) -> list[Binding]:
+    """The view keys (0 and each pane's), then the screen's own; a pane key they share is refused."""
+    views = pane_bindings(panes)
+    keys = {b.key for b in own}
+    clash = [b.key for b in views if b.key in keys]
+    if clash:
+        raise ValueError(f"pane keys {clash} are also screen keys; give the panes other keys")
+    return [*views, *own]
+
+
 class MonitorScreen(Screen[None]):
     """All panes and the read-only keys; OperatorScreen adds the write keys on top."""
 
-    # The view keys (0 and each pane's) come first, from the registry: see __init__.
-    BINDINGS = [
-        Binding("escape", "back", "Back", show=False),
-        Binding("p", "pause", "Pause"),
-        Binding("plus", "slower", "Slower", key_display="+"),
-        Binding("minus", "faster", "Faster", key_display="-"),
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("o", "sort", "Sort"),
-        Binding("O", "reverse_sort", "Reverse", show=False),
-        Binding("M", "mark", "Mark", show=False),  # in the help (the footer is full at 80 columns)
-        Binding("question_mark", "help", "Help", key_display="?"),
-    ]
+    # The view keys come from the registry when the screen is made: see keyed().
+    BINDINGS: ClassVar[list[BindingType]] = list(SCREEN_KEYS)
 
     view: reactive[str] = reactive("overview", init=False, repaint=False)
 
-    def __init__(self, panes: Sequence[PaneSpec] | None = None) -> None:
+    @classmethod
+    def keyed(cls) -> type[Self]:
+        """This screen class with the registry's view keys first, then its own keys."""
+        own = [b for klass in reversed(cls.__mro__) for b in vars(klass).get("BINDINGS", ())]
+        keys = screen_bindings(registry.PANES, [b for b in own if isinstance(b, Binding)])
+        return types.new_class(
+            cls.__name__,
+            (cls,),
+            {"inherit_bindings": False},
+            lambda ns: ns.update(BINDINGS=keys, __module__=cls.__module__),
+        )
+
+    def __init__(self) -> None:
         super().__init__()
         self._compositor = BandCompositor()  # a frame draws only the rows that changed
-        self.registry: tuple[PaneSpec, ...] = tuple(registry.PANES if panes is None else panes)
-        views = pane_bindings(self.registry)
-        clash = [b.key for b in views if b.key in self._bindings.key_to_bindings]
-        if clash:
-            raise ValueError(f"pane keys {clash} are also screen keys; give the panes other keys")
-        self._bindings = BindingsMap.from_keys(
-            {**BindingsMap(views).key_to_bindings, **self._bindings.key_to_bindings}
-        )
+        self.registry: tuple[PaneSpec, ...] = tuple(registry.PANES)
         self.panes: dict[str, Pane] = {}
         self.note = ""
         self.wide = False

@@ -29,7 +29,7 @@ class Footer(TextualFooter):
 
     def bindings_changed(self, screen: Screen[object]) -> None:
         """Rebuild when the keys changed (and the first time); otherwise leave the keys as they are."""
-        if self._bindings_ready and screen.app.app_focus and self.is_attached and screen is self.screen:
+        if screen.app.app_focus and self.is_attached and screen is self.screen:
             shown = keys_shown(screen)
             if shown == self._shown:
                 return
