@@ -28,9 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader
-from pgtop_ha.judge.fleet import RULES_VERSION, SEVERITY, FleetPage, FleetQueries
+from pgtop_ha.judge.fleet import RULES_VERSION, SEVERITY, FleetPage
 from pgtop_ha.judge.fleet_rules import GROUP, HOURLY_GROUP
 from pgtop_ha.lab.synthetic_fleet import FAULTS, SyntheticPrometheus, SyntheticVictoria
 

@@ -10,12 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.http import Login
 from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader, duration_seconds
 from pgtop_ha.collect.tls import context_maker
 from pgtop_ha.errors import UserError
-from pgtop_ha.judge.fleet import FleetQueries, FleetRow, history_events
+from pgtop_ha.judge.fleet import FleetRow, history_events
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.text import clean, fit
 from pgtop_ha.models.trust import HostPolicy

@@ -7,16 +7,9 @@ import dataclasses
 import time
 from collections.abc import Callable
 
+from pgtop_ha.collect.fleet_queries import FleetQueries, rules_state
 from pgtop_ha.collect.prometheus import PrometheusReader
-from pgtop_ha.judge.fleet import (
-    LIVE,
-    RULES_VERSION,
-    FleetPage,
-    FleetQueries,
-    build_rows,
-    counts_of,
-    rules_state,
-)
+from pgtop_ha.judge.fleet import LIVE, RULES_VERSION, FleetPage, build_rows, counts_of
 
 DEFAULT_INTERVAL = 5.0
 STALE_EVALUATIONS = 12  # recorded rules older than this many refresh intervals: read live instead

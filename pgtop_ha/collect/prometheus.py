@@ -13,9 +13,10 @@ from urllib.parse import urlencode
 
 import httpx
 
+from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.http import GetOnlyClient, Login
 from pgtop_ha.collect.transport import Verify
-from pgtop_ha.judge.fleet import FleetQueries, Sample, Series
+from pgtop_ha.judge.fleet import Sample, Series
 from pgtop_ha.models.text import clean, fit
 from pgtop_ha.models.trust import HostPolicy
 from pgtop_ha.models.urls import host_of, redact

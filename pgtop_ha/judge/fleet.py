@@ -6,7 +6,6 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from urllib.parse import quote
 
 from pgtop_ha.judge.rules import (
     LEADER_NONE,
@@ -111,8 +110,6 @@ VERSION = 3  # raised whenever RULES or their PromQL change
 LIVE = "live PromQL"
 
 DCS_STALE_S = 60.0
-DETAIL = 200  # clusters read in full each refresh: the worst, then healthy ones
-URL_QUERY = 7000  # characters of one encoded detail query: within a proxy's 8 KiB request line
 
 
 def promql_string(value: str) -> str:
@@ -120,27 +117,12 @@ def promql_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-_RE2_META = frozenset("\\.+*?()|[]{}^$")
-
-
-def _literal(text: str) -> str:
-    """``text`` as an RE2 pattern matching it alone."""
-    # Only RE2's metacharacters are escaped: an alternation of plain literals is what Prometheus
-    # looks up by value instead of running the regex over every value of the label.
-    return "".join(f"\\{c}" if c in _RE2_META else c for c in text)
-
-
-def name_matcher(label: str, text: str) -> str:
-    """A matcher for ``label`` containing ``text`` (case-insensitive, every character literal)."""
-    return f"{label}=~{promql_string(f'(?i).*{_literal(text)}.*')}"
-
-
 @dataclass(frozen=True)
-class FleetQueries:
-    """The PromQL of one refresh in two rounds, whatever the number of clusters; label names configurable.
+class FleetSeries:
+    """Patroni's and HAProxy's series as the fleet's rules read them, and each rule over them in PromQL.
 
-    Prometheus ranks and counts every cluster (RULES, ``by (scope)``) and answers in detail only for
-    the ``limit`` worst: a refresh's answers stay bounded however large the fleet.
+    Prometheus evaluates these (live, or recorded by `pgtop-ha fleet rules`); the screen's own
+    reads build on them (collect/fleet_queries.py). Label names are configurable.
     """
 
     scope_label: str = "scope"
@@ -148,10 +130,7 @@ class FleetQueries:
     writer_backend: str = "pg_writer"
     selector: str = ""  # extra matchers, e.g. 'job="patroni"'
     match: str = ""  # more matchers: `fleet --match` and the screen's filter
-    limit: int = DETAIL
     only: str = ""  # the clusters of a detail query, a matcher HAProxy's series take too
-    recorded: bool = False  # rank and count from the recorded series (`pgtop-ha fleet rules`)
-    recorded_match_ok: bool = True  # False: `match` holds matchers beyond the screen's name filter
     lag_warn_bytes: int = LAG_WARN_BYTES  # the console's [thresholds] lag_bytes warn: one setting for both
     staged: bool = False  # read the rule file's own SEEN, MOVES, MEMBERS and LEADERS (fleet_rules.py)
 
@@ -162,17 +141,11 @@ class FleetQueries:
         sel = self._sel()
         return f"{metric}{{{sel}}}" if sel else metric
 
-    def _tag(self, name: str, expr: str) -> str:
+    def tag(self, name: str, expr: str) -> str:
+        """``expr`` with its answer labelled ``name`` (one query answers for several parts)."""
         return f'label_replace({expr}, "{Q}", "{name}", "", "")'
 
-    def matching(self, text: str) -> FleetQueries:
-        """These queries narrowed to clusters whose name contains ``text`` (none: unchanged)."""
-        if not text:
-            return self
-        extra = name_matcher(self.scope_label, text)
-        return dataclasses.replace(self, match=",".join(p for p in (self.match, extra) if p))
-
-    def _seen(self, *labels: str) -> str:
+    def seen(self, *labels: str) -> str:
         """Every member seen in the last hour, one series per ``labels`` (after scope and name)."""
         by = ", ".join((self.scope_label, self.name_label, *labels))
         if self.staged and not labels:
@@ -183,9 +156,10 @@ class FleetQueries:
         """Every cluster seen in the last hour, with its count of members."""
         if self.staged:
             return MEMBERS
-        return f"count by ({self.scope_label}) ({self._seen()})"
+        return f"count by ({self.scope_label}) ({self.seen()})"
 
-    def _parts(self) -> dict[str, str]:
+    def parts(self) -> dict[str, str]:
+        """What a cluster's row reads, each part by name: its leader, members, lag, pools."""
         sc, nm = self.scope_label, self.name_label
         by = f"by ({sc})"
         # Patroni reports 0 for the leader and for a replica whose PostgreSQL does not answer.
@@ -222,18 +196,18 @@ class FleetQueries:
         """What the rule file records once a minute: the reads over the last hour (SEEN, MOVES, MEMBERS)."""
         unstaged = dataclasses.replace(self, staged=False)
         return {
-            SEEN: unstaged._seen(),
-            MOVES: unstaged._parts()["timeline_changes"],
+            SEEN: unstaged.seen(),
+            MOVES: unstaged.parts()["timeline_changes"],
             MEMBERS: f"count by ({self.scope_label}) ({SEEN})",  # after SEEN, in the same group
         }
 
     def terms(self) -> dict[str, str]:
         """Each rule as PromQL: per cluster it applies to, its points (RULES)."""
         sc, nm = self.scope_label, self.name_label
-        p = self._parts()
+        p = self.parts()
         running, primary = self._m("patroni_postgres_running"), self._m("patroni_primary")
         leaders = LEADERS if self.staged else self.leaders()
-        gone = f"{self._seen()} unless on ({sc}, {nm}) ({running} == 1)"
+        gone = f"{self.seen()} unless on ({sc}, {nm}) ({running} == 1)"
         streaming = self._m("patroni_postgres_streaming")
         idle = f"({running} == 1) unless on ({sc}, {nm}) ({primary} == 1 or {streaming} == 1)"
 
@@ -262,54 +236,14 @@ class FleetQueries:
 
     def severity(self) -> str:
         """Every cluster's severity (RULES' points summed; 0 when nothing applies)."""
-        tagged = " or ".join(self._tag(k, v) for k, v in self.terms().items())
+        tagged = " or ".join(self.tag(k, v) for k, v in self.terms().items())
         return f"(sum by ({self.scope_label}) ({tagged}) or ({self.total()}) * 0)"
-
-    def first(self) -> dict[str, str]:
-        """The first round: every cluster counted by level (one pass), and the ``limit`` worst."""
-        if self.recorded:
-            # Only the scope filter applies: the recorded series carry no other label. The level
-            # is taken from the same severity the ranking reads, never from an older evaluation.
-            severity = f"{SEVERITY}{{{self.match}}}" if self.match else SEVERITY
-            return {
-                "counts": f'count_values("level", {level_expr(severity)})',
-                "worst": f"topk({self.limit}, {severity})",
-            }
-        level = level_expr(self.severity())
-        return {
-            "counts": f'count_values("level", {level})',
-            "worst": f"topk({self.limit}, {self.severity()})",
-        }
-
-    def detail(self, scopes: Sequence[str]) -> list[str]:
-        """The second round: the rows of ``scopes``, their series alone read (a few queries when many)."""
-        out: list[str] = []
-        chunk: list[str] = []
-        for scope in scopes:
-            if chunk and len(quote(self._detail([*chunk, scope]))) > URL_QUERY:
-                out.append(self._detail(chunk))
-                chunk = []
-            chunk.append(scope)
-        if chunk:
-            out.append(self._detail(chunk))
-        return out
-
-    def _detail(self, scopes: Sequence[str]) -> str:
-        one_of = "|".join(_literal(s) for s in scopes)
-        # Chosen in the first round under --match: by name alone now, so HAProxy's series match too.
-        only = dataclasses.replace(self, match="", only=f"{self.scope_label}=~{promql_string(one_of)}")
-        return " or ".join(only._tag(k, v) for k, v in only._parts().items())
 
     def rules_identity(self) -> dict[str, str]:
         """The labels a rule file written for these queries carries on its version series."""
         return {"scope_label": self.scope_label, "name_label": self.name_label,
                 "writer_backend": self.writer_backend, "selector": self.selector,
                 "lag_warn_bytes": str(self.lag_warn_bytes)}  # fmt: skip
-
-    def members_of(self, scope: str) -> str:
-        """One cluster's members with their instance (for a drill down into any cluster)."""
-        one = f"{self.scope_label}={promql_string(scope)}"
-        return dataclasses.replace(self, match=",".join(p for p in (self.match, one) if p))._seen("instance")
 
 
 @dataclass(frozen=True)
@@ -335,27 +269,6 @@ class FleetPage:
     bytes_read: int = 0
     warnings: tuple[str, ...] = ()  # the engine's word that its answer is partial or doubtful
     source: str = LIVE  # how it was ranked: recorded rules (and how fresh), or live PromQL (and why)
-
-
-def rules_state(
-    versions: Sequence[Sample], stamps: Sequence[Sample], queries: FleetQueries, now: float, stale_s: float
-) -> tuple[bool, str]:
-    """Whether to rank from the recorded rules, and the words for the screen: how fresh, or why not."""
-    if queries.match and not queries.recorded_match_ok:
-        return False, f"{LIVE} (--match asks labels the recorded series do not carry)"
-    if not versions:
-        return False, LIVE
-    found = versions[0]
-    if int(found.value) != VERSION:
-        return False, (f"{LIVE}: the rule file records rules v{found.value:g}, this pgtop-ha's are "
-                       f"v{VERSION}; write it again with `pgtop-ha fleet rules`")  # fmt: skip
-    differ = [k for k, v in queries.rules_identity().items() if found.labels.get(k, "") != v]
-    if differ:
-        return False, f"{LIVE}: the rule file was written for another {differ[0]}; write it again"
-    age = now - stamps[0].value if stamps else None
-    if age is None or age > stale_s:
-        return False, f"{LIVE}: the recorded rules are not being evaluated (last {age or 0:.0f} s ago)"
-    return True, f"recorded rules, evaluated {max(0.0, age):.0f} s ago"
 
 
 def counts_of(samples: Sequence[Sample]) -> FleetCounts:
@@ -393,37 +306,6 @@ class FleetRow:
     def level(self) -> Level:
         """OK, WARN or CRIT: the worst rule that applies, read off the severity."""
         return level_of(self.severity)
-
-    def cells(self) -> tuple[str, ...]:
-        """The row's texts, in COLUMNS order."""
-        return (
-            self.scope,
-            self.leader or "NONE",
-            f"{self.members_up}/{self.members_total}",
-            f"{self.streaming}/{self.replicas}",
-            _bytes(self.max_lag_bytes),
-            "-" if self.timeline is None else str(self.timeline),
-            str(self.timeline_changes),
-            str(self.pending_restart) if self.pending_restart else "",
-            "paused" if self.paused else "",
-            "-" if self.dcs_age_s is None else f"{self.dcs_age_s:.0f}s",
-            "-" if self.writer_up is None else ("1 UP" if self.writer_up == 1 else f"{self.writer_up} UP!"),
-            "; ".join(self.problems),
-        )
-
-
-COLUMNS = ("cluster", "leader", "up", "streaming", "max lag", "TL", "TL Δ1h", "restart", "paused",
-           "DCS seen", "writer", "problems")  # fmt: skip
-
-
-def _bytes(n: int | None) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1024:
-            return f"{n}{unit}"
-        n //= 1024
-    return f"{n}TB"
 
 
 @dataclass

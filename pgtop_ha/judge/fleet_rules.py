@@ -22,7 +22,7 @@ from pgtop_ha.judge.fleet import (
     RULES_VERSION,
     SEVERITY,
     VERSION,
-    FleetQueries,
+    FleetSeries,
     level_expr,
     promql_string,
 )
@@ -116,7 +116,7 @@ def _quoted(text: str) -> str:
     return json.dumps(text, ensure_ascii=True)
 
 
-def _identity(queries: FleetQueries) -> str:
+def _identity(queries: FleetSeries) -> str:
     """The version series, labelled with what the rules were written for (a mismatch is told)."""
     expr = f"vector({VERSION})"
     for label, value in queries.rules_identity().items():
@@ -124,7 +124,7 @@ def _identity(queries: FleetQueries) -> str:
     return expr
 
 
-def rule_file(queries: FleetQueries, version: str) -> str:
+def rule_file(queries: FleetSeries, version: str) -> str:
     """The rule file's text: the hourly group, then the rules and one alert per crit and warn rule."""
     staged = dataclasses.replace(queries, staged=True)
     sc = queries.scope_label

@@ -9,7 +9,6 @@ from pgtop_ha.judge.backup import backup_marks, no_stanza_marks, no_stanza_text,
 from pgtop_ha.judge.cache import after_failover, relation_share, used_share
 from pgtop_ha.judge.certs import cert_days_left, member_certs
 from pgtop_ha.judge.eligibility import Candidate, TakeoverPlan, find_leader, takeover_plan
-from pgtop_ha.judge.fleet import COLUMNS as FLEET_COLUMNS
 from pgtop_ha.judge.fleet import FleetCounts, FleetPage, FleetRow, matches
 from pgtop_ha.judge.forecast import forecast, forecast_marks
 from pgtop_ha.judge.memory import hugepages_marks
@@ -38,7 +37,6 @@ from pgtop_ha.judge.sources import node_freshness, stalled_after
 from pgtop_ha.judge.wal import archive_failing, archiver_marks, horizon_level, wal_disk_bound, wal_disk_level
 
 __all__ = [
-    "FLEET_COLUMNS",
     "Candidate",
     "Finding",
     "FleetCounts",

@@ -13,7 +13,7 @@ import httpx
 
 from pgtop_ha import __version__
 from pgtop_ha.errors import UserError
-from pgtop_ha.judge.fleet import FleetQueries
+from pgtop_ha.judge.fleet import FleetSeries
 from pgtop_ha.judge.fleet_rules import RULES_FILE, rule_file
 from pgtop_ha.lab import procs
 from pgtop_ha.lab.cluster import Lab
@@ -169,7 +169,7 @@ class FleetLab:
         pdir = self.fleet.prometheus_dir
         (pdir / "data").mkdir(parents=True, exist_ok=True)
         cfg = pdir / "prometheus.yml"
-        (pdir / RULES_FILE).write_text(rule_file(FleetQueries(), __version__))
+        (pdir / RULES_FILE).write_text(rule_file(FleetSeries(), __version__))
         cfg.write_text(prometheus_config(self.fleet))
         if not self.book.running("prometheus"):
             proc = procs.spawn(

@@ -18,7 +18,7 @@ import httpx
 
 from pgtop_ha import __version__
 from pgtop_ha.errors import UserError
-from pgtop_ha.judge.fleet import RULES, FleetQueries
+from pgtop_ha.judge.fleet import RULES, FleetSeries
 from pgtop_ha.judge.fleet_rules import RULES_FILE, rule_file
 from pgtop_ha.judge.rules import (
     LEADER_NONE,
@@ -139,7 +139,7 @@ class SyntheticPrometheus(_Engine):
         config = self.state_dir / "prometheus.yml"
         text_config = f"global:\n  scrape_interval: {interval_s}s\n  evaluation_interval: {interval_s}s\n"
         if rules:
-            (self.state_dir / RULES_FILE).write_text(rule_file(FleetQueries(), __version__))
+            (self.state_dir / RULES_FILE).write_text(rule_file(FleetSeries(), __version__))
             text_config += f"rule_files: ['{RULES_FILE}']\n"
         config.write_text(text_config)
         proc = procs.spawn(
@@ -236,7 +236,7 @@ class SyntheticVictoria(_Engine):
         took = time.monotonic() - began
         if rules:
             path = self.state_dir / RULES_FILE
-            path.write_text(rule_file(FleetQueries(), __version__))
+            path.write_text(rule_file(FleetSeries(), __version__))
             alert_log = self.state_dir / "vmalert.log"
             proc = procs.spawn(
                 [vmalert, f"-rule={path}", f"-datasource.url={self.url}", f"-remoteWrite.url={self.url}",

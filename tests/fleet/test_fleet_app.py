@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from pgtop_ha.collect.prometheus import PrometheusError
 from pgtop_ha.judge.fleet import CRIT, WARN, FleetCounts, FleetPage, FleetRow, level_of, matches
 from pgtop_ha.ui.fleet.app import FleetApp
+from pgtop_ha.ui.widgets.keyed_table import KeyedTable
 from tests.fleet.synth import FakeFleet
 
 NOW = 1_700_000_000.0
@@ -61,7 +62,7 @@ async def _until(pilot, condition, limit: int = 200) -> None:  # type: ignore[no
 async def test_rows_filter_and_drill() -> None:
     app = FleetApp(Scripted([_rows(4)]))
     async with app.run_test(size=(160, 30)) as pilot:
-        table = app.query_one(DataTable)
+        table = app.query_one(KeyedTable)
         await _until(pilot, lambda: table.row_count == 4)
         assert _status(app) == "4 clusters: 4 ok · 0 warn · 0 crit; live PromQL"
         await pilot.press("slash", *"0003", "enter")
@@ -80,7 +81,7 @@ async def test_prometheus_error_is_one_line_and_keeps_rows() -> None:
     hostile = PrometheusError("prometheus http://x: HTTP 503 [bold]boom[/bold]")
     app = FleetApp(Scripted([_rows(2), hostile]))
     async with app.run_test(size=(120, 30)) as pilot:
-        table = app.query_one(DataTable)
+        table = app.query_one(KeyedTable)
         await _until(pilot, lambda: app.error is not None)
         status = _status(app)
         assert status.startswith("Prometheus: ") and "[bold]boom[/bold]" in status  # shown, not parsed
@@ -100,7 +101,7 @@ async def test_the_header_counts_the_whole_fleet_beyond_the_rows() -> None:
     rows = FakeFleet(300, now=NOW).rows
     app = FleetApp(Scripted([rows[:20]], total=10_000))
     async with app.run_test(size=(160, 30)) as pilot:
-        table = app.query_one(DataTable)
+        table = app.query_one(KeyedTable)
         await _until(pilot, lambda: table.row_count == 20)
         status = _status(app)
         assert status.startswith("10,000 clusters: ") and "the 20 worst shown" in status
@@ -111,7 +112,7 @@ async def test_the_header_counts_the_whole_fleet_beyond_the_rows() -> None:
 async def test_many_clusters_stay_responsive() -> None:
     app = FleetApp(Scripted([_rows(1000)]))
     async with app.run_test(size=(160, 40)) as pilot:
-        table = app.query_one(DataTable)
+        table = app.query_one(KeyedTable)
         await _until(pilot, lambda: table.row_count == 1000, limit=500)
         await pilot.press("slash", *"0999", "enter")
         await _until(pilot, lambda: table.row_count == 1)

@@ -12,10 +12,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.fleet_cli import fleet_history
-from pgtop_ha.judge.fleet import CRIT, HOURLY_EVERY_S, FleetPage, FleetQueries, FleetRow
+from pgtop_ha.judge.fleet import CRIT, HOURLY_EVERY_S, FleetPage, FleetRow
 from pgtop_ha.judge.fleet_rules import ALERTS
 from pgtop_ha.judge.rules import PATRONI_MEMBER_DOWN
 from pgtop_ha.lab import faults

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
-from pgtop_ha.judge.fleet import CRIT, HOURLY_EVERY_S, OK, RULES, RULES_VERSION, WARN, FleetQueries, level_of
+from pgtop_ha.judge.fleet import CRIT, HOURLY_EVERY_S, OK, RULES, RULES_VERSION, WARN, level_of
 from pgtop_ha.judge.rules import (
     LEADER_NONE,
     LEADER_SEVERAL,

@@ -15,17 +15,8 @@ from typing import Any
 import pytest
 
 from pgtop_ha.cli import main
-from pgtop_ha.judge.fleet import (
-    CRIT,
-    RULE_POINTS,
-    RULES,
-    RULES_VERSION,
-    VERSION,
-    WARN,
-    FleetQueries,
-    Sample,
-    rules_state,
-)
+from pgtop_ha.collect.fleet_queries import FleetQueries, rules_state
+from pgtop_ha.judge.fleet import CRIT, RULE_POINTS, RULES, RULES_VERSION, VERSION, WARN, Sample
 from pgtop_ha.judge.fleet_rules import ALERTS, rule_file
 from pgtop_ha.judge.rules import (
     LEADER_NONE,

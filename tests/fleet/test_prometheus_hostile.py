@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader
-from pgtop_ha.judge.fleet import FleetQueries
 from tests.fleet.synth import FakeFleet, query_of
 from tests.hostile.fakes import answer, fake_server, json_answer
 from tests.support.ports import free_port

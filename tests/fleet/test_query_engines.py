@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.errors import ConfigError, UserError
 from pgtop_ha.fleet_cli import match_of, reader_of
-from pgtop_ha.judge.fleet import FleetQueries
 from pgtop_ha.settings import load_settings
 from tests.fleet.synth import FakeFleet, query_of
 from tests.hostile.fakes import Received, fake_server, json_answer

@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
+from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.prometheus import (
     PrometheusError,
     duration_seconds,
@@ -20,7 +21,6 @@ from pgtop_ha.judge.fleet import (
     OK,
     RULES,
     WARN,
-    FleetQueries,
     Q,
     Sample,
     Series,
@@ -31,6 +31,7 @@ from pgtop_ha.judge.fleet import (
     matches,
 )
 from pgtop_ha.judge.rules import LEADER_NONE, PATRONI_MEMBER_DOWN, PATRONI_SWITCHED
+from pgtop_ha.ui.fleet.rows import texts
 from tests.fleet.synth import FakeFleet
 
 NOW = 1_700_000_000.0
@@ -120,7 +121,7 @@ def test_missing_labels_tolerated() -> None:
     (row,) = build_rows({"fleet": fleet, "members": members}, now=NOW)  # rows come from "fleet" alone
     assert row.scope == "x" and row.leader == "?" and row.members_up == 0
     assert row.timeline is None and row.dcs_age_s is None and row.writer_up is None
-    assert row.cells()[4] == "-"
+    assert texts(row)[4] == "-"
 
 
 def test_hostile_values_and_labels() -> None:
@@ -146,7 +147,7 @@ def test_hostile_values_and_labels() -> None:
     scope = samples[0].labels["scope"]
     assert "\x1b" not in scope and len(scope) <= 200
     (row,) = build_rows({"fleet": [Sample({**samples[0].labels, Q: "up"}, 1)]}, now=NOW)
-    assert row.cells()[0] == scope  # shown as plain text by the app (rich Text, never markup)
+    assert texts(row)[0] == scope  # shown as plain text by the app (rich Text, never markup)
 
 
 @pytest.mark.parametrize(

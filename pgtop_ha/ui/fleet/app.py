@@ -9,12 +9,14 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
-from pgtop_ha.judge.view import FLEET_COLUMNS, FleetCounts, FleetRow, matches
+from pgtop_ha.judge.view import FleetCounts, FleetRow, matches
 from pgtop_ha.models.text import clean
 from pgtop_ha.ui.driver import CalmApp
+from pgtop_ha.ui.fleet.rows import COLUMNS, table_row
 from pgtop_ha.ui.fleet.source import FleetSource
+from pgtop_ha.ui.widgets.keyed_table import KeyedTable
 
 
 class FleetApp(CalmApp[str | None]):
@@ -26,7 +28,7 @@ class FleetApp(CalmApp[str | None]):
     #status { height: 1; }
     #filter { display: none; height: 3; }
     #filter.shown { display: block; }
-    DataTable { height: 1fr; }
+    KeyedTable { height: 1fr; }
     """
     BINDINGS = [
         Binding("q", "quit", "Quit"),
@@ -46,22 +48,18 @@ class FleetApp(CalmApp[str | None]):
         self.error: str | None = None
         self.refreshes = 0
         self.answered_for = ""  # the filter the rows on screen were asked with
-        self._shown: dict[str, tuple[str, ...]] = {}
-        self._order: list[str] = []
         self._poller: asyncio.Task[None] | None = None
 
     def compose(self) -> ComposeResult:
         """Status line, filter input, the table, the footer."""
         yield Static(Text("connecting to Prometheus…"), id="status")
         yield Input(placeholder="filter clusters (Enter to apply, Esc to clear)", id="filter")
-        table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=False)
-        table.add_columns(*FLEET_COLUMNS)
-        yield table
+        yield KeyedTable(COLUMNS, id="clusters")
         yield Footer()
 
     def on_mount(self) -> None:
         """Focus the table (not the hidden filter) and start the refresh loop."""
-        self.query_one(DataTable).focus()
+        self.query_one(KeyedTable).focus()
         self._poller = asyncio.create_task(self._refresh_loop())
 
     async def _refresh_loop(self) -> None:
@@ -113,27 +111,8 @@ class FleetApp(CalmApp[str | None]):
             kept = "showing the last answer" if self.rows else "no answer yet"
             status = f"Prometheus: {self.error} ({kept})"
         self.query_one("#status", Static).update(Text(status))
-        table: DataTable[Text] = self.query_one(DataTable)
-        order = [r.scope for r in visible]
-        if order != self._order:
-            # Order or membership changed: rebuild (rare); otherwise only changed cells are touched.
-            table.clear()
-            self._shown = {}
-            for r in visible:
-                cells = r.cells()
-                table.add_row(*(Text(c) for c in cells), key=r.scope)
-                self._shown[r.scope] = cells
-            self._order = order
-            return
-        for r in visible:
-            cells = r.cells()
-            old = self._shown.get(r.scope)
-            if old == cells:
-                continue
-            for i, (a, b) in enumerate(zip(old or (), cells, strict=False)):
-                if a != b:
-                    table.update_cell(r.scope, table.ordered_columns[i].key, Text(b))
-            self._shown[r.scope] = cells
+        # Only changed cells are written; rows that came, went or moved are placed again.
+        self.query_one(KeyedTable).apply([table_row(r) for r in visible])
 
     def action_filter(self) -> None:
         """Show the filter input."""
@@ -147,7 +126,7 @@ class FleetApp(CalmApp[str | None]):
         box = self.query_one("#filter", Input)
         box.remove_class("shown")
         self.filter_text = ""
-        self.query_one(DataTable).focus()
+        self.query_one(KeyedTable).focus()
         self._render_rows()
         self._wake.set()
 
@@ -155,14 +134,13 @@ class FleetApp(CalmApp[str | None]):
     def _apply_filter(self, event: Input.Submitted) -> None:
         self.filter_text = clean(event.value)[:80]
         event.input.remove_class("shown")
-        self.query_one(DataTable).focus()
+        self.query_one(KeyedTable).focus()
         self._render_rows()  # the rows at hand at once; Prometheus narrows the whole fleet next
         self._wake.set()
 
-    @on(DataTable.RowSelected)
-    def _drill(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value is not None:
-            self.exit(event.row_key.value)
+    @on(KeyedTable.Chosen)
+    def _drill(self, event: KeyedTable.Chosen) -> None:
+        self.exit(event.key)
 
     async def on_unmount(self) -> None:
         """Stop the loop, close the source."""

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
@@ -123,7 +124,15 @@ class KeyedTable(ScrollView, can_focus=True):
         "keyed-table--hover",
     }
 
+    class Chosen(Message):
+        """Enter on a row: its key."""
+
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
+
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "choose", "Choose", show=False),
         Binding("up", "cursor_up", "Cursor up", show=False),
         Binding("down", "cursor_down", "Cursor down", show=False),
         Binding("pageup", "page_up", "Page up", show=False),
@@ -527,6 +536,12 @@ class KeyedTable(ScrollView, can_focus=True):
         self._hover_row = None  # the keyboard moves the cursor: the mouse's row no longer shows
         if self.show_cursor and self._keys:
             self.move_cursor(row=row)
+
+    def action_choose(self) -> None:
+        """Tell whoever holds the table which row the cursor is on."""
+        key = self.row_under_cursor()
+        if key is not None and self.show_cursor:
+            self.post_message(self.Chosen(key))
 
     def action_cursor_up(self) -> None:
         """Move the cursor a row up."""
