@@ -403,3 +403,15 @@ async def test_changed_rows_are_marked_for_repaint_where_they_are_in_view() -> N
             assert 0 < len(marked) < 4  # some rows are out of view: not marked
             table.apply(many(20))
             await pilot.pause()
+
+
+async def test_new_columns_show_their_header_even_without_rows() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = await showing_tens(app, pilot)
+        table.apply([], (Column("a", "Alpha"), Column("b", "Beta")))
+        await pilot.pause()
+        assert table.labels() == ("Alpha", "Beta") and table.row_count == 0
+        assert table.virtual_size.height == 1  # the header alone: the old rows' lines are gone
+        header = table.render_line(0).text
+        assert "Alpha" in header and "Name" not in header

@@ -304,7 +304,8 @@ class KeyedTable(ScrollView, can_focus=True):
 
     def apply(self, rows: Sequence[Row], columns: Sequence[Column] | None = None) -> int:
         """Make the table show ``rows``; returns how many cells were written (0: no repaint)."""
-        if columns is not None and tuple(columns) != self._cols:
+        relabelled = columns is not None and tuple(columns) != self._cols
+        if columns is not None and relabelled:
             self._set_columns(columns)
             self._cells.clear()
             self._shown.clear()
@@ -312,7 +313,7 @@ class KeyedTable(ScrollView, can_focus=True):
             self._order = []
             self._keys = []
         now = self.clock()
-        widened = self._shrink(now) if self._narrow_since else False
+        widened = relabelled or (self._shrink(now) if self._narrow_since else False)
         if self._kept is not None and (
             now - self._kept.since >= SHRINK_AFTER_S or self._kept.around != self._around()
         ):
