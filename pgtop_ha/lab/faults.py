@@ -206,8 +206,15 @@ def fix_archive(lab: Lab) -> str:
 RELEASED_BELOW = 256 * 1024**2  # what a released permanent slot may still keep on a member
 
 
-# What psql says of a server that is restarting, by the moment it asked.
-_RESTARTING = ("Connection refused", "starting up", "shutting down", "closed the connection unexpectedly")
+# What psql says of a server that is restarting, by the moment it asked (a fast shutdown ends
+# every backend).
+_RESTARTING = (
+    "Connection refused",
+    "starting up",
+    "shutting down",
+    "closed the connection unexpectedly",
+    "terminating connection due to administrator command",
+)
 
 
 def release_slot(lab: Lab, timeout: float = 120) -> str:
