@@ -478,13 +478,16 @@ class NodeReader:
                 conn.terminate()  # no goodbye: the server may be frozen
 
     def _server_log(self) -> ServerLog | None:
-        """The log as last read; its new lines only in the snapshot of the cycle that read them."""
+        """The log as last read; its new lines in the first snapshot made after the read, once."""
+        # Not "the cycle that read them": a cycle can read the log and then fail (a server just
+        # restarted), and the lines telling the restart would never reach the timeline.
         value = self._log.value
-        if value is None or self._log.fresh:
-            return value
+        if value is None:
+            return None
         if self._quiet_log is None or self._quiet_log[0] is not value:
             quiet = value.model_copy(update={"lines": (), "backlog": False, "skipped_bytes": 0})
             self._quiet_log = (value, quiet)
+            return value
         return self._quiet_log[1]
 
     def _lost(self, conn: asyncpg.Connection) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pgtop_ha.collect.postgres import NodeReader, Target
 from pgtop_ha.collect.source import PollTask, Source
+from pgtop_ha.models.serverlog import LogLine, ServerLog
 from pgtop_ha.models.snapshot import NodeSnapshot
 from pgtop_ha.models.sources import node_state, source_state
 from pgtop_ha.settings import PostgresSettings
@@ -124,3 +125,18 @@ async def test_node_reader_slow_keeps_its_last_answer(tmp_path: Path) -> None:
     assert not reader.view().reachable and reader.view().slow_s is None
     release.set()
     await task
+
+
+def test_log_lines_a_failed_cycle_read_reach_the_next_snapshot_once(tmp_path: Path) -> None:
+    # A server just restarted: a cycle reads its log (the restart told), then fails before its
+    # snapshot. The next cycle does not read the log again (not due): the lines go in its snapshot.
+    reader = NodeReader(
+        Target("node1", "127.0.0.1", 1, "postgres"), PostgresSettings(), fixed_clock(NOW), proc=tmp_path
+    )
+    told = LogLine(at=NOW, severity="LOG", message="database system is ready to accept connections")
+    reader._log.value = ServerLog(file="/log/postgresql.json", format="jsonlog", lines=(told,))
+    reader._log.fresh = False
+    first = reader._server_log()
+    assert first is not None and first.lines == (told,)
+    again = reader._server_log()
+    assert again is not None and again.lines == () and again.file == "/log/postgresql.json"
