@@ -8,6 +8,7 @@ from textual.binding import Binding
 
 from pgtop_ha.ui import app as console_app
 from pgtop_ha.ui.app import PgtopApp
+from pgtop_ha.ui.screens.monitor import declared_bindings
 
 
 class DrillApp(PgtopApp):
@@ -36,8 +37,5 @@ class DrillApp(PgtopApp):
 
 def escape_action(screen: object) -> str | None:
     """The action a screen's own Esc key runs (its class's, or a base's), if it has one."""
-    for klass in type(screen).__mro__:
-        for binding in vars(klass).get("BINDINGS", ()):
-            if isinstance(binding, Binding) and "escape" in binding.key.split(","):
-                return binding.action
-    return None
+    escapes = [b for b in declared_bindings(type(screen)) if "escape" in b.key.split(",")]
+    return escapes[-1].action if escapes else None

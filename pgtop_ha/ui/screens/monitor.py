@@ -117,6 +117,16 @@ SCREEN_KEYS = [
 ]
 
 
+def declared_bindings(cls: type) -> list[Binding]:
+    """The Bindings a class and its bases declare, bases first, as Textual merges them."""
+    return [
+        b
+        for klass in reversed(cls.__mro__)
+        for b in vars(klass).get("BINDINGS", ())
+        if isinstance(b, Binding)
+    ]
+
+
 def screen_bindings(panes: Sequence[PaneSpec], own: Sequence[Binding] = SCREEN_KEYS) -> list[Binding]:
     """The view keys (0 and each pane's), then the screen's own; a pane key they share is refused."""
     views = pane_bindings(panes)
@@ -138,8 +148,7 @@ class MonitorScreen(Screen[None]):
     @classmethod
     def keyed(cls) -> type[Self]:
         """This screen class with the registry's view keys first, then its own keys."""
-        own = [b for klass in reversed(cls.__mro__) for b in vars(klass).get("BINDINGS", ())]
-        keys = screen_bindings(registry.PANES, [b for b in own if isinstance(b, Binding)])
+        keys = screen_bindings(registry.PANES, declared_bindings(cls))
         return types.new_class(
             cls.__name__,
             (cls,),

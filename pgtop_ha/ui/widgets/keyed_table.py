@@ -105,9 +105,7 @@ class Look:
     base: Style
     header: Style
     cursor: Style
-    cursor_post: Style
     hover: Style
-    hover_post: Style
 
 
 def _post(component: Style) -> Style:
@@ -605,7 +603,6 @@ class KeyedTable(ScrollView, can_focus=True):
 
     def _redraw(self) -> None:
         # Rows came, went or moved, or a column changed width: a new size, and every line again.
-        self._header = None
         self._resize()
         self.refresh()
 
@@ -614,10 +611,6 @@ class KeyedTable(ScrollView, can_focus=True):
         y = HEADER + index - self.scroll_offset.y
         if HEADER <= y < self.size.height:
             self.refresh(Region(0, y, self.size.width, 1))
-
-    def on_resize(self, event: events.Resize) -> None:
-        """The box changed size: a kept box is measured against the new one."""
-        self._header = None
 
     def _resize(self, *, keep: bool = True) -> None:
         # A new virtual size makes Textual lay out the whole screen. When the table's box stays
@@ -691,32 +684,24 @@ class KeyedTable(ScrollView, can_focus=True):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """Render the lines in ``crop``, working out the styles once, not once per line."""
-        cursor = self.get_component_rich_style("keyed-table--cursor")
-        hover = self.get_component_rich_style("keyed-table--hover")
-        self._look = Look(
-            self.rich_style,
-            self.get_component_rich_style("keyed-table--header"),
-            cursor,
-            _post(cursor),
-            hover,
-            _post(hover),
-        )
+        self._look = self._new_look()
         try:
             return super().render_lines(crop)
         finally:
             self._look = None
 
-    def _current_look(self) -> Look:
-        if self._look is not None:
-            return self._look
-        cursor = self.get_component_rich_style("keyed-table--cursor")
-        hover = self.get_component_rich_style("keyed-table--hover")
-        header = self.get_component_rich_style("keyed-table--header")
-        return Look(self.rich_style, header, cursor, _post(cursor), hover, _post(hover))
+    def _new_look(self) -> Look:
+        component = self.get_component_rich_style
+        return Look(
+            self.rich_style,
+            component("keyed-table--header"),
+            component("keyed-table--cursor"),
+            component("keyed-table--hover"),
+        )
 
     def render_line(self, y: int) -> Strip:
         """One line of the view: the header, or the row scrolled to it."""
-        look = self._current_look()
+        look = self._look or self._new_look()
         width = self.size.width
         scroll_x, scroll_y = self.scroll_offset
         if y < HEADER:
