@@ -43,6 +43,18 @@ async def _server_ms(conn: asyncpg.Connection, role: str) -> float:
     return float(value)
 
 
+async def _top_statements(conn: asyncpg.Connection, cycles: int) -> None:
+    """Print where pgtop-ha's server time went: its statements, ms per cycle, the costliest first."""
+    rows = await conn.fetch(
+        "select calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) as q"
+        " from pg_stat_statements s join pg_roles r on r.oid = s.userid"
+        " where r.rolname = $1 order by total_exec_time desc limit 8",
+        MONITOR_USER,
+    )
+    for r in rows:
+        print(f"  {r['total_exec_time'] / cycles:6.3f} ms/cycle {r['calls']:5d} calls  {r['q']}")
+
+
 async def _sessions(port: int, password: str, count: int) -> list[asyncpg.Connection]:
     """``count`` sessions: a tenth running, a twentieth idle in transaction, the rest idle."""
     conns = []
@@ -98,6 +110,8 @@ async def run_once(
             await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
         ours = await _server_ms(su, MONITOR_USER)
         theirs = await _server_ms(su, PGA_ROLE)
+        if args.by_statement:
+            await _top_statements(su, cycles)
     finally:
         await _tmux("kill-session", "-t", session)
         await poller.aclose()
@@ -147,6 +161,7 @@ if __name__ == "__main__":
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--sessions", type=int, default=200)
+    p.add_argument("--by-statement", action="store_true", help="print pgtop-ha's costliest statements")
     a = p.parse_args()
     if not shutil.which("tmux") or not os.access(a.pg_activity, os.X_OK):
         raise SystemExit(f"needs tmux and {a.pg_activity}")

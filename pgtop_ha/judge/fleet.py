@@ -106,7 +106,7 @@ MOVES = "pgtop_ha:fleet_timeline_moves_1h"  # per cluster: how far its timeline 
 MEMBERS = "pgtop_ha:fleet_members"  # per cluster: its members seen in the last hour
 LEADERS = "pgtop_ha:fleet_leaders"  # per cluster with a leader: how many say they are
 HOURLY_EVERY_S = 60  # the interval of the group recording SEEN and MOVES
-VERSION = 3  # raised whenever RULES or their PromQL change
+VERSION = 4  # raised whenever RULES or their PromQL change
 LIVE = "live PromQL"
 
 DCS_STALE_S = 60.0
@@ -155,7 +155,9 @@ class FleetSeries:
     def total(self) -> str:
         """Every cluster seen in the last hour, with its count of members."""
         if self.staged:
-            return MEMBERS
+            # A cluster first scraped after the hourly group's last run is counted from now.
+            running = self._m("patroni_postgres_running")
+            return f"({MEMBERS} or count by ({self.scope_label}) ({running}))"
         return f"count by ({self.scope_label}) ({self.seen()})"
 
     def parts(self) -> dict[str, str]:

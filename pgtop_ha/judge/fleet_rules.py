@@ -133,7 +133,7 @@ def rule_file(queries: FleetSeries, version: str) -> str:
     records = [
         (LEADERS, queries.leaders()),
         (RULE_POINTS, tagged),
-        (SEVERITY, f"sum by ({sc}) ({RULE_POINTS}) or {MEMBERS} * 0"),
+        (SEVERITY, f"sum by ({sc}) ({RULE_POINTS}) or {staged.total()} * 0"),
         (LEVEL, level_expr(SEVERITY)),
         (BY_LEVEL, f'count_values("level", {LEVEL})'),
         # Written only once the hourly group has run: until then the fleet reads live, not a part.

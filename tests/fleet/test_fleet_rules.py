@@ -16,8 +16,20 @@ import pytest
 
 from pgtop_ha.cli import main
 from pgtop_ha.collect.fleet_queries import FleetQueries, rules_state
-from pgtop_ha.judge.fleet import CRIT, RULE_POINTS, RULES, RULES_VERSION, VERSION, WARN, Sample
-from pgtop_ha.judge.fleet_rules import ALERTS, rule_file
+from pgtop_ha.judge.fleet import (
+    CRIT,
+    MEMBERS,
+    MOVES,
+    RULE_POINTS,
+    RULES,
+    RULES_VERSION,
+    SEEN,
+    SEVERITY,
+    VERSION,
+    WARN,
+    Sample,
+)
+from pgtop_ha.judge.fleet_rules import ALERTS, HOURLY_GROUP, rule_file
 from pgtop_ha.judge.rules import (
     LEADER_NONE,
     LEADER_SEVERAL,
@@ -238,6 +250,51 @@ def test_an_alert_fires_within_its_for_plus_one_evaluation(tmp_path: Path, rule:
                         "alertname": alert.name,
                         "exp_alerts": fired,
                     },
+                ],
+            }
+        ],
+    }
+    tests = tmp_path / "tests.yml"
+    tests.write_text(json.dumps(doc, indent=1))
+    out = _promtool("test", "rules", str(tests))
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@needs_promtool
+def test_a_cluster_the_hourly_group_has_not_counted_is_ranked(tmp_path: Path) -> None:
+    """Between two runs of the hourly group a new cluster is ranked: healthy at 0, leaderless graded."""
+    # promtool runs every group at its evaluation_interval: the hourly group is taken out and its
+    # series given as they stand before its next run, counting the old cluster only.
+    text = rule_file(FleetQueries(), "test")
+    head, rest = text.split(f"  - name: {HOURLY_GROUP}\n", 1)
+    rules = tmp_path / "rules.yml"
+    rules.write_text(head + "  - name" + rest.split("  - name", 1)[1])
+    series = [
+        {"series": f'{MEMBERS}{{scope="old"}}', "values": f"2x{SAMPLES}"},
+        {"series": f'{MOVES}{{scope="old"}}', "values": f"0x{SAMPLES}"},
+    ]
+    series += [{"series": f'{SEEN}{{scope="old",name="{n}"}}', "values": f"1x{SAMPLES}"} for n in "ab"]
+    for scope, fault in (("old", "healthy"), ("newcomer", "healthy"), ("leaderless", NO_LEADER)):
+        for metric, members in _members(fault).items():
+            for name, values in members.items():
+                series.append({"series": f'{metric}{{scope="{scope}",name="{name}"}}', "values": values})
+    expected = {"old": 0, "newcomer": 0, "leaderless": RULES[NO_LEADER].points()}
+    doc = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "15s",
+        "tests": [
+            {
+                "interval": "15s",
+                "input_series": series,
+                "promql_expr_test": [
+                    {
+                        "expr": SEVERITY,
+                        "eval_time": EVAL,
+                        "exp_samples": [
+                            {"labels": f'{SEVERITY}{{scope="{scope}"}}', "value": value}
+                            for scope, value in expected.items()
+                        ],
+                    }
                 ],
             }
         ],
