@@ -30,7 +30,7 @@ from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import SUPERUSER, Layout
 from pgtop_ha.settings import NodeSettings, Settings, load_settings
 
-STATEMENT_LIKE = "select json_build_object(%"
+STATEMENT_LIKE = "%select json_build_object(%"  # the cycle's statement, after its CTE
 
 
 @dataclass

@@ -38,7 +38,9 @@ MONITOR = {"read_all_stats": True, "monitor": True, "ls_archive_status": True}
 @pytest.mark.parametrize("version", [120000, 130000, 140000, 150000, 160000, 170000])
 def test_statement_matches_version(version: int) -> None:
     sql = build_query(_caps(version, **MONITOR), remote_memory=False)
-    assert sql.startswith("select json_build_object(")
+    assert sql.startswith("with pg_stat_activity as materialized") and "select json_build_object(" in sql
+    # Backends are listed once per statement: no part reads the catalog's views of them again.
+    assert sql.count("pg_catalog.pg_stat_activity") == 1 and "from pg_stat_replication " not in sql
     assert ("pg_stat_progress_copy" in sql) == (version >= 140000)
     assert ("pg_stat_replication_slots" in sql) == (version >= 140000)
     assert ("pg_get_wal_replay_pause_state" in sql) == (version >= 140000)

@@ -17,7 +17,8 @@ select * from (
          extract(epoch from now() - p.prepared)::float8, null
   from pg_prepared_xacts p
   union all
-  select 'standby', r.pid, null, r.usename, r.application_name, null, r.state,
-         age(r.backend_xmin)::bigint, null, null
-  from pg_stat_replication r where r.backend_xmin is not null
+  select 'standby', w.pid, null, a.usename, a.application_name, null, w.state,
+         age(a.backend_xmin)::bigint, null, null
+  from pg_stat_get_wal_senders() w join pg_stat_activity a on a.pid = w.pid
+  where a.backend_xmin is not null
 ) h order by xact_age desc nulls last
