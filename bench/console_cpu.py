@@ -118,9 +118,9 @@ def child(config: Path, interval: float, theme: str, poller_only: bool) -> None:
     from pgtop_ha.ui.app import PgtopApp
 
     if runtime is None:
-        PgtopApp(settings, poller).run()
+        PgtopApp(settings.console(), poller).run()
     else:
-        runtime.run_app(PgtopApp(settings, poller, settle=runtime.settle_heap))
+        runtime.run_app(PgtopApp(settings.console(), poller, settle=runtime.settle_heap))
 
 
 def console_command(args: argparse.Namespace, tree: Path | None = None) -> list[str]:

@@ -82,7 +82,7 @@ async def wait_for(cond: object, within: float, what: str) -> None:
 async def measure(settings: Settings, rows: int, seconds: float) -> dict[str, object]:
     """CPU per cycle, RSS and key latency of the console against a page of ``rows`` more servers."""
     poller = Poller.from_settings(settings)
-    app = PgtopApp(settings, poller, settle=settle_heap)
+    app = PgtopApp(settings.console(), poller, settle=settle_heap)
     latencies: list[float] = []
     async with app.run_test(size=(160, 48), notifications=False):
         await wait_for(

@@ -96,7 +96,7 @@ async def scenario(
     # As the console runs: its heap settled after the first snapshot, on its loop (main()).
     poller = Poller.from_settings(settings)
     source = Crowded(poller, sessions) if sessions else poller
-    app = PgtopApp(settings, source, settle=settle_heap)  # type: ignore[arg-type]
+    app = PgtopApp(settings.console(), source, settle=settle_heap)  # type: ignore[arg-type]
     latencies: list[float] = []
     keys: list[str] = []
     async with app.run_test(size=size, notifications=False):

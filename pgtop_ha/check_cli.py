@@ -95,7 +95,7 @@ async def _observe(
 ) -> tuple[ClusterSnapshot, tuple[Verdict, ...], int]:
     """Poll once (or until healthy within ``wait_s``); the last snapshot, its verdicts and polls made."""
     poller = Poller.from_settings(settings, system_clock)
-    session = Session(clock=system_clock, pools=settings.haproxy.pools(), thresholds=settings.thresholds)
+    session = Session(clock=system_clock, judging=settings.judging())
     deadline = time.monotonic() + (wait_s or 0.0)
     polls = 0
     try:

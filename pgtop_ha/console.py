@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgtop_ha.crash import crash_line
+from pgtop_ha.models.sections import ConsoleSections
 from pgtop_ha.runtime import run_app, run_built, settle_heap
 from pgtop_ha.settings import Settings, load_settings, recorded_settings, resolve_mode
 
@@ -22,6 +23,11 @@ if TYPE_CHECKING:
     from pgtop_ha.collect.poller import Poller
     from pgtop_ha.ui.app import PgtopApp
     from pgtop_ha.ui.attach import AttachApp
+
+
+def attach_sections(hello: dict[str, object], theme: str) -> ConsoleSections:
+    """An attached console's sections: the serve's thresholds and pools (how it judges), its own theme."""
+    return recorded_settings({"settings": hello.get("settings")}, theme).console()
 
 
 def run_console(settings: Settings, record: Path | None = None, record_max: str = "1GiB") -> int:
@@ -52,7 +58,7 @@ def run_console(settings: Settings, record: Path | None = None, record_max: str 
         from pgtop_ha.ui.app import PgtopApp
 
         app = PgtopApp(
-            settings=settings,
+            sections=settings.console(),
             source=poller,
             actions=actions,
             mode=mode,
@@ -123,7 +129,7 @@ def run_replay(args: argparse.Namespace) -> int:
     except BaseException:
         recording.close()
         raise
-    app = ReplayApp(recorded_settings(recording.header, theme), source, args.file)
+    app = ReplayApp(recorded_settings(recording.header, theme).console(), source, args.file)
     run_app(app)
     return _exit_code(app)
 
@@ -144,7 +150,7 @@ def run_attach(target: str | None, theme: str | None, token_file: Path | None = 
         await asyncio.to_thread(_import_ui, operator=False)
         from pgtop_ha.ui.attach import AttachApp
 
-        return AttachApp(AttachApp.settings_for(source.hello, chosen), source)
+        return AttachApp(attach_sections(source.hello, chosen), source)
 
     app = run_built(build)
     if app.crash is None and app.ended:

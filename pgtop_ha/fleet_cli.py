@@ -160,7 +160,7 @@ def run_drill(settings: Settings) -> int:
     """One cluster's live console, read-only; Esc on its overview (or q) goes back to the fleet."""
     from pgtop_ha.console import build_poller
     from pgtop_ha.crash import crash_line
-    from pgtop_ha.settings import Mode
+    from pgtop_ha.models.sections import Mode
     from pgtop_ha.ui.fleet.drill import DrillApp
 
     mode = Mode(read_only=True, reason="opened from the fleet view (read-only)", short="fleet")
@@ -168,7 +168,7 @@ def run_drill(settings: Settings) -> int:
 
     async def build() -> DrillApp:
         source.prime()  # the first cycle waits on the servers while Textual builds the screen
-        return DrillApp(settings=settings, source=source, mode=mode, settle=settle_heap)
+        return DrillApp(sections=settings.console(), source=source, mode=mode, settle=settle_heap)
 
     app = run_built(build)
     if app.crash is not None:

@@ -8,7 +8,6 @@ import stat
 import tomllib
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO, Literal
 
@@ -26,6 +25,7 @@ from pydantic import (
 
 from pgtop_ha.errors import ConfigError
 from pgtop_ha.models.haproxy import Pools
+from pgtop_ha.models.sections import ConsoleSections, Judging, Mode
 from pgtop_ha.models.thresholds import Thresholds
 from pgtop_ha.models.trust import check_host_pattern
 from pgtop_ha.models.urls import haproxy_stats_url, patroni_root, redact
@@ -354,6 +354,14 @@ class Settings(_Section):
     # Where read_only was set ("command line", "environment", "config file PATH"): the mode's reason.
     _read_only_from: str | None = PrivateAttr(None)
 
+    def judging(self) -> Judging:
+        """What a session judges and paces by (its thresholds, HAProxy's pools, the interval)."""
+        return Judging(thresholds=self.thresholds, pools=self.haproxy.pools(), interval=self.interval)
+
+    def console(self) -> ConsoleSections:
+        """What the console reads of these settings."""
+        return ConsoleSections(judging=self.judging(), theme=self.theme, cluster_name=self.cluster_name)
+
     @model_validator(mode="after")
     def _unique_poolers(self) -> Settings:
         _unique_names(self.pgbouncer, "[[pgbouncer]]")
@@ -615,15 +623,6 @@ def load_settings(
     elif "read_only" in data:
         settings._read_only_from = source
     return settings
-
-
-@dataclass(frozen=True)
-class Mode:
-    """Whether the console may act, and why (shown in the header and the help screen)."""
-
-    read_only: bool
-    reason: str
-    short: str = ""  # for the header badge: "SSH", "flag", "env", "config", "default"
 
 
 def resolve_mode(settings: Settings, environ: Mapping[str, str]) -> Mode:

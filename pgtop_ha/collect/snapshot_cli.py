@@ -40,7 +40,7 @@ async def take_snapshot(
         snap = await poller.cycle()
     finally:
         await poller.aclose()
-    session = Session(clock=clock, pools=settings.haproxy.pools(), thresholds=settings.thresholds)
+    session = Session(clock=clock, judging=settings.judging())
     session.observe(snap)
     verdicts = session.judge(snap)
     return snap.model_copy(update={"verdicts": verdicts, "forecast": forecast(snap)})

@@ -14,9 +14,9 @@ from typing import Literal, Protocol
 from pgtop_ha.engines.timeline import Timeline, cadence
 from pgtop_ha.judge.verdicts import judge
 from pgtop_ha.models.event import Event
-from pgtop_ha.models.haproxy import DEFAULT_POOLS, Pools
+from pgtop_ha.models.haproxy import Pools
+from pgtop_ha.models.sections import Judging
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.thresholds import Thresholds
 from pgtop_ha.models.verdict import Verdict
 
 
@@ -45,18 +45,17 @@ class Session:
         self,
         *,
         clock: Callable[[], datetime],
-        pools: Pools = DEFAULT_POOLS,
-        thresholds: Thresholds | None = None,
-        interval: float = 1.0,
+        judging: Judging | None = None,
         keep: int | None = None,
         recording: Recording | None = None,
         on_recording_failed: Callable[[str], object] | None = None,
     ) -> None:
+        judging = judging if judging is not None else Judging()
         self.clock = clock
-        self.thresholds = thresholds if thresholds is not None else Thresholds()
-        self.interval = interval  # the chosen poll interval; cadence() is faster while unsettled
+        self.thresholds = judging.thresholds
+        self.interval = judging.interval  # the chosen poll interval; cadence() is faster while unsettled
         self.keep = keep
-        self.timeline = Timeline(pools=pools, keep=keep)
+        self.timeline = Timeline(pools=judging.pools, keep=keep)
         self.recording = recording
         self._on_failed = on_recording_failed
 

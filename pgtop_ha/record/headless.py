@@ -65,9 +65,7 @@ async def record(
     # The console's cadence: faster while something is wrong, so incidents are recorded finely.
     session = Session(
         clock=clock,
-        pools=settings.haproxy.pools(),
-        thresholds=settings.thresholds,
-        interval=settings.interval,
+        judging=settings.judging(),
         keep=KEEP_EVENTS,
         recording=recorder,
         on_recording_failed=lambda _: stop.set(),

@@ -18,6 +18,7 @@ from pgtop_ha.engines.session import Session
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.haproxy import DEFAULT_POOLS, Pools
+from pgtop_ha.models.sections import Judging
 from pgtop_ha.models.text import clean, fit
 from pgtop_ha.record.reader import Marker, Recording
 from pgtop_ha.record.store import from_epoch
@@ -53,7 +54,7 @@ def recorded_pools(header: dict[str, Any]) -> Pools:
 
 def recompute(recording: Recording, markers: list[Marker] | None = None) -> Timeline:
     """A fresh Timeline fed every recorded snapshot, with each marker before the first snapshot after it."""
-    session = Session(clock=system_clock, pools=recorded_pools(recording.header))
+    session = Session(clock=system_clock, judging=Judging(pools=recorded_pools(recording.header)))
     markers = recording.markers() if markers is None else markers
     session.replay(
         recording.snapshots(),

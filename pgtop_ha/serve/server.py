@@ -108,9 +108,7 @@ async def serve(
     recorder = Recorder.create(record, settings, limit, role="serve", clock=clock) if record else None
     session = Session(
         clock=clock,
-        pools=settings.haproxy.pools(),
-        thresholds=settings.thresholds,
-        interval=settings.interval,
+        judging=settings.judging(),
         keep=KEEP_EVENTS,
         recording=recorder,
         on_recording_failed=lambda error: say(f"recording stopped: {error}"),

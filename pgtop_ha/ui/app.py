@@ -17,9 +17,9 @@ from pgtop_ha.crash import write_report
 from pgtop_ha.engines.session import Session
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.models.event import Event
+from pgtop_ha.models.sections import ConsoleSections, Mode
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.source import Hurried, SnapshotSource
-from pgtop_ha.settings import Mode, Settings
 from pgtop_ha.ui.commands import ScreenCommands
 from pgtop_ha.ui.driver import CalmApp
 from pgtop_ha.ui.messages import SnapshotReady
@@ -69,7 +69,7 @@ class PgtopApp(CalmApp[None]):
 
     def __init__(
         self,
-        settings: Settings,
+        sections: ConsoleSections,
         source: SnapshotSource,
         actions: object | None = None,
         clock: Clock = system_clock,
@@ -79,10 +79,10 @@ class PgtopApp(CalmApp[None]):
         settle: Callable[[], None] | None = None,
     ) -> None:
         # NO_COLOR: Textual strips colour itself; the mono theme adds bold/reverse for states.
-        name = "mono" if "NO_COLOR" in os.environ else settings.theme
+        name = "mono" if "NO_COLOR" in os.environ else sections.theme
         self.console_theme: ConsoleTheme = load_theme(name)  # ConfigError before any drawing
         super().__init__()
-        self.settings = settings
+        self.sections = sections
         self.source = source
         self.actions = actions
         # Read-only is structural: no actions object, no operator screen. The badge follows it.
@@ -99,9 +99,7 @@ class PgtopApp(CalmApp[None]):
         # with --record FILE every cycle and event goes to the recording too.
         self.session = Session(
             clock=clock,
-            pools=settings.haproxy.pools(),
-            thresholds=settings.thresholds,
-            interval=settings.interval,
+            judging=sections.judging,
             keep=EVENTS,
             recording=recorder,
             on_recording_failed=self._recording_failed,
@@ -113,8 +111,8 @@ class PgtopApp(CalmApp[None]):
         self._settle = settle
         self.register_theme(self.console_theme.theme)
         self.theme = self.console_theme.theme.name
-        self.set_reactive(PgtopApp.interval, settings.interval)
-        self._cadence_told = settings.interval  # the cadence the source last heard of (hurry)
+        self.set_reactive(PgtopApp.interval, sections.judging.interval)
+        self._cadence_told = sections.judging.interval  # the cadence the source last heard of (hurry)
 
     def _settle_once(self) -> None:
         settle, self._settle = self._settle, None

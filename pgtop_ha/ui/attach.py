@@ -12,9 +12,9 @@ from pathlib import Path
 from textual.worker import Worker, WorkerState
 
 from pgtop_ha.models.event import Event
+from pgtop_ha.models.sections import ConsoleSections, Mode
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.serve.viewer import AttachSource
-from pgtop_ha.settings import Mode, Settings, recorded_settings
 from pgtop_ha.ui.app import HISTORY, PgtopApp
 
 KEPT_AS_SENT = ("marker", "action")  # events no snapshot can make again
@@ -29,20 +29,15 @@ class AttachApp(PgtopApp):
 
     CSS_PATH = str(Path(__file__).resolve().parent / "app.tcss")
 
-    def __init__(self, settings: Settings, source: AttachSource) -> None:
+    def __init__(self, sections: ConsoleSections, source: AttachSource) -> None:
         label = str(source.address)
         mode = Mode(True, f"read-only: attached to {label} (no actions exist)", "attached")
-        super().__init__(settings, source, actions=None, mode=mode)
+        super().__init__(sections, source, actions=None, mode=mode)
         self.attached = source
         self.ended: str | None = None  # why the stream ended: said on exit, as one line
         source.on_backlog = self._seed
         source.on_marker = self._marked
         self.title = f"pgtop-ha attach {label}"
-
-    @staticmethod
-    def settings_for(hello: dict[str, object], theme: str) -> Settings:
-        """The serve's thresholds and pools (how it judges), this viewer's theme."""
-        return recorded_settings({"settings": hello.get("settings")}, theme)
 
     def cadence(self) -> float:
         """The serve polls; a viewer has no pace of its own."""

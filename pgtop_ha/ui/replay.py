@@ -9,9 +9,9 @@ from pathlib import Path
 
 from textual.screen import Screen
 
+from pgtop_ha.models.sections import ConsoleSections, Mode
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.record.replay import ReplaySource
-from pgtop_ha.settings import Mode, Settings
 from pgtop_ha.ui.app import HISTORY, PgtopApp
 from pgtop_ha.ui.screens.replay import ReplayScreen
 
@@ -22,9 +22,9 @@ class ReplayApp(PgtopApp):
     # Textual resolves a relative CSS_PATH against the subclass's module: point at the app's own.
     CSS_PATH = str(Path(__file__).resolve().parent / "app.tcss")
 
-    def __init__(self, settings: Settings, source: ReplaySource, path: Path) -> None:
+    def __init__(self, sections: ConsoleSections, source: ReplaySource, path: Path) -> None:
         mode = Mode(True, f"read-only: replay of {path} (no actions exist)", "replay")
-        super().__init__(settings, source, actions=None, clock=source.clock, mode=mode)
+        super().__init__(sections, source, actions=None, clock=source.clock, mode=mode)
         self.replay = source
         source.on_jump = self._rewind
         self.title = f"pgtop-ha replay {path.name}"

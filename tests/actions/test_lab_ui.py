@@ -154,7 +154,7 @@ def status_text(app: PgtopApp) -> str:
 def operator_app(settings: Settings, tmp_path: Path) -> PgtopApp:
     settings = settings.model_copy(update={"audit_log": tmp_path / "audit.log"})
     return PgtopApp(
-        settings=settings,
+        sections=settings.console(),
         source=Poller.from_settings(settings),
         actions=build_actions(settings),
     )
@@ -234,7 +234,7 @@ async def test_refused_switchover_shows_the_reason(
         }
     )
     app = PgtopApp(
-        settings=lab_settings,
+        sections=lab_settings.console(),
         source=Poller.from_settings(lab_settings),
         actions=build_actions(write_settings),
     )
@@ -260,7 +260,7 @@ async def test_read_only_every_key_writes_nothing(lab: Lab, lab_settings: Settin
                 "patroni": lab_settings.patroni.model_copy(update={"urls": tuple(proxies)}),
             }
         )
-        app = PgtopApp(settings=settings, source=Poller.from_settings(settings), actions=None)
+        app = PgtopApp(sections=settings.console(), source=Poller.from_settings(settings), actions=None)
         async with app.run_test(size=(120, 40)) as pilot:
             await until(
                 pilot,

@@ -93,7 +93,7 @@ def make_actions(tmp_path: Path, handler: Handler) -> tuple[Actions, list[httpx.
 
 def make_app(actions: Actions | None, snap: ClusterSnapshot | None = None) -> PgtopApp:
     source = ScriptedSource([snap or fixtures.healthy()])
-    return PgtopApp(settings=fixtures.settings(), source=source, actions=actions)
+    return PgtopApp(sections=fixtures.settings().console(), source=source, actions=actions)
 
 
 async def until(pilot: Pilot[None], check: Callable[[], bool], what: str, within: float = 10) -> None:

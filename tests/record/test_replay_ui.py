@@ -36,7 +36,7 @@ def _header(app: PgtopApp) -> str:
 
 def _replay(path: Path, playing: bool = False) -> tuple[ReplayApp, ReplaySource]:
     source = ReplaySource(Recording.open(path), playing=playing)
-    return ReplayApp(fx.settings(), source, path), source
+    return ReplayApp(fx.settings().console(), source, path), source
 
 
 async def _shown(pilot: Pilot[None], source: ReplaySource, index: int) -> None:
@@ -116,7 +116,7 @@ async def test_replay_has_no_actions_and_no_marker_prompt(tmp_path: Path) -> Non
 def _live(tmp_path: Path) -> tuple[PgtopApp, ScriptedSource, Recorder]:
     recorder = Recorder.create(tmp_path / "live.db", fx.settings(), parse_limit("1GiB"), role="console")
     source = ScriptedSource(failover_script(2, 2))
-    app = PgtopApp(fx.settings(), source, clock=fixed_clock(NOW), recorder=recorder)
+    app = PgtopApp(fx.settings().console(), source, clock=fixed_clock(NOW), recorder=recorder)
     return app, source, recorder
 
 
@@ -153,7 +153,7 @@ async def test_a_marker_from_the_socket_reaches_the_console(tmp_path: Path) -> N
     env = {"XDG_RUNTIME_DIR": str(tmp_path)}
     inbox = MarkerInbox("console", environ=env)
     source = ScriptedSource([fx.healthy()])
-    app = PgtopApp(fx.settings(), source, clock=fixed_clock(NOW), markers=inbox)
+    app = PgtopApp(fx.settings().console(), source, clock=fixed_clock(NOW), markers=inbox)
     async with app.run_test(size=(120, 30)) as pilot:
         await settled(pilot, app, source)
         await until(pilot, inbox.ready.is_set, what="socket listening")

@@ -337,13 +337,14 @@ async def test_attach_takes_no_more_than_a_serve_keeps(
 
 
 async def test_attach_ends_when_the_serve_stops(tmp_path: Path) -> None:
+    from pgtop_ha.console import attach_sections
     from pgtop_ha.ui.attach import AttachApp
 
     source = ScriptedSource([snap(0)])
     async with contextlib.AsyncExitStack() as stack:
         async with serving(tmp_path, source) as (sock, _, _out):
             viewer = await AttachSource.connect(Address(path=sock))
-            app = AttachApp(AttachApp.settings_for(viewer.hello, "dark"), viewer)
+            app = AttachApp(attach_sections(viewer.hello, "dark"), viewer)
             await stack.enter_async_context(app.run_test(size=(100, 30)))
             await until(lambda: app.received >= 1)
         # The serve has stopped: the viewer says why and ends, with no stale screen left up.
@@ -413,6 +414,7 @@ def test_attach_over_tcp_without_a_token_file_says_how(
 
 
 async def test_q_answers_while_a_peer_floods_the_viewer(tmp_path: Path) -> None:
+    from pgtop_ha.console import attach_sections
     from pgtop_ha.ui.attach import AttachApp
 
     sock = tmp_path / "flood.sock"
@@ -429,7 +431,7 @@ async def test_q_answers_while_a_peer_floods_the_viewer(tmp_path: Path) -> None:
     server = await asyncio.start_unix_server(flood, path=str(sock))
     async with server:
         viewer = await AttachSource.connect(Address(path=sock))
-        app = AttachApp(AttachApp.settings_for(viewer.hello, "dark"), viewer)
+        app = AttachApp(attach_sections(viewer.hello, "dark"), viewer)
         async with app.run_test(size=(100, 30)) as pilot:
             await until(lambda: app.received >= 1, 30)
             await asyncio.wait_for(pilot.press("q"), 10)

@@ -17,6 +17,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from pgtop_ha.console import attach_sections
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.serve.address import Address
@@ -62,7 +63,7 @@ async def test_a_viewer_and_a_browser_tab_follow_a_switchover(lab: Lab, tmp_path
     async with served(lab, tmp_path) as (sock, url, said):
         source = await AttachSource.connect(Address(path=sock))
         assert rest_password not in json.dumps(source.hello)
-        app = AttachApp(AttachApp.settings_for(source.hello, "dark"), source)
+        app = AttachApp(attach_sections(source.hello, "dark"), source)
         async with app.run_test(size=(120, 40)), browser() as browse:
             page = await browse(url)
             old = await asyncio.to_thread(lab.leader)

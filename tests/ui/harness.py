@@ -28,7 +28,7 @@ def make_app(
 ) -> tuple[PgtopApp, ScriptedSource]:
     """An app fed ``snapshots`` at once by a scripted source, with a fixed clock."""
     source = ScriptedSource(snapshots)
-    app = PgtopApp(settings or fx.settings(), source, clock=fixed_clock(now))
+    app = PgtopApp((settings or fx.settings()).console(), source, clock=fixed_clock(now))
     return app, source
 
 

@@ -201,7 +201,7 @@ async def test_a_calm_header_is_not_repainted_each_second_and_a_failed_read_repa
     # console's CPU, issue 10): the same cluster a second later now leaves the header alone.
     now = [fx.T0]
     source = ScriptedSource([fx.healthy()])
-    app = PgtopApp(fx.settings(), source, clock=lambda: now[0])
+    app = PgtopApp(fx.settings().console(), source, clock=lambda: now[0])
     async with app.run_test(size=(80, 24)) as pilot:
         await settled(pilot, app, source)
         line = app.screen.query_one(Heartbeat)
@@ -357,7 +357,7 @@ async def test_key_is_handled_while_the_source_hangs() -> None:
         async def aclose(self) -> None:
             return None
 
-    app = PgtopApp(fx.settings(), Hanging(), clock=fixed_clock(NOW))
+    app = PgtopApp(fx.settings().console(), Hanging(), clock=fixed_clock(NOW))
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: app.snapshot is not None)
         loop = asyncio.get_running_loop()
@@ -380,7 +380,7 @@ async def test_source_failure_is_one_line_in_the_header() -> None:
         async def aclose(self) -> None:
             return None
 
-    app = PgtopApp(fx.settings(), Broken(), clock=fixed_clock(NOW))
+    app = PgtopApp(fx.settings().console(), Broken(), clock=fixed_clock(NOW))
     async with app.run_test(size=(120, 24)) as pilot:
         await until(pilot, lambda: app.source_error is not None)
         await pilot.pause()
@@ -398,7 +398,9 @@ async def test_app_closes_the_source_on_exit() -> None:
 async def test_the_heap_is_settled_once_the_first_snapshot_is_on_screen() -> None:
     settles: list[int] = []
     source = ScriptedSource([fx.healthy()])
-    app = PgtopApp(fx.settings(), source, clock=fixed_clock(NOW), settle=lambda: settles.append(app.received))
+    app = PgtopApp(
+        fx.settings().console(), source, clock=fixed_clock(NOW), settle=lambda: settles.append(app.received)
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         await settled(pilot, app, source)
         await until(pilot, lambda: settles != [], what="settle called")
@@ -415,7 +417,9 @@ async def test_the_heap_is_settled_even_when_no_snapshot_comes(monkeypatch: pyte
     monkeypatch.setattr("pgtop_ha.ui.app.SETTLE_LATEST_S", 0.2)
     settles: list[int] = []
     source = ScriptedSource([])
-    app = PgtopApp(fx.settings(), source, clock=fixed_clock(NOW), settle=lambda: settles.append(app.received))
+    app = PgtopApp(
+        fx.settings().console(), source, clock=fixed_clock(NOW), settle=lambda: settles.append(app.received)
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: settles != [], what="settle called without a snapshot")
         assert settles == [0]

@@ -45,7 +45,7 @@ async def test_read_only_palette_has_views_and_no_action() -> None:
 
 async def test_operator_palette_lists_the_actions(tmp_path: Path) -> None:
     actions, _ = make_actions(tmp_path, lambda request: httpx.Response(503))
-    app = PgtopApp(settings=fx.settings(), source=ScriptedSource([fx.healthy()]), actions=actions)
+    app = PgtopApp(sections=fx.settings().console(), source=ScriptedSource([fx.healthy()]), actions=actions)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: app.snapshot is not None, what="the first snapshot")
         titles = await _titles(app)

@@ -142,7 +142,7 @@ async def test_switchover_dialog_on_hostile_members(tmp_path: Path) -> None:
         return httpx.Response(412, text=REFUSAL)
 
     actions, seen = make_actions(tmp_path, handler)
-    app = PgtopApp(settings=fx.settings(), source=ScriptedSource([hostile()]), actions=actions)
+    app = PgtopApp(sections=fx.settings().console(), source=ScriptedSource([hostile()]), actions=actions)
     async with app.run_test(size=(120, 40)) as pilot:
         await op_until(pilot, lambda: app.snapshot is not None, "the first snapshot")
         await pilot.press("s")
@@ -185,7 +185,9 @@ async def test_switchover_dialog_on_hostile_members(tmp_path: Path) -> None:
 async def test_cluster_name_with_markup_and_escapes_is_typed_as_shown(tmp_path: Path) -> None:
     actions, seen = make_actions(tmp_path, lambda r: httpx.Response(200, json={"pause": True}))
     snap = hostile(cluster="lab[/]\x1b[31m")
-    app = PgtopApp(settings=fx.settings(cluster_name=None), source=ScriptedSource([snap]), actions=actions)
+    app = PgtopApp(
+        sections=fx.settings(cluster_name=None).console(), source=ScriptedSource([snap]), actions=actions
+    )
     async with app.run_test(size=(120, 40)) as pilot:
         await op_until(pilot, lambda: app.snapshot is not None, "the first snapshot")
         assert "lab[/] " in app.screen.query_one(Heartbeat).render().plain

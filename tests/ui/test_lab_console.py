@@ -49,7 +49,7 @@ def leads(rows: dict[str, list[str]], name: str) -> bool:
 async def test_leader_and_replicas_visible(lab: Lab, lab_settings: Settings) -> None:
     leader = await asyncio.to_thread(lab.leader)
     assert leader is not None
-    app = PgtopApp(lab_settings, Poller.from_settings(lab_settings))
+    app = PgtopApp(lab_settings.console(), Poller.from_settings(lab_settings))
     async with app.run_test(size=(160, 48)) as pilot:
         await until(pilot, lambda: leads(cluster_rows(app), leader), 30, "leader shown")
         await until(
@@ -71,7 +71,7 @@ async def test_leader_and_replicas_visible(lab: Lab, lab_settings: Settings) -> 
 async def test_failover_shows_old_leader_unreachable_and_new_leader(lab: Lab, lab_settings: Settings) -> None:
     old = await asyncio.to_thread(lab.leader)
     assert old is not None
-    app = PgtopApp(lab_settings, Poller.from_settings(lab_settings))
+    app = PgtopApp(lab_settings.console(), Poller.from_settings(lab_settings))
     async with app.run_test(size=(160, 48)) as pilot:
         await until(pilot, lambda: leads(cluster_rows(app), old), 30, "old leader shown")
         # A graceful Patroni stop on the leader hands over at once and takes its PostgreSQL down.
@@ -93,7 +93,7 @@ async def test_failover_shows_old_leader_unreachable_and_new_leader(lab: Lab, la
 async def test_kill_primary_contradiction_shown(lab: Lab, lab_settings: Settings) -> None:
     leader = await asyncio.to_thread(lab.leader)
     assert leader is not None
-    app = PgtopApp(lab_settings, Poller.from_settings(lab_settings))
+    app = PgtopApp(lab_settings.console(), Poller.from_settings(lab_settings))
     async with app.run_test(size=(80, 24)) as pilot:
         # The 80x24 overview is what a tester reads in a tmux pane beside the failure test.
         await until(pilot, lambda: leads_overview(overview_rows(app), leader), 30, "leader shown")

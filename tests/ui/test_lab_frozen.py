@@ -50,7 +50,7 @@ async def test_frozen_node_keys_and_other_nodes_still_update(lab: Lab, lab_setti
     # A replica: freezing the leader would start a failover, which is another test's subject.
     frozen = next(n for n in NODE_NAMES if n != leader)
     others = [n for n in NODE_NAMES if n != frozen]
-    app = PgtopApp(lab_settings, Poller.from_settings(lab_settings))
+    app = PgtopApp(lab_settings.console(), Poller.from_settings(lab_settings))
     async with app.run_test(size=(80, 24)) as pilot:
         everyone = list(NODE_NAMES)
         await until(pilot, lambda: fresh_since(app.snapshot, everyone, None), 30, "every node answering")

@@ -87,7 +87,7 @@ class OperatorScreen(MonitorScreen):
         """What the operator types to confirm: the cluster name (as shown: cleaned)."""
         # The name may come from Patroni: what is typed must be what the dialog shows.
         for word in (
-            self.papp.settings.cluster_name,
+            self.papp.sections.cluster_name,
             snap.cluster.name,
             plan.leader if plan is not None else None,
         ):

@@ -276,7 +276,6 @@ class MonitorScreen(Screen[None]):
     def context(self) -> Context:
         """What rows() needs besides the snapshot."""
         app = self.papp
-        s = app.settings
         snap = app.snapshot
         # Identity, never ==: pydantic equality would compare whole snapshots.
         history = list(app.history)
@@ -284,8 +283,8 @@ class MonitorScreen(Screen[None]):
         if at is not None:
             history = history[:at]  # paused: only what came before the shown snapshot
         return Context(
-            thresholds=s.thresholds,
-            pools=s.haproxy.pools(),
+            thresholds=app.session.thresholds,
+            pools=app.session.pools,
             now=app.clock(),
             interval=app.interval,
             history=tuple(history),
@@ -337,7 +336,7 @@ class MonitorScreen(Screen[None]):
         text = heartbeat_text(
             snapshot=app.snapshot,
             now=now,
-            thresholds=app.settings.thresholds,
+            thresholds=app.session.thresholds,
             read_only=app.read_only,
             paused=app.paused,
             interval=app.interval,
