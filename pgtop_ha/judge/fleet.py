@@ -105,6 +105,7 @@ SEEN = "pgtop_ha:fleet_member_seen_1h"  # per member seen in the last hour: 1 ru
 MOVES = "pgtop_ha:fleet_timeline_moves_1h"  # per cluster: how far its timeline moved in the hour
 MEMBERS = "pgtop_ha:fleet_members"  # per cluster: its members seen in the last hour
 LEADERS = "pgtop_ha:fleet_leaders"  # per cluster with a leader: how many say they are
+PRIMARIES = "pgtop_ha:fleet_primaries"  # per cluster whose Patronis answer: how many lead (0 too)
 HOURLY_EVERY_S = 60  # the interval of the group recording SEEN and MOVES
 VERSION = 4  # raised whenever RULES or their PromQL change
 LIVE = "live PromQL"
@@ -155,9 +156,8 @@ class FleetSeries:
     def total(self) -> str:
         """Every cluster seen in the last hour, with its count of members."""
         if self.staged:
-            # A cluster first scraped after the hourly group's last run is counted from now.
-            running = self._m("patroni_postgres_running")
-            return f"({MEMBERS} or count by ({self.scope_label}) ({running}))"
+            # A cluster first scraped after the hourly group's last run is there by its Patronis.
+            return f"({MEMBERS} or {PRIMARIES})"
         return f"count by ({self.scope_label}) ({self.seen()})"
 
     def parts(self) -> dict[str, str]:
@@ -193,6 +193,10 @@ class FleetSeries:
     def leaders(self) -> str:
         """Per cluster with a leader, how many members say they are."""
         return f"count by ({self.scope_label}) ({self._m('patroni_primary')} == 1)"
+
+    def primaries(self) -> str:
+        """Per cluster whose Patronis answer, how many members say they lead (0 included)."""
+        return f"sum by ({self.scope_label}) ({self._m('patroni_primary')})"
 
     def hourly(self) -> dict[str, str]:
         """What the rule file records once a minute: the reads over the last hour (SEEN, MOVES, MEMBERS)."""

@@ -17,6 +17,7 @@ from pgtop_ha.judge.fleet import (
     LEADERS,
     LEVEL,
     MEMBERS,
+    PRIMARIES,
     RULE_POINTS,
     RULES,
     RULES_VERSION,
@@ -131,7 +132,9 @@ def rule_file(queries: FleetSeries, version: str) -> str:
     terms = staged.terms()
     tagged = " or ".join(f'label_replace({expr}, "rule", "{key}", "", "")' for key, expr in terms.items())
     records = [
-        (LEADERS, queries.leaders()),
+        # One read of every member's role gives both: the leaders, and each cluster there now.
+        (PRIMARIES, queries.primaries()),
+        (LEADERS, f"{PRIMARIES} > 0"),
         (RULE_POINTS, tagged),
         (SEVERITY, f"sum by ({sc}) ({RULE_POINTS}) or {staged.total()} * 0"),
         (LEVEL, level_expr(SEVERITY)),

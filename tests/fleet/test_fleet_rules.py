@@ -170,7 +170,7 @@ def test_the_rule_file_passes_promtool_check(tmp_path: Path, capsys: pytest.Capt
     assert "promtool check rules" in capsys.readouterr().err
     out = _promtool("check", "rules", str(path))
     assert out.returncode == 0, out.stdout + out.stderr
-    assert f"{len(ALERTS) + 9} rules found" in out.stdout
+    assert f"{len(ALERTS) + 10} rules found" in out.stdout
 
 
 @needs_promtool
