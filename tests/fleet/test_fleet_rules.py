@@ -152,6 +152,19 @@ def _test_file(rules: Path) -> dict[str, Any]:
     }
 
 
+def _unit_test(tmp_path: Path, rules: Path, series: list[dict[str, str]], **checks: object) -> None:
+    """Run `promtool test rules` on ``rules`` over ``series`` with ``checks``; it must pass."""
+    doc = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "15s",
+        "tests": [{"interval": "15s", "input_series": series, **checks}],
+    }
+    tests = tmp_path / "tests.yml"
+    tests.write_text(json.dumps(doc, indent=1))  # JSON is YAML
+    out = _promtool("test", "rules", str(tests))
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
 def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
     assert PROMTOOL is not None, "promtool is missing: run scripts/setup"
     return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=120, check=False)
@@ -236,28 +249,15 @@ def test_an_alert_fires_within_its_for_plus_one_evaluation(tmp_path: Path, rule:
     fired = _expected(rule)
     fired[0]["exp_labels"]["scope"] = "healthy"  # the healthy cluster is the one that breaks here
     fired[0]["exp_annotations"]["summary"] = f"healthy: {alert.summary}"
-    doc = {
-        "rule_files": [str(rules)],
-        "evaluation_interval": "15s",
-        "tests": [
-            {
-                "interval": "15s",
-                "input_series": series,
-                "alert_rule_test": [
-                    {"eval_time": f"{start + alert.for_s - 15}s", "alertname": alert.name, "exp_alerts": []},
-                    {
-                        "eval_time": f"{start + alert.for_s + 15}s",
-                        "alertname": alert.name,
-                        "exp_alerts": fired,
-                    },
-                ],
-            }
+    _unit_test(
+        tmp_path,
+        rules,
+        series,
+        alert_rule_test=[
+            {"eval_time": f"{start + alert.for_s - 15}s", "alertname": alert.name, "exp_alerts": []},
+            {"eval_time": f"{start + alert.for_s + 15}s", "alertname": alert.name, "exp_alerts": fired},
         ],
-    }
-    tests = tmp_path / "tests.yml"
-    tests.write_text(json.dumps(doc, indent=1))
-    out = _promtool("test", "rules", str(tests))
-    assert out.returncode == 0, out.stdout + out.stderr
+    )
 
 
 @needs_promtool
@@ -279,27 +279,10 @@ def test_a_cluster_the_hourly_group_has_not_counted_is_ranked(tmp_path: Path) ->
             for name, values in members.items():
                 series.append({"series": f'{metric}{{scope="{scope}",name="{name}"}}', "values": values})
     expected = {"old": 0, "newcomer": 0, "leaderless": RULES[NO_LEADER].points()}
-    doc = {
-        "rule_files": [str(rules)],
-        "evaluation_interval": "15s",
-        "tests": [
-            {
-                "interval": "15s",
-                "input_series": series,
-                "promql_expr_test": [
-                    {
-                        "expr": SEVERITY,
-                        "eval_time": EVAL,
-                        "exp_samples": [
-                            {"labels": f'{SEVERITY}{{scope="{scope}"}}', "value": value}
-                            for scope, value in expected.items()
-                        ],
-                    }
-                ],
-            }
-        ],
-    }
-    tests = tmp_path / "tests.yml"
-    tests.write_text(json.dumps(doc, indent=1))
-    out = _promtool("test", "rules", str(tests))
-    assert out.returncode == 0, out.stdout + out.stderr
+    samples = [{"labels": f'{SEVERITY}{{scope="{scope}"}}', "value": v} for scope, v in expected.items()]
+    _unit_test(
+        tmp_path,
+        rules,
+        series,
+        promql_expr_test=[{"expr": SEVERITY, "eval_time": EVAL, "exp_samples": samples}],
+    )
