@@ -38,7 +38,7 @@ from pgtop_ha.collect.source import PollTask
 from pgtop_ha.collect.statements import STATEMENTS_REFRESH_S, StatementsReader
 from pgtop_ha.models import derive
 from pgtop_ha.models.needs import Needs
-from pgtop_ha.models.serverlog import ServerLog
+from pgtop_ha.models.serverlog import LogLine, ServerLog
 from pgtop_ha.models.snapshot import (
     CacheState,
     HugePages,
@@ -247,6 +247,9 @@ def describe_error(exc: BaseException, target: Target) -> str:
 NOT_ASKED = "not read: asked only while its pane is on screen (snapshot reads it unless --without)"
 
 
+MAX_UNSHOWN_LINES = 2000  # log lines held for the next snapshot taken, at most (the newest)
+
+
 class SideRead(Generic[T]):
     """A statement of its own, sent at most every ``every`` seconds, its answer kept in between.
 
@@ -346,7 +349,16 @@ class NodeReader:
         self._statements_sql: str | None = None
         self._tail = LogTail()
         self._log = SideRead(LOG_REFRESH_S, self._tail)
-        self._quiet_log: tuple[ServerLog, ServerLog] | None = None  # (read, the same with no new line)
+        # Log lines read but in no snapshot the poller has taken yet, numbered from _unshown_from:
+        # a poll that ends after its cycle's view is replaced by the next before anyone saw it.
+        self._log_read: ServerLog | None = None  # the read whose lines were last added
+        self._unshown: tuple[LogLine, ...] = ()
+        self._unshown_from = 0
+        self._unshown_backlog = False
+        self._built_upto = 0  # the lines the last snapshot built carries end there
+        self._result_upto = 0  # and those _result carries
+        self._quiet_log: tuple[ServerLog, ServerLog] | None = None  # (read, the same with no line)
+        self._result_taken = False
         self._wal_disk = SideRead(WAL_REFRESH_S, _fetch_wal_disk)
         self._cert_not_after: datetime | None = None
         self._pending_at: float | None = None
@@ -423,10 +435,10 @@ class NodeReader:
         """The latest result; while a poll runs, the last answer kept with how long it waits."""
         waited = self._runner.running_for()
         if waited is None:
-            return self._result
+            return self._take(self._result)
         if self._result.reachable:
             # Slow, not down: only statement_timeout or the poll's own limit makes it an error.
-            return self._result.model_copy(update={"slow_s": waited})
+            return self._take(self._result).model_copy(update={"slow_s": waited})
         if self.last_ok_at is None and self._failures == 0:
             return NodeSnapshot(
                 name=self.target.name,
@@ -478,17 +490,45 @@ class NodeReader:
                 conn.terminate()  # no goodbye: the server may be frozen
 
     def _server_log(self) -> ServerLog | None:
-        """The log as last read; its new lines in the first snapshot made after the read, once."""
+        """The log as last read, with every line read that no snapshot the poller took holds yet."""
         # Not "the cycle that read them": a cycle can read the log and then fail (a server just
-        # restarted), and the lines telling the restart would never reach the timeline.
+        # restarted), or end after its cycle's view and be replaced by the next poll's result.
         value = self._log.value
         if value is None:
             return None
-        if self._quiet_log is None or self._quiet_log[0] is not value:
-            quiet = value.model_copy(update={"lines": (), "backlog": False, "skipped_bytes": 0})
-            self._quiet_log = (value, quiet)
+        if value is not self._log_read:
+            self._log_read = value
+            if value.backlog or self._unshown_backlog:
+                # A backlog is history, never news: it is not carried into a later read's lines.
+                self._unshown_from += len(self._unshown)
+                self._unshown = ()
+            self._unshown_backlog = value.backlog
+            kept = self._unshown + value.lines
+            cut = max(0, len(kept) - MAX_UNSHOWN_LINES)
+            self._unshown, self._unshown_from = kept[cut:], self._unshown_from + cut
+        self._built_upto = self._unshown_from + len(self._unshown)
+        if not self._unshown:
+            if self._quiet_log is None or self._quiet_log[0] is not value:
+                quiet = value.model_copy(update={"lines": (), "backlog": False, "skipped_bytes": 0})
+                self._quiet_log = (value, quiet)
+            return self._quiet_log[1]
+        if self._unshown == value.lines:
             return value
-        return self._quiet_log[1]
+        return value.model_copy(update={"lines": self._unshown, "backlog": self._unshown_backlog})
+
+    def _take(self, result: NodeSnapshot) -> NodeSnapshot:
+        """``result`` as the poller takes it: its log lines the first time only."""
+        log = result.server_log
+        if log is None or not log.lines:
+            return result
+        if self._result_taken:
+            quiet = log.model_copy(update={"lines": (), "backlog": False, "skipped_bytes": 0})
+            return result.model_copy(update={"server_log": quiet})
+        self._result_taken = True
+        taken = self._result_upto - self._unshown_from
+        if taken > 0:
+            self._unshown, self._unshown_from = self._unshown[taken:], self._result_upto
+        return result
 
     def _lost(self, conn: asyncpg.Connection) -> None:
         """The kept connection closed under us: remember when, for the outage's start; poll now."""
@@ -827,3 +867,4 @@ class NodeReader:
             is_superuser=caps.superuser,
             **parsed.fields,
         )
+        self._result_upto, self._result_taken = self._built_upto, False

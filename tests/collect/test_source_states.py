@@ -127,16 +127,41 @@ async def test_node_reader_slow_keeps_its_last_answer(tmp_path: Path) -> None:
     await task
 
 
-def test_log_lines_a_failed_cycle_read_reach_the_next_snapshot_once(tmp_path: Path) -> None:
-    # A server just restarted: a cycle reads its log (the restart told), then fails before its
-    # snapshot. The next cycle does not read the log again (not due): the lines go in its snapshot.
+def _built(reader: NodeReader) -> None:
+    """A poll's end as _finish makes it: a snapshot built with the log as it stands."""
+    reader._result = NodeSnapshot(
+        name="node1", reachable=True, last_ok_at=NOW, server_log=reader._server_log()
+    )
+    reader._result_upto, reader._result_taken = reader._built_upto, False
+
+
+def _log_of(reader: NodeReader) -> tuple[str, ...]:
+    log = reader.view().server_log
+    return () if log is None else tuple(line.message for line in log.lines)
+
+
+def test_log_lines_reach_the_first_snapshot_the_poller_takes_once(tmp_path: Path) -> None:
+    # A server just restarted: a poll reads its log (the restart told), then fails, or ends after
+    # its cycle's view and the next poll replaces its result. The lines go in the first snapshot
+    # the poller takes, once, with whatever was read since.
     reader = NodeReader(
         Target("node1", "127.0.0.1", 1, "postgres"), PostgresSettings(), fixed_clock(NOW), proc=tmp_path
     )
-    told = LogLine(at=NOW, severity="LOG", message="database system is ready to accept connections")
-    reader._log.value = ServerLog(file="/log/postgresql.json", format="jsonlog", lines=(told,))
-    reader._log.fresh = False
-    first = reader._server_log()
-    assert first is not None and first.lines == (told,)
-    again = reader._server_log()
-    assert again is not None and again.lines == () and again.file == "/log/postgresql.json"
+
+    def read(*messages: str) -> None:
+        lines = tuple(LogLine(at=NOW, severity="LOG", message=m) for m in messages)
+        reader._log.value = ServerLog(file="/log/postgresql.json", format="jsonlog", lines=lines)
+
+    read("database system was interrupted")
+    reader._result = NodeSnapshot(name="node1", error="connection refused", last_ok_at=NOW)
+    assert reader.view().server_log is None  # the poll that read it failed
+    _built(reader)  # the next poll: not taken, replaced by the one after, which read more
+    read("database system is ready to accept connections")
+    _built(reader)
+    assert _log_of(reader) == (
+        "database system was interrupted",
+        "database system is ready to accept connections",
+    )
+    assert _log_of(reader) == ()  # taken again (a slow poll's view): not told twice
+    _built(reader)
+    assert _log_of(reader) == () and reader.view().server_log is not None
