@@ -349,16 +349,13 @@ class NodeReader:
         self._statements_sql: str | None = None
         self._tail = LogTail()
         self._log = SideRead(LOG_REFRESH_S, self._tail)
-        # Log lines read but in no snapshot the poller has taken yet, numbered from _unshown_from:
-        # a poll that ends after its cycle's view is replaced by the next before anyone saw it.
+        # Log lines read but in no snapshot the poller has taken yet: a poll that ends after its
+        # cycle's view is replaced by the next before anyone saw it. Only a poll's end adds to
+        # them, so the result the poller takes carries exactly these until it is taken.
         self._log_read: ServerLog | None = None  # the read whose lines were last added
         self._unshown: tuple[LogLine, ...] = ()
-        self._unshown_from = 0
         self._unshown_backlog = False
-        self._built_upto = 0  # the lines the last snapshot built carries end there
-        self._result_upto = 0  # and those _result carries
         self._quiet_log: tuple[ServerLog, ServerLog] | None = None  # (read, the same with no line)
-        self._result_taken = False
         self._wal_disk = SideRead(WAL_REFRESH_S, _fetch_wal_disk)
         self._cert_not_after: datetime | None = None
         self._pending_at: float | None = None
@@ -498,15 +495,10 @@ class NodeReader:
             return None
         if value is not self._log_read:
             self._log_read = value
-            if value.backlog or self._unshown_backlog:
-                # A backlog is history, never news: it is not carried into a later read's lines.
-                self._unshown_from += len(self._unshown)
-                self._unshown = ()
+            # A backlog is history, never news: it is not carried into a later read's lines.
+            kept = () if value.backlog or self._unshown_backlog else self._unshown
+            self._unshown = (kept + value.lines)[-MAX_UNSHOWN_LINES:]
             self._unshown_backlog = value.backlog
-            kept = self._unshown + value.lines
-            cut = max(0, len(kept) - MAX_UNSHOWN_LINES)
-            self._unshown, self._unshown_from = kept[cut:], self._unshown_from + cut
-        self._built_upto = self._unshown_from + len(self._unshown)
         if not self._unshown:
             if self._quiet_log is None or self._quiet_log[0] is not value:
                 quiet = value.model_copy(update={"lines": (), "backlog": False, "skipped_bytes": 0})
@@ -521,13 +513,10 @@ class NodeReader:
         log = result.server_log
         if log is None or not log.lines:
             return result
-        if self._result_taken:
+        if not self._unshown:  # taken already (a slow poll's result, viewed again)
             quiet = log.model_copy(update={"lines": (), "backlog": False, "skipped_bytes": 0})
             return result.model_copy(update={"server_log": quiet})
-        self._result_taken = True
-        taken = self._result_upto - self._unshown_from
-        if taken > 0:
-            self._unshown, self._unshown_from = self._unshown[taken:], self._result_upto
+        self._unshown = ()
         return result
 
     def _lost(self, conn: asyncpg.Connection) -> None:
@@ -867,4 +856,3 @@ class NodeReader:
             is_superuser=caps.superuser,
             **parsed.fields,
         )
-        self._result_upto, self._result_taken = self._built_upto, False

@@ -132,7 +132,6 @@ def _built(reader: NodeReader) -> None:
     reader._result = NodeSnapshot(
         name="node1", reachable=True, last_ok_at=NOW, server_log=reader._server_log()
     )
-    reader._result_upto, reader._result_taken = reader._built_upto, False
 
 
 def _log_of(reader: NodeReader) -> tuple[str, ...]:

@@ -123,46 +123,43 @@ def _expected(rule: str) -> list[dict[str, Any]]:
     ]
 
 
-def _test_file(rules: Path) -> dict[str, Any]:
+def _test_doc(rules: Path, series: list[dict[str, str]], **checks: object) -> dict[str, Any]:
+    """A `promtool test rules` file: ``rules`` over ``series`` every 15 s, with ``checks``."""
     return {
-        "rule_files": [str(rules)],
-        "evaluation_interval": "15s",
-        "tests": [
-            {
-                "interval": "15s",
-                "input_series": _input_series(),
-                # Every alert at once: the cluster with its fault, and no other cluster, fires it.
-                "alert_rule_test": [
-                    {"eval_time": EVAL, "alertname": ALERTS[rule].name, "exp_alerts": _expected(rule)}
-                    for rule in ALERTS
-                ],
-                "promql_expr_test": [
-                    {
-                        "expr": "pgtop_ha:fleet_clusters",
-                        "eval_time": EVAL,
-                        "exp_samples": [
-                            {"labels": 'pgtop_ha:fleet_clusters{level="0"}', "value": 1},
-                            {"labels": 'pgtop_ha:fleet_clusters{level="1"}', "value": 4},
-                            {"labels": 'pgtop_ha:fleet_clusters{level="2"}', "value": 5},
-                        ],
-                    }
-                ],
-            }
-        ],
-    }
-
-
-def _unit_test(tmp_path: Path, rules: Path, series: list[dict[str, str]], **checks: object) -> None:
-    """Run `promtool test rules` on ``rules`` over ``series`` with ``checks``; it must pass."""
-    doc = {
         "rule_files": [str(rules)],
         "evaluation_interval": "15s",
         "tests": [{"interval": "15s", "input_series": series, **checks}],
     }
+
+
+def _test_file(rules: Path) -> dict[str, Any]:
+    return _test_doc(
+        rules,
+        _input_series(),
+        # Every alert at once: the cluster with its fault, and no other cluster, fires it.
+        alert_rule_test=[
+            {"eval_time": EVAL, "alertname": ALERTS[rule].name, "exp_alerts": _expected(rule)}
+            for rule in ALERTS
+        ],
+        promql_expr_test=[
+            {
+                "expr": "pgtop_ha:fleet_clusters",
+                "eval_time": EVAL,
+                "exp_samples": [
+                    {"labels": 'pgtop_ha:fleet_clusters{level="0"}', "value": 1},
+                    {"labels": 'pgtop_ha:fleet_clusters{level="1"}', "value": 4},
+                    {"labels": 'pgtop_ha:fleet_clusters{level="2"}', "value": 5},
+                ],
+            }
+        ],
+    )
+
+
+def _unit_test(tmp_path: Path, doc: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """`promtool test rules` on ``doc``, written as a file (JSON is YAML)."""
     tests = tmp_path / "tests.yml"
-    tests.write_text(json.dumps(doc, indent=1))  # JSON is YAML
-    out = _promtool("test", "rules", str(tests))
-    assert out.returncode == 0, out.stdout + out.stderr
+    tests.write_text(json.dumps(doc, indent=1))
+    return _promtool("test", "rules", str(tests))
 
 
 def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
@@ -190,9 +187,7 @@ def test_the_rule_file_passes_promtool_check(tmp_path: Path, capsys: pytest.Capt
 def test_each_fault_fires_its_alert_and_nothing_else(tmp_path: Path) -> None:
     rules = tmp_path / "rules.yml"
     rules.write_text(rule_file(FleetQueries(), "test"))
-    tests = tmp_path / "tests.yml"
-    tests.write_text(json.dumps(_test_file(rules), indent=1))  # JSON is YAML
-    out = _promtool("test", "rules", str(tests))
+    out = _unit_test(tmp_path, _test_file(rules))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "SUCCESS" in out.stdout
 
@@ -249,8 +244,7 @@ def test_an_alert_fires_within_its_for_plus_one_evaluation(tmp_path: Path, rule:
     fired = _expected(rule)
     fired[0]["exp_labels"]["scope"] = "healthy"  # the healthy cluster is the one that breaks here
     fired[0]["exp_annotations"]["summary"] = f"healthy: {alert.summary}"
-    _unit_test(
-        tmp_path,
+    doc = _test_doc(
         rules,
         series,
         alert_rule_test=[
@@ -258,6 +252,8 @@ def test_an_alert_fires_within_its_for_plus_one_evaluation(tmp_path: Path, rule:
             {"eval_time": f"{start + alert.for_s + 15}s", "alertname": alert.name, "exp_alerts": fired},
         ],
     )
+    out = _unit_test(tmp_path, doc)
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 @needs_promtool
@@ -280,9 +276,8 @@ def test_a_cluster_the_hourly_group_has_not_counted_is_ranked(tmp_path: Path) ->
                 series.append({"series": f'{metric}{{scope="{scope}",name="{name}"}}', "values": values})
     expected = {"old": 0, "newcomer": 0, "leaderless": RULES[NO_LEADER].points()}
     samples = [{"labels": f'{SEVERITY}{{scope="{scope}"}}', "value": v} for scope, v in expected.items()]
-    _unit_test(
-        tmp_path,
-        rules,
-        series,
-        promql_expr_test=[{"expr": SEVERITY, "eval_time": EVAL, "exp_samples": samples}],
+    doc = _test_doc(
+        rules, series, promql_expr_test=[{"expr": SEVERITY, "eval_time": EVAL, "exp_samples": samples}]
     )
+    out = _unit_test(tmp_path, doc)
+    assert out.returncode == 0, out.stdout + out.stderr
