@@ -104,7 +104,7 @@ async def _observe(
             snap = await poller.cycle()
             polls += 1
             session.observe(snap)
-            verdicts = session.judge(snap)
+            verdicts = session.judged(snap).verdicts
             done = wait_s is None or (unknown_why(snap) is None and healthy(verdicts))
             if done or time.monotonic() >= deadline:
                 return snap, verdicts, polls

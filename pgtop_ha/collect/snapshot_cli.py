@@ -11,7 +11,6 @@ from pgtop_ha.clock import Clock, system_clock
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.engines.session import Session
 from pgtop_ha.errors import ConfigError
-from pgtop_ha.judge.forecast import forecast
 from pgtop_ha.models.needs import Need, Needs
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.urls import redact
@@ -42,8 +41,8 @@ async def take_snapshot(
         await poller.aclose()
     session = Session(clock=clock, judging=settings.judging())
     session.observe(snap)
-    verdicts = session.judge(snap)
-    return snap.model_copy(update={"verdicts": verdicts, "forecast": forecast(snap)})
+    judged = session.judged(snap)
+    return snap.model_copy(update={"verdicts": judged.verdicts, "forecast": judged.forecast})
 
 
 def nothing_reachable(snapshot: ClusterSnapshot) -> bool:

@@ -11,13 +11,15 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Literal, Protocol
 
+from pgtop_ha.engines.stopwatch import past_outages
 from pgtop_ha.engines.timeline import Timeline, cadence
-from pgtop_ha.judge.verdicts import judge
+from pgtop_ha.judge.judgement import Judgement, judgement
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.haproxy import Pools
 from pgtop_ha.models.sections import Judging
 from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.verdict import Verdict
+
+JUDGEMENTS_KEPT = 4
 
 
 class Recording(Protocol):
@@ -58,6 +60,7 @@ class Session:
         self.timeline = Timeline(pools=judging.pools, keep=keep)
         self.recording = recording
         self._on_failed = on_recording_failed
+        self._judged: list[Judgement] = []  # the last few asked for, latest last (a paused screen)
 
     @property
     def pools(self) -> Pools:
@@ -74,9 +77,21 @@ class Session:
         self._write(lambda r: r.cycle(snapshot, self.timeline.events(), scrubbed))
         return new
 
-    def judge(self, snapshot: ClusterSnapshot) -> tuple[Verdict, ...]:
-        """The verdicts on a snapshot just observed, its disagreements counted from the timeline."""
-        return judge(snapshot, self.thresholds, self.pools, self.timeline.seen_checks())
+    def judged(self, snapshot: ClusterSnapshot) -> Judgement:
+        """The judgement of a snapshot observed, made once: every output reads this one."""
+        for known in self._judged:
+            if known.snapshot is snapshot:  # identity: pydantic's == would compare whole snapshots
+                self._judged = [*(j for j in self._judged if j is not known), known]
+                return known
+        made = judgement(
+            snapshot,
+            self.thresholds,
+            self.pools,
+            self.timeline.seen_checks(),
+            past_outages(self.timeline.failovers()),
+        )
+        self._judged = [*self._judged[-(JUDGEMENTS_KEPT - 1) :], made]
+        return made
 
     def cadence(self) -> float:
         """The poll interval now: the chosen one when calm, faster while something is wrong."""
@@ -106,6 +121,7 @@ class Session:
     def replay(self, snapshots: Iterable[ClusterSnapshot], events: Sequence[Event] = ()) -> None:
         """Start again from recorded snapshots, with ``events`` (as sent) placed by time among them."""
         self.timeline = Timeline(pools=self.pools, keep=self.keep)
+        self._judged = []  # made against the timeline replaced
         pending = sorted(events, key=lambda e: e.at)
         i = 0
         for snap in snapshots:

@@ -79,6 +79,7 @@ from pgtop_ha.judge.slots import absent_slot_level, missing_permanent_slots, slo
 from pgtop_ha.judge.support import patroni_unsupported, postgres_unsupported
 from pgtop_ha.judge.wal import archiver_marks, horizon_holder, horizon_level, wal_disk_level
 from pgtop_ha.models.derive import listed_processes, member_names
+from pgtop_ha.models.forecast import FailoverForecast
 from pgtop_ha.models.haproxy import Pools, is_up, routes
 from pgtop_ha.models.leader import is_leader, pg_primary
 from pgtop_ha.models.numbers import binary_size
@@ -286,8 +287,9 @@ def cluster_problems(
     pools: Pools,
     now: datetime,
     members: Mapping[str, Sequence[Problem]] | None = None,
+    told: FailoverForecast | None = None,
 ) -> list[Problem]:
-    """Every current problem of the cluster, worst first; ``members``: member_problems already known."""
+    """Every current problem of the cluster, worst first; ``members``, ``told``: already judged."""
     names = member_names(snapshot)
     out: list[Problem] = []
     leaders = [m.name for m in snapshot.members if is_leader(m)]
@@ -372,7 +374,7 @@ def cluster_problems(
     out.extend(malformed_problems(snapshot))
     out.extend(Problem(m.level, None, m.text, key=m.rule, rule=m.rule) for m in no_stanza_marks(snapshot))
     if snapshot.members:
-        found = forecast_marks(snapshot, forecast(snapshot), t)
+        found = forecast_marks(snapshot, told if told is not None else forecast(snapshot), t)
         out.extend(Problem(m.level, None, m.text, key=m.rule, rule=m.rule) for m in found)
     said: set[tuple[str, str]] = set()  # the queue and a failed read are the same for every stanza
     for stanza, marks in backup_marks(snapshot).items():

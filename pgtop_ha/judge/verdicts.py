@@ -6,10 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from pgtop_ha.judge.checks import Check
-from pgtop_ha.judge.problems import Problem, cluster_problems
-from pgtop_ha.models.haproxy import Pools
-from pgtop_ha.models.snapshot import ClusterSnapshot
-from pgtop_ha.models.thresholds import Level, Thresholds
+from pgtop_ha.judge.problems import Problem
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.verdict import Verdict
 
 
@@ -32,15 +30,11 @@ def from_check(c: Check, since: datetime, now: datetime) -> Verdict:
     )
 
 
-def judge(
-    snapshot: ClusterSnapshot,
-    thresholds: Thresholds,
-    pools: Pools,
-    seen: Sequence[tuple[Check, datetime]],
+def verdicts_of(
+    problems: Sequence[Problem], seen: Sequence[tuple[Check, datetime]], now: datetime
 ) -> tuple[Verdict, ...]:
-    """Every verdict on ``snapshot``, counted ones first, worst first; ``seen``: checks with starts."""
-    now = snapshot.taken_at
-    out = [from_problem(p) for p in cluster_problems(snapshot, thresholds, pools, now)]
+    """The problems and the disagreements ``seen`` (with starts) as verdicts, counted first, worst first."""
+    out = [from_problem(p) for p in problems]
     found = {(v.rule, v.subject) for v in out}
     # A disagreement that is also a problem (the same rule on the same subject) is one verdict.
     out += [from_check(c, since, now) for c, since in seen if (c.rule, c.node) not in found]

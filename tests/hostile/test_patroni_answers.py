@@ -14,7 +14,7 @@ from pgtop_ha.check_cli import perfdata
 from pgtop_ha.collect.patroni import MAX_HISTORY, MAX_TAGS, parse_cluster, parse_patroni
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.judge.checks import disagreements
-from pgtop_ha.judge.verdicts import judge
+from pgtop_ha.judge.judgement import judgement
 from pgtop_ha.models.haproxy import DEFAULT_POOLS
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Thresholds
@@ -26,7 +26,7 @@ from tests.support.clocks import StepClock
 def _rules(snap: ClusterSnapshot) -> dict[str, list[str]]:
     seen = [(c, snap.taken_at) for c in disagreements(snap, DEFAULT_POOLS)]
     out: dict[str, list[str]] = {}
-    for v in judge(snap, Thresholds(), DEFAULT_POOLS, seen):
+    for v in judgement(snap, Thresholds(), DEFAULT_POOLS, seen).verdicts:
         out.setdefault(v.rule or "", []).append(v.text)
     return out
 

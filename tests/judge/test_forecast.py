@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgtop_ha.judge.forecast import commit_waits_for, forecast, forecast_marks
-from pgtop_ha.judge.verdicts import judge
+from pgtop_ha.judge.judgement import judgement
 from pgtop_ha.models.snapshot import ClusterSnapshot, PatroniConfig
 from pgtop_ha.models.thresholds import Level
 from tests.models.builders import healthy, member, node
@@ -78,7 +78,7 @@ def test_no_candidate_and_strict_mode_without_a_sync_standby_are_crit() -> None:
     assert f.winners == () and [m.rule for m in forecast_marks(snap, f, SETTINGS.thresholds)] == [
         "failover.no-candidate"
     ]
-    verdicts = judge(snap, SETTINGS.thresholds, POOLS, ())
+    verdicts = judgement(snap, SETTINGS.thresholds, POOLS, ()).verdicts
     assert [(v.rule, v.level) for v in verdicts if v.rule.startswith("failover.")] == [
         ("failover.no-candidate", Level.CRIT)
     ]

@@ -9,7 +9,8 @@ import pytest
 
 from pgtop_ha.check_cli import status_line
 from pgtop_ha.collect.pgbackrest import parse_info
-from pgtop_ha.judge.verdicts import judge, worst
+from pgtop_ha.judge.judgement import judgement
+from pgtop_ha.judge.verdicts import worst
 from pgtop_ha.models.pgbackrest import PgBackRestState
 from pgtop_ha.models.snapshot import (
     ClusterSnapshot,
@@ -119,7 +120,7 @@ def test_a_marked_cell_is_a_verdict_and_check_warns(case: str) -> None:
     snap = build()
     assert _marks(_rows(pane, healthy())) == set(), "the healthy cluster marks nothing in this pane"
     assert max(_marks(_rows(pane, snap))) == level
-    verdicts = judge(snap, SETTINGS.thresholds, POOLS, ())
+    verdicts = judgement(snap, SETTINGS.thresholds, POOLS, ()).verdicts
     assert [v.level for v in verdicts if v.rule == rule] == [level], verdicts
     assert worst(verdicts) == level
     assert status_line(int(worst(verdicts)), verdicts, None, ()).startswith("PGTOP-HA WARNING")
@@ -127,4 +128,4 @@ def test_a_marked_cell_is_a_verdict_and_check_warns(case: str) -> None:
 
 def test_the_healthy_cluster_is_ok() -> None:
     snap = _backups(1)
-    assert worst(judge(snap, SETTINGS.thresholds, POOLS, ())) == Level.OK
+    assert worst(judgement(snap, SETTINGS.thresholds, POOLS, ()).verdicts) == Level.OK

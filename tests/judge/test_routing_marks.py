@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from pgtop_ha.judge.judgement import judgement
 from pgtop_ha.judge.rules import ROUTING_NO_READER, ROUTING_READER_DOWN
-from pgtop_ha.judge.verdicts import judge
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from tests.models.builders import member
 from tests.ui import fixtures as fx
@@ -23,7 +23,7 @@ def _reader_down(snap: ClusterSnapshot, *names: str) -> ClusterSnapshot:
 
 
 def _rules(snap: ClusterSnapshot) -> list[tuple[str, str | None]]:
-    return [(v.rule, v.subject) for v in judge(snap, SETTINGS.thresholds, POOLS, ())]
+    return [(v.rule, v.subject) for v in judgement(snap, SETTINGS.thresholds, POOLS, ()).verdicts]
 
 
 def test_a_replica_down_in_the_reader_pool_is_a_warning() -> None:

@@ -12,9 +12,10 @@ from pgtop_ha.check_cli import perfdata, status_line
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.judge import rules
 from pgtop_ha.judge.checks import CHECK_RULES, disagreements
+from pgtop_ha.judge.judgement import judgement
 from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.judge.rules import RULES
-from pgtop_ha.judge.verdicts import judge, worst
+from pgtop_ha.judge.verdicts import worst
 from pgtop_ha.models.snapshot import ClusterSnapshot, Slot, WalReceiver
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.verdict import Verdict
@@ -29,7 +30,7 @@ PACKAGE = Path(pgtop_ha.__file__).parent
 
 
 def _verdicts(tl: Timeline, snap: ClusterSnapshot) -> tuple[Verdict, ...]:
-    return judge(snap, SETTINGS.thresholds, POOLS, tl.seen_checks())
+    return judgement(snap, SETTINGS.thresholds, POOLS, tl.seen_checks()).verdicts
 
 
 def test_a_healthy_cluster_has_no_verdict_and_says_ok() -> None:

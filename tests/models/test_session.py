@@ -54,10 +54,22 @@ def test_markers_are_stamped_by_the_clock_or_as_sent() -> None:
 def test_judge_gives_the_verdicts_of_the_snapshot_observed() -> None:
     session = Session(clock=lambda: t(0))
     session.observe(healthy(0))
-    assert session.judge(healthy(0)) == ()
+    assert session.judged(healthy(0)).verdicts == ()
     lost = leader(healthy(1), None)
     session.observe(lost)
-    assert "leader.none" in {v.rule for v in session.judge(lost)}
+    assert "leader.none" in {v.rule for v in session.judged(lost).verdicts}
+
+
+def test_a_snapshot_is_judged_once_and_a_paused_screen_keeps_its_judgement() -> None:
+    session = Session(clock=lambda: t(0))
+    first, lost = healthy(0), leader(healthy(1), None)
+    session.observe(first)
+    judged = session.judged(first)
+    assert session.judged(first) is judged
+    session.observe(lost)
+    assert session.judged(lost) is not judged
+    assert session.judged(first) is judged  # the snapshot a paused screen still shows
+    assert session.judged(healthy(0)) is not judged  # an equal snapshot is another reading
 
 
 def test_replay_places_events_among_the_snapshots_by_time() -> None:

@@ -8,12 +8,13 @@ from datetime import timedelta
 
 import pytest
 
-from pgtop_ha.judge.rules import RULES
+from pgtop_ha.judge.judgement import Judgement, judgement
+from pgtop_ha.judge.rules import REPLICATION_STANDBY_LAG, RULES
 from pgtop_ha.judge.sources import node_freshness
-from pgtop_ha.judge.verdicts import judge, worst
+from pgtop_ha.judge.verdicts import worst
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.snapshot import ClusterSnapshot, Probe
-from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.thresholds import Band, Level
 from pgtop_ha.ui.panes import cluster
 from pgtop_ha.ui.panes.base import Context
 from pgtop_ha.ui.panes.registry import PANES
@@ -70,10 +71,18 @@ for _case, (_build, *_) in agree.CASES.items():
     SCENES[_case] = functools.partial(lambda build: [fx.healthy(), build()], _build)
 
 
-def _graded(snaps: list[ClusterSnapshot]) -> list[tuple[str, str, Level, str | None]]:
+def _graded(
+    snaps: list[ClusterSnapshot], judged: Judgement | None = None
+) -> list[tuple[str, str, Level, str | None]]:
     """(table, column, level, rule) of every cell above OK that any pane shows for the last snapshot."""
     snap = snaps[-1]
-    ctx = Context(thresholds=SETTINGS.thresholds, pools=POOLS, now=snap.taken_at, history=tuple(snaps[:-1]))
+    ctx = Context(
+        thresholds=SETTINGS.thresholds,
+        pools=POOLS,
+        now=snap.taken_at,
+        history=tuple(snaps[:-1]),
+        judgement=judged,
+    )
     out = []
     for pane in PANES:
         for table in pane.tables:
@@ -87,9 +96,10 @@ def _graded(snaps: list[ClusterSnapshot]) -> list[tuple[str, str, Level, str | N
 @pytest.mark.parametrize("scene", list(SCENES))
 def test_every_graded_cell_is_a_verdict_of_its_rule(scene: str) -> None:
     snaps = SCENES[scene]()
-    verdicts = judge(snaps[-1], SETTINGS.thresholds, POOLS, ())
+    judged = judgement(snaps[-1], SETTINGS.thresholds, POOLS, ())
+    verdicts = judged.verdicts
     held = {(v.rule, v.level) for v in verdicts}
-    graded = _graded(snaps)
+    graded = _graded(snaps, judged)
     unnamed = [(t, c) for t, c, _, rule in graded if rule is None]
     assert not unnamed, f"cells coloured with no rule behind them: {unnamed}"
     assert {rule for *_, rule in graded} <= set(RULES)
@@ -102,6 +112,27 @@ def test_every_graded_cell_is_a_verdict_of_its_rule(scene: str) -> None:
     assert worst(verdicts) >= max((lv for _, _, lv, _ in graded), default=Level.OK)
 
 
+def _standby_lag(snap: ClusterSnapshot, ctx: Context) -> set[Level | None]:
+    """The levels of the cells every pane colours by the standby lag rule."""
+    rows = [row for pane in PANES for table in pane.tables for row in table.rows_of(snap, ctx)]
+    return {c.level for row in rows for c in row.cells.values() if c.rule == REPLICATION_STANDBY_LAG.id}
+
+
+def test_the_panes_grade_by_the_judgement_they_are_given_not_by_their_own() -> None:
+    snap = SCENES["lagging"]()[-1]
+    strict = SETTINGS.thresholds.model_copy(update={"lag_bytes": Band(warn=0, crit=1)})
+    lenient = SETTINGS.thresholds.model_copy(
+        update={"lag_bytes": Band(warn=2**60, crit=2**61), "lag_s": Band(warn=1e9, crit=2e9)}
+    )
+    by_strict = judgement(snap, strict, POOLS, ())
+    assert REPLICATION_STANDBY_LAG.id in {v.rule for v in by_strict.verdicts}
+    # The context's own thresholds are lenient: graded by themselves, the panes show no lag.
+    alone = Context(thresholds=lenient, pools=POOLS, now=snap.taken_at)
+    assert _standby_lag(snap, alone) == set()
+    given = Context(thresholds=lenient, pools=POOLS, now=snap.taken_at, judgement=by_strict)
+    assert Level.CRIT in _standby_lag(snap, given)
+
+
 def test_the_scenes_grade_something_of_most_subjects() -> None:
     rules = {rule for build in SCENES.values() for *_, rule in _graded(build())}
     assert len(rules) >= 22, sorted(r for r in rules if r)
@@ -110,7 +141,7 @@ def test_the_scenes_grade_something_of_most_subjects() -> None:
 @pytest.mark.parametrize("scene", list(SCENES))
 def test_the_header_grades_each_node_as_its_reach_verdicts(scene: str) -> None:
     snap = SCENES[scene]()[-1]
-    problems = judge(snap, SETTINGS.thresholds, POOLS, ())
+    problems = judgement(snap, SETTINGS.thresholds, POOLS, ()).verdicts
     reach = {r.id for r in cluster.REACH}
     for name in member_names(snap):
         level, _ = node_freshness(snap, name, snap.taken_at, SETTINGS.thresholds)

@@ -30,6 +30,7 @@ from pgtop_ha.models.snapshot import (
     WalReceiver,
 )
 from pgtop_ha.models.thresholds import Level, grade
+from pgtop_ha.models.verdict import Mark
 from pgtop_ha.ui.format import age, age_step, bar, duration, fit_name, human_bytes, lsn, rate, sparkline
 from pgtop_ha.ui.panes import (
     archiver,
@@ -541,9 +542,9 @@ def test_memory_rows_are_not_built_again_while_a_nodes_processes_are_the_same(
     built: list[str] = []
     real = memory._node_rows
 
-    def counted(node: NodeSnapshot) -> list[Row]:
+    def counted(node: NodeSnapshot, huge: tuple[Mark, ...]) -> list[Row]:
         built.append(node.name)
-        return real(node)
+        return real(node, huge)
 
     monkeypatch.setattr(memory, "_node_rows", counted)
     snap = fx.healthy()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.view import archiver_marks
 from pgtop_ha.models.derive import age_s
 from pgtop_ha.models.leader import pg_primary
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot
@@ -59,7 +58,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                 )
             )
             continue
-        out.append(_archiver_row(node.name, a, ctx, archiver_marks(ctx.thresholds, a, pg_primary(node))))
+        out.append(_archiver_row(node.name, a, ctx, ctx.judged(snapshot).archiver(a, pg_primary(node))))
     return out
 
 

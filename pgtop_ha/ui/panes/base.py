@@ -15,7 +15,7 @@ from typing import Protocol, TypeVar, cast
 
 from pgtop_ha.engines.timeline import ActiveCheck
 from pgtop_ha.judge.rules import Rule
-from pgtop_ha.judge.view import Problem, cluster_problems, forecast, member_problems
+from pgtop_ha.judge.view import Judgement, Problem, judgement
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.forecast import FailoverForecast
@@ -104,6 +104,7 @@ class Context:
     events: Sequence[Event] = ()
     checks: Sequence[ActiveCheck] = ()  # the timeline's disagreements past their grace period
     outages: Sequence[float] | None = None  # past failovers' write outages (engines.stopwatch.past_outages)
+    judgement: Judgement | None = None  # the session's judgement of the snapshot shown
 
     # What several panes derive from the same snapshot, derived once per context (one context
     # serves every pane of one refresh): {what: (the snapshot it was derived from, the result)}.
@@ -118,13 +119,18 @@ class Context:
         """The snapshot before the current one, if any."""
         return self.history[-1] if self.history else None
 
-    def member_problems(self, snapshot: ClusterSnapshot, name: str) -> tuple[Problem, ...]:
-        """What is wrong with member ``name`` (judge.problems), once per context and snapshot."""
+    def judged(self, snapshot: ClusterSnapshot) -> Judgement:
+        """The snapshot's judgement: the session's, else made once for this context."""
+        j = self.judgement
+        if j is not None and j.snapshot is snapshot:
+            return j
         return self._once(
-            ("member", name),
-            snapshot,
-            lambda: tuple(member_problems(snapshot, name, self.thresholds, self.pools, self.now)),
+            "judged", snapshot, lambda: judgement(snapshot, self.thresholds, self.pools, outages=self.outages)
         )
+
+    def member_problems(self, snapshot: ClusterSnapshot, name: str) -> tuple[Problem, ...]:
+        """What is wrong with member ``name``, as judged."""
+        return self.judged(snapshot).member(name)
 
     def names(self, snapshot: ClusterSnapshot) -> tuple[str, ...]:
         """The names a name column tells apart, once per context and snapshot.
@@ -140,25 +146,16 @@ class Context:
         return self._once("names", snapshot, derive)
 
     def problems(self, snapshot: ClusterSnapshot) -> tuple[Problem, ...]:
-        """Every problem of the cluster (judge.problems.cluster_problems), once per context and snapshot."""
-        # The Cluster pane shows each member's problems, the Problems pane and the overview's
-        # alerts all of them: each computed them again every second.
-
-        def derive() -> tuple[Problem, ...]:
-            members = {name: self.member_problems(snapshot, name) for name in member_names(snapshot)}
-            return tuple(cluster_problems(snapshot, self.thresholds, self.pools, self.now, members))
-
-        return self._once("cluster", snapshot, derive)
+        """Every problem of the cluster, as judged."""
+        return self.judged(snapshot).problems
 
     def on(self, snapshot: ClusterSnapshot, node: str | None) -> tuple[Problem, ...]:
         """The problems of ``node`` (None: the cluster's own), for a column's rules to colour by."""
-        return self._once(
-            ("on", node), snapshot, lambda: tuple(p for p in self.problems(snapshot) if p.node == node)
-        )
+        return self._once(("on", node), snapshot, lambda: self.judged(snapshot).on(node))
 
     def forecast(self, snapshot: ClusterSnapshot) -> FailoverForecast:
-        """If the leader died now (judge.forecast), once per context and snapshot."""
-        return self._once("forecast", snapshot, lambda: forecast(snapshot, self.outages))
+        """If the leader died now, as judged."""
+        return self.judged(snapshot).forecast
 
     def check(self, rule: str) -> ActiveCheck | None:
         """The active check of ``rule`` (judge.checks.CHECK_RULES), if one is past its grace."""

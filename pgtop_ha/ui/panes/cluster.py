@@ -20,7 +20,7 @@ from pgtop_ha.judge.rules import (
     REST_UNREACHABLE,
     TLS_EXPIRY,
 )
-from pgtop_ha.judge.view import Problem, cert_days_left, member_certs, server_mark
+from pgtop_ha.judge.view import Judgement, Problem, cert_days_left, member_certs
 from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.haproxy import is_up, routes
 from pgtop_ha.models.leader import is_leader
@@ -69,10 +69,10 @@ PG_DOWN = (PG_DOWN_LEADER_ROUTED, PG_DOWN_LEADER, PG_DOWN_ROUTED, PG_UNREACHABLE
 REACH = (*PG_DOWN, PG_SLOW, PG_PENDING, REST_UNREACHABLE, REST_SLOW, REST_PENDING)
 
 
-def _route(snapshot: ClusterSnapshot, kind: str, srv: HAProxyServer | None) -> Cell:
+def _route(judged: Judgement, kind: str, srv: HAProxyServer | None) -> Cell:
     if srv is None:
         return cell("-")
-    mark = server_mark(snapshot, kind, srv)
+    mark = judged.server(srv, kind)
     if mark.level > Level.OK:
         return cell(srv.status or "?", mark.level, rule=mark.rule)
     # A server that is DOWN where its pool expects it (a replica in the writer pool) is no colour.
@@ -83,12 +83,13 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """One row per member: role by Patroni and by PostgreSQL, routing, lag, reachability."""
     writers = routes(snapshot, ctx.pools, "writer")
     readers = routes(snapshot, ctx.pools, "reader")
+    judged = ctx.judged(snapshot)
     out = []
     for name in member_names(snapshot):
         m = snapshot.member(name)
         n = snapshot.node(name)
         leader = is_leader(m)
-        problems = ctx.member_problems(snapshot, name)
+        problems = judged.member(name)
         first: Problem | None = max(problems, key=lambda p: p.level, default=None)
         problem = (first.short or first.text) if first is not None else ""
         if len(problems) > 1:
@@ -118,8 +119,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                     else by_rule(cell("not in DCS"), problems, PATRONI_UNLISTED),
                     "pg": pg,
                     "problem": of_problem(problem, first),
-                    "writer": _route(snapshot, "writer", writers.get(name)),
-                    "reader": _route(snapshot, "reader", readers.get(name)),
+                    "writer": _route(judged, "writer", writers.get(name)),
+                    "reader": _route(judged, "reader", readers.get(name)),
                     "tl": num(count(timeline), timeline),
                     "lag": lag_cell,
                     "upstream": by_rule(_upstream(snapshot, name), problems, REPLICATION_UPSTREAM),

@@ -3,7 +3,6 @@ and what each would lose (WAL the leader wrote that it has not flushed)."""
 
 from __future__ import annotations
 
-from pgtop_ha.judge.view import forecast_marks
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.format import duration, human_bytes, shown
 from pgtop_ha.ui.panes.base import (
@@ -40,7 +39,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     f = ctx.forecast(snapshot)
     if f.leader is None:
         return [placeholder(COLUMNS, NO_LEADER)]
-    marks = forecast_marks(snapshot, f, ctx.thresholds)
+    marks = ctx.judged(snapshot).outlook()
     winner = " or ".join(f.winners) if f.winners else "nobody"  # a tie: whoever takes the key first
     outage = f"{duration(f.outage_min_s)}–{duration(f.outage_max_s)}" if f.outage_max_s is not None else "?"
     if f.past_outages_s:

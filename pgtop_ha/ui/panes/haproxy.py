@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pgtop_ha.judge.rules import HAPROXY_STATS
-from pgtop_ha.judge.view import pool_mark, server_mark
 from pgtop_ha.models.haproxy import is_up
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.verdict import Mark
@@ -44,11 +43,12 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     for srv in snapshot.haproxy.servers:
         backends.setdefault(srv.proxy, []).append(srv)
     rank = {"writer": 0, "reader": 1}
+    judged = ctx.judged(snapshot)
     for proxy in sorted(backends, key=lambda p: (rank.get(ctx.pools.kind(p) or "", 2), p)):
         kind = ctx.pools.kind(proxy)
         servers = backends[proxy]
-        marks = [server_mark(snapshot, kind, s) for s in servers]
-        out.append(_pool_row(proxy, kind, servers, pool_mark(kind, servers, marks)))
+        marks = [judged.server(s, kind) for s in servers]
+        out.append(_pool_row(proxy, kind, servers, judged.pool(kind, servers)))
         out.extend(_server_row(kind, srv, mark) for srv, mark in zip(servers, marks, strict=True))
     if snapshot.haproxy.error:
         unread = [p for p in ctx.on(snapshot, None) if p.rule == HAPROXY_STATS.id]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pgtop_ha.judge.rules import HORIZON_HELD
-from pgtop_ha.judge.view import horizon_level
 from pgtop_ha.models.snapshot import ClusterSnapshot, HorizonHolder
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import age, age_step, count
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -38,17 +38,18 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     out: list[Row] = []
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         if node.reachable:
-            out.extend(_row(node.name, rank, h, ctx) for rank, h in enumerate(node.horizon, 1))
+            judged = ctx.judged(snapshot)
+            out.extend(_row(node.name, rank, h, judged.horizon(h)) for rank, h in enumerate(node.horizon, 1))
     return out
 
 
-def _row(node: str, rank: int, h: HorizonHolder, ctx: Context) -> Row:
-    """The row of one holder, built from its model."""
+def _row(node: str, rank: int, h: HorizonHolder, level: Level) -> Row:
+    """The row of one holder, built from its model and its grade."""
     held = age_step(h.age_s)  # stepped: the row repaints as its text changes
     holder = h.name if h.kind in ("slot", "prepared") else str(h.pid) if h.pid is not None else "?"
     cells = {
         "node": cell(node),
-        "health": state(horizon_level(ctx.thresholds, h), HORIZON_HELD.id),
+        "health": state(level, HORIZON_HELD.id),
         "kind": cell(h.kind),
         "holder": cell(holder or "?"),
         "user": cell(h.user or "-"),

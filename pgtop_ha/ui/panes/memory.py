@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import functools
 
-from pgtop_ha.judge.view import hugepages_marks
 from pgtop_ha.models.derive import shared_memory_on_hugepages
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot, Process
+from pgtop_ha.models.verdict import Mark
 from pgtop_ha.ui.format import count, human_bytes
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -73,7 +73,7 @@ def _total(node: NodeSnapshot) -> Row:
     return same_row(f"{node.name}|total", cells, node.name)
 
 
-def _hugepages(node: NodeSnapshot) -> Row | None:
+def _hugepages(node: NodeSnapshot, found: tuple[Mark, ...]) -> Row | None:
     """HugePages of the node's host: total, free, reserved, and whether shared memory uses them."""
     h = node.hugepages
     if h is None or (not h.total and h.setting in (None, "off")):
@@ -84,8 +84,6 @@ def _hugepages(node: NodeSnapshot) -> Row | None:
     state = {True: "shm in them", False: "shm NOT in them", None: "shm ?"}[used]
     if h.shared_memory_pages is not None and h.shared_memory_pages > 0:
         text += f", {count(h.shared_memory_pages)} needed"
-    # huge_pages=try falling back to normal pages is silent in PostgreSQL: say it.
-    found = hugepages_marks(node)
     cells = {
         "node": cell(node.name),
         "pid": num("", None),
@@ -123,17 +121,18 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         # in between, the same models, hence the same rows.
         note = node.unavailable.get("processes.memory")
         inputs = (node.hugepages, note, node.memory_source, *node.processes)
-        out.extend(_NODES.rows(node.name, inputs, functools.partial(_node_rows, node)))
+        huge = ctx.judged(snapshot).hugepages(node)
+        out.extend(_NODES.rows(node.name, inputs, functools.partial(_node_rows, node, huge)))
     return out
 
 
 _NODES = SameInputs()
 
 
-def _node_rows(node: NodeSnapshot) -> list[Row]:
+def _node_rows(node: NodeSnapshot, huge_marks: tuple[Mark, ...]) -> list[Row]:
     """The node's total, its HugePages and its TOP processes by Pss."""
     out = [_total(node)]
-    huge = _hugepages(node)
+    huge = _hugepages(node, huge_marks)
     if huge is not None:
         out.append(huge)
     ranked = sorted(node.processes, key=lambda p: p.pss_bytes or 0, reverse=True)[:TOP]

@@ -15,11 +15,7 @@ from pgtop_ha.judge.rules import CLUSTER_TIMELINES, SLOTS_RETAINED
 from pgtop_ha.judge.view import (
     Problem,
     archive_failing,
-    archiver_marks,
     find_leader,
-    forecast_marks,
-    walsender_marks,
-    worst_slot,
 )
 from pgtop_ha.models.derive import CopyRate, age_s, copy_rates, replay_lag_seconds, walsender_for
 from pgtop_ha.models.event import Event
@@ -148,7 +144,7 @@ def member_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             patroni = c["state"]
         sender = None if is_leader(m) else walsender_for(snapshot, name)
         lag_s = replay_lag_seconds(sender, ctx.now) if sender is not None else None
-        lag_marks = walsender_marks(snapshot, sender, ctx.thresholds) if sender is not None else ()
+        lag_marks = ctx.judged(snapshot).walsender(sender) if sender is not None else ()
         out.append(
             same_row(
                 full.key,
@@ -179,7 +175,7 @@ def state_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     names = ctx.names(snapshot)
     if (takeover := _takeover(snapshot, ctx, names)) is not None:
         out.append(takeover)
-    slot = worst_slot(snapshot, ctx.thresholds)
+    slot = ctx.judged(snapshot).worst_slot()
     if slot is not None:
         where, s, level = slot
         figures = f": {human_bytes(s.retained_bytes)} retained, {shown(s.wal_status or '?', 16)}"
@@ -205,7 +201,7 @@ def _takeover(snapshot: ClusterSnapshot, ctx: Context, names: Sequence[str]) -> 
     f = ctx.forecast(snapshot)
     if f.leader is None:
         return None
-    marks = forecast_marks(snapshot, f, ctx.thresholds)
+    marks = ctx.judged(snapshot).outlook()
     if not f.winners:
         text = "nobody, if the leader died now (f: why)"
     else:
@@ -267,7 +263,7 @@ def _archiver(snapshot: ClusterSnapshot, ctx: Context) -> Row:
             why = f"not read on {who}"  # not polled (yet), or pg_stat_archiver not in its answer
         return same_row("archiver", {"what": cell("Archiver"), "now": cell(f"unknown: {why}")})
     a = node.archiver
-    found = archiver_marks(ctx.thresholds, a, pg_primary(node))
+    found = ctx.judged(snapshot).archiver(a, pg_primary(node))
     if a.last_archived_time:
         done = f"last archived {age(age_s(ctx.now, a.last_archived_time))} ago"
     elif a.stats_reset is not None:

@@ -6,7 +6,7 @@ the queue pgBackRest's archive-push works through, measured against archive-push
 
 from __future__ import annotations
 
-from pgtop_ha.judge.view import backup_marks, no_stanza_marks, no_stanza_text, primary_archiver, push_queue
+from pgtop_ha.judge.view import no_stanza_text, primary_archiver, push_queue
 from pgtop_ha.models.pgbackrest import BackupInfo, QueueState
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.format import age, count, human_bytes, shown
@@ -65,13 +65,13 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     behind = archiver.segments_behind if archiver else None
     queue = push_queue(snapshot)
     if not pb.stanzas:
-        marks = no_stanza_marks(snapshot)
+        marks = ctx.judged(snapshot).no_stanza()
         text = shown(pb.error or no_stanza_text(pb, snapshot))
         cells = {"stanza": cell("-"), "health": worst_state(marks), **blanks(*_REST)}
         return [Row(key="|none", cells={**cells, "error": marked(text, marks, "error")})]
     out = []
     spools = {s.stanza: s for s in pb.spools}
-    graded = backup_marks(snapshot)
+    graded = ctx.judged(snapshot).backups()
     for st in pb.stanzas:
         marks = graded.get(st.name, ())
         spool = spools.get(st.name)

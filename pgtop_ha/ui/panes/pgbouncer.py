@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pgtop_ha.judge.rules import POOLER_CONTRADICTION
-from pgtop_ha.judge.view import Finding, bouncer_findings, database_finding, patroni_view, pool_finding
+from pgtop_ha.judge.view import Finding
 from pgtop_ha.models.derive import BouncerRates, bouncer_rates
 from pgtop_ha.models.poolers import PgBouncerState
 from pgtop_ha.models.snapshot import ClusterSnapshot
@@ -91,14 +91,15 @@ def _state_row(b: PgBouncerState, columns: tuple[Column, ...], found: Sequence[F
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """A row per pool of every pgBouncer (the admin console's own pool left out)."""
     out: list[Row] = []
+    judged = ctx.judged(snapshot)
     for b in snapshot.pgbouncer:
         if not b.ok and not b.pools:
-            out.append(_state_row(b, COLUMNS, bouncer_findings(b, patroni_view(snapshot))))
+            out.append(_state_row(b, COLUMNS, judged.bouncer(b)))
             continue
         for pool in b.pools:
             if pool.database == ADMIN_DB:
                 continue
-            finding = pool_finding(b.name, pool)
+            finding = judged.bouncer_pool(b.name, pool)
             level = finding.level if finding else Level.OK
             out.append(
                 Row(
@@ -142,13 +143,13 @@ def _points_at(snapshot: ClusterSnapshot, host: str | None, port: int | None, me
 def database_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """A row per database of every pgBouncer: where it points, connections, rates."""
     out: list[Row] = []
-    patroni = patroni_view(snapshot)
+    judged = ctx.judged(snapshot)
     for b in snapshot.pgbouncer:
         rates = bouncer_rates(_previous(ctx, b.name), b)
         for db in b.databases:
             if db.name == ADMIN_DB:
                 continue
-            finding = database_finding(b.name, db, patroni)
+            finding = judged.bouncer_database(b.name, db)
             level = finding.level if finding else Level.OK
             r = rates.get(db.name, BouncerRates())
             traffic = "-" if r.received_s is None else f"{rate(r.received_s)} / {rate(r.sent_s)}"

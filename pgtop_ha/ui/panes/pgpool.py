@@ -7,7 +7,7 @@ that address, so a primary that is not Patroni's leader or a node kept down read
 from __future__ import annotations
 
 from pgtop_ha.judge.rules import POOLER_CONTRADICTION
-from pgtop_ha.judge.view import missing_primary, node_finding, patroni_view, pgpool_findings
+from pgtop_ha.judge.view import Judgement
 from pgtop_ha.models.derive import select_rates
 from pgtop_ha.models.poolers import PgpoolState
 from pgtop_ha.models.roles import short_name
@@ -58,17 +58,16 @@ def _previous(ctx: Context, name: str) -> PgpoolState | None:
     return None if prev is None else next((p for p in prev.pgpool if p.name == name), None)
 
 
-def _summary(p: PgpoolState, snapshot: ClusterSnapshot) -> Row:
+def _summary(p: PgpoolState, judged: Judgement) -> Row:
     """The pgpool-II's own row: unread (why), or its children in use and the state-wide finding."""
     if not p.ok:
         text = p.error or "not read yet"
         if source_state(True, p.slow_s) == "slow":
             text = f"waiting {duration(p.slow_s)}"
-        level = max((f.level for f in pgpool_findings(p, patroni_view(snapshot))), default=Level.OK)
+        level = max((f.level for f in judged.pgpool(p)), default=Level.OK)
     else:
-        patroni = patroni_view(snapshot)
-        missing = missing_primary(p, patroni)
-        found = [f for n in p.nodes if (f := node_finding(p.name, n, patroni)) is not None]
+        missing = judged.pgpool_primary(p)
+        found = [f for n in p.nodes if (f := judged.pgpool_node(p.name, n)) is not None]
         level = max((f.level for f in (missing, *found) if f is not None), default=Level.OK)
         if missing:
             text = missing.what
@@ -92,12 +91,12 @@ def _summary(p: PgpoolState, snapshot: ClusterSnapshot) -> Row:
 def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """A summary row per pgpool-II, then a row per backend node."""
     out: list[Row] = []
-    patroni = patroni_view(snapshot)
+    judged = ctx.judged(snapshot)
     for p in snapshot.pgpool:
-        out.append(_summary(p, snapshot))
+        out.append(_summary(p, judged))
         selects = select_rates(_previous(ctx, p.name), p)
         for n in p.nodes:
-            finding = node_finding(p.name, n, patroni) if p.ok else None
+            finding = judged.pgpool_node(p.name, n) if p.ok else None
             level = finding.level if finding else Level.OK
             member = snapshot.member(n.member) if n.member else None
             patroni_role = "-" if member is None else short_name(member.role)

@@ -7,7 +7,6 @@ success; the write probe's last outage has a row of its own.
 
 from __future__ import annotations
 
-from pgtop_ha.judge.view import probe_mark
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.format import age, count, duration, shown
 from pgtop_ha.ui.panes.base import (
@@ -43,7 +42,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """A row per probe, then a row per write outage the write probe measured (newest first)."""
     out: list[Row] = []
     for probe in snapshot.probes:
-        found = () if (mark := probe_mark(snapshot, probe)) is None else (mark,)
+        found = () if (mark := ctx.judged(snapshot).probe(probe)) is None else (mark,)
         since = None if probe.last_ok_at is None else (ctx.now - probe.last_ok_at).total_seconds()
         latency = None if probe.latency_ms is None else probe.latency_ms / 1000
         answered = shown(probe.answered_by, 40) if probe.answered_by else "-"

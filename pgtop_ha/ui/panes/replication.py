@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pgtop_ha.judge.view import receiver_findings, receiver_status, standby_name, unreported, walsender_marks
+from pgtop_ha.judge.view import receiver_status, standby_name, unreported
 from pgtop_ha.models.derive import REPLY_ON_TIME_S, age_s, stage_lag_seconds
 from pgtop_ha.models.servers import upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, Replication
@@ -56,10 +56,9 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         if not node.reachable:
             continue
         out.extend(
-            _walsender_row(node.name, r, ctx, walsender_marks(snapshot, r, ctx.thresholds))
-            for r in node.replication
+            _walsender_row(node.name, r, ctx, ctx.judged(snapshot).walsender(r)) for r in node.replication
         )
-    out.extend(_standby_side(snapshot))
+    out.extend(_standby_side(snapshot, ctx))
     return out
 
 
@@ -93,12 +92,12 @@ def _walsender_row(upstream: str, r: Replication, ctx: Context, found: tuple[Mar
     return same_row(f"{upstream}|{name}", cells, name)
 
 
-def _standby_side(snapshot: ClusterSnapshot) -> list[Row]:
+def _standby_side(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """Standbys no upstream reports (e.g. the primary is down): their own receiver's view."""
     out = []
     for node in unreported(snapshot):
         status = receiver_status(node)
-        found = receiver_findings(node)
+        found = ctx.judged(snapshot).receiver(node)
         # Its upstream by name, as the primary's own rows say it, not by address.
         sender = upstream_of(snapshot, node.name) or "?"
         backlog = None

@@ -5,10 +5,10 @@ Read only while this pane is on screen (the "sessions" need adds its columns to 
 
 from __future__ import annotations
 
-from pgtop_ha.judge.view import session_marks
 from pgtop_ha.models.derive import listed_processes
 from pgtop_ha.models.snapshot import ClusterSnapshot, Process
 from pgtop_ha.models.sources import node_state
+from pgtop_ha.models.verdict import Mark
 from pgtop_ha.ui.format import age, age_step, count, shown
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -56,8 +56,7 @@ def _age(seconds: float | None) -> tuple[str, float | None]:
     return age(seconds), age_step(seconds)
 
 
-def _session_row(node: str, p: Process, ctx: Context) -> Row:
-    marks = session_marks(p, ctx.thresholds)
+def _session_row(node: str, p: Process, ctx: Context, marks: tuple[Mark, ...]) -> Row:
     wait = f"{p.wait_event_type}:{p.wait_event}" if p.wait_event_type else "-"
     text, step = _age(running_for(p) if p.state == "active" else None)
     xact, xact_step = _age(p.xact_s)
@@ -97,7 +96,8 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         clients = [p for p in node.processes if p.backend_type == CLIENT]
         busy = [p for p in clients if p.state != IDLE]
         busy.sort(key=lambda p: -(running_for(p) or 0.0))
-        out.extend(_session_row(node.name, p, ctx) for p in busy)
+        judged = ctx.judged(snapshot)
+        out.extend(_session_row(node.name, p, ctx, judged.session(p)) for p in busy)
         idle = len(clients) - len(busy) + (node.idle_sessions or 0)
         if idle:
             cells = {**blanks(*(c.key for c in COLUMNS)), "node": cell(node.name)}

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from pgtop_ha.judge.rules import SLOTS_PERMANENT_MISSING, WAL_DISK
 from pgtop_ha.judge.view import (
-    absent_slot_level,
+    Judgement,
     failover_copy_ready,
-    slot_marks,
     top_retainer,
     wal_disk_bound,
-    wal_disk_level,
 )
 from pgtop_ha.models.derive import SlotRates, slot_keepers, slot_presence, slot_rates
-from pgtop_ha.models.leader import is_leader
 from pgtop_ha.models.snapshot import ClusterSnapshot, Slot, WalDisk
 from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.verdict import Mark
 from pgtop_ha.ui.format import count, fit_name, human_bytes, rate
 from pgtop_ha.ui.panes.base import (
     NAME_WIDTH,
@@ -53,24 +51,26 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     """One row per slot on every reachable member."""
     out = []
     rates = {} if ctx.previous is None else slot_rates(ctx.previous, snapshot)
+    judged = ctx.judged(snapshot)
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         if not node.reachable:
             continue
         for slot in node.slots:
-            out.append(_slot_row(node.name, slot, ctx, rates.get((node.name, slot.slot_name), _NO_RATES)))
+            found = judged.slot(slot)
+            out.append(_slot_row(node.name, slot, found, rates.get((node.name, slot.slot_name), _NO_RATES)))
         out.extend(more_row(COLUMNS, node.name, len(node.slots), node.slots_total, "more slots"))
         if node.wal_disk is not None:
-            out.append(_wal_row(node.name, node.wal_disk, top_retainer(node), ctx))
+            level = judged.wal_disk(node.wal_disk)
+            out.append(_wal_row(node.name, node.wal_disk, top_retainer(node), level))
     return out
 
 
 _NO_RATES = SlotRates()
 
 
-def _slot_row(node: str, slot: Slot, ctx: Context, rates: SlotRates) -> Row:
-    """The row of one slot, built from its model and its decoding rates."""
+def _slot_row(node: str, slot: Slot, found: tuple[Mark, ...], rates: SlotRates) -> Row:
+    """The row of one slot, built from its model, its marks and its decoding rates."""
     active, retained = slot.active, slot.retained_bytes
-    found = slot_marks(ctx.thresholds, slot)
     cells = {
         "node": cell(node),
         "slot": cell(slot.slot_name),
@@ -86,9 +86,8 @@ def _slot_row(node: str, slot: Slot, ctx: Context, rates: SlotRates) -> Row:
     return same_row(f"{node}|{slot.slot_name}", cells, node)
 
 
-def _wal_row(node: str, w: WalDisk, retainer: Slot | None, ctx: Context) -> Row:
+def _wal_row(node: str, w: WalDisk, retainer: Slot | None, level: Level) -> Row:
     """pg_wal on disk below the node's slots: its size, its bound, and the slot that keeps most."""
-    level = wal_disk_level(ctx.thresholds, w)
     bound = wal_disk_bound(w)
     cells = {
         "node": cell(node),
@@ -133,6 +132,7 @@ def matrix_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     matrix = slot_presence(snapshot)
     keepers = slot_keepers(snapshot)
     keys = _member_keys(matrix.members)
+    judged = ctx.judged(snapshot)
     out = []
     for slot_name in matrix.slots:
         cells: dict[str, Cell] = {"slot": cell(slot_name), "kept": cell(keepers.get(slot_name, "?"))}
@@ -141,17 +141,16 @@ def matrix_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             if present is None:
                 cells[key] = cell("?")
             elif present:
-                cells[key] = _present(snapshot, name, slot_name, keepers.get(slot_name))
+                cells[key] = _present(judged, name, slot_name, keepers.get(slot_name))
             else:
-                leader = is_leader(snapshot.member(name))
-                cells[key] = cell("✖ no", absent_slot_level(leader), rule=SLOTS_PERMANENT_MISSING.id)
+                cells[key] = cell("✖ no", judged.absent_slot(name), rule=SLOTS_PERMANENT_MISSING.id)
         out.append(same_row(slot_name, cells))
     return out
 
 
-def _present(snapshot: ClusterSnapshot, member: str, slot_name: str, keeper: str | None) -> Cell:
+def _present(judged: Judgement, member: str, slot_name: str, keeper: str | None) -> Cell:
     """A member's copy of a kept slot; a standby's failover copy says whether it would survive."""
-    node = snapshot.node(member)
+    node = judged.snapshot.node(member)
     slot = None if node is None else next((s for s in node.slots if s.slot_name == slot_name), None)
     if slot is None or node is None or not node.in_recovery or keeper == "Patroni":
         return cell("✔ yes", Level.OK)
@@ -159,7 +158,7 @@ def _present(snapshot: ClusterSnapshot, member: str, slot_name: str, keeper: str
         return cell("✔ synced", Level.OK)
     # Its own (not synced: never updated) or a temporary copy (dropped at promotion).
     text = "✖ stale" if not slot.synced else "… syncing"
-    return cell(text, absent_slot_level(False), rule=SLOTS_PERMANENT_MISSING.id)
+    return cell(text, judged.absent_slot(None), rule=SLOTS_PERMANENT_MISSING.id)
 
 
 MATRIX = Table("slots-matrix", (), matrix_rows, dynamic_columns=matrix_columns)

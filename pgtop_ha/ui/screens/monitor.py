@@ -291,6 +291,7 @@ class MonitorScreen(Screen[None]):
             events=tuple(app.events),
             checks=tuple(app.timeline.checks()),
             outages=past_outages(app.timeline.failovers()),
+            judgement=None if snap is None else app.session.judged(snap),
         )
 
     def refresh_view(self) -> int:

@@ -1,0 +1,204 @@
+"""One snapshot judged once: its problems, its verdicts and its forecast, as every output reads them.
+
+The session makes one per snapshot; the panes, Problems, `check` and `snapshot --json` all read it,
+so a mark on screen and an exit code never come from two evaluations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TypeVar, cast
+
+from pgtop_ha.judge.backup import backup_marks, no_stanza_marks
+from pgtop_ha.judge.checks import Check
+from pgtop_ha.judge.forecast import forecast, forecast_marks
+from pgtop_ha.judge.memory import hugepages_marks
+from pgtop_ha.judge.poolers import (
+    Finding,
+    bouncer_findings,
+    database_finding,
+    missing_primary,
+    node_finding,
+    pgpool_findings,
+    pool_finding,
+)
+from pgtop_ha.judge.probes import probe_mark
+from pgtop_ha.judge.problems import Problem, cluster_problems, member_problems, patroni_view
+from pgtop_ha.judge.replication import receiver_findings, walsender_marks
+from pgtop_ha.judge.routing import pool_mark, server_mark
+from pgtop_ha.judge.sessions import session_marks
+from pgtop_ha.judge.slots import absent_slot_level, slot_marks, worst_slot
+from pgtop_ha.judge.verdicts import verdicts_of
+from pgtop_ha.judge.wal import archiver_marks, horizon_level, wal_disk_level
+from pgtop_ha.models.derive import member_names
+from pgtop_ha.models.forecast import FailoverForecast
+from pgtop_ha.models.haproxy import Pools
+from pgtop_ha.models.leader import is_leader
+from pgtop_ha.models.poolers import BouncerDatabase, BouncerPool, PgBouncerState, PgpoolNode, PgpoolState
+from pgtop_ha.models.snapshot import (
+    Archiver,
+    ClusterSnapshot,
+    HAProxyServer,
+    HorizonHolder,
+    NodeSnapshot,
+    Probe,
+    Process,
+    Replication,
+    Slot,
+    WalDisk,
+)
+from pgtop_ha.models.thresholds import Level, Thresholds
+from pgtop_ha.models.verdict import Mark, Verdict
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """A snapshot's judgement as of its reading: each member's problems, the cluster's, the verdicts."""
+
+    snapshot: ClusterSnapshot
+    thresholds: Thresholds
+    pools: Pools
+    members: Mapping[str, tuple[Problem, ...]]
+    problems: tuple[Problem, ...]  # the cluster's, worst first (members' included)
+    verdicts: tuple[Verdict, ...]  # the problems and the timeline's disagreements, counted first
+    forecast: FailoverForecast
+    # A row's marks, made the first time a pane asks and kept with the judgement:
+    # {(what, id(row)): (the row, its marks)}; the row is kept so its id is not reused.
+    _rows: dict[tuple[str, int], tuple[object, object]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+
+    def on(self, node: str | None) -> tuple[Problem, ...]:
+        """The problems of ``node`` (None: the cluster's own), for a column's rules to colour by."""
+        return tuple(p for p in self.problems if p.node == node)
+
+    def member(self, name: str) -> tuple[Problem, ...]:
+        """What is wrong with member ``name``."""
+        return self.members.get(name, ())
+
+    def walsender(self, r: Replication) -> tuple[Mark, ...]:
+        """A walsender's marks: lag, a state other than streaming, a silent standby."""
+        return self._row("walsender", r, lambda: walsender_marks(self.snapshot, r, self.thresholds))
+
+    def receiver(self, node: NodeSnapshot) -> tuple[Mark, ...]:
+        """A standby's own receiver, when no upstream reports it."""
+        return self._row("receiver", node, lambda: receiver_findings(node))
+
+    def slot(self, slot: Slot) -> tuple[Mark, ...]:
+        """A slot's marks by the column each colours."""
+        return self._row("slot", slot, lambda: slot_marks(self.thresholds, slot))
+
+    def absent_slot(self, member: str | None) -> Level:
+        """A permanent slot missing on ``member`` (None: a standby's copy that would not survive)."""
+        return absent_slot_level(member is not None and is_leader(self.snapshot.member(member)))
+
+    def worst_slot(self) -> tuple[str, Slot, Level] | None:
+        """(node, slot, level) of the cluster's worst slot."""
+        return self._row("worst slot", self, lambda: worst_slot(self.snapshot, self.thresholds))
+
+    def wal_disk(self, w: WalDisk | None) -> Level:
+        """pg_wal's size against what PostgreSQL keeps by itself."""
+        return wal_disk_level(self.thresholds, w)
+
+    def horizon(self, h: HorizonHolder) -> Level:
+        """A holder of the xmin horizon, by how long and how far it holds it."""
+        return horizon_level(self.thresholds, h)
+
+    def archiver(self, a: Archiver, primary: bool | None) -> tuple[Mark, ...]:
+        """An archiver's queue and failures."""
+        return self._row("archiver", a, lambda: archiver_marks(self.thresholds, a, primary))
+
+    def hugepages(self, node: NodeSnapshot) -> tuple[Mark, ...]:
+        """Shared memory outside the huge pages asked for."""
+        return self._row("hugepages", node, lambda: hugepages_marks(node))
+
+    def session(self, p: Process) -> tuple[Mark, ...]:
+        """A session's marks: a long transaction, idle in transaction holding the horizon."""
+        return self._row("session", p, lambda: session_marks(p, self.thresholds))
+
+    def probe(self, probe: Probe) -> Mark | None:
+        """A probe's mark (None when it found nothing wrong or has not run)."""
+        return self._row("probe", probe, lambda: probe_mark(self.snapshot, probe))
+
+    def server(self, srv: HAProxyServer, kind: str | None = None) -> Mark:
+        """An HAProxy server's status against what its pool (``kind``, else its backend's) expects."""
+        use = self.pools.kind(srv.proxy) if kind is None else kind
+        return self._row(f"server {use}", srv, lambda: server_mark(self.snapshot, use, srv))
+
+    def pool(self, kind: str | None, servers: Sequence[HAProxyServer]) -> Mark:
+        """An HAProxy backend's grade from its servers' marks."""
+        return pool_mark(kind, servers, [self.server(s, kind) for s in servers])
+
+    def outlook(self) -> tuple[Mark, ...]:
+        """The forecast's marks: no candidate, data at risk, a long write outage."""
+        return self._row(
+            "outlook", self, lambda: forecast_marks(self.snapshot, self.forecast, self.thresholds)
+        )
+
+    def backups(self) -> dict[str, tuple[Mark, ...]]:
+        """Each pgBackRest stanza read and the marks that hold for it."""
+        return self._row("backups", self, lambda: backup_marks(self.snapshot))
+
+    def no_stanza(self) -> tuple[Mark, ...]:
+        """pgBackRest read but listing no stanza, when somebody asked for it."""
+        return self._row("no stanza", self, lambda: no_stanza_marks(self.snapshot))
+
+    def bouncer(self, b: PgBouncerState) -> list[Finding]:
+        """What is wrong in one pgBouncer, against Patroni."""
+        return self._row("bouncer", b, lambda: bouncer_findings(b, patroni_view(self.snapshot)))
+
+    def bouncer_database(self, pooler: str, db: BouncerDatabase) -> Finding | None:
+        """A pgBouncer database pointing at a member that is not the leader."""
+        return self._row("bouncer db", db, lambda: database_finding(pooler, db, patroni_view(self.snapshot)))
+
+    def bouncer_pool(self, pooler: str, pool: BouncerPool) -> Finding | None:
+        """Clients of a pgBouncer pool waiting for a server."""
+        return self._row("bouncer pool", pool, lambda: pool_finding(pooler, pool))
+
+    def pgpool(self, p: PgpoolState) -> list[Finding]:
+        """What is wrong in one pgpool-II, against Patroni."""
+        return self._row("pgpool", p, lambda: pgpool_findings(p, patroni_view(self.snapshot)))
+
+    def pgpool_primary(self, p: PgpoolState) -> Finding | None:
+        """pgpool-II names no primary while Patroni has a leader."""
+        return self._row("pgpool primary", p, lambda: missing_primary(p, patroni_view(self.snapshot)))
+
+    def pgpool_node(self, pooler: str, n: PgpoolNode) -> Finding | None:
+        """One pgpool-II node against Patroni."""
+        return self._row("pgpool node", n, lambda: node_finding(pooler, n, patroni_view(self.snapshot)))
+
+    def _row(self, what: str, row: object, make: Callable[[], _T]) -> _T:
+        key = (what, id(row))
+        found = self._rows.get(key)
+        if found is not None and found[0] is row:
+            return cast(_T, found[1])
+        value = make()
+        self._rows[key] = (row, value)
+        return value
+
+
+def judgement(
+    snapshot: ClusterSnapshot,
+    thresholds: Thresholds,
+    pools: Pools,
+    seen: Sequence[tuple[Check, datetime]] = (),
+    outages: Sequence[float] | None = None,
+) -> Judgement:
+    """Judge ``snapshot`` once, with the timeline's disagreements ``seen`` and past write ``outages``."""
+    now = snapshot.taken_at
+    told = forecast(snapshot, outages)
+    members = {n: tuple(member_problems(snapshot, n, thresholds, pools, now)) for n in member_names(snapshot)}
+    problems = tuple(cluster_problems(snapshot, thresholds, pools, now, members, told))
+    return Judgement(
+        snapshot=snapshot,
+        thresholds=thresholds,
+        pools=pools,
+        members=members,
+        problems=problems,
+        verdicts=verdicts_of(problems, seen, now),
+        forecast=told,
+    )
