@@ -14,12 +14,13 @@ from typing import Literal
 
 from pgtop_ha.engines.events import Fact, Key, carry, changes, describe, facts, unknown_scopes
 from pgtop_ha.engines.stopwatch import FailoverReport, LeaderSilence, Stopwatch
-from pgtop_ha.judge.checks import ROLE_GRACE_S, Check, disagreements
+from pgtop_ha.judge.checks import ROLE_GRACE_S, disagreements
 from pgtop_ha.judge.serverlog import news_level
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.haproxy import DEFAULT_POOLS, Pools
 from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry
 from pgtop_ha.models.sources import UNSETTLED_S, member_state, node_state, source_state
+from pgtop_ha.models.verdict import Verdict
 
 __all__ = ["ActiveCheck", "FailoverReport", "Timeline", "cadence"]
 
@@ -40,7 +41,7 @@ _ABSENT = ("<absent>",)  # the value of a fact a snapshot does not state
 class ActiveCheck:
     """A disagreement past its grace period, with when it was first seen."""
 
-    check: Check
+    check: Verdict
     since: datetime
 
     def lasted_s(self, now: datetime) -> float:
@@ -102,7 +103,7 @@ class Timeline:
         self._next_id = 1
         self._tags: dict[str, int] = {}
         self._since: dict[str, datetime] = {}
-        self._raw: list[Check] = []
+        self._raw: list[Verdict] = []
         self._max_tl: int | None = None
         self._bump: tuple[int, int] | None = None  # (event id, old timeline) awaiting /history
         self._history_told = False  # the switches before the console ran, told once
@@ -180,7 +181,7 @@ class Timeline:
         out: dict[Key, Fact] = {}
         for c in raw:
             if _secs(self._since[c.key], at) >= c.grace_s:
-                fact = Fact(True, "check", "console", node=c.node, label=c.text, severity=c.severity)
+                fact = Fact(True, "check", "console", node=c.subject, label=c.text, severity=c.level)
                 out[("check", c.key)] = fact
         return out
 
@@ -348,7 +349,7 @@ class Timeline:
         """When an event was last added or updated (a snapshot's taken_at, a marker's time)."""
         return self._changed_at
 
-    def seen_checks(self) -> list[tuple[Check, datetime]]:
+    def seen_checks(self) -> list[tuple[Verdict, datetime]]:
         """Every disagreement of the last snapshot, within its grace or past it, with its start."""
         return [(c, self._since[c.key]) for c in self._raw]
 

@@ -7,8 +7,6 @@ timeline, Patroni's role ahead of pg_is_in_recovery()) and only count when they 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pgtop_ha.judge.rules import (
     CLUSTER_PRIMARIES,
     CLUSTER_TIMELINES,
@@ -24,27 +22,13 @@ from pgtop_ha.models.roles import is_standby_leader
 from pgtop_ha.models.servers import known_names, member_of
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.sources import member_state, node_state
+from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.verdict import Verdict
 
 ROLE_GRACE_S = 10.0  # Patroni's role against pg_is_in_recovery(), timelines: normal in a switchover
 DCS_STALE_LOOPS = 2  # dcs_last_seen older than this many loop_wait is stale
 DEFAULT_LOOP_WAIT_S = 10
 CLOCK_SKEW_S = 5.0  # dcs_last_seen further ahead of the answer's arrival than this: clocks differ
-
-
-@dataclass(frozen=True)
-class Check:
-    """One disagreement seen in a snapshot; it counts once it has lasted ``grace_s``."""
-
-    key: str
-    text: str
-    node: str | None = None
-    severity: int = 2
-    grace_s: float = 0.0
-
-    @property
-    def rule(self) -> str:
-        """The rule that found it (judge.rules.RULES)."""
-        return CHECK_RULES[self.key.split(":", 1)[0]]
 
 
 # A check's key names its rule before any ":" (the rest names its subject).
@@ -57,6 +41,14 @@ CHECK_RULES = {
     "dcs": PATRONI_DCS_STALE.id,
     "clock": PATRONI_CLOCK_SKEW.id,
 }
+
+
+def check(
+    key: str, text: str, node: str | None = None, level: int = Level.CRIT, grace_s: float = 0.0
+) -> Verdict:
+    """One disagreement in a snapshot, its rule named by its key; it counts once past ``grace_s``."""
+    rule = CHECK_RULES[key.split(":", 1)[0]]
+    return Verdict(rule=rule, level=Level(level), subject=node, text=text, key=key, grace_s=grace_s)
 
 
 def _fresh(state: str) -> bool:
@@ -145,9 +137,11 @@ def writes_ok(snap: ClusterSnapshot, pools: Pools, prev: ClusterSnapshot | None 
     return None if pg is None and snap.node(leader) is not None else True
 
 
-def disagreements(snap: ClusterSnapshot, pools: Pools, *, role_grace_s: float = ROLE_GRACE_S) -> list[Check]:
+def disagreements(
+    snap: ClusterSnapshot, pools: Pools, *, role_grace_s: float = ROLE_GRACE_S
+) -> list[Verdict]:
     """Every disagreement in ``snap`` between the sources, in a stable order."""
-    out: list[Check] = []
+    out: list[Verdict] = []
     primaries = [
         n.name
         for n in snap.nodes
@@ -155,7 +149,7 @@ def disagreements(snap: ClusterSnapshot, pools: Pools, *, role_grace_s: float = 
     ]
     if len(primaries) > 1:
         out.append(
-            Check(
+            check(
                 "primaries",
                 f"{len(primaries)} members not in recovery: {', '.join(primaries)}",
             )
@@ -168,10 +162,10 @@ def disagreements(snap: ClusterSnapshot, pools: Pools, *, role_grace_s: float = 
         said = m.role or m.own_role or "?"
         if is_leader(m) and n.in_recovery and not is_standby_leader(m.role):
             text = f"{m.name}: Patroni says {said}, PostgreSQL is in recovery"
-            out.append(Check(f"role:{m.name}", text, m.name, 2, role_grace_s))
+            out.append(check(f"role:{m.name}", text, m.name, 2, role_grace_s))
         elif not is_leader(m) and not n.in_recovery:
             text = f"{m.name}: PostgreSQL is primary, Patroni says {said}"
-            out.append(Check(f"role:{m.name}", text, m.name, 2, role_grace_s))
+            out.append(check(f"role:{m.name}", text, m.name, 2, role_grace_s))
     timelines = {
         n.name: tl
         for n in snap.nodes
@@ -188,7 +182,7 @@ def disagreements(snap: ClusterSnapshot, pools: Pools, *, role_grace_s: float = 
             [f"{k} {v}" for k, v in sorted(timelines.items())]
             + [f"{k} {v} (Patroni's word)" for k, v in sorted(said_by_patroni.items())]
         )
-        out.append(Check("timelines", f"timelines differ: {shown}", None, 1, role_grace_s))
+        out.append(check("timelines", f"timelines differ: {shown}", None, 1, role_grace_s))
     config = snap.patroni_config
     loop_wait = (config.loop_wait if config and config.loop_wait else None) or DEFAULT_LOOP_WAIT_S
     limit = DCS_STALE_LOOPS * loop_wait
@@ -203,21 +197,21 @@ def disagreements(snap: ClusterSnapshot, pools: Pools, *, role_grace_s: float = 
                 f"{m.name}: Patroni's last DCS contact is {-age:.0f} s in the future: its clock and "
                 "this host's differ, so whether it reaches the DCS cannot be told"
             )
-            out.append(Check(f"clock:{m.name}", text, m.name, 1))
+            out.append(check(f"clock:{m.name}", text, m.name, 1))
         elif age > limit:
             text = f"{m.name}: Patroni has not reached the DCS for over {limit:g} s"
-            out.append(Check(f"dcs:{m.name}", text, m.name, 2))
+            out.append(check(f"dcs:{m.name}", text, m.name, 2))
     return out
 
 
-def _writer_checks(snap: ClusterSnapshot, pools: Pools) -> list[Check]:
+def _writer_checks(snap: ClusterSnapshot, pools: Pools) -> list[Verdict]:
     up = writer_pool(snap, pools)
     if up is None:
         return []
-    out: list[Check] = []
+    out: list[Verdict] = []
     leader = leader_of(snap)
     if not up:
-        out.append(Check("writer:none", "HAProxy writer pool routes to no server"))
+        out.append(check("writer:none", "HAProxy writer pool routes to no server"))
     elif snap.cluster.reachable:  # whether it routes to the leader needs the leader
         # A server that is no known member is its own warning (health's "unjoined"), not a
         # wrong writer: on a healthy cluster it would be a false alarm.
@@ -225,10 +219,10 @@ def _writer_checks(snap: ClusterSnapshot, pools: Pools) -> list[Check]:
         wrong = [s for s in up if s != leader and s in known]
         if wrong:
             who = f"not the leader {leader}" if leader else "and there is no leader"
-            out.append(Check("writer:wrong", f"HAProxy writer pool routes to {', '.join(wrong)}, {who}"))
+            out.append(check("writer:wrong", f"HAProxy writer pool routes to {', '.join(wrong)}, {who}"))
     for name in up:
         m, n = snap.member(name), snap.node(name)
         if is_leader(m) and n is not None and node_state(n) == "unreachable":
             text = f"{name}: PostgreSQL down on the leader, HAProxy still routes writes to it"
-            out.append(Check(f"pg-down-routed:{name}", text, name))
+            out.append(check(f"pg-down-routed:{name}", text, name))
     return out

@@ -12,11 +12,9 @@ from datetime import datetime
 from typing import TypeVar, cast
 
 from pgtop_ha.judge.backup import backup_marks, no_stanza_marks
-from pgtop_ha.judge.checks import Check
 from pgtop_ha.judge.forecast import forecast, forecast_marks
 from pgtop_ha.judge.memory import hugepages_marks
 from pgtop_ha.judge.poolers import (
-    Finding,
     bouncer_findings,
     database_finding,
     missing_primary,
@@ -25,7 +23,7 @@ from pgtop_ha.judge.poolers import (
     pool_finding,
 )
 from pgtop_ha.judge.probes import probe_mark
-from pgtop_ha.judge.problems import Problem, cluster_problems, member_problems, patroni_view
+from pgtop_ha.judge.problems import cluster_problems, member_problems, patroni_view
 from pgtop_ha.judge.replication import receiver_findings, walsender_marks
 from pgtop_ha.judge.routing import pool_mark, server_mark
 from pgtop_ha.judge.sessions import session_marks
@@ -62,8 +60,8 @@ class Judgement:
     snapshot: ClusterSnapshot
     thresholds: Thresholds
     pools: Pools
-    members: Mapping[str, tuple[Problem, ...]]
-    problems: tuple[Problem, ...]  # the cluster's, worst first (members' included)
+    members: Mapping[str, tuple[Verdict, ...]]
+    problems: tuple[Verdict, ...]  # the cluster's, worst first (members' included)
     verdicts: tuple[Verdict, ...]  # the problems and the timeline's disagreements, counted first
     forecast: FailoverForecast
     # A row's marks, made the first time a pane asks and kept with the judgement:
@@ -72,11 +70,11 @@ class Judgement:
         default_factory=dict, init=False, compare=False, repr=False
     )
 
-    def on(self, node: str | None) -> tuple[Problem, ...]:
+    def on(self, node: str | None) -> tuple[Verdict, ...]:
         """The problems of ``node`` (None: the cluster's own), for a column's rules to colour by."""
-        return tuple(p for p in self.problems if p.node == node)
+        return tuple(p for p in self.problems if p.subject == node)
 
-    def member(self, name: str) -> tuple[Problem, ...]:
+    def member(self, name: str) -> tuple[Verdict, ...]:
         """What is wrong with member ``name``."""
         return self.members.get(name, ())
 
@@ -147,29 +145,29 @@ class Judgement:
         """pgBackRest read but listing no stanza, when somebody asked for it."""
         return self._row("no stanza", self, lambda: no_stanza_marks(self.snapshot))
 
-    def bouncer(self, b: PgBouncerState) -> list[Finding]:
+    def bouncer(self, b: PgBouncerState) -> list[Mark]:
         """What is wrong in one pgBouncer, against Patroni."""
         return self._row("bouncer", b, lambda: bouncer_findings(b, patroni_view(self.snapshot)))
 
-    def bouncer_database(self, pooler: str, db: BouncerDatabase) -> Finding | None:
+    def bouncer_database(self, db: BouncerDatabase) -> Mark | None:
         """A pgBouncer database pointing at a member that is not the leader."""
-        return self._row("bouncer db", db, lambda: database_finding(pooler, db, patroni_view(self.snapshot)))
+        return self._row("bouncer db", db, lambda: database_finding(db, patroni_view(self.snapshot)))
 
-    def bouncer_pool(self, pooler: str, pool: BouncerPool) -> Finding | None:
+    def bouncer_pool(self, pool: BouncerPool) -> Mark | None:
         """Clients of a pgBouncer pool waiting for a server."""
-        return self._row("bouncer pool", pool, lambda: pool_finding(pooler, pool))
+        return self._row("bouncer pool", pool, lambda: pool_finding(pool))
 
-    def pgpool(self, p: PgpoolState) -> list[Finding]:
+    def pgpool(self, p: PgpoolState) -> list[Mark]:
         """What is wrong in one pgpool-II, against Patroni."""
         return self._row("pgpool", p, lambda: pgpool_findings(p, patroni_view(self.snapshot)))
 
-    def pgpool_primary(self, p: PgpoolState) -> Finding | None:
+    def pgpool_primary(self, p: PgpoolState) -> Mark | None:
         """pgpool-II names no primary while Patroni has a leader."""
         return self._row("pgpool primary", p, lambda: missing_primary(p, patroni_view(self.snapshot)))
 
-    def pgpool_node(self, pooler: str, n: PgpoolNode) -> Finding | None:
+    def pgpool_node(self, n: PgpoolNode) -> Mark | None:
         """One pgpool-II node against Patroni."""
-        return self._row("pgpool node", n, lambda: node_finding(pooler, n, patroni_view(self.snapshot)))
+        return self._row("pgpool node", n, lambda: node_finding(n, patroni_view(self.snapshot)))
 
     def _row(self, what: str, row: object, make: Callable[[], _T]) -> _T:
         key = (what, id(row))
@@ -185,7 +183,7 @@ def judgement(
     snapshot: ClusterSnapshot,
     thresholds: Thresholds,
     pools: Pools,
-    seen: Sequence[tuple[Check, datetime]] = (),
+    seen: Sequence[tuple[Verdict, datetime]] = (),
     outages: Sequence[float] | None = None,
 ) -> Judgement:
     """Judge ``snapshot`` once, with the timeline's disagreements ``seen`` and past write ``outages``."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import datetime
 from math import isfinite
 
@@ -11,7 +11,7 @@ from pgtop_ha.judge.backup import backup_marks, no_stanza_marks
 from pgtop_ha.judge.certs import cert_days_left, cert_level, member_certs
 from pgtop_ha.judge.forecast import forecast, forecast_marks
 from pgtop_ha.judge.memory import hugepages_marks
-from pgtop_ha.judge.poolers import Finding, PatroniView, bouncer_findings, pgpool_findings
+from pgtop_ha.judge.poolers import PatroniView, bouncer_findings, pgpool_findings
 from pgtop_ha.judge.probes import probe_mark
 from pgtop_ha.judge.replication import (
     lag_level,
@@ -53,7 +53,6 @@ from pgtop_ha.judge.rules import (
     PG_UNREACHABLE,
     PGBACKREST_QUEUE,
     PGBACKREST_READ,
-    POOLER_CONTRADICTION,
     POSTGRES_UNSUPPORTED,
     REPLICATION_LAG,
     REPLICATION_UPSTREAM,
@@ -89,28 +88,19 @@ from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
 from pgtop_ha.models.sources import member_state, node_state
 from pgtop_ha.models.text import skeleton
 from pgtop_ha.models.thresholds import Level, Thresholds
+from pgtop_ha.models.verdict import Mark, Verdict
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong right now, for the overview's worst-problems list."""
-
-    level: Level
-    node: str | None
-    text: str
-    short: str = ""  # a few words for narrow cells; text when empty
-    key: str = ""  # what it is without its figure ("replica lag"); text when empty
-    rule: str = ""  # the rule that found it (judge.rules.RULES)
-
-    @property
-    def ident(self) -> str:
-        """The same while the problem lasts, whatever its figure says (a table row's key)."""
-        return f"{self.node}|{self.key or self.text}"
+def problem(
+    level: Level, node: str | None, text: str, short: str = "", *, key: str = "", rule: str
+) -> Verdict:
+    """One thing wrong right now, as a verdict on ``node`` (None: the cluster)."""
+    return Verdict(rule=rule, level=level, subject=node, text=text, short=short, key=key)
 
 
 def member_problems(
     snapshot: ClusterSnapshot, name: str, t: Thresholds, pools: Pools, now: datetime
-) -> list[Problem]:
+) -> list[Verdict]:
     """What is wrong with one member, worst first; contradictions between sources included."""
     m = snapshot.member(name)
     n = snapshot.node(name)
@@ -118,13 +108,13 @@ def member_problems(
     w = writers.get(name)
     routed = w is not None and is_up(w)
     leader = is_leader(m)
-    out: list[Problem] = []
+    out: list[Verdict] = []
     # Only an expired timeout or a failed connection is "down": a slow answer is not.
     pg = node_state(n) if n is not None else None
     pg_down = pg == "unreachable"
     if pg_down and leader and routed:
         out.append(
-            Problem(
+            problem(
                 Level.CRIT,
                 name,
                 "PG DOWN, still routed (Patroni leader, HAProxy writer UP)",
@@ -134,13 +124,13 @@ def member_problems(
         )
     elif pg_down and leader:
         out.append(
-            Problem(
+            problem(
                 Level.CRIT, name, "PG DOWN on the Patroni leader", "PG DOWN on leader", rule=PG_DOWN_LEADER.id
             )
         )
     elif pg_down and routed:
         out.append(
-            Problem(
+            problem(
                 Level.CRIT,
                 name,
                 "PG DOWN, HAProxy still routes writes here",
@@ -150,15 +140,15 @@ def member_problems(
         )
     elif pg_down:
         out.append(
-            Problem(Level.CRIT, name, "PostgreSQL unreachable", "PG unreachable", rule=PG_UNREACHABLE.id)
+            problem(Level.CRIT, name, "PostgreSQL unreachable", "PG unreachable", rule=PG_UNREACHABLE.id)
         )
     elif pg == "slow":
         out.append(
-            Problem(Level.WARN, name, "PostgreSQL slow (last answer kept)", "PG slow", rule=PG_SLOW.id)
+            problem(Level.WARN, name, "PostgreSQL slow (last answer kept)", "PG slow", rule=PG_SLOW.id)
         )
     elif pg == "pending":
         out.append(
-            Problem(Level.WARN, name, "PostgreSQL: no answer yet", "PG no answer yet", rule=PG_PENDING.id)
+            problem(Level.WARN, name, "PostgreSQL: no answer yet", "PG no answer yet", rule=PG_PENDING.id)
         )
     rest = member_state(m) if m is not None else None
     if m is not None and m.unlisted:
@@ -166,31 +156,31 @@ def member_problems(
         # line, with its REST API's state when that is down too (its Patroni stopped).
         text = "not in Patroni's /cluster" + (", REST unreachable" if rest == "unreachable" else "")
         out.append(
-            Problem(Level.CRIT, name, text, "not in /cluster", key="unlisted", rule=PATRONI_UNLISTED.id)
+            problem(Level.CRIT, name, text, "not in /cluster", key="unlisted", rule=PATRONI_UNLISTED.id)
         )
         if rest == "unreachable":
             rest = None
     if rest == "unreachable":
         # No age in the text: a problem keeps its row (and its key) while it lasts.
         out.append(
-            Problem(
+            problem(
                 Level.CRIT, name, "Patroni REST unreachable", "REST unreachable", rule=REST_UNREACHABLE.id
             )
         )
     elif rest == "slow":
         out.append(
-            Problem(Level.WARN, name, "Patroni REST slow (last answer kept)", "REST slow", rule=REST_SLOW.id)
+            problem(Level.WARN, name, "Patroni REST slow (last answer kept)", "REST slow", rule=REST_SLOW.id)
         )
     elif rest == "pending":
         out.append(
-            Problem(
+            problem(
                 Level.WARN, name, "Patroni REST: no answer yet", "REST no answer yet", rule=REST_PENDING.id
             )
         )
     primary = pg_primary(n)
     if leader and primary is False and (m is None or not is_standby_leader(m.role)):
         out.append(
-            Problem(
+            problem(
                 Level.CRIT,
                 name,
                 "Patroni leader but PG in recovery",
@@ -201,7 +191,7 @@ def member_problems(
     if m is not None and not leader and primary is True:
         said = m.role or "?"
         out.append(
-            Problem(
+            problem(
                 Level.CRIT,
                 name,
                 f"PG primary but Patroni says {said}",
@@ -212,7 +202,7 @@ def member_problems(
         )
     if routed and m is not None and not leader:
         out.append(
-            Problem(
+            problem(
                 Level.CRIT,
                 name,
                 "HAProxy routes writes to a non-leader",
@@ -223,13 +213,13 @@ def member_problems(
     if m is not None and m.state and m.state not in ("running", "streaming"):
         level = Level.CRIT if m.state in ("crashed", "stopped", "start failed") else Level.WARN
         out.append(
-            Problem(level, name, f"Patroni state {m.state}", key="patroni state", rule=PATRONI_STATE.id)
+            problem(level, name, f"Patroni state {m.state}", key="patroni state", rule=PATRONI_STATE.id)
         )
     if m is not None and not leader:
         lv = lag_level(t, m.lag_bytes)
         if lv > Level.OK:
             out.append(
-                Problem(
+                problem(
                     lv,
                     name,
                     f"replica lag {binary_size(m.lag_bytes)}",
@@ -238,22 +228,22 @@ def member_problems(
                 )
             )
     if m is not None and m.pending_restart:
-        out.append(Problem(Level.WARN, name, "pending restart", rule=PATRONI_PENDING_RESTART.id))
+        out.append(problem(Level.WARN, name, "pending restart", rule=PATRONI_PENDING_RESTART.id))
     for which, end in member_certs(snapshot, name):
         days = cert_days_left(end, now)
         if (lv := cert_level(days)) > Level.OK and days is not None:
             when = "expired" if days < 0 else f"expires in {days:.0f} days"
             text = f"{which} certificate {when} ({end:%Y-%m-%d})"
             out.append(
-                Problem(lv, name, text, f"{which} cert {when}", key=f"cert {which}", rule=TLS_EXPIRY.id)
+                problem(lv, name, text, f"{which} cert {when}", key=f"cert {which}", rule=TLS_EXPIRY.id)
             )
     if (why := upstream_mismatch(snapshot, name)) is not None:
-        out.append(Problem(Level.WARN, name, why, "not its replicatefrom", rule=REPLICATION_UPSTREAM.id))
+        out.append(problem(Level.WARN, name, why, "not its replicatefrom", rule=REPLICATION_UPSTREAM.id))
     out.extend(_server_problems(snapshot, name, pools))
     if n is not None and (why := postgres_unsupported(n.server_version)):
-        out.append(Problem(Level.WARN, name, why, "PG version unsupported", rule=POSTGRES_UNSUPPORTED.id))
+        out.append(problem(Level.WARN, name, why, "PG version unsupported", rule=POSTGRES_UNSUPPORTED.id))
     if m is not None and (why := patroni_unsupported(m.patroni_version)):
-        out.append(Problem(Level.WARN, name, why, "Patroni version unsupported", rule=PATRONI_UNSUPPORTED.id))
+        out.append(problem(Level.WARN, name, why, "Patroni version unsupported", rule=PATRONI_UNSUPPORTED.id))
     return out
 
 
@@ -261,14 +251,14 @@ def member_problems(
 _SERVER_ONLY = frozenset({ROUTING_READER_DOWN.id, HAPROXY_CHECK_UNANSWERED.id})
 
 
-def _server_problems(snapshot: ClusterSnapshot, name: str, pools: Pools) -> Iterable[Problem]:
+def _server_problems(snapshot: ClusterSnapshot, name: str, pools: Pools) -> Iterable[Verdict]:
     for srv in snapshot.haproxy.servers:
         if (
             member_of(srv) == name
             and (mark := server_mark(snapshot, pools.kind(srv.proxy), srv)).rule in _SERVER_ONLY
         ):
             text = f"{mark.text} ({srv.proxy})"
-            yield Problem(mark.level, name, text, mark.text, key=f"{mark.rule} {srv.proxy}", rule=mark.rule)
+            yield problem(mark.level, name, text, mark.text, key=f"{mark.rule} {srv.proxy}", rule=mark.rule)
 
 
 def upstream_mismatch(snapshot: ClusterSnapshot, name: str) -> str | None:
@@ -286,18 +276,18 @@ def cluster_problems(
     t: Thresholds,
     pools: Pools,
     now: datetime,
-    members: Mapping[str, Sequence[Problem]] | None = None,
+    members: Mapping[str, Sequence[Verdict]] | None = None,
     told: FailoverForecast | None = None,
-) -> list[Problem]:
+) -> list[Verdict]:
     """Every current problem of the cluster, worst first; ``members``, ``told``: already judged."""
     names = member_names(snapshot)
-    out: list[Problem] = []
+    out: list[Verdict] = []
     leaders = [m.name for m in snapshot.members if is_leader(m)]
     if snapshot.members and not leaders:
-        out.append(Problem(Level.CRIT, None, "no leader: Patroni has no primary", rule=LEADER_NONE.id))
+        out.append(problem(Level.CRIT, None, "no leader: Patroni has no primary", rule=LEADER_NONE.id))
     if len(leaders) > 1:
         out.append(
-            Problem(
+            problem(
                 Level.CRIT,
                 None,
                 "several leaders: " + ", ".join(leaders),
@@ -310,12 +300,12 @@ def cluster_problems(
         servers = [s for s in snapshot.haproxy.servers if s.proxy == proxy]
         if (pool := pool_mark("reader", servers, ())).rule == ROUTING_NO_READER.id:
             text = f"{pool.text} in {proxy}"
-            out.append(Problem(pool.level, None, text, key=f"no reader {proxy}", rule=pool.rule))
+            out.append(problem(pool.level, None, text, key=f"no reader {proxy}", rule=pool.rule))
     if snapshot.haproxy.servers and not up_writers:
-        out.append(Problem(Level.CRIT, None, "HAProxy has no writer UP", rule=ROUTING_NO_WRITER.id))
+        out.append(problem(Level.CRIT, None, "HAProxy has no writer UP", rule=ROUTING_NO_WRITER.id))
     if len(up_writers) > 1:
         out.append(
-            Problem(
+            problem(
                 Level.CRIT,
                 None,
                 "HAProxy writer UP on " + ", ".join(up_writers),
@@ -326,13 +316,13 @@ def cluster_problems(
     if snapshot.haproxy.not_shown:
         text = f"HAProxy: {snapshot.haproxy.not_shown} more servers not shown (past the row cap; pools first)"
         out.append(
-            Problem(
+            problem(
                 Level.WARN, None, text, "HAProxy rows capped", key="haproxy rows", rule=HAPROXY_ROWS_CAPPED.id
             )
         )
     if snapshot.haproxy.error:
         out.append(
-            Problem(
+            problem(
                 Level.WARN,
                 None,
                 f"HAProxy stats: {snapshot.haproxy.error}",
@@ -343,7 +333,7 @@ def cluster_problems(
     out.extend(_routing_unread(snapshot, pools))
     out.extend(identity_problems(snapshot))
     if snapshot.cluster.pause:
-        out.append(Problem(Level.WARN, None, "cluster in maintenance mode (paused)", rule=PATRONI_PAUSED.id))
+        out.append(problem(Level.WARN, None, "cluster in maintenance mode (paused)", rule=PATRONI_PAUSED.id))
     out.extend(_patroni_notes(snapshot))
     for name in names:
         known = members.get(name) if members is not None else None
@@ -352,7 +342,7 @@ def cluster_problems(
         missing = missing_permanent_slots(snapshot, name)
         if missing:
             out.append(
-                Problem(
+                problem(
                     absent_slot_level(is_leader(snapshot.member(name))),
                     name,
                     "permanent slot missing: " + ", ".join(missing),
@@ -362,67 +352,65 @@ def cluster_problems(
             )
     for node in unreported(snapshot):
         found = receiver_findings(node)
-        out.extend(Problem(f.level, node.name, f.text, key=f.rule, rule=f.rule) for f in found)
-    out.extend(
-        Problem(f.level, None, f.text, rule=POOLER_CONTRADICTION.id) for f in pooler_findings(snapshot)
-    )
-    out.extend(Problem(Level.WARN, None, e, rule=SOURCE_ERROR.id) for e in snapshot.errors)
+        out.extend(problem(f.level, node.name, f.text, key=f.rule, rule=f.rule) for f in found)
+    out.extend(problem(f.level, None, f.text, rule=f.rule) for f in pooler_findings(snapshot))
+    out.extend(problem(Level.WARN, None, e, rule=SOURCE_ERROR.id) for e in snapshot.errors)
     for probe in snapshot.probes:
         if (mark := probe_mark(snapshot, probe)) is not None:
             key = f"{mark.rule} {probe.endpoint} {probe.kind}"
-            out.append(Problem(mark.level, None, mark.text, key=key, rule=mark.rule))
+            out.append(problem(mark.level, None, mark.text, key=key, rule=mark.rule))
     out.extend(malformed_problems(snapshot))
-    out.extend(Problem(m.level, None, m.text, key=m.rule, rule=m.rule) for m in no_stanza_marks(snapshot))
+    out.extend(problem(m.level, None, m.text, key=m.rule, rule=m.rule) for m in no_stanza_marks(snapshot))
     if snapshot.members:
         found = forecast_marks(snapshot, told if told is not None else forecast(snapshot), t)
-        out.extend(Problem(m.level, None, m.text, key=m.rule, rule=m.rule) for m in found)
+        out.extend(problem(m.level, None, m.text, key=m.rule, rule=m.rule) for m in found)
     said: set[tuple[str, str]] = set()  # the queue and a failed read are the same for every stanza
     for stanza, marks in backup_marks(snapshot).items():
         for m in marks:
             key = m.part if m.rule in (PGBACKREST_QUEUE.id, PGBACKREST_READ.id) else f"{stanza} {m.part}"
             if (m.rule, key) not in said:
                 said.add((m.rule, key))
-                out.append(Problem(m.level, None, m.text, key=f"{m.rule} {key}", rule=m.rule))
+                out.append(problem(m.level, None, m.text, key=f"{m.rule} {key}", rule=m.rule))
     return sorted(out, key=lambda p: -p.level)
 
 
-def malformed_problems(snapshot: ClusterSnapshot) -> list[Problem]:
+def malformed_problems(snapshot: ClusterSnapshot) -> list[Verdict]:
     """Fields Patroni sent with the wrong type: each answer's named once, and read as unknown."""
     found = [(None, snapshot.cluster.malformed), *((m.name, m.malformed) for m in snapshot.members)]
     return [
-        Problem(Level.WARN, node, "; ".join(notes), "fields of the wrong type", key="malformed",
+        problem(Level.WARN, node, "; ".join(notes), "fields of the wrong type", key="malformed",
                 rule=PATRONI_MALFORMED.id)
         for node, notes in found
         if notes
     ]  # fmt: skip
 
 
-def identity_problems(snapshot: ClusterSnapshot) -> list[Problem]:
+def identity_problems(snapshot: ClusterSnapshot) -> list[Verdict]:
     """Names that can pass for another: listed twice, sent with hidden characters, or look-alikes."""
     out = [
-        Problem(Level.CRIT, None, f"/cluster lists one name for several members: {d}", "duplicate member",
+        problem(Level.CRIT, None, f"/cluster lists one name for several members: {d}", "duplicate member",
                 key=f"duplicate {d}", rule=IDENTITY_DUPLICATE.id)
         for d in snapshot.cluster.duplicates
     ]  # fmt: skip
     for m in snapshot.members:
         if m.hidden is not None:
             text = f"member name held hidden characters ({m.hidden}), removed"
-            out.append(Problem(Level.WARN, m.name, text, "hidden characters", rule=IDENTITY_HIDDEN.id))
+            out.append(problem(Level.WARN, m.name, text, "hidden characters", rule=IDENTITY_HIDDEN.id))
     for s in snapshot.haproxy.servers:
         if s.hidden is not None:
             text = f"HAProxy server {s.proxy}/{s.server} held hidden characters ({s.hidden}), removed"
-            out.append(Problem(Level.WARN, None, text, "hidden characters", rule=IDENTITY_HIDDEN.id))
+            out.append(problem(Level.WARN, None, text, "hidden characters", rule=IDENTITY_HIDDEN.id))
     skeletons: dict[str, list[str]] = {}
     for name in member_names(snapshot):
         skeletons.setdefault(skeleton(name), []).append(name)
     for names in skeletons.values():
         if len(names) > 1:
             text = "member names look alike: " + ", ".join(ascii(n) for n in names)
-            out.append(Problem(Level.WARN, None, text, "look-alike names", rule=IDENTITY_LOOK_ALIKE.id))
+            out.append(problem(Level.WARN, None, text, "look-alike names", rule=IDENTITY_LOOK_ALIKE.id))
     return out
 
 
-def _routing_unread(snapshot: ClusterSnapshot, pools: Pools) -> list[Problem]:
+def _routing_unread(snapshot: ClusterSnapshot, pools: Pools) -> list[Verdict]:
     """HAProxy answered, but its routing cannot be read against Patroni's roles: what to set."""
     # Only once Patroni has named its members: before that every server would be "unknown".
     servers = snapshot.haproxy.servers
@@ -435,10 +423,10 @@ def _routing_unread(snapshot: ClusterSnapshot, pools: Pools) -> list[Problem]:
     loose = sorted(
         {s.proxy for s in servers if pools.kind(s.proxy) is None and (member_of(s) in known or not pooled)}
     )
-    out: list[Problem] = []
+    out: list[Verdict] = []
     if loose:
         out.append(
-            Problem(
+            problem(
                 Level.WARN,
                 None,
                 f"HAProxy backend {_some(loose)} is no writer or reader pool, routing not judged; "
@@ -455,7 +443,7 @@ def _routing_unread(snapshot: ClusterSnapshot, pools: Pools) -> list[Problem]:
     if strangers:
         servers_are = "1 server is" if len(strangers) == 1 else f"{len(strangers)} servers are"
         out.append(
-            Problem(
+            problem(
                 Level.WARN,
                 None,
                 f"HAProxy: {servers_are} no Patroni member, routing not joined to roles; "
@@ -488,17 +476,14 @@ def patroni_view(snapshot: ClusterSnapshot) -> PatroniView:
     )
 
 
-def pooler_findings(snapshot: ClusterSnapshot) -> list[Finding]:
-    """pgBouncer's and pgpool-II's contradictions with Patroni (models/poolers.py's rules)."""
+def pooler_findings(snapshot: ClusterSnapshot) -> list[Mark]:
+    """pgBouncer's and pgpool-II's contradictions with Patroni, each text led by its pooler's name."""
     if not (snapshot.pgbouncer or snapshot.pgpool):
         return []
     patroni = patroni_view(snapshot)
-    out: list[Finding] = []
-    for bouncer in snapshot.pgbouncer:
-        out.extend(bouncer_findings(bouncer, patroni))
-    for pool in snapshot.pgpool:
-        out.extend(pgpool_findings(pool, patroni))
-    return out
+    found = [(b.name, m) for b in snapshot.pgbouncer for m in bouncer_findings(b, patroni)]
+    found += [(p.name, m) for p in snapshot.pgpool for m in pgpool_findings(p, patroni)]
+    return [replace(m, text=f"{name}: {m.text}") for name, m in found]
 
 
 # What stays on the banner while it lasts: a state the operator chose or must not forget.
@@ -509,38 +494,38 @@ def banner_notes(snapshot: ClusterSnapshot) -> tuple[str, ...]:
     """Maintenance mode, a scheduled switchover or restart, failsafe mode: the banner's lines."""
     notes = [p for p in _patroni_notes(snapshot) if p.rule in BANNER_RULES]
     paused = ("cluster in maintenance mode (paused)",) if snapshot.cluster.pause else ()
-    return paused + tuple(f"{p.node}: {p.text}" if p.node else p.text for p in notes)
+    return paused + tuple(f"{p.subject}: {p.text}" if p.subject else p.text for p in notes)
 
 
-def _patroni_notes(snapshot: ClusterSnapshot) -> Iterable[Problem]:
+def _patroni_notes(snapshot: ClusterSnapshot) -> Iterable[Verdict]:
     """What Patroni says is planned or unusual: failsafe, versions apart, a scheduled action."""
     if any(m.failsafe_active for m in snapshot.members):
         text = "failsafe mode active: the DCS is unreachable, the leader keeps running on its members' word"
-        yield Problem(
+        yield problem(
             Level.WARN, None, text, "failsafe mode active", key="failsafe", rule=PATRONI_FAILSAFE.id
         )
     versions = sorted({m.patroni_version for m in snapshot.members if m.patroni_version})
     if len(versions) > 1:
         text = f"Patroni versions differ ({', '.join(versions)}): an upgrade in progress?"
-        yield Problem(
+        yield problem(
             Level.WARN, None, text, "Patroni versions differ", key="versions", rule=PATRONI_VERSIONS.id
         )
     planned = snapshot.cluster.scheduled_switchover
     if planned:
         to = planned.get("to")
         text = f"switchover scheduled at {planned.get('at', '?')}" + (f" to {to}" if to else "")
-        yield Problem(
+        yield problem(
             Level.WARN, None, text, "switchover scheduled", key="scheduled", rule=PATRONI_SCHEDULED.id
         )
     for m in snapshot.members:
         if m.scheduled_restart:
             text = f"restart scheduled at {m.scheduled_restart.get('schedule', '?')}"
-            yield Problem(
+            yield problem(
                 Level.WARN, m.name, text, "restart scheduled", key="scheduled", rule=PATRONI_SCHEDULED.id
             )
 
 
-def _node_problems(n: NodeSnapshot | None, t: Thresholds, read_at: datetime) -> Iterable[Problem]:
+def _node_problems(n: NodeSnapshot | None, t: Thresholds, read_at: datetime) -> Iterable[Verdict]:
     if n is None or not n.reachable:
         return
     # The reader adds the postmaster, which pg_stat_activity (the count) does not list.
@@ -551,7 +536,7 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds, read_at: datetime) -> 
     ):
         if total is not None and total > shown:
             text = f"{total - shown} more {what} not shown ({total}; past the row cap)"
-            yield Problem(
+            yield problem(
                 Level.WARN, n.name, text, f"{what} capped", key=f"{what} capped", rule=PG_ROWS_CAPPED.id
             )
     for slot in n.slots:
@@ -561,26 +546,26 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds, read_at: datetime) -> 
             text = f"slot {slot.slot_name} retains {binary_size(slot.retained_bytes)}"
             if why in ("conflicting", "lost", "unreserved"):
                 text += f", {why}"
-            yield Problem(lv, n.name, text, key=f"slot {slot.slot_name}", rule=SLOTS_RETAINED.id)
+            yield problem(lv, n.name, text, key=f"slot {slot.slot_name}", rule=SLOTS_RETAINED.id)
     if (lv := wal_disk_level(t, n.wal_disk)) > Level.OK and n.wal_disk is not None:
         keeper = top_retainer(n)
         text = f"pg_wal {binary_size(n.wal_disk.bytes)}, past max_wal_size + wal_keep_size"
         if keeper is not None:
             text += f"; slot {keeper.slot_name} retains {binary_size(keeper.retained_bytes)}"
-        yield Problem(lv, n.name, text, "pg_wal large", key="pg_wal", rule=WAL_DISK.id)
+        yield problem(lv, n.name, text, "pg_wal large", key="pg_wal", rule=WAL_DISK.id)
     worst = max(n.horizon, key=lambda h: horizon_level(t, h), default=None)
     if worst is not None and (lv := horizon_level(t, worst)) > Level.OK:
         # No age in the text (a problem keeps its row while it lasts): the Horizon pane has them.
         text = f"xmin horizon held by {horizon_holder(worst)}"
-        yield Problem(lv, n.name, text, "xmin horizon held", key="horizon", rule=HORIZON_HELD.id)
+        yield problem(lv, n.name, text, "xmin horizon held", key="horizon", rule=HORIZON_HELD.id)
     if n.archiver is not None:
         for m in archiver_marks(t, n.archiver, pg_primary(n)):
-            yield Problem(m.level, n.name, m.text, key=m.rule, rule=m.rule)
+            yield problem(m.level, n.name, m.text, key=m.rule, rule=m.rule)
     for m in hugepages_marks(n):
-        yield Problem(m.level, n.name, m.text, key=m.rule, rule=m.rule)
+        yield problem(m.level, n.name, m.text, key=m.rule, rule=m.rule)
     for r in n.replication:
         for f in one_per_rule(walsender_findings(r, t, read_at)):
-            yield Problem(f.level, n.name, f.text, key=f"{f.rule} {standby_name(r)}", rule=f.rule)
+            yield problem(f.level, n.name, f.text, key=f"{f.rule} {standby_name(r)}", rule=f.rule)
     # Sessions queued behind a lock (an ALTER TABLE behind a long transaction stops every query
     # of the table): read every cycle from pg_stat_activity, so the overview says it while the
     # Locks pane is not on screen. Graded by the longest waiting query's run time (an upper
@@ -592,8 +577,8 @@ def _node_problems(n: NodeSnapshot | None, t: Thresholds, read_at: datetime) -> 
         if lv > Level.OK:
             who = "1 session waits" if len(waits) == 1 else f"{len(waits)} sessions wait"
             text = f"{who} on a lock, longest query {int(longest)}s (l: Locks)"
-            yield Problem(lv, n.name, text, key="lock waits", rule=LOCKS_WAITS.id)
+            yield problem(lv, n.name, text, key="lock waits", rule=LOCKS_WAITS.id)
     for m in log_findings(n, read_at):
-        yield Problem(m.level, n.name, f"{m.text} (j: Log)", key=m.rule, rule=m.rule)
+        yield problem(m.level, n.name, f"{m.text} (j: Log)", key=m.rule, rule=m.rule)
     for pid, m in session_findings(n, t):
-        yield Problem(m.level, n.name, f"{m.text} (a: Sessions)", key=f"{m.rule} {pid}", rule=m.rule)
+        yield problem(m.level, n.name, f"{m.text} (a: Sessions)", key=f"{m.rule} {pid}", rule=m.rule)

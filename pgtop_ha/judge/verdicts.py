@@ -5,39 +5,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from pgtop_ha.judge.checks import Check
-from pgtop_ha.judge.problems import Problem
 from pgtop_ha.models.thresholds import Level
 from pgtop_ha.models.verdict import Verdict
 
 
-def from_problem(p: Problem) -> Verdict:
-    """A problem (judge.problems.cluster_problems) as a verdict."""
-    return Verdict(rule=p.rule, level=int(p.level), subject=p.node, text=p.text)
-
-
-def from_check(c: Check, since: datetime, now: datetime) -> Verdict:
+def from_check(c: Verdict, since: datetime, now: datetime) -> Verdict:
     """A disagreement (checks.disagreements) seen since ``since``: it counts once past its grace."""
     lasted = max(0.0, (now - since).total_seconds())
-    return Verdict(
-        rule=c.rule,
-        level=c.severity,
-        subject=c.node,
-        text=c.text,
-        since=since,
-        grace_s=c.grace_s,
-        counts=lasted >= c.grace_s,
-    )
+    return c.model_copy(update={"since": since, "counts": lasted >= c.grace_s})
 
 
 def verdicts_of(
-    problems: Sequence[Problem], seen: Sequence[tuple[Check, datetime]], now: datetime
+    problems: Sequence[Verdict], seen: Sequence[tuple[Verdict, datetime]], now: datetime
 ) -> tuple[Verdict, ...]:
     """The problems and the disagreements ``seen`` (with starts) as verdicts, counted first, worst first."""
-    out = [from_problem(p) for p in problems]
+    out = list(problems)
     found = {(v.rule, v.subject) for v in out}
     # A disagreement that is also a problem (the same rule on the same subject) is one verdict.
-    out += [from_check(c, since, now) for c, since in seen if (c.rule, c.node) not in found]
+    out += [from_check(c, since, now) for c, since in seen if (c.rule, c.subject) not in found]
     return tuple(sorted(out, key=lambda v: (not v.counts, -v.level)))
 
 

@@ -12,8 +12,7 @@ from pgtop_ha.judge.certs import cert_days_left, member_certs
 from pgtop_ha.judge.eligibility import Candidate, TakeoverPlan, find_leader, takeover_plan
 from pgtop_ha.judge.fleet import FleetCounts, FleetPage, FleetRow, matches
 from pgtop_ha.judge.judgement import Judgement, judgement
-from pgtop_ha.judge.poolers import Finding
-from pgtop_ha.judge.problems import Problem, banner_notes
+from pgtop_ha.judge.problems import banner_notes
 from pgtop_ha.judge.replication import receiver_status, standby_name, unreported
 from pgtop_ha.judge.slots import failover_copy_ready, top_retainer
 from pgtop_ha.judge.sources import node_freshness, stalled_after
@@ -21,12 +20,10 @@ from pgtop_ha.judge.wal import archive_failing, wal_disk_bound
 
 __all__ = [
     "Candidate",
-    "Finding",
     "FleetCounts",
     "FleetPage",
     "FleetRow",
     "Judgement",
-    "Problem",
     "TakeoverPlan",
     "after_failover",
     "archive_failing",

@@ -15,12 +15,19 @@ class Verdict(Frozen):
     """One rule's finding on one subject: its level, since when, its grace and its words."""
 
     rule: str  # an id of judge.rules.RULES
-    level: int  # 0 OK, 1 WARN, 2 CRIT (thresholds.Level)
+    level: Level  # 0 OK, 1 WARN, 2 CRIT
     subject: str | None = None  # the member, node, slot, pool or probe; None for the cluster
     text: str
+    short: str = ""  # a few words for narrow cells; text when empty
+    key: str = ""  # what it is without its figure ("replica lag"); text when empty
     since: datetime | None = None  # first seen (a disagreement's start); None when not tracked
     grace_s: float = 0.0  # how long it may last before it counts
     counts: bool = True  # past its grace: it sets the cluster's level
+
+    @property
+    def ident(self) -> str:
+        """The same while the verdict lasts, whatever its figure says (a table row's key)."""
+        return f"{self.subject}|{self.key or self.text}"
 
 
 @dataclass(frozen=True, slots=True)

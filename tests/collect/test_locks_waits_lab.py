@@ -83,7 +83,7 @@ async def test_sessions_queued_behind_a_lock_are_read_while_nobody_looks_at_lock
                 problems = cluster_problems(
                     snap, lab_settings.thresholds, lab_settings.haproxy.pools(), snap.taken_at
                 )
-                return any(p.key == "lock waits" and p.node == lab.leader() for p in problems)
+                return any(p.key == "lock waits" and p.subject == lab.leader() for p in problems)
 
             snap = await until_seen(poller, queued, 45, "the queued sessions' problem line")
             node = _leader_node(lab, snap)

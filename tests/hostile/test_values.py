@@ -9,6 +9,7 @@ one line and a 0600 crash report.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import stat
 import time
 import types
@@ -202,6 +203,8 @@ def _strategy(annotation: Any, field: str, required: bool) -> st.SearchStrategy[
         return st.one_of(NAMES, TEXTS) if field in NAME_FIELDS else TEXTS
     if annotation is bool:
         return st.booleans()
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return st.sampled_from(list(annotation))
     if annotation is datetime:
         return DATES
     if annotation is Any:

@@ -49,7 +49,7 @@ def test_a_name_is_cleaned_when_parsed_and_says_what_it_was() -> None:
     (p,) = [
         p for p in cluster_problems(snap, SETTINGS.thresholds, POOLS, t(0)) if p.rule == "identity.hidden"
     ]
-    assert p.level == Level.WARN and p.node == "node2" and "(U+200B)" in p.text
+    assert p.level == Level.WARN and p.subject == "node2" and "(U+200B)" in p.text
 
 
 def _cluster(*members: dict[str, object]) -> dict[str, object]:

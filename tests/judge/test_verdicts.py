@@ -115,10 +115,13 @@ def test_every_rule_is_an_object_and_each_is_given() -> None:
 
 
 def test_every_problem_names_its_rule() -> None:
+    calls = 0
     for path in PACKAGE.rglob("*.py"):
         for call in ast.walk(ast.parse(path.read_text())):
-            if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Problem":
+            if isinstance(call, ast.Call) and getattr(call.func, "id", None) in ("problem", "Verdict"):
+                calls += 1
                 assert any(kw.arg == "rule" for kw in call.keywords), f"{path}:{call.lineno}"
+    assert calls > 50
 
 
 def test_the_checks_keys_each_map_to_a_rule() -> None:

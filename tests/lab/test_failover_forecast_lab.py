@@ -21,6 +21,7 @@ from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.models.forecast import FailoverForecast
+from pgtop_ha.models.thresholds import Level
 from pgtop_ha.settings import Settings
 
 pytestmark = pytest.mark.lab
@@ -106,7 +107,7 @@ def test_a_lagging_standby_is_named_before_and_after_a_failover(lab: Lab, lab_se
     ), report.election
 
 
-def _forecast(settings: Settings) -> tuple[dict[str, str], tuple[str, ...], list[tuple[str, int]]]:
+def _forecast(settings: Settings) -> tuple[dict[str, str], tuple[str, ...], list[tuple[str, Level]]]:
     snap = asyncio.run(take_snapshot(settings))
     assert snap.forecast is not None and snap.verdicts is not None
     reasons = {c.name: c.reason for c in snap.forecast.contenders}

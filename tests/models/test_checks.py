@@ -32,7 +32,7 @@ def test_two_members_not_in_recovery() -> None:
     snap = node(healthy(), "node3", in_recovery=False)
     (check,) = disagreements(snap, POOLS)[:1]
     assert check.key == "primaries" and check.text == "2 members not in recovery: node1, node3"
-    assert check.severity == 2 and check.grace_s == 0
+    assert check.level == 2 and check.grace_s == 0
     # A kept (slow) answer proves nothing about now.
     assert "primaries" not in keys(node(snap, "node3", slow_s=3.0))
 
@@ -110,7 +110,7 @@ def test_timelines_diverging() -> None:
     snap = node(healthy(), "node3", timeline=4)
     (check,) = disagreements(snap, POOLS)
     assert check.key == "timelines" and check.text == "timelines differ: node1 3, node2 3, node3 4"
-    assert check.grace_s == 10.0 and check.severity == 1
+    assert check.grace_s == 10.0 and check.level == 1
 
 
 def test_dcs_last_seen_stale() -> None:

@@ -149,4 +149,4 @@ def test_sessions_queued_behind_a_lock_are_a_problem_on_every_screen(
         assert found == []
     else:
         (problem,) = found
-        assert (problem.level, problem.node, problem.text) == (level, "node1", text)
+        assert (problem.level, problem.subject, problem.text) == (level, "node1", text)

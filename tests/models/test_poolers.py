@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from pgtop_ha.judge.poolers import PatroniView, bouncer_findings, database_finding, pgpool_findings
 from pgtop_ha.judge.problems import cluster_problems, patroni_view
+from pgtop_ha.judge.rules import POOLER_CONTRADICTION
 from pgtop_ha.models.derive import bouncer_rates, select_rates
 from pgtop_ha.models.haproxy import DEFAULT_POOLS
 from pgtop_ha.models.poolers import BouncerDatabase, BouncerPool, PgBouncerState, PgpoolState
@@ -21,13 +22,13 @@ def test_a_database_pointing_at_a_member_that_does_not_lead_is_crit() -> None:
     old = BouncerDatabase(name="app", host="10.0.0.1", port=5432, member="node1")
     new = old.model_copy(update={"member": "node2"})
     haproxy = old.model_copy(update={"member": None, "port": 5000})
-    finding = database_finding("pgb", old, PATRONI)
-    assert finding is not None and finding.level is Level.CRIT
-    assert "points at node1" in finding.what and finding.text.startswith("pgb: ")
-    assert database_finding("pgb", new, PATRONI) is None
-    assert database_finding("pgb", haproxy, PATRONI) is None  # HAProxy's port: routing is HAProxy's
+    finding = database_finding(old, PATRONI)
+    assert finding is not None and finding.level is Level.CRIT and finding.rule == POOLER_CONTRADICTION.id
+    assert finding.text.startswith("database app points at node1")
+    assert database_finding(new, PATRONI) is None
+    assert database_finding(haproxy, PATRONI) is None  # HAProxy's port: routing is HAProxy's
     # No single leader known this cycle: nothing to compare against, no finding.
-    assert database_finding("pgb", old, PatroniView(members=PATRONI.members)) is None
+    assert database_finding(old, PatroniView(members=PATRONI.members)) is None
 
 
 def test_waiting_clients_warn_then_crit_after_five_seconds() -> None:
@@ -43,7 +44,7 @@ def test_waiting_clients_warn_then_crit_after_five_seconds() -> None:
 def test_an_unread_pooler_is_one_warning_with_its_error() -> None:
     down = PgBouncerState(name="pgb", target="h:1", error="h:1: connection refused")
     assert [(f.level, f.text) for f in bouncer_findings(down, PATRONI)] == [
-        (Level.WARN, "pgb: h:1: connection refused")
+        (Level.WARN, "h:1: connection refused")
     ]
 
 
@@ -51,7 +52,7 @@ def test_pgpool_primary_not_the_leader_and_a_node_down_while_streaming() -> None
     snap = fx.pooled(fx.failed_over(), following=False)
     pool = snap.pgpool[0]
     found = pgpool_findings(pool, patroni_view(snap))
-    assert [(f.level, f.what.split(",")[0]) for f in found] == [
+    assert [(f.level, f.text.split(",")[0]) for f in found] == [
         (Level.CRIT, "primary is node1"),
         (Level.WARN, "node 2 (node3) is down in pgpool while Patroni says it streams; no reads go there"),
     ]
@@ -64,7 +65,7 @@ def test_pgpool_with_no_primary_while_patroni_has_a_leader_is_crit() -> None:
     nodes = tuple(n.model_copy(update={"role": "standby"}) for n in snap.pgpool[0].nodes)
     pool = snap.pgpool[0].model_copy(update={"nodes": nodes})
     found = pgpool_findings(pool, patroni_view(snap))
-    assert [(f.level, f.what) for f in found] == [(Level.CRIT, "no primary, Patroni's leader is node1")]
+    assert [(f.level, f.text) for f in found] == [(Level.CRIT, "no primary, Patroni's leader is node1")]
 
 
 def test_pooler_findings_reach_the_problems_list() -> None:

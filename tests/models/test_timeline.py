@@ -257,7 +257,7 @@ def test_permanent_slot_missing_on_a_member() -> None:
     assert missing.node == "node3" and missing.severity == 1 and missing.duration_s == 19.0
     assert only(tl, "permanent slot lab_sub present again").node == "node3"
     problems = cluster_problems(node(healthy(1), "node3", slots=()), SETTINGS.thresholds, POOLS, t(1))
-    assert any(p.node == "node3" and p.text == "permanent slot missing: lab_sub" for p in problems)
+    assert any(p.subject == "node3" and p.text == "permanent slot missing: lab_sub" for p in problems)
 
 
 def test_archiver_failing_and_recovered() -> None:

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from pgtop_ha.engines.events import diff
 from pgtop_ha.engines.timeline import Timeline
-from pgtop_ha.judge.problems import Problem, cluster_problems, member_problems
+from pgtop_ha.judge.problems import cluster_problems, member_problems, problem
 from pgtop_ha.judge.replication import lag_level
+from pgtop_ha.judge.rules import PG_SLOW
 from pgtop_ha.judge.slots import missing_permanent_slots
 from pgtop_ha.judge.sources import stale_level
 from pgtop_ha.models.event import Event
@@ -120,7 +121,7 @@ def test_grades_from_thresholds() -> None:
 def test_kill_primary_is_the_worst_problem() -> None:
     snap = fx.kill_primary()
     probs = cluster_problems(snap, S.thresholds, POOLS, NOW)
-    assert probs[0].level is Level.CRIT and probs[0].node == "node1"
+    assert probs[0].level is Level.CRIT and probs[0].subject == "node1"
     assert probs[0].short == "PG DOWN, still routed"
     assert member_problems(fx.healthy(), "node1", S.thresholds, POOLS, NOW) == []
 
@@ -147,10 +148,10 @@ def test_problems_are_derived_once_per_context_and_snapshot() -> None:
 
 def test_cluster_problems_list_the_member_problems_given() -> None:
     snap = fx.kill_primary()
-    given = Problem(Level.WARN, "node1", "given, not computed again")
+    given = problem(Level.WARN, "node1", "given, not computed again", rule=PG_SLOW.id)
     found = cluster_problems(snap, S.thresholds, POOLS, NOW, members={"node1": [given]})
     assert given in found
-    assert not any(p.node == "node1" and p.short == "PG DOWN, still routed" for p in found)
+    assert not any(p.subject == "node1" and p.short == "PG DOWN, still routed" for p in found)
 
 
 def test_a_problem_keeps_its_row_while_its_figure_changes() -> None:

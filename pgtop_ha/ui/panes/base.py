@@ -15,7 +15,7 @@ from typing import Protocol, TypeVar, cast
 
 from pgtop_ha.engines.timeline import ActiveCheck
 from pgtop_ha.judge.rules import Rule
-from pgtop_ha.judge.view import Judgement, Problem, judgement
+from pgtop_ha.judge.view import Judgement, judgement
 from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.forecast import FailoverForecast
@@ -24,7 +24,7 @@ from pgtop_ha.models.needs import NONE, Needs
 from pgtop_ha.models.servers import unjoined
 from pgtop_ha.models.snapshot import POSTGRES_OFF, ClusterSnapshot
 from pgtop_ha.models.thresholds import Level, Thresholds
-from pgtop_ha.models.verdict import Mark
+from pgtop_ha.models.verdict import Mark, Verdict
 from pgtop_ha.ui.format import finite
 
 SortValue = float | str
@@ -128,7 +128,7 @@ class Context:
             "judged", snapshot, lambda: judgement(snapshot, self.thresholds, self.pools, outages=self.outages)
         )
 
-    def member_problems(self, snapshot: ClusterSnapshot, name: str) -> tuple[Problem, ...]:
+    def member_problems(self, snapshot: ClusterSnapshot, name: str) -> tuple[Verdict, ...]:
         """What is wrong with member ``name``, as judged."""
         return self.judged(snapshot).member(name)
 
@@ -145,11 +145,11 @@ class Context:
 
         return self._once("names", snapshot, derive)
 
-    def problems(self, snapshot: ClusterSnapshot) -> tuple[Problem, ...]:
+    def problems(self, snapshot: ClusterSnapshot) -> tuple[Verdict, ...]:
         """Every problem of the cluster, as judged."""
         return self.judged(snapshot).problems
 
-    def on(self, snapshot: ClusterSnapshot, node: str | None) -> tuple[Problem, ...]:
+    def on(self, snapshot: ClusterSnapshot, node: str | None) -> tuple[Verdict, ...]:
         """The problems of ``node`` (None: the cluster's own), for a column's rules to colour by."""
         return self._once(("on", node), snapshot, lambda: self.judged(snapshot).on(node))
 
@@ -208,7 +208,7 @@ def worst_cell(text: str, marks: Iterable[Mark], sort: SortValue | None = None) 
     return Cell(text, worst.level, sort, worst.rule)
 
 
-def of_problem(text: str, problem: Problem | None, sort: SortValue | None = None) -> Cell:
+def of_problem(text: str, problem: Verdict | None, sort: SortValue | None = None) -> Cell:
     """A cell coloured by ``problem`` (the worst one of its subject), naming its rule."""
     if problem is None or problem.level == Level.OK:
         return Cell(text, None, sort)
@@ -284,7 +284,7 @@ def state(level: Level, rule: str | None = None) -> Cell:
     return Cell(level.word, level, float(level), rule if level > Level.OK else None)
 
 
-def by_rule(shown: Cell, problems: Iterable[Problem], *rules: Rule, ok: bool = False) -> Cell:
+def by_rule(shown: Cell, problems: Iterable[Verdict], *rules: Rule, ok: bool = False) -> Cell:
     """``shown`` coloured by the worst of ``problems`` that is one of ``rules``: the column's rules.
 
     ``ok``: a graded value shows OK when none holds (a figure against its thresholds).
@@ -296,9 +296,9 @@ def by_rule(shown: Cell, problems: Iterable[Problem], *rules: Rule, ok: bool = F
     return Cell(shown.text, worst.level, shown.sort, worst.rule)
 
 
-def worst_state(marks: Iterable[Mark | Problem]) -> Cell:
+def worst_state(marks: Iterable[Mark | Verdict]) -> Cell:
     """The state word of the worst of ``marks`` or problems (OK when none), naming its rule."""
-    worst: Mark | Problem | None = max(marks, key=lambda m: m.level, default=None)
+    worst: Mark | Verdict | None = max(marks, key=lambda m: m.level, default=None)
     return state(Level.OK) if worst is None else state(Level(worst.level), worst.rule)
 
 

@@ -20,7 +20,7 @@ from pgtop_ha.judge.rules import (
     REST_UNREACHABLE,
     TLS_EXPIRY,
 )
-from pgtop_ha.judge.view import Judgement, Problem, cert_days_left, member_certs
+from pgtop_ha.judge.view import Judgement, cert_days_left, member_certs
 from pgtop_ha.models.derive import age_s, member_names
 from pgtop_ha.models.haproxy import is_up, routes
 from pgtop_ha.models.leader import is_leader
@@ -29,6 +29,7 @@ from pgtop_ha.models.servers import upstream_of
 from pgtop_ha.models.snapshot import ClusterSnapshot, HAProxyServer
 from pgtop_ha.models.sources import member_state, node_state, unreachable
 from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.verdict import Verdict
 from pgtop_ha.ui.format import INVALID, age, count, human_bytes
 from pgtop_ha.ui.panes.base import (
     Cell,
@@ -90,7 +91,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         n = snapshot.node(name)
         leader = is_leader(m)
         problems = judged.member(name)
-        first: Problem | None = max(problems, key=lambda p: p.level, default=None)
+        first: Verdict | None = max(problems, key=lambda p: p.level, default=None)
         problem = (first.short or first.text) if first is not None else ""
         if len(problems) > 1:
             problem += f" (+{len(problems) - 1})"
@@ -138,7 +139,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return out
 
 
-def _cert(snapshot: ClusterSnapshot, name: str, ctx: Context, problems: Sequence[Problem]) -> Cell:
+def _cert(snapshot: ClusterSnapshot, name: str, ctx: Context, problems: Sequence[Verdict]) -> Cell:
     """Days left on the member's soonest-ending certificate (REST or PostgreSQL); "-" without TLS."""
     days = [cert_days_left(end, ctx.now) for _, end in member_certs(snapshot, name)]
     soonest = min((d for d in days if d is not None), default=None)
@@ -156,7 +157,7 @@ def _upstream(snapshot: ClusterSnapshot, name: str) -> Cell:
     return cell(f"└ {got}" if cascade else got)
 
 
-def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context, problems: Sequence[Problem]) -> Cell:
+def _reach(snapshot: ClusterSnapshot, name: str, ctx: Context, problems: Sequence[Verdict]) -> Cell:
     m, n = snapshot.member(name), snapshot.node(name)
     states = {
         "REST": member_state(m) if m is not None else None,

@@ -6,10 +6,10 @@ Read only while this pane is on screen (the "locks" need: one more part of the s
 from __future__ import annotations
 
 from pgtop_ha.judge.rules import LOCKS_WAITS
-from pgtop_ha.judge.view import Problem
 from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.sources import node_state
+from pgtop_ha.models.verdict import Verdict
 from pgtop_ha.ui.format import age, count, shown
 from pgtop_ha.ui.panes.base import (
     Column,
@@ -116,7 +116,7 @@ def count_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return out
 
 
-_PLAIN: tuple[Problem, ...] = ()
+_PLAIN: tuple[Verdict, ...] = ()
 
 
 def root_blocker_of(row_key: str) -> tuple[str, int] | None:

@@ -13,7 +13,6 @@ from dataclasses import replace
 from pgtop_ha.engines.events import without_preludes
 from pgtop_ha.judge.rules import CLUSTER_TIMELINES, SLOTS_RETAINED
 from pgtop_ha.judge.view import (
-    Problem,
     archive_failing,
     find_leader,
 )
@@ -23,6 +22,7 @@ from pgtop_ha.models.haproxy import state_word
 from pgtop_ha.models.leader import exact_timeline, is_leader, pg_primary
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.verdict import Verdict
 from pgtop_ha.ui.format import NAME_ROOM, age, count, duration, fit_name, human_bytes, shown
 from pgtop_ha.ui.panes import cluster, events
 from pgtop_ha.ui.panes.base import (
@@ -81,14 +81,14 @@ def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     # The same problem on several members is one line: Patroni's copies of a permanent slot
     # retain the same WAL on every member, and said once each they took three of the four
     # lines at 80x24 (seven with seven members), pushing the archiver's failure out of view.
-    groups: dict[tuple[Level, str | None, str], list[Problem]] = {}
+    groups: dict[tuple[Level, str | None, str], list[Verdict]] = {}
     for p in ctx.problems(snapshot):
-        groups.setdefault((p.level, None if p.node else p.ident, p.text), []).append(p)
+        groups.setdefault((p.level, None if p.subject else p.ident, p.text), []).append(p)
     merged = list(groups.values())
     out = []
     for same in merged[:MAX_ALERTS]:
         first = same[0]
-        text = _who([p.node for p in same], first.text, names)
+        text = _who([p.subject for p in same], first.text, names)
         out.append(
             same_row(
                 "+".join(p.ident for p in same),
@@ -102,9 +102,10 @@ def alert_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return dedupe(out)
 
 
-def _members_of(items: Iterable[Problem | Event]) -> str | None:
+def _members_of(items: Iterable[Verdict | Event]) -> str | None:
     """The row's node for the node filter: each member a merged line speaks of ("node1,node2")."""
-    return ",".join(dict.fromkeys(i.node for i in items if i.node)) or None
+    nodes = (i.subject if isinstance(i, Verdict) else i.node for i in items)
+    return ",".join(dict.fromkeys(n for n in nodes if n)) or None
 
 
 def _who(nodes: Sequence[str | None], text: str, names: Sequence[str]) -> str:
@@ -240,7 +241,7 @@ def _timeline(snapshot: ClusterSnapshot, ctx: Context) -> Row:
     others = [f"{', '.join(sorted(names))} on {tl}" for tl, names in sorted(seen.items()) if tl != main]
     # Graded as the "timelines differ" check is: normal within its grace during a failover.
     active = ctx.check(CLUSTER_TIMELINES.id)
-    level = Level(active.check.severity) if others and active is not None else None
+    level = active.check.level if others and active is not None else None
     if others:
         text += " — " + "; ".join(others)
     if leader:

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pgtop_ha.judge.rules import POOLER_CONTRADICTION
-from pgtop_ha.judge.view import Finding
 from pgtop_ha.models.derive import BouncerRates, bouncer_rates
 from pgtop_ha.models.poolers import PgBouncerState
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.verdict import Mark
 from pgtop_ha.ui.format import count, duration, per_second, rate, shown
 from pgtop_ha.ui.panes.base import (
     Cell,
@@ -70,7 +70,7 @@ def _previous(ctx: Context, name: str) -> PgBouncerState | None:
     return None if prev is None else next((b for b in prev.pgbouncer if b.name == name), None)
 
 
-def _state_row(b: PgBouncerState, columns: tuple[Column, ...], found: Sequence[Finding]) -> Row:
+def _state_row(b: PgBouncerState, columns: tuple[Column, ...], found: Sequence[Mark]) -> Row:
     """The row of a pgBouncer that could not be read this cycle, as the judge found it."""
     level = max((f.level for f in found), default=Level.OK)
     text = b.error or "not read yet"
@@ -99,7 +99,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         for pool in b.pools:
             if pool.database == ADMIN_DB:
                 continue
-            finding = judged.bouncer_pool(b.name, pool)
+            finding = judged.bouncer_pool(pool)
             level = finding.level if finding else Level.OK
             out.append(
                 Row(
@@ -149,7 +149,7 @@ def database_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         for db in b.databases:
             if db.name == ADMIN_DB:
                 continue
-            finding = judged.bouncer_database(b.name, db)
+            finding = judged.bouncer_database(db)
             level = finding.level if finding else Level.OK
             r = rates.get(db.name, BouncerRates())
             traffic = "-" if r.received_s is None else f"{rate(r.received_s)} / {rate(r.sent_s)}"
@@ -182,11 +182,11 @@ def database_rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
     return out
 
 
-def _detail(finding: Finding | None) -> Cell:
+def _detail(finding: Mark | None) -> Cell:
     """What the judge found on the row, at its level."""
     if finding is None:
         return cell("")
-    return cell(shown(finding.what), finding.level, rule=POOLER)
+    return cell(shown(finding.text), finding.level, rule=finding.rule)
 
 
 DATABASES = Table("pgbouncer-databases", DB_COLUMNS, database_rows, optional=True, cursor=False)

@@ -67,10 +67,10 @@ def _summary(p: PgpoolState, judged: Judgement) -> Row:
         level = max((f.level for f in judged.pgpool(p)), default=Level.OK)
     else:
         missing = judged.pgpool_primary(p)
-        found = [f for n in p.nodes if (f := judged.pgpool_node(p.name, n)) is not None]
+        found = [f for n in p.nodes if (f := judged.pgpool_node(n)) is not None]
         level = max((f.level for f in (missing, *found) if f is not None), default=Level.OK)
         if missing:
-            text = missing.what
+            text = missing.text
         elif p.processes is not None:
             text = f"children busy {p.processes.busy}/{p.processes.children}"
             if found:
@@ -96,7 +96,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
         out.append(_summary(p, judged))
         selects = select_rates(_previous(ctx, p.name), p)
         for n in p.nodes:
-            finding = judged.pgpool_node(p.name, n) if p.ok else None
+            finding = judged.pgpool_node(n) if p.ok else None
             level = finding.level if finding else Level.OK
             member = snapshot.member(n.member) if n.member else None
             patroni_role = "-" if member is None else short_name(member.role)
@@ -129,7 +129,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                             shown(" ".join(x for x in (n.replication_state, n.sync_state) if x) or "-", 24)
                         ),
                         "detail": cell(
-                            shown(finding.what) if finding else "", level if finding else None, rule=POOLER
+                            shown(finding.text) if finding else "", level if finding else None, rule=POOLER
                         ),
                     },
                 )

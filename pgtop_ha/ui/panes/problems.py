@@ -20,10 +20,10 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
             p.ident,
             {
                 "level": state(p.level, p.rule),
-                "node": cell(p.node or "cluster"),
+                "node": cell(p.subject or "cluster"),
                 "text": cell(p.text, p.level, rule=p.rule),
             },
-            p.node,
+            p.subject,
         )
         for p in ctx.problems(snapshot)
     ]

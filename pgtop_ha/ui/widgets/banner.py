@@ -12,7 +12,6 @@ from rich.text import Text
 
 from pgtop_ha.engines.stopwatch import FailoverReport, LeaderSilence
 from pgtop_ha.engines.timeline import ActiveCheck
-from pgtop_ha.models.thresholds import Level
 from pgtop_ha.ui.format import NAME_ROOM, age, fit_name, human_bytes, shown
 from pgtop_ha.ui.widgets.heartbeat import OneLine
 
@@ -159,7 +158,7 @@ def banner_text(
         t.append(_padded(text), styles.get("warn" if failover.done else "crit"))
     for active, words in zip(checks, said, strict=True):
         t.append(" ")
-        t.append(words, styles.get(Level(active.check.severity).name.lower()))
+        t.append(words, styles.get(active.check.level.name.lower()))
     for note in notes:
         t.append(" ")
         t.append(f"⏲ {shown(note, 120)}", styles.get("warn"))
