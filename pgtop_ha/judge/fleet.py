@@ -22,6 +22,7 @@ from pgtop_ha.judge.rules import (
 )
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.thresholds import Level
+from pgtop_ha.models.verdict import Verdict
 
 LAG_WARN_BYTES = 16 * 1024 * 1024
 Q = "q"  # the label each aggregate of the "fleet" query is tagged with
@@ -305,8 +306,13 @@ class FleetRow:
     dcs_age_s: float | None
     writer_up: int | None  # HAProxy writer backend's active servers; None where not scraped
     instances: tuple[str, ...] = ()  # host:port of each member's /metrics (its REST root)
-    problems: tuple[str, ...] = ()
+    problems: tuple[Verdict, ...] = ()  # each rule that applies, on the cluster
     severity: int = 0  # the sort: RULES' points summed
+
+    @property
+    def said(self) -> tuple[str, ...]:
+        """The problems' words, as the row shows them."""
+        return tuple(p.text for p in self.problems)
 
     @property
     def level(self) -> Level:
@@ -414,7 +420,11 @@ def _row(scope: str, a: _Acc, now: float, lag_warn_bytes: int) -> FleetRow:
         dcs_age_s=dcs_age,
         writer_up=writer,
         instances=tuple(a.instances[n] for n in sorted(a.instances)),
-        problems=tuple(text for _, _, text in found if text),
+        problems=tuple(
+            Verdict(rule=rule.id, level=RULES[rule.id].level, subject=scope, text=text)
+            for rule, _, text in found
+            if text
+        ),
         severity=sum(RULES[rule.id].points(n) for rule, n, _ in found),
     )
 
@@ -424,7 +434,7 @@ def matches(row: FleetRow, text: str) -> bool:
     if not text:
         return True
     needle = text.lower()
-    return any(needle in cell.lower() for cell in (row.scope, row.leader or "", *row.problems))
+    return any(needle in cell.lower() for cell in (row.scope, row.leader or "", *row.said))
 
 
 # -- history from range queries -----------------------------------------------------------------

@@ -145,11 +145,11 @@ async def test_rows_match_cluster_and_switchover_shows(fleet_lab: FleetLab) -> N
             page = await _page(url)
             top = page.rows[0] if page.rows else None
             # Until the stopped member's series go stale, it may still read as a second leader.
-            is_down = top is not None and top.scope == "lab2" and "1 down" in top.problems
+            is_down = top is not None and top.scope == "lab2" and "1 down" in top.said
             if is_down and top is not None and top.level == CRIT and page.counts.crit == 1:
                 break
             await _sleep()
-        assert page.rows[0].scope == "lab2" and "1 down" in page.rows[0].problems, page.rows
+        assert page.rows[0].scope == "lab2" and "1 down" in page.rows[0].said, page.rows
         assert (page.counts.total, page.counts.crit) == (2, 1)
         assert page.source.startswith("recorded rules"), page.source
         down = ALERTS[PATRONI_MEMBER_DOWN.id]

@@ -74,12 +74,12 @@ def test_worst_first_and_problems() -> None:
     fleet += _agg("c", total=3)
     rows = build_rows({"fleet": fleet, "members": members}, now=NOW)
     assert [r.scope for r in rows] == ["c", "b", "a"]  # c: no leader, 3 down
-    assert rows[0].members_up == 0 and rows[0].leader is None and "no leader" in rows[0].problems
-    assert "no leader" in rows[1].problems and "1 down" in rows[1].problems
+    assert rows[0].members_up == 0 and rows[0].leader is None and "no leader" in rows[0].said
+    assert "no leader" in rows[1].said and "1 down" in rows[1].said
     a = rows[2]
     assert (a.leader, a.members_up, a.members_total, a.replicas, a.streaming) == ("n1", 2, 3, 2, 1)
     # The replica that is down is not also "not streaming".
-    assert a.problems == ("1 down",) and a.level == CRIT
+    assert a.said == ("1 down",) and a.level == CRIT
     assert rows[0].severity == RULES[LEADER_NONE.id].points() + RULES[PATRONI_MEMBER_DOWN.id].points(3)
 
 
@@ -101,7 +101,7 @@ def test_counts_come_from_count_values() -> None:
 def test_writer_not_exactly_one_and_two_leaders() -> None:
     fleet = [_leader("a", "n1"), _leader("a", "n2"), *_agg("a", up=2, streaming=0, writer=2)]
     (row,) = build_rows({"fleet": fleet, "members": _members("a", "n1", "n2")}, now=NOW)
-    assert row.writer_up == 2 and "writer has 2 UP" in row.problems and "2 leaders" in row.problems
+    assert row.writer_up == 2 and "writer has 2 UP" in row.said and "2 leaders" in row.said
     assert row.leader == "n1, n2"
 
 

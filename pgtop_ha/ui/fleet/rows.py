@@ -36,7 +36,7 @@ def texts(row: FleetRow) -> tuple[str, ...]:
         "paused" if row.paused else "",
         "-" if row.dcs_age_s is None else f"{row.dcs_age_s:.0f}s",
         "-" if row.writer_up is None else ("1 UP" if row.writer_up == 1 else f"{row.writer_up} UP!"),
-        "; ".join(row.problems),
+        "; ".join(row.said),
     )
 
 
