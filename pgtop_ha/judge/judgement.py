@@ -51,9 +51,10 @@ from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.models.verdict import Mark, Verdict
 
 _T = TypeVar("_T")
+_CLUSTER = object()  # the row of what is kept for the whole cluster (not the judgement: no cycle)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Judgement:
     """A snapshot's judgement as of its reading: each member's problems, the cluster's, the verdicts."""
 
@@ -96,7 +97,7 @@ class Judgement:
 
     def worst_slot(self) -> tuple[str, Slot, Level] | None:
         """(node, slot, level) of the cluster's worst slot."""
-        return self._row("worst slot", self, lambda: worst_slot(self.snapshot, self.thresholds))
+        return self._row("worst slot", _CLUSTER, lambda: worst_slot(self.snapshot, self.thresholds))
 
     def wal_disk(self, w: WalDisk | None) -> Level:
         """pg_wal's size against what PostgreSQL keeps by itself."""
@@ -134,16 +135,16 @@ class Judgement:
     def outlook(self) -> tuple[Mark, ...]:
         """The forecast's marks: no candidate, data at risk, a long write outage."""
         return self._row(
-            "outlook", self, lambda: forecast_marks(self.snapshot, self.forecast, self.thresholds)
+            "outlook", _CLUSTER, lambda: forecast_marks(self.snapshot, self.forecast, self.thresholds)
         )
 
     def backups(self) -> dict[str, tuple[Mark, ...]]:
         """Each pgBackRest stanza read and the marks that hold for it."""
-        return self._row("backups", self, lambda: backup_marks(self.snapshot))
+        return self._row("backups", _CLUSTER, lambda: backup_marks(self.snapshot))
 
     def no_stanza(self) -> tuple[Mark, ...]:
         """pgBackRest read but listing no stanza, when somebody asked for it."""
-        return self._row("no stanza", self, lambda: no_stanza_marks(self.snapshot))
+        return self._row("no stanza", _CLUSTER, lambda: no_stanza_marks(self.snapshot))
 
     def bouncer(self, b: PgBouncerState) -> list[Mark]:
         """What is wrong in one pgBouncer, against Patroni."""
