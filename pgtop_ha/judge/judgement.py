@@ -6,10 +6,10 @@ so a mark on screen and an exit code never come from two evaluations.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from pgtop_ha.judge.backup import backup_marks, no_stanza_marks
 from pgtop_ha.judge.forecast import forecast, forecast_marks
@@ -34,6 +34,7 @@ from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.forecast import FailoverForecast
 from pgtop_ha.models.haproxy import Pools
 from pgtop_ha.models.leader import is_leader
+from pgtop_ha.models.memo import kept
 from pgtop_ha.models.poolers import BouncerDatabase, BouncerPool, PgBouncerState, PgpoolNode, PgpoolState
 from pgtop_ha.models.snapshot import (
     Archiver,
@@ -65,9 +66,8 @@ class Judgement:
     problems: tuple[Verdict, ...]  # the cluster's, worst first (members' included)
     verdicts: tuple[Verdict, ...]  # the problems and the timeline's disagreements, counted first
     forecast: FailoverForecast
-    # A row's marks, made the first time a pane asks and kept with the judgement:
-    # {(what, id(row)): (the row, its marks)}; the row is kept so its id is not reused.
-    _rows: dict[tuple[str, int], tuple[object, object]] = field(
+    # A row's marks, made the first time a pane asks and kept with the judgement (models.memo).
+    _rows: dict[Hashable, tuple[object, object]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
 
@@ -171,13 +171,7 @@ class Judgement:
         return self._row("pgpool node", n, lambda: node_finding(n, patroni_view(self.snapshot)))
 
     def _row(self, what: str, row: object, make: Callable[[], _T]) -> _T:
-        key = (what, id(row))
-        found = self._rows.get(key)
-        if found is not None and found[0] is row:
-            return cast(_T, found[1])
-        value = make()
-        self._rows[key] = (row, value)
-        return value
+        return kept(self._rows, (what, id(row)), row, make)
 
 
 def judgement(

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Protocol, TypeVar, cast
+from typing import Protocol, TypeVar
 
 from pgtop_ha.engines.timeline import ActiveCheck
 from pgtop_ha.judge.rules import Rule
@@ -20,6 +20,7 @@ from pgtop_ha.models.derive import member_names
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.forecast import FailoverForecast
 from pgtop_ha.models.haproxy import Pools
+from pgtop_ha.models.memo import kept
 from pgtop_ha.models.needs import NONE, Needs
 from pgtop_ha.models.servers import unjoined
 from pgtop_ha.models.snapshot import POSTGRES_OFF, ClusterSnapshot
@@ -110,7 +111,7 @@ class Context:
     # serves every pane of one refresh): {what: (the snapshot it was derived from, the result)}.
     # init=False: a context made from this one by dataclasses.replace (another time, other
     # events) starts with its own, empty.
-    _derived: dict[object, tuple[ClusterSnapshot, object]] = field(
+    _derived: dict[Hashable, tuple[object, object]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
 
@@ -161,13 +162,8 @@ class Context:
         """The active check of ``rule`` (judge.checks.CHECK_RULES), if one is past its grace."""
         return next((a for a in self.checks if a.check.rule == rule), None)
 
-    def _once(self, what: object, snapshot: ClusterSnapshot, derive: Callable[[], _T]) -> _T:
-        found = self._derived.get(what)
-        if found is not None and found[0] is snapshot:
-            return cast(_T, found[1])
-        value = derive()
-        self._derived[what] = (snapshot, value)
-        return value
+    def _once(self, what: Hashable, snapshot: ClusterSnapshot, derive: Callable[[], _T]) -> _T:
+        return kept(self._derived, what, snapshot, derive)
 
 
 # A member's name in a pane half the dashboard wide: "pg-prod-eu-central-1a-01" took a third
