@@ -90,6 +90,8 @@ from pgtop_ha.models.text import skeleton
 from pgtop_ha.models.thresholds import Level, Thresholds
 from pgtop_ha.models.verdict import Mark, Verdict
 
+ARCHIVE_RECOVERY = "in archive recovery"  # Patroni's state of a member restoring WAL from the archive
+
 
 def problem(
     level: Level, node: str | None, text: str, short: str = "", *, key: str = "", rule: str
@@ -210,7 +212,10 @@ def member_problems(
                 rule=ROUTING_WRITES_TO_NON_LEADER.id,
             )
         )
-    if m is not None and m.state and m.state not in ("running", "streaming"):
+    # A replica restoring WAL from the archive is as healthy as one streaming (check_patroni counts
+    # both); a standby leader doing so follows no primary, and says so.
+    settled = ("running", "streaming") if leader else ("running", "streaming", ARCHIVE_RECOVERY)
+    if m is not None and m.state and m.state not in settled:
         level = Level.CRIT if m.state in ("crashed", "stopped", "start failed") else Level.WARN
         out.append(
             problem(level, name, f"Patroni state {m.state}", key="patroni state", rule=PATRONI_STATE.id)

@@ -36,7 +36,10 @@ REST_UNREACHABLE = Rule("rest.unreachable", "a member's Patroni REST API is unre
 REST_SLOW = Rule("rest.slow", "a member's Patroni REST API answers slowly")
 REST_PENDING = Rule("rest.pending", "a member's Patroni REST API has not answered yet")
 PATRONI_UNLISTED = Rule("patroni.unlisted", "a member is not in Patroni's /cluster")
-PATRONI_STATE = Rule("patroni.state", "a member's Patroni state is not running or streaming")
+PATRONI_STATE = Rule(
+    "patroni.state",
+    "a member's Patroni state is not running or streaming (a replica may also be in archive recovery)",
+)
 PATRONI_PENDING_RESTART = Rule("patroni.pending-restart", "a member needs a restart for a changed parameter")
 PATRONI_UNSUPPORTED = Rule("patroni.unsupported", "a member runs a Patroni outside the supported 3.3-4.1")
 POSTGRES_UNSUPPORTED = Rule("postgres.unsupported", "a member runs a PostgreSQL outside the supported 14-18")
