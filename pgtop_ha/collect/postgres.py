@@ -250,6 +250,11 @@ NOT_ASKED = "not read: asked only while its pane is on screen (snapshot reads it
 MAX_UNSHOWN_LINES = 2000  # log lines held for the next snapshot taken, at most (the newest)
 
 
+def _quiet(log: ServerLog) -> ServerLog:
+    """The log as read, with no line to tell (they were told already)."""
+    return log.model_copy(update={"lines": (), "backlog": False, "skipped_bytes": 0})
+
+
 class SideRead(Generic[T]):
     """A statement of its own, sent at most every ``every`` seconds, its answer kept in between.
 
@@ -501,8 +506,7 @@ class NodeReader:
             self._unshown_backlog = value.backlog
         if not self._unshown:
             if self._quiet_log is None or self._quiet_log[0] is not value:
-                quiet = value.model_copy(update={"lines": (), "backlog": False, "skipped_bytes": 0})
-                self._quiet_log = (value, quiet)
+                self._quiet_log = (value, _quiet(value))
             return self._quiet_log[1]
         if self._unshown == value.lines:
             return value
@@ -514,8 +518,7 @@ class NodeReader:
         if log is None or not log.lines:
             return result
         if not self._unshown:  # taken already (a slow poll's result, viewed again)
-            quiet = log.model_copy(update={"lines": (), "backlog": False, "skipped_bytes": 0})
-            return result.model_copy(update={"server_log": quiet})
+            return result.model_copy(update={"server_log": _quiet(log)})
         self._unshown = ()
         return result
 

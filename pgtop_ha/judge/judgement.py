@@ -73,7 +73,7 @@ class Judgement:
 
     def on(self, node: str | None) -> tuple[Verdict, ...]:
         """The problems of ``node`` (None: the cluster's own), for a column's rules to colour by."""
-        return tuple(p for p in self.problems if p.subject == node)
+        return self._row(("on", node), _CLUSTER, lambda: tuple(p for p in self.problems if p.subject == node))
 
     def member(self, name: str) -> tuple[Verdict, ...]:
         """What is wrong with member ``name``."""
@@ -170,7 +170,7 @@ class Judgement:
         """One pgpool-II node against Patroni."""
         return self._row("pgpool node", n, lambda: node_finding(n, patroni_view(self.snapshot)))
 
-    def _row(self, what: str, row: object, make: Callable[[], _T]) -> _T:
+    def _row(self, what: Hashable, row: object, make: Callable[[], _T]) -> _T:
         return kept(self._rows, (what, id(row)), row, make)
 
 

@@ -18,6 +18,7 @@ def test_a_rows_marks_are_made_once_per_judgement() -> None:
     sender = max((r for n in snap.nodes for r in n.replication), key=lambda r: r.replay_lag_bytes or 0)
     assert judged.walsender(sender) and judged.walsender(sender) is judged.walsender(sender)
     assert judged.outlook() is judged.outlook()
+    assert judged.on(None) is judged.on(None) and judged.on("node1") is not judged.on(None)
     again = judgement(snap, SETTINGS.thresholds, POOLS)
     assert again.walsender(sender) == judged.walsender(sender)
     assert again.walsender(sender) is not judged.walsender(sender)

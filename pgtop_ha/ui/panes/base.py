@@ -152,7 +152,7 @@ class Context:
 
     def on(self, snapshot: ClusterSnapshot, node: str | None) -> tuple[Verdict, ...]:
         """The problems of ``node`` (None: the cluster's own), for a column's rules to colour by."""
-        return self._once(("on", node), snapshot, lambda: self.judged(snapshot).on(node))
+        return self.judged(snapshot).on(node)
 
     def forecast(self, snapshot: ClusterSnapshot) -> FailoverForecast:
         """If the leader died now, as judged."""
