@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 import statistics
 import sys
@@ -31,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader
-from pgtop_ha.judge.fleet import RULES_VERSION, SEVERITY, FleetPage
+from pgtop_ha.judge.fleet import CRIT, RULES, RULES_VERSION, SEVERITY, FleetPage
 from pgtop_ha.judge.fleet_rules import GROUP, HOURLY_GROUP
 from pgtop_ha.lab.synthetic_fleet import FAULTS, SyntheticPrometheus, SyntheticVictoria
 
@@ -108,6 +109,8 @@ async def _reference(url: str) -> str:
         return f"refused: {str(exc).split(': ', 1)[-1]}"
     finally:
         await reader.aclose()
+    if not json.loads(body)["data"]["result"]:
+        raise SystemExit("the reference read no series: the samples aged past the lookback; run fewer --runs")
     return f"{len(body) / 1e6:.1f} MB, {(time.process_time() - c) * 1e3:.0f} ms CPU"
 
 
@@ -169,6 +172,15 @@ def main() -> int:
                     for way in (False, True)
                 }
                 reference = asyncio.run(_reference(engine.url))
+                crit = sum(1 for rule in faults.values() if RULES[rule].level == CRIT)
+                for recorded, (_, _, page) in measured.items():
+                    # More crit than faults: healthy clusters' samples aged out, graded as gone.
+                    if page.counts.total != size or page.counts.crit > crit:
+                        raise SystemExit(
+                            f"{name}, {size:,} clusters: {page.counts} read "
+                            f"{'recorded' if recorded else 'live'}, the samples aged past the lookback; "
+                            "run fewer --runs"
+                        )
             finally:
                 engine.down()
             for recorded, (cpu, wall, page) in measured.items():
@@ -185,7 +197,8 @@ def main() -> int:
                     flush=True,
                 )
             print(
-                f"  ({name}: load {took:.0f} s; counts {page.counts}; {len(page.rows)} rows)", file=sys.stderr
+                f"  ({name}: load {took:.0f} s; {page.counts}, {crit} crit faults; {len(page.rows)} rows)",
+                file=sys.stderr,
             )
     return 0
 
