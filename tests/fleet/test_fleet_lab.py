@@ -16,7 +16,7 @@ from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.fleet_cli import fleet_history
-from pgtop_ha.judge.fleet import CRIT, HOURLY_EVERY_S, FleetPage, FleetRow
+from pgtop_ha.judge.fleet import CRIT, HOURLY_EVERY_S, SEEN, FleetPage, FleetRow
 from pgtop_ha.judge.fleet_rules import ALERTS
 from pgtop_ha.judge.rules import PATRONI_MEMBER_DOWN
 from pgtop_ha.lab import faults
@@ -131,11 +131,22 @@ async def test_rows_match_cluster_and_switchover_shows(fleet_lab: FleetLab) -> N
     # (read from the recorded rules the lab loads), then its alert fires from the real /metrics.
     leader = labs[1].leader()
     assert leader is not None
-    # The hourly group's first evaluation comes within its interval of Prometheus's start.
-    deadline = time.monotonic() + HOURLY_EVERY_S + 2 * 5.0 + 5.0
-    while not (await _page(url)).source.startswith("recorded rules"):
-        assert time.monotonic() < deadline, "the recorded rules were not complete in time"
-        await _sleep()
+    # The hourly group records which members each cluster has: its first evaluation comes within
+    # its interval of Prometheus's start, and may run before every member was scraped; the next
+    # one, an interval later, knows them all. A member unknown to it is not counted down.
+    deadline = time.monotonic() + 2 * HOURLY_EVERY_S + 2 * 5.0 + 5.0
+    known = f'{SEEN}{{scope="lab2"}}'
+    scraped = 'count(patroni_postgres_running{scope="lab2"})'
+    reader = PrometheusReader(url)
+    try:
+        while not (
+            (await _page(url)).source.startswith("recorded rules")
+            and len(await reader.query(known)) == sum(int(s.value) for s in await reader.query(scraped))
+        ):
+            assert time.monotonic() < deadline, "the recorded rules did not know every member in time"
+            await _sleep()
+    finally:
+        await reader.aclose()
     faults.stop_patroni(labs[1], leader)
     try:
         stopped = time.monotonic()
