@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import socket
 import statistics
 import sys
@@ -104,12 +103,12 @@ async def _reference(url: str) -> str:
     reader = PrometheusReader(url, timeout=300)
     c = time.process_time()
     try:
-        _, body = await reader._query("max by (scope, name, instance) (patroni_postgres_running)")
+        samples, body = await reader._query("max by (scope, name, instance) (patroni_postgres_running)")
     except PrometheusError as exc:
         return f"refused: {str(exc).split(': ', 1)[-1]}"
     finally:
         await reader.aclose()
-    if not json.loads(body)["data"]["result"]:
+    if not samples:
         raise SystemExit("the reference read no series: the samples aged past the lookback; run fewer --runs")
     return f"{len(body) / 1e6:.1f} MB, {(time.process_time() - c) * 1e3:.0f} ms CPU"
 
