@@ -7,9 +7,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from pgtop_ha.judge.fleet import LIVE, SEVERITY, VERSION, FleetSeries, Sample, level_expr, promql_string
+from pgtop_ha.judge.fleet import (
+    BY_LEVEL,
+    LIVE,
+    RANKED,
+    RULES_VERSION,
+    SEVERITY,
+    VERSION,
+    WORST,
+    FleetSeries,
+    Q,
+    Sample,
+    level_expr,
+    promql_string,
+)
 
-DETAIL = 200  # clusters read in full each refresh: the worst, then healthy ones
+DETAIL = RANKED  # clusters read in full each refresh: the worst, then healthy ones
 URL_QUERY = 7000  # characters of one encoded detail query: within a proxy's 8 KiB request line
 
 _RE2_META = frozenset("\\.+*?()|[]{}^$")
@@ -38,6 +51,7 @@ class FleetQueries(FleetSeries):
     limit: int = DETAIL
     recorded: bool = False  # rank and count from the recorded series (`pgtop-ha fleet rules`)
     recorded_match_ok: bool = True  # False: `match` holds matchers beyond the screen's name filter
+    evaluated_at: float | None = None  # the recorded rules' last evaluation: their series read there
 
     def matching(self, text: str) -> FleetQueries:
         """These queries narrowed to clusters whose name contains ``text`` (none: unchanged)."""
@@ -49,6 +63,9 @@ class FleetQueries(FleetSeries):
     def first(self) -> dict[str, str]:
         """The first round: every cluster counted by level (one pass), and the ``limit`` worst."""
         if self.recorded:
+            if not self.match and self.limit <= RANKED:
+                # The page and the counts as recorded: a few hundred series, whatever the fleet.
+                return {"counts": self._fresh(BY_LEVEL), "worst": f"topk({self.limit}, {self._fresh(WORST)})"}
             # Only the scope filter applies: the recorded series carry no other label. The level
             # is taken from the same severity the ranking reads, never from an older evaluation.
             severity = f"{SEVERITY}{{{self.match}}}" if self.match else SEVERITY
@@ -61,6 +78,14 @@ class FleetQueries(FleetSeries):
             "counts": f'count_values("level", {level})',
             "worst": f"topk({self.limit}, {self.severity()})",
         }
+
+    def _fresh(self, series: str) -> str:
+        """``series`` as its last evaluation wrote it: a series it no longer wrote is left out."""
+        # Without its staleness marker (a ruler writing through remote write sends it late, or not
+        # at all) a level no cluster is on any more is still answered within the lookback.
+        if self.evaluated_at is None:
+            return series
+        return f"({series} and timestamp({series}) >= {self.evaluated_at - 0.001:.3f})"
 
     def detail(self, scopes: Sequence[str]) -> list[str]:
         """The second round: the rows of ``scopes``, their series alone read (a few queries when many)."""
@@ -87,22 +112,39 @@ class FleetQueries(FleetSeries):
         return dataclasses.replace(self, match=",".join(p for p in (self.match, one) if p)).seen("instance")
 
 
+WRITTEN = (RULES_VERSION, BY_LEVEL, WORST)  # what a recorded refresh reads
+
+
+def written(queries: FleetSeries) -> str:
+    """One query for the last instant each of WRITTEN was written at, tagged with its name."""
+    return " or ".join(queries.tag(series, f"max(timestamp({series}))") for series in WRITTEN)
+
+
 def rules_state(
-    versions: Sequence[Sample], stamps: Sequence[Sample], queries: FleetQueries, now: float, stale_s: float
-) -> tuple[bool, str]:
-    """Whether to rank from the recorded rules, and the words for the screen: how fresh, or why not."""
+    versions: Sequence[Sample],
+    stamps: Sequence[Sample],
+    queries: FleetQueries,
+    now: float,
+    stale_s: float,
+) -> tuple[float | None, str]:
+    """The instant to read the recorded rules at (None: read live), and the screen's words for it."""
     if queries.match and not queries.recorded_match_ok:
-        return False, f"{LIVE} (--match asks labels the recorded series do not carry)"
+        return None, f"{LIVE} (--match asks labels the recorded series do not carry)"
     if not versions:
-        return False, LIVE
+        return None, LIVE
     found = versions[0]
     if int(found.value) != VERSION:
-        return False, (f"{LIVE}: the rule file records rules v{found.value:g}, this pgtop-ha's are "
-                       f"v{VERSION}; write it again with `pgtop-ha fleet rules`")  # fmt: skip
+        return None, (f"{LIVE}: the rule file records rules v{found.value:g}, this pgtop-ha's are "
+                      f"v{VERSION}; write it again with `pgtop-ha fleet rules`")  # fmt: skip
     differ = [k for k, v in queries.rules_identity().items() if found.labels.get(k, "") != v]
     if differ:
-        return False, f"{LIVE}: the rule file was written for another {differ[0]}; write it again"
-    age = now - stamps[0].value if stamps else None
-    if age is None or age > stale_s:
-        return False, f"{LIVE}: the recorded rules are not being evaluated (last {age or 0:.0f} s ago)"
-    return True, f"recorded rules, evaluated {max(0.0, age):.0f} s ago"
+        return None, f"{LIVE}: the rule file was written for another {differ[0]}; write it again"
+    at_of = {s.labels.get(Q): s.value for s in stamps}
+    if any(series not in at_of for series in WRITTEN):
+        return None, f"{LIVE}: the recorded rules have not ranked the fleet yet"
+    # The last instant every series was written at: an engine may show one before another.
+    at = min(at_of[series] for series in WRITTEN)
+    age = now - at
+    if age > stale_s:
+        return None, f"{LIVE}: the recorded rules are not being evaluated (last {age:.0f} s ago)"
+    return at, f"recorded rules, evaluated {max(0.0, age):.0f} s ago"

@@ -7,7 +7,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 
-from pgtop_ha.collect.fleet_queries import FleetQueries, rules_state
+from pgtop_ha.collect.fleet_queries import FleetQueries, rules_state, written
 from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.judge.fleet import LIVE, RULES_VERSION, FleetPage, build_rows, counts_of
 
@@ -36,15 +36,15 @@ class PrometheusFleet:
     async def refresh(self, filter_text: str = "") -> FleetPage:
         """One refresh, narrowed server-side to clusters whose name holds ``filter_text``."""
         queries = self.queries.matching(filter_text)
-        recorded, said = False, LIVE
+        at, said = None, LIVE
         if self.prefer_recorded:
             versions, stamps = await asyncio.gather(
-                self.reader.query(RULES_VERSION), self.reader.query(f"timestamp({RULES_VERSION})")
+                self.reader.query(RULES_VERSION), self.reader.query(written(queries))
             )
             stale_s = STALE_EVALUATIONS * (self._interval or DEFAULT_INTERVAL)
-            recorded, said = rules_state(versions, stamps, queries, self._clock(), stale_s)
-        if recorded:
-            queries = dataclasses.replace(queries, recorded=True)
+            at, said = rules_state(versions, stamps, queries, self._clock(), stale_s)
+        if at is not None:
+            queries = dataclasses.replace(queries, recorded=True, evaluated_at=at)
         answers = await self.reader.fleet(queries)
         rows = build_rows(
             answers.vectors,

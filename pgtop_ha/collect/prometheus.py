@@ -231,8 +231,9 @@ class PrometheusReader:
         """An instant query (/api/v1/query)."""
         return (await self._query(promql))[0]
 
-    async def _query(self, promql: str) -> tuple[tuple[Sample, ...], bytes]:
-        body = await self._get("/api/v1/query", {"query": promql})
+    async def _query(self, promql: str, at: float | None = None) -> tuple[tuple[Sample, ...], bytes]:
+        params = {"query": promql} if at is None else {"query": promql, "time": f"{at:.3f}"}
+        body = await self._get("/api/v1/query", params)
         if len(body) < _THREAD_BYTES:
             return parse_vector(body), body
         # A large answer is parsed in a thread: a screen sharing the loop keeps answering keys
@@ -255,8 +256,10 @@ class PrometheusReader:
         """One refresh in two rounds, whatever the fleet's size: every cluster counted and the
         worst named, then those clusters' rows (their series alone)."""
         first = queries.first()
-        # Each round's queries at once: the server evaluates them side by side.
-        rounds = list(await asyncio.gather(*(self._query(q) for q in first.values())))
+        # Each round's queries at once: the server evaluates them side by side. Recorded series are
+        # read at their evaluation's instant, so a read never mixes two evaluations' writes.
+        at = queries.evaluated_at
+        rounds = list(await asyncio.gather(*(self._query(q, at) for q in first.values())))
         out = {name: samples for name, (samples, _) in zip(first, rounds, strict=True)}
         named = [s.labels.get(queries.scope_label, "") for s in out["worst"]]
         # topk's answer is bounded by the query; an engine that answers more is cut to it.

@@ -98,6 +98,8 @@ def level_of(severity: float) -> Level:
 # What `pgtop-ha fleet rules` records (judge/fleet_rules.py), and the fleet reads when it is there.
 RULE_POINTS = "pgtop_ha:fleet_rule_points"  # per cluster and rule: its points where it applies
 SEVERITY = "pgtop_ha:fleet_severity"  # per cluster: every rule's points summed (0: healthy)
+WORST = "pgtop_ha:fleet_worst"  # the RANKED clusters of highest severity: a screen reads a page
+RANKED = 200  # clusters WORST holds: as many as a refresh reads in full
 LEVEL = "pgtop_ha:fleet_level"  # per cluster: 0 ok, 1 warn, 2 crit
 BY_LEVEL = "pgtop_ha:fleet_clusters"  # clusters per level (label "level")
 RULES_VERSION = "pgtop_ha:fleet_rules_version"  # which rules, for which labels and selector
@@ -108,7 +110,7 @@ MEMBERS = "pgtop_ha:fleet_members"  # per cluster: its members seen in the last 
 LEADERS = "pgtop_ha:fleet_leaders"  # per cluster with a leader: how many say they are
 PRIMARIES = "pgtop_ha:fleet_primaries"  # per cluster whose Patronis answer: how many lead (0 too)
 HOURLY_EVERY_S = 60  # the interval of the group recording SEEN and MOVES
-VERSION = 4  # raised whenever RULES or their PromQL change
+VERSION = 5  # raised whenever RULES or their PromQL change
 LIVE = "live PromQL"
 
 DCS_STALE_S = 60.0

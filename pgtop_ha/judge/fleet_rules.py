@@ -18,11 +18,13 @@ from pgtop_ha.judge.fleet import (
     LEVEL,
     MEMBERS,
     PRIMARIES,
+    RANKED,
     RULE_POINTS,
     RULES,
     RULES_VERSION,
     SEVERITY,
     VERSION,
+    WORST,
     FleetSeries,
     level_expr,
     promql_string,
@@ -137,8 +139,11 @@ def rule_file(queries: FleetSeries, version: str) -> str:
         (LEADERS, f"{PRIMARIES} > 0"),
         (RULE_POINTS, tagged),
         (SEVERITY, f"sum by ({sc}) ({RULE_POINTS}) or {staged.total()} * 0"),
+        # The page and the counts a screen reads, each one step from the severity: an engine whose
+        # rules read the records an evaluation late (vmalert) lags both alike.
+        (WORST, f"topk({RANKED}, {SEVERITY})"),
         (LEVEL, level_expr(SEVERITY)),
-        (BY_LEVEL, f'count_values("level", {LEVEL})'),
+        (BY_LEVEL, f'count_values("level", {level_expr(SEVERITY)})'),
         # Written only once the hourly group has run: until then the fleet reads live, not a part.
         (RULES_VERSION, f"{_identity(queries)} and on () (count({MEMBERS}) > 0)"),
     ]

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pgtop_ha.judge.fleet import RULES_VERSION, Q, Sample, build_rows, level_of
+from pgtop_ha.judge.fleet import Q, Sample, build_rows, level_of
 
 
 def vector(result: list[dict[str, Any]], **envelope: Any) -> bytes:
@@ -68,7 +68,7 @@ class FakeFleet:
 
     def answer(self, query: str, **envelope: Any) -> bytes:
         """The body Prometheus would send for one of the fleet's queries."""
-        if RULES_VERSION in query:
+        if "pgtop_ha:" in query:
             return vector([], **envelope)  # no pgtop-ha rules recorded: the fleet asks live
         if query.startswith("count_values("):
             levels: dict[int, int] = {}

@@ -17,6 +17,7 @@ import pytest
 from pgtop_ha.cli import main
 from pgtop_ha.collect.fleet_queries import FleetQueries, rules_state
 from pgtop_ha.judge.fleet import (
+    BY_LEVEL,
     CRIT,
     MEMBERS,
     MOVES,
@@ -27,6 +28,8 @@ from pgtop_ha.judge.fleet import (
     SEVERITY,
     VERSION,
     WARN,
+    WORST,
+    Q,
     Sample,
 )
 from pgtop_ha.judge.fleet_rules import ALERTS, HOURLY_GROUP, rule_file
@@ -125,9 +128,14 @@ def _expected(rule: str) -> list[dict[str, Any]]:
 
 def _test_doc(rules: Path, series: list[dict[str, str]], **checks: object) -> dict[str, Any]:
     """A `promtool test rules` file: ``rules`` over ``series`` every 15 s, with ``checks``."""
+    # promtool runs the groups in no set order unless told: as written, each after what it reads.
+    order = [
+        line.split(": ", 1)[1] for line in rules.read_text().splitlines() if line.startswith("  - name: ")
+    ]
     return {
         "rule_files": [str(rules)],
         "evaluation_interval": "15s",
+        "group_eval_order": order,
         "tests": [{"interval": "15s", "input_series": series, **checks}],
     }
 
@@ -150,7 +158,13 @@ def _test_file(rules: Path) -> dict[str, Any]:
                     {"labels": 'pgtop_ha:fleet_clusters{level="1"}', "value": 4},
                     {"labels": 'pgtop_ha:fleet_clusters{level="2"}', "value": 5},
                 ],
-            }
+            },
+            # Fewer clusters than it ranks: the worst holds every one, the healthy one too.
+            {
+                "expr": "count(pgtop_ha:fleet_worst)",
+                "eval_time": EVAL,
+                "exp_samples": [{"value": len(FAULTS)}],
+            },
         ],
     )
 
@@ -180,7 +194,7 @@ def test_the_rule_file_passes_promtool_check(tmp_path: Path, capsys: pytest.Capt
     assert "promtool check rules" in capsys.readouterr().err
     out = _promtool("check", "rules", str(path))
     assert out.returncode == 0, out.stdout + out.stderr
-    assert f"{len(ALERTS) + 10} rules found" in out.stdout
+    assert f"{len(ALERTS) + 11} rules found" in out.stdout
 
 
 @needs_promtool
@@ -210,19 +224,29 @@ def test_the_fleet_says_which_way_it_ranks_and_why() -> None:
     mine = {**queries.rules_identity(), "__name__": RULES_VERSION}
     now = 1_000_000.0
 
-    def state(version: float, labels: dict[str, str], at: float | None, q: FleetQueries = queries) -> str:
-        stamps = [Sample({}, at)] if at is not None else []
-        ok, said = rules_state([Sample(labels, version)], stamps, q, now, 60)
-        assert ok is said.startswith("recorded rules")
+    def state(
+        version: float,
+        labels: dict[str, str],
+        at: float | None,
+        q: FleetQueries = queries,
+        ranked: float = now,
+    ) -> str:
+        stamps = [Sample({Q: BY_LEVEL}, ranked), Sample({Q: WORST}, ranked)]
+        stamps += [Sample({Q: RULES_VERSION}, at)] if at is not None else []
+        read_at, said = rules_state([Sample(labels, version)], stamps, q, now, 60)
+        assert (read_at is not None) is said.startswith("recorded rules")
         return said
 
     assert state(VERSION, mine, now - 14) == "recorded rules, evaluated 14 s ago"
+    # Read where every series was written: the ranking shown after the version it follows.
+    assert state(VERSION, mine, now - 14, ranked=now - 29) == "recorded rules, evaluated 29 s ago"
+    assert "have not ranked the fleet yet" in state(VERSION, mine, None)
     assert f"records rules v0, this pgtop-ha's are v{VERSION}" in state(0, mine, now - 1)
     assert "written for another selector" in state(VERSION, {**mine, "selector": 'job="x"'}, now - 1)
     assert "not being evaluated" in state(VERSION, mine, now - 600)
     narrowed = FleetQueries(match='env="prod"', recorded_match_ok=False)
     assert "--match" in state(VERSION, mine, now - 1, narrowed)
-    assert rules_state([], [], queries, now, 60) == (False, "live PromQL")
+    assert rules_state([], [], queries, now, 60) == (None, "live PromQL")
 
 
 @needs_promtool
@@ -278,6 +302,37 @@ def test_a_cluster_the_hourly_group_has_not_counted_is_ranked(tmp_path: Path) ->
     samples = [{"labels": f'{SEVERITY}{{scope="{scope}"}}', "value": v} for scope, v in expected.items()]
     doc = _test_doc(
         rules, series, promql_expr_test=[{"expr": SEVERITY, "eval_time": EVAL, "exp_samples": samples}]
+    )
+    out = _unit_test(tmp_path, doc)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@needs_promtool
+def test_the_screen_reads_what_the_last_evaluation_recorded(tmp_path: Path) -> None:
+    """A level no cluster is on any more, and a cluster out of the worst, are not read from the lookback."""
+    # Series that stop with no staleness marker (yet, through remote write): answered for minutes.
+    series = [
+        {"series": f'{BY_LEVEL}{{level="0"}}', "values": "3x8"},
+        {"series": f'{BY_LEVEL}{{level="2"}}', "values": "1x4"},
+        {"series": f'{WORST}{{scope="fixed"}}', "values": "100x4 0x4"},
+        {"series": f'{WORST}{{scope="left"}}', "values": "10x4"},
+        {"series": f'{WORST}{{scope="lagging"}}', "values": "5x8"},
+    ]
+    first = FleetQueries(recorded=True, evaluated_at=120.0).first()
+    assert WORST in first["worst"] and SEVERITY not in first["worst"]
+    counts = [{"labels": f'{BY_LEVEL}{{level="0"}}', "value": 3}]
+    worst = [
+        {"labels": f'{WORST}{{scope="lagging"}}', "value": 5},
+        {"labels": f'{WORST}{{scope="fixed"}}', "value": 0},
+    ]
+    (tmp_path / "none.yml").write_text("groups: []\n")
+    doc = _test_doc(
+        tmp_path / "none.yml",
+        series,
+        promql_expr_test=[
+            {"expr": first["counts"], "eval_time": "120s", "exp_samples": counts},
+            {"expr": first["worst"], "eval_time": "120s", "exp_samples": worst},
+        ],
     )
     out = _unit_test(tmp_path, doc)
     assert out.returncode == 0, out.stdout + out.stderr
