@@ -49,9 +49,9 @@ class FleetQueries(FleetSeries):
     """
 
     limit: int = DETAIL
-    recorded: bool = False  # rank and count from the recorded series (`pgtop-ha fleet rules`)
     recorded_match_ok: bool = True  # False: `match` holds matchers beyond the screen's name filter
-    evaluated_at: float | None = None  # the recorded rules' last evaluation: their series read there
+    # The recorded rules' last evaluation, where their series are read (None: rank live).
+    evaluated_at: float | None = None
 
     def matching(self, text: str) -> FleetQueries:
         """These queries narrowed to clusters whose name contains ``text`` (none: unchanged)."""
@@ -62,30 +62,20 @@ class FleetQueries(FleetSeries):
 
     def first(self) -> dict[str, str]:
         """The first round: every cluster counted by level (one pass), and the ``limit`` worst."""
-        if self.recorded:
-            if not self.match and self.limit <= RANKED:
-                # The page and the counts as recorded: a few hundred series, whatever the fleet.
-                return {"counts": self._fresh(BY_LEVEL), "worst": f"topk({self.limit}, {self._fresh(WORST)})"}
+        at = self.evaluated_at
+        if at is None:
+            severity = self.severity()
+        elif not self.match and self.limit <= RANKED:
+            # The page and the counts as recorded: a few hundred series, whatever the fleet.
+            return {"counts": _fresh(BY_LEVEL, at), "worst": f"topk({self.limit}, {_fresh(WORST, at)})"}
+        else:
             # Only the scope filter applies: the recorded series carry no other label. The level
             # is taken from the same severity the ranking reads, never from an older evaluation.
             severity = f"{SEVERITY}{{{self.match}}}" if self.match else SEVERITY
-            return {
-                "counts": f'count_values("level", {level_expr(severity)})',
-                "worst": f"topk({self.limit}, {severity})",
-            }
-        level = level_expr(self.severity())
         return {
-            "counts": f'count_values("level", {level})',
-            "worst": f"topk({self.limit}, {self.severity()})",
+            "counts": f'count_values("level", {level_expr(severity)})',
+            "worst": f"topk({self.limit}, {severity})",
         }
-
-    def _fresh(self, series: str) -> str:
-        """``series`` as its last evaluation wrote it: a series it no longer wrote is left out."""
-        # Without its staleness marker (a ruler writing through remote write sends it late, or not
-        # at all) a level no cluster is on any more is still answered within the lookback.
-        if self.evaluated_at is None:
-            return series
-        return f"({series} and timestamp({series}) >= {self.evaluated_at - 0.001:.3f})"
 
     def detail(self, scopes: Sequence[str]) -> list[str]:
         """The second round: the rows of ``scopes``, their series alone read (a few queries when many)."""
@@ -110,6 +100,13 @@ class FleetQueries(FleetSeries):
         """One cluster's members with their instance (for a drill down into any cluster)."""
         one = f"{self.scope_label}={promql_string(scope)}"
         return dataclasses.replace(self, match=",".join(p for p in (self.match, one) if p)).seen("instance")
+
+
+def _fresh(series: str, at: float) -> str:
+    """``series`` as the evaluation at ``at`` wrote it: a series it no longer wrote is left out."""
+    # Without its staleness marker (a ruler writing through remote write sends it late, or not
+    # at all) a level no cluster is on any more is still answered within the lookback.
+    return f"({series} and timestamp({series}) >= {at - 0.001:.3f})"
 
 
 WRITTEN = (RULES_VERSION, BY_LEVEL, WORST)  # what a recorded refresh reads

@@ -44,7 +44,7 @@ class PrometheusFleet:
             stale_s = STALE_EVALUATIONS * (self._interval or DEFAULT_INTERVAL)
             at, said = rules_state(versions, stamps, queries, self._clock(), stale_s)
         if at is not None:
-            queries = dataclasses.replace(queries, recorded=True, evaluated_at=at)
+            queries = dataclasses.replace(queries, evaluated_at=at)
         answers = await self.reader.fleet(queries)
         rows = build_rows(
             answers.vectors,

@@ -318,7 +318,7 @@ def test_the_screen_reads_what_the_last_evaluation_recorded(tmp_path: Path) -> N
         {"series": f'{WORST}{{scope="left"}}', "values": "10x4"},
         {"series": f'{WORST}{{scope="lagging"}}', "values": "5x8"},
     ]
-    first = FleetQueries(recorded=True, evaluated_at=120.0).first()
+    first = FleetQueries(evaluated_at=120.0).first()
     assert WORST in first["worst"] and SEVERITY not in first["worst"]
     counts = [{"labels": f'{BY_LEVEL}{{level="0"}}', "value": 3}]
     worst = [
