@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pgtop_ha.lab.layout import (
+    APP_USER,
     COPY_TABLE,
     DBNAME,
     MONITOR_USER,
@@ -318,6 +319,9 @@ def bootstrap_sql(passwords: dict[str, str], pg_version: int = 15) -> str:
     return f"""\\set ON_ERROR_STOP on
 CREATE ROLE {MONITOR_USER} LOGIN PASSWORD '{scram_verifier(passwords[MONITOR_USER])}' IN ROLE pg_monitor;
 CREATE ROLE {OPERATOR_USER} LOGIN PASSWORD '{scram_verifier(passwords[OPERATOR_USER])}';
+-- The operator's hand on a blocker: it may signal any backend but a superuser's.
+GRANT pg_signal_backend TO {OPERATOR_USER};
+CREATE ROLE {APP_USER} LOGIN PASSWORD '{scram_verifier(passwords[APP_USER])}';
 CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
 {grants}
 CREATE DATABASE {DBNAME};

@@ -19,7 +19,7 @@ import psutil
 from pgtop_ha.errors import UserError
 from pgtop_ha.lab import procs, versions
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import COPY_TABLE, DBNAME, PERMANENT_SLOT, REST_USER, SUPERUSER
+from pgtop_ha.lab.layout import APP_USER, COPY_TABLE, DBNAME, PERMANENT_SLOT, REST_USER, SUPERUSER
 from pgtop_ha.lab.progress import Progress
 from pgtop_ha.models.roles import is_sync_role
 
@@ -411,9 +411,10 @@ def _client_env(lab: Lab) -> dict[str, str]:
 
 
 def _psql_argv(lab: Lab, port: int, sql: str, app: str) -> list[str]:
+    # The application's role, no superuser: the operator role may signal its sessions.
     return [
         str(lab.tools().psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(port),
-        "-U", SUPERUSER, "-d", DBNAME, "-c", f"SET application_name = '{app}'", "-c", sql,
+        "-U", APP_USER, "-d", DBNAME, "-c", f"SET application_name = '{app}'", "-c", sql,
     ]  # fmt: skip
 
 
@@ -459,9 +460,12 @@ def lock(lab: Lab, seconds: int = 60, waiters: int = 2) -> str:
     port = lab.layout.pg_port(i)
     progress = Progress(total=3, out=lab.out)
     progress.step(f"{lab.layout.names[i]}: preparing table {LOCK_TABLE}")
+    if lab.psql(f"SELECT count(*) FROM pg_roles WHERE rolname = '{APP_USER}'", i) != "1":
+        raise UserError(f"this lab predates its role {APP_USER}; recreate it: `lab down`, then `lab up`")
     lab.psql(
         f"CREATE TABLE IF NOT EXISTS {LOCK_TABLE} (id int PRIMARY KEY, note text); "
-        f"INSERT INTO {LOCK_TABLE} VALUES (1, 'locked by lab fault lock') ON CONFLICT DO NOTHING",
+        f"INSERT INTO {LOCK_TABLE} VALUES (1, 'locked by lab fault lock') ON CONFLICT DO NOTHING; "
+        f"GRANT SELECT, UPDATE ON {LOCK_TABLE} TO {APP_USER}",
         i,
     )
     holder = "fault-lock-holder"

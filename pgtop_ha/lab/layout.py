@@ -19,6 +19,7 @@ DBNAME = "labdb"
 SUPERUSER = "postgres"
 MONITOR_USER = "pgtop_monitor"
 OPERATOR_USER = "pgtop_operator"
+APP_USER = "lab_app"  # the lab's application: its client sessions are no superuser's
 REPLICATION_USER = "replicator"
 REST_USER = "patroni"
 PUBLICATION = "lab_pub"

@@ -11,6 +11,7 @@ import secrets
 from pathlib import Path
 
 from pgtop_ha.lab.layout import (
+    APP_USER,
     MONITOR_USER,
     OPERATOR_USER,
     REPLICATION_USER,
@@ -20,7 +21,7 @@ from pgtop_ha.lab.layout import (
 )
 
 PCP = "pcp"  # pgpool-II's PCP user (`lab up --with pgpool`)
-ROLES = (SUPERUSER, REPLICATION_USER, MONITOR_USER, OPERATOR_USER, REST_USER, PCP)
+ROLES = (SUPERUSER, REPLICATION_USER, MONITOR_USER, OPERATOR_USER, REST_USER, PCP, APP_USER)
 
 
 def scram_verifier(password: str, iterations: int = 4096) -> str:
@@ -63,7 +64,7 @@ def ensure(layout: Layout) -> dict[str, str]:
 
 def pgpass_text(passwords: dict[str, str]) -> str:
     """A .pgpass body for every PostgreSQL role of the lab, any host and port."""
-    roles = (SUPERUSER, REPLICATION_USER, MONITOR_USER, OPERATOR_USER)
+    roles = (SUPERUSER, REPLICATION_USER, MONITOR_USER, OPERATOR_USER, APP_USER)
     return "".join(f"*:*:*:{role}:{passwords[role]}\n" for role in roles) + (
         f"*:*:replication:{REPLICATION_USER}:{passwords[REPLICATION_USER]}\n"
     )

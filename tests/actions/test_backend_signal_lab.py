@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from pgtop_ha.actions import Actions, build_actions
@@ -13,9 +15,9 @@ from pgtop_ha.actions.backend_signal import backend_target
 from pgtop_ha.collect.poller import Poller
 from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.judge.rules import SESSIONS_LONG_TRANSACTION
-from pgtop_ha.lab import faults
+from pgtop_ha.lab import faults, secrets
 from pgtop_ha.lab.cluster import Lab
-from pgtop_ha.lab.layout import OPERATOR_USER, SUPERUSER
+from pgtop_ha.lab.layout import APP_USER, DBNAME, OPERATOR_USER, SUPERUSER
 from pgtop_ha.models.locks import blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.thresholds import Band
@@ -27,29 +29,19 @@ from tests.support.lab_polls import running, until_seen
 pytestmark = pytest.mark.lab
 
 HOLDER = "lab-fault-lock-holder"
+SU_APP = "pgtop-test-superuser"
 
 
 @pytest.fixture
 async def actions(lab_settings: Settings, tmp_path: Path) -> AsyncIterator[Actions]:
-    """The operator's actions as the lab's superuser (the lock fault's sessions are a superuser's)."""
-    postgres = lab_settings.postgres.model_copy(update={"operator_user": SUPERUSER})
-    built = build_actions(
-        lab_settings.model_copy(update={"audit_log": tmp_path / "audit.log", "postgres": postgres})
-    )
-    yield built
-    await built.aclose()
-
-
-@pytest.fixture
-async def plain_actions(lab_settings: Settings, tmp_path: Path) -> AsyncIterator[Actions]:
-    """The lab's own operator role: no superuser, so a superuser's backend is out of its reach."""
-    built = build_actions(lab_settings.model_copy(update={"audit_log": tmp_path / "plain.log"}))
+    """The lab's own operator role: pg_signal_backend, no superuser."""
+    built = build_actions(lab_settings.model_copy(update={"audit_log": tmp_path / "audit.log"}))
     yield built
     await built.aclose()
 
 
 async def test_terminating_the_root_blocker_ends_the_queue(
-    lab: Lab, lab_settings: Settings, actions: Actions, plain_actions: Actions
+    lab: Lab, lab_settings: Settings, actions: Actions
 ) -> None:
     # A transaction open past 10 s is a long one here: the rule must name the holder.
     t = lab_settings.thresholds.model_copy(update={"xact_s": Band(warn=10.0, crit=3600.0)})
@@ -58,6 +50,8 @@ async def test_terminating_the_root_blocker_ends_the_queue(
     quiet = Lab(lab.layout, out=io.StringIO())
     leader = lab.leader()
     assert leader is not None
+    su: asyncpg.Connection | None = None
+    sleeping: list[asyncio.Future[str]] = []
     try:
         with running(lambda: faults.lock(quiet, seconds=60, waiters=2), 90):
 
@@ -83,10 +77,29 @@ async def test_terminating_the_root_blocker_ends_the_queue(
             assert any(p.rule == SESSIONS_LONG_TRANSACTION.id and f"pid {pid} " in p.text for p in problems)
 
             target = backend_target(snap, leader, pid)
-            assert target is not None and target.application_name == HOLDER
-            refused = await plain_actions.signal_backend("terminate", target)
+            assert target is not None and (target.application_name, target.usename) == (HOLDER, APP_USER)
+
+            # A superuser's backend beside the queue: out of the operator role's reach.
+            su = await asyncpg.connect(
+                host="127.0.0.1", port=lab.layout.pg_port(lab.index(leader)), user=SUPERUSER,
+                password=secrets.ensure(lab.layout)[SUPERUSER], database=DBNAME,
+                server_settings={"application_name": SU_APP},
+            )  # fmt: skip
+            sleeping.append(asyncio.ensure_future(su.execute("select pg_sleep(90)")))
+
+            def su_seen(snap: ClusterSnapshot) -> bool:
+                n = snap.node(leader)
+                return any(p.application_name == SU_APP for p in (n.processes if n else ()))
+
+            later = await until_seen(poller, su_seen, 20, "the superuser's session")
+            seen = later.node(leader)
+            assert seen is not None
+            su_pid = next(p.pid for p in seen.processes if p.application_name == SU_APP)
+            su_target = backend_target(later, leader, su_pid)
+            assert su_target is not None
+            refused = await actions.signal_backend("terminate", su_target)
             assert not refused.ok and "\n" not in refused.message
-            assert refused.message.startswith(f"{OPERATOR_USER} may not signal pid {pid} on {leader}: ")
+            assert refused.message.startswith(f"{OPERATOR_USER} may not signal pid {su_pid} on {leader}: ")
             assert refused.message.endswith("a superuser's backend takes a superuser")
             result = await actions.signal_backend("terminate", target)
             assert result.ok, result.message
@@ -99,7 +112,7 @@ async def test_terminating_the_root_blocker_ends_the_queue(
             await until_seen(poller, drained, 30, "the queue to drain once its root is gone")
             entry = actions.audit_entries()[-1]
             done = (entry.action, entry.target, entry.ok)
-            assert done == (f"terminate backend {pid} ({SUPERUSER} {HOLDER})", leader, True)
+            assert done == (f"terminate backend {pid} ({APP_USER} {HOLDER})", leader, True)
             # The same pid again: gone, nothing sent.
             again = await actions.signal_backend("cancel", target)
             assert (again.ok, again.message) == (
@@ -107,4 +120,11 @@ async def test_terminating_the_root_blocker_ends_the_queue(
                 f"pid {pid} on {leader} has already gone; nothing sent",
             )
     finally:
+        if su is not None:
+            su.terminate()
+        for task in sleeping:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        ended = f"select pg_terminate_backend(pid) from pg_stat_activity where application_name = '{SU_APP}'"
+        lab.psql(ended, leader)
         await poller.aclose()

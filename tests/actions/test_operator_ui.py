@@ -7,6 +7,7 @@ real server cannot give on demand (a 412 with a body) and make the screens deter
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -26,7 +27,7 @@ from pgtop_ha.actions.stats_reset import StatsResetter
 from pgtop_ha.judge.eligibility import Candidate
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.ui.app import PgtopApp
-from pgtop_ha.ui.operator.modal_base import OperatorModal
+from pgtop_ha.ui.operator.modal_base import OperatorModal, result_lines
 from pgtop_ha.ui.operator.reset_modal import ResetModal
 from pgtop_ha.ui.operator.screen import OperatorScreen
 from pgtop_ha.ui.operator.takeover_modal import TakeoverModal, candidate_line, name_width, parse_when
@@ -293,6 +294,10 @@ async def test_k_on_the_lock_tree_terminates_its_root_after_its_pid(
         assert sent == []
         await pilot.press(*["backspace"] * 4, *"5001", "enter")
         await until(pilot, lambda: modal(app).result is not None, "the result")
+        said = str(modal(app).status().content).splitlines()
+        # One node, one verdict line: its node's line would say the same again.
+        assert [x for x in said if "5001 was terminated" in x] == [said[-2]]
+        assert re.fullmatch(r"OK \((\d+ ms|[\d.]+ s)\): pid 5001 was terminated", said[-2])
     assert sent == [("terminate", 5001, "node1")]
     entry = actions.audit_entries()[-1]
     assert (entry.action, entry.target, entry.ok) == ("terminate backend 5001 (app batch)", "node1", True)
@@ -326,3 +331,19 @@ def test_candidates_line_up_beside_a_member_known_by_its_url() -> None:
     width = name_width([plain, url])
     assert width == len("127.0.0.1:27622") and name_width([plain]) == 12
     assert candidate_line(plain, width).index("ELIGIBLE") == candidate_line(url, width).index("BLOCKED")
+
+
+def test_a_result_names_each_node_only_where_it_says_more() -> None:
+    # The verdict repeats the failed node's words; the node's line still says which node.
+    nodes = (
+        NodeResult(node="node1", ok=True, message="node1: pg_stat_reset() done", duration_s=0.012),
+        NodeResult(node="node2", ok=False, message="node2: permission denied", duration_s=1.5),
+    )
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    reset = ActionResult(action="reset", ok=False, message="node2: permission denied", started_at=at,
+                         duration_s=1.52, nodes=nodes)  # fmt: skip
+    assert result_lines(reset) == [
+        "FAILED (1.5 s): node2: permission denied",
+        "  ok   node1: pg_stat_reset() done (12 ms)",
+        "  FAIL node2: permission denied (1.5 s)",
+    ]

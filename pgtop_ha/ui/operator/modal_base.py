@@ -23,11 +23,17 @@ def plain(text: str = "", *, id: str | None = None, classes: str | None = None) 
 def result_lines(result: ActionResult) -> list[str]:
     """The lines a finished action shows: verdict, duration, then one line per node."""
     verdict = "OK" if result.ok else "FAILED"
-    lines = [f"{verdict} ({result.duration_s:.1f} s): {result.message}"]
+    lines = [f"{verdict} ({_took(result.duration_s)}): {result.message}"]
+    if len(result.nodes) == 1 and result.nodes[0].message == result.message:
+        return lines  # a one-node action: its node's line would say the verdict's again
     for node in result.nodes:
         mark = "ok  " if node.ok else "FAIL"
-        lines.append(f"  {mark} {node.message} ({node.duration_s * 1000:.0f} ms)")
+        lines.append(f"  {mark} {node.message} ({_took(node.duration_s)})")
     return lines
+
+
+def _took(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
 class OperatorModal(ModalScreen[ActionResult | None]):
