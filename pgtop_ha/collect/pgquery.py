@@ -262,11 +262,13 @@ def _read(path_expr: str) -> str:
     return f"pg_read_file({path_expr}, 0, 16384, true)"
 
 
+# Ages from clock_timestamp(), not now(): a query begun after this statement began (this
+# console's own, another's) would be a negative age.
 _SESSIONS = """,
        host(a.client_addr) as client_addr,
-       extract(epoch from now() - a.query_start)::float8 as query_s,
-       extract(epoch from now() - a.xact_start)::float8 as xact_s,
-       extract(epoch from now() - a.state_change)::float8 as state_s,
+       extract(epoch from clock_timestamp() - a.query_start)::float8 as query_s,
+       extract(epoch from clock_timestamp() - a.xact_start)::float8 as xact_s,
+       extract(epoch from clock_timestamp() - a.state_change)::float8 as state_s,
        age(a.backend_xmin)::bigint as xmin_age"""
 
 

@@ -45,6 +45,14 @@ def shown(text: str, limit: int = MAX_TEXT) -> str:
     return fit(clean(text[: limit * 4]), limit)
 
 
+_WHITE_RUN = re.compile(r"\s+")
+
+
+def query_line(text: str, limit: int = MAX_TEXT) -> str:
+    """A statement's text on one line, each run of white space one space (indented SQL), then shown."""
+    return shown(_WHITE_RUN.sub(" ", text[: limit * 4]).strip(), limit)
+
+
 # A member's name where 80 columns are shared (the overview, the stopwatch): what the overview's
 # other columns leave when a node is slow ("REST+PG slow 12s") and a lag is in MiB.
 NAME_ROOM = 11

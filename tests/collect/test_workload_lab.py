@@ -60,6 +60,9 @@ async def test_a_runaway_query_leads_sessions_and_statements(lab: Lab, lab_setti
             first = next(r for r in sessions.rows(snap, ctx) if r.node == leader)
             assert "pgtop-ha runaway" in first.cells["query"].text
             assert first.cells["time"].text not in ("-", "?")
+            # The console's own statement began after its transaction: still no negative age.
+            mine = [p for n in snap.nodes for p in n.processes if p.application_name == "pgtop-ha"]
+            assert mine and all((p.query_s or -1) >= 0 and (p.state_s or -1) >= 0 for p in mine)
     finally:
         await poller.aclose()
 

@@ -74,3 +74,15 @@ def test_the_filter_finds_a_sessions_application() -> None:
     rows = sessions.rows(fx.sessioned(), _ctx())
     assert [r.key for r in rows if matches(r, "nightly")] == ["node1|4100"]
     assert {r.key for r in rows if matches(r, "node1")} >= {"node1|4100", "node1|idle"}
+
+
+def test_an_indented_statement_reads_on_one_line() -> None:
+    snap = fx.sessioned()
+    procs = snap.nodes[0].processes
+    runaway = next(p for p in procs if p.pid == 4100).model_copy(
+        update={"query": "select customer_id,\n\t       sum(total)\n  from orders\n group by 1"}
+    )
+    others = tuple(p for p in procs if p.pid != 4100)
+    rows = sessions.rows(node(snap, "node1", processes=(runaway, *others)), _ctx())
+    said = next(r for r in rows if r.key == "node1|4100").cells["query"].text
+    assert said == "select customer_id, sum(total) from orders group by 1"

@@ -15,7 +15,7 @@ from pgtop_ha.judge.view import TakeoverPlan, takeover_plan
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.text import clean
-from pgtop_ha.ui.format import age, shown
+from pgtop_ha.ui.format import age, query_line, shown
 from pgtop_ha.ui.operator.confirm_modal import ConfirmModal
 from pgtop_ha.ui.operator.reset_modal import ResetModal
 from pgtop_ha.ui.operator.takeover_modal import TakeoverModal
@@ -167,9 +167,9 @@ class OperatorScreen(MonitorScreen):
                 f"  as {self.actions.resetter.who()}",
                 f"pid {target.pid}: {target.usename or '?'} / {target.application_name or '?'},"
                 f" {target.state or '?'}{held}",
-                target.query or "",
             )
         )
+        detail += "\n" + query_line(target.query or "", 300)
 
         async def run() -> ActionResult:
             self.papp.record_action(f"{kind} backend {target.pid} on {target.node.name}", target.node.name)

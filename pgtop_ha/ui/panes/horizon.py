@@ -5,7 +5,7 @@ from __future__ import annotations
 from pgtop_ha.judge.rules import HORIZON_HELD
 from pgtop_ha.models.snapshot import ClusterSnapshot, HorizonHolder
 from pgtop_ha.models.thresholds import Level
-from pgtop_ha.ui.format import age, age_step, count
+from pgtop_ha.ui.format import age, age_step, count, query_line
 from pgtop_ha.ui.panes.base import (
     Column,
     Context,
@@ -57,7 +57,7 @@ def _row(node: str, rank: int, h: HorizonHolder, level: Level) -> Row:
         "state": cell(h.state or "-"),
         "xacts": num(count(h.xact_age), h.xact_age),
         "age": num(age(held), held),
-        "query": cell(h.query or ""),
+        "query": cell(query_line(h.query or "")),
     }
     # Keyed by rank: the oldest holder keeps the top row while others come and go below it.
     return same_row(f"{node}|#{rank}", cells, node)

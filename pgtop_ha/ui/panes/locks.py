@@ -10,7 +10,7 @@ from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.sources import node_state
 from pgtop_ha.models.verdict import Verdict
-from pgtop_ha.ui.format import age, count, shown
+from pgtop_ha.ui.format import age, count, query_line, shown
 from pgtop_ha.ui.panes.base import (
     Column,
     Context,
@@ -84,7 +84,7 @@ def rows(snapshot: ClusterSnapshot, ctx: Context) -> list[Row]:
                         "xact": num(age(p.xact_age_s), p.xact_age_s),
                         "state": cell(p.state or "?"),
                         "who": cell(shown(p.application_name or p.usename or p.backend_type or "?")),
-                        "query": cell(shown(p.query or "")),
+                        "query": cell(query_line(p.query or "")),
                     },
                 )
             )

@@ -9,7 +9,7 @@ from pgtop_ha.models.derive import listed_processes
 from pgtop_ha.models.snapshot import ClusterSnapshot, Process
 from pgtop_ha.models.sources import node_state
 from pgtop_ha.models.verdict import Mark
-from pgtop_ha.ui.format import age, age_step, count, shown
+from pgtop_ha.ui.format import age, age_step, count, query_line, shown
 from pgtop_ha.ui.panes.base import (
     Column,
     Context,
@@ -78,7 +78,7 @@ def _session_row(node: str, p: Process, ctx: Context, marks: tuple[Mark, ...]) -
             "xact": marked(xact, marks, "xact", sortable(xact_step)),
             "since": num(since, since_step),
             "xmin": num(count(p.xmin_age), p.xmin_age),
-            "query": cell(shown(p.query or "")),
+            "query": cell(query_line(p.query or "")),
         },
     )
 

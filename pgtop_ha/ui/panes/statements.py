@@ -9,7 +9,7 @@ from __future__ import annotations
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.models.sources import node_state
 from pgtop_ha.models.statements import BETWEEN_READS, StatementRate, Statements
-from pgtop_ha.ui.format import age, duration, per_second, shown
+from pgtop_ha.ui.format import age, duration, per_second, query_line, shown
 from pgtop_ha.ui.panes.base import (
     Column,
     Context,
@@ -63,7 +63,7 @@ def _row(node: str, rank: int, s: StatementRate) -> Row:
             "hit": num(per_second(s.blks_hit_s), s.blks_hit_s),
             "db": cell(shown(s.datname or "-")),
             "user": cell(shown(s.usename or "-")),
-            "query": cell(shown(s.query or f"queryid {s.queryid}")),
+            "query": cell(query_line(s.query or f"queryid {s.queryid}")),
         },
     )
 
