@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from pgtop_ha.engines.events import Fact, Key, carry, changes, describe, facts, unknown_scopes
@@ -18,6 +18,7 @@ from pgtop_ha.judge.checks import ROLE_GRACE_S, disagreements
 from pgtop_ha.judge.serverlog import news_level
 from pgtop_ha.models.event import Event
 from pgtop_ha.models.haproxy import DEFAULT_POOLS, Pools
+from pgtop_ha.models.serverlog import fatal_key
 from pgtop_ha.models.snapshot import ClusterSnapshot, HistoryEntry
 from pgtop_ha.models.sources import UNSETTLED_S, member_state, node_state, source_state
 from pgtop_ha.models.verdict import Verdict
@@ -30,6 +31,10 @@ FASTEST_S = 0.2  # ...but never faster than this
 # whole, is one line past this, not thousands.
 MAX_CHANGES = 200
 MAX_LOG_EVENTS = 20  # a node's log lines made events per read; the rest are counted
+# A log line said again (its numbers aside) within this long of its event's first is counted on
+# that event: a crash loop's FATAL every few seconds is one line a minute, not hundreds pushing
+# the rest out of a bounded timeline.
+LOG_REPEAT_S = 60.0
 PAST_SWITCHES = 10  # of Patroni's /history, told at start
 CALM_AFTER_S = UNSETTLED_S  # a leader change keeps the fast cadence this long
 
@@ -110,6 +115,7 @@ class Timeline:
         self._leader_changed_at: datetime | None = None
         self._changed_at: datetime | None = None  # when an event was last added or updated
         self._stopwatch = Stopwatch(pools)
+        self._log_runs: dict[tuple[str, str], int] = {}  # (node, message sans numbers) → its event
 
     # -- folding snapshots ----------------------------------------------------------------------
 
@@ -271,10 +277,15 @@ class Timeline:
                 # The server's own time when it is known and not ahead of the reading; else the reading's.
                 at = line.at if line.at is not None and line.at <= snap.taken_at else snap.taken_at
                 text = f"{line.severity}: {line.message}"
+                run = (node.name, f"{line.severity}: {fatal_key(line.message)}")
+                if self._repeated(run, at, touched):
+                    continue
                 event = Event(
                     at=at, kind="log", node=node.name, text=text, severity=int(level), source="postgres"
                 )
-                touched[self._add(event).id] = None
+                added = self._add(event)
+                touched[added.id] = None
+                self._log_runs[run] = added.id
             if len(news) > MAX_LOG_EVENTS:
                 more = len(news) - MAX_LOG_EVENTS
                 text = f"{more} more log lines worth an event not listed (past {MAX_LOG_EVENTS} a read)"
@@ -282,6 +293,18 @@ class Timeline:
                     at=snap.taken_at, kind="log", node=node.name, text=text, severity=1, source="postgres"
                 )
                 touched[self._add(event).id] = None
+
+    def _repeated(self, run: tuple[str, str], at: datetime, touched: dict[int, None]) -> bool:
+        """Whether a log line counts on its run's event (said again within LOG_REPEAT_S of its first)."""
+        window = timedelta(seconds=LOG_REPEAT_S)
+        first = self._events.get(self._log_runs.get(run, 0))
+        if first is None or not timedelta(0) <= at - first.at <= window:
+            if len(self._log_runs) > EPISODES_SWEEP:  # only lines still within their window can fold
+                runs = self._log_runs.items()
+                self._log_runs = {k: i for k, i in runs if (e := self._events.get(i)) and at - e.at <= window}
+            return False
+        self._update(first.id, touched, count=first.count + 1, duration_s=_secs(first.at, at))
+        return True
 
     def _past_switches(self, snap: ClusterSnapshot, touched: dict[int, None]) -> None:
         """Patroni's /history, read at start: the timeline switches before the console ran."""

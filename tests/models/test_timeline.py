@@ -8,6 +8,7 @@ from pgtop_ha.engines.events import diff
 from pgtop_ha.engines.timeline import EPISODES_SWEEP, MAX_CHANGES, Timeline, cadence
 from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.models.event import SOURCES
+from pgtop_ha.models.serverlog import LogLine, ServerLog
 from pgtop_ha.models.snapshot import Archiver, ClusterSnapshot, HistoryEntry, Replication, Slot
 from pgtop_ha.models.thresholds import Level
 from tests.models.builders import (
@@ -465,3 +466,26 @@ def test_a_snapshot_that_changes_everything_is_bounded_in_events() -> None:
     summary = [e for e in added if e.kind == "summary"]
     assert len(summary) == 1 and "more changes in this snapshot not listed" in summary[0].text
     assert len(added) <= MAX_CHANGES + 5  # the cap, the summary and the stopwatch's own
+
+
+# -- the server's log --------------------------------------------------------------------------------
+
+
+def test_a_log_line_said_again_counts_on_its_event_for_a_minute() -> None:
+    # A walreceiver that cannot follow: a FATAL every 5 s for two minutes, its pid in each.
+    tl = Timeline(debounce_s=5.0)
+    feed(tl, [healthy(0)])
+    for i in range(24):
+        line = LogLine(at=t(5 * i), severity="FATAL", message=f"invalid option (pid {900 + i})")
+        other = (
+            (LogLine(at=t(5 * i), severity="ERROR", message='relation "x" does not exist'),) if i == 3 else ()
+        )
+        feed(tl, [node(healthy(5 * i + 1), "node2", server_log=ServerLog(lines=(line, *other)))])
+    logs = [e for e in tl.events() if e.kind == "log"]
+    fatals = [(e.at, e.count, e.duration_s, e.text) for e in logs if e.text.startswith("FATAL")]
+    # One event a minute (from its first line), stamped when the server wrote the first.
+    assert fatals == [
+        (t(0), 13, 60.0, "FATAL: invalid option (pid 900)"),
+        (t(65), 11, 50.0, "FATAL: invalid option (pid 913)"),
+    ]
+    assert [e.text for e in logs if not e.text.startswith("FATAL")] == ['ERROR: relation "x" does not exist']
