@@ -55,8 +55,11 @@ async def _top_statements(conn: asyncpg.Connection, cycles: int) -> None:
         print(f"  {r['total_exec_time'] / cycles:6.3f} ms/cycle {r['calls']:5d} calls  {r['q']}")
 
 
-async def _sessions(port: int, password: str, count: int) -> list[asyncpg.Connection]:
-    """``count`` sessions: a tenth running, a twentieth idle in transaction, the rest idle."""
+async def _sessions(
+    port: int, password: str, count: int, running: list[asyncio.Task[str]]
+) -> list[asyncpg.Connection]:
+    """``count`` sessions: a tenth running (their tasks put in ``running``), a twentieth idle in
+    transaction, the rest idle."""
     conns = []
     for i in range(count):
         c = await asyncpg.connect(
@@ -64,7 +67,7 @@ async def _sessions(port: int, password: str, count: int) -> list[asyncpg.Connec
         )
         conns.append(c)
         if i % 10 == 0:
-            asyncio.get_running_loop().create_task(c.execute("select pg_sleep(3600)"))
+            running.append(asyncio.get_running_loop().create_task(c.execute("select pg_sleep(3600)")))
         elif i % 20 == 1:
             await c.execute("begin; select txid_current()")
     return conns
@@ -129,16 +132,25 @@ async def main(args: argparse.Namespace) -> None:
         if line.split(":")[3] == SUPERUSER
     )
     su = await asyncpg.connect(host="127.0.0.1", port=port, user=SUPERUSER, password=su_pw, database=DBNAME)
+    limit = int(await su.fetchval("show max_connections"))
+    if limit < args.sessions + 50:
+        await su.close()
+        raise SystemExit(
+            f"max_connections is {limit}: {args.sessions} sessions and the lab's own need "
+            f"{args.sessions + 50}; raise it in Patroni's /config (postgresql.parameters) and restart"
+        )
     pga_pw, load_pw = secrets.token_hex(12), secrets.token_hex(12)
     await su.execute(f"create role {PGA_ROLE} login password '{pga_pw}' in role pg_monitor")
     await su.execute(f"create role {LOAD_ROLE} login password '{load_pw}'")
     conns: list[asyncpg.Connection] = []
+    running: list[asyncio.Task[str]] = []
     try:
-        conns = await _sessions(port, load_pw, args.sessions)
+        conns = await _sessions(port, load_pw, args.sessions, running)
         figures = [await run_once(args, su, port, pga_pw) for _ in range(args.runs)]
     finally:
         for c in conns:
             c.terminate()
+        await asyncio.gather(*running, return_exceptions=True)  # each ends with its connection
         await su.execute(
             f"select pg_terminate_backend(pid) from pg_stat_activity where usename = '{LOAD_ROLE}'"
         )
