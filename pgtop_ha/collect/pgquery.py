@@ -272,9 +272,14 @@ _SESSIONS = """,
        age(a.backend_xmin)::bigint as xmin_age"""
 
 
-# An idle client session: listed only where its memory is read, counted otherwise.
-_IDLE_SESSION = "a.backend_type = 'client backend' and a.state = 'idle'"
-_IDLE_COUNT = f"(select count(*) from pg_stat_activity a where {_IDLE_SESSION})"
+# An idle client session: listed only where its memory is read, counted otherwise. A session whose
+# state the role may not read is neither: only in processes_total.
+_IDLE_SESSION = "(a.backend_type = 'client backend' and a.state = 'idle')"
+_NOT_IDLE = f"{_IDLE_SESSION} is not true"
+# Every backend, from the ids of the same snapshot pg_stat_activity reads (one per transaction):
+# counting them builds no row.
+_TOTAL = "(select count(*) from pg_stat_get_backend_idset())"
+_IDLE_COUNT = f"{_TOTAL} - (select count(*) from pg_stat_activity a where {_NOT_IDLE})"
 
 
 def _processes(caps: Capabilities, remote_memory: bool, sessions: bool = False, idle: bool = True) -> str:
@@ -283,7 +288,7 @@ def _processes(caps: Capabilities, remote_memory: bool, sessions: bool = False, 
         smaps = _read("'/proc/' || a.pid || '/smaps_rollup'")
         status = _read("'/proc/' || a.pid || '/status'")
         memory = f", {smaps} as smaps, {status} as status"
-    where = "" if idle else f"\nwhere not ({_IDLE_SESSION})"
+    where = "" if idle else f"\nwhere not {_IDLE_SESSION}"
     extra = _SESSIONS if sessions else ""
     return _view("processes", caps.version, memory=memory, sessions=extra, where=where)
 
@@ -327,7 +332,11 @@ CALM_PARTS = ("subscriptions", "archiver", "horizon", "open_transactions")
 # Every part reads the same list of backends, built once: each read of the view builds a row for
 # every backend again (the costliest part of the statement when there are hundreds of sessions).
 # The parts' SQL names pg_stat_activity, so each file also runs alone against the view itself.
-_ONE_ACTIVITY = "with pg_stat_activity as materialized (select * from pg_catalog.pg_stat_activity)\n"
+def _one_activity(everyone: bool) -> str:
+    # An idle session has no transaction: no snapshot, no xid, no progress, so only the process
+    # list and the lock trees (a session-level advisory lock outlives its transaction) need it.
+    where = "" if everyone else f" a where {_NOT_IDLE}"
+    return f"with pg_stat_activity as materialized (select * from pg_catalog.pg_stat_activity{where})\n"
 
 
 def build_query(
@@ -383,7 +392,7 @@ def build_query(
         ("subscriptions", _agg(_view("subscriptions", v))),
         ("archiver", _row(_archiver(caps))),
         ("processes", _agg(_processes(caps, remote_memory, "sessions" in needs, idle), MAX_PROCESSES)),
-        ("processes_total", "(select count(*) from pg_stat_activity)"),
+        ("processes_total", _TOTAL),
         *([] if idle else [("idle_sessions", _IDLE_COUNT)]),
         ("horizon", _agg(_view("horizon", v), MAX_HORIZON)),
         (
@@ -412,4 +421,5 @@ def build_query(
     if remote_memory:
         parts.append(("postmaster", f"({_REMOTE_POSTMASTER})"))
     body = ",\n  ".join(f"'{key}', {expr}" for key, expr in parts)
-    return f"{_ONE_ACTIVITY}select json_build_object(\n  {body}\n)::text"
+    everyone = idle or any(key == "locks" for key, _ in parts)
+    return f"{_one_activity(everyone)}select json_build_object(\n  {body}\n)::text"

@@ -61,11 +61,18 @@ def test_statement_matches_version(version: int) -> None:
 def test_idle_sessions_are_counted_unless_their_memory_is_read() -> None:
     caps = _caps(150000, **MONITOR)
     calm = build_query(caps, remote_memory=False, needs=frozenset({"sessions"}))
-    assert "where not (a.backend_type = 'client backend' and a.state = 'idle')" in calm
-    assert "'idle_sessions'" in calm
+    not_idle = "where (a.backend_type = 'client backend' and a.state = 'idle') is not true"
+    # The list of backends leaves them out; the processes and the count of idle ones read that list.
+    listed = f"(select * from pg_catalog.pg_stat_activity a {not_idle})"
+    assert calm.startswith(f"with pg_stat_activity as materialized {listed}")
+    assert calm.count(not_idle) == 2 and "where not (a.backend_type" in calm and "'idle_sessions'" in calm
+    assert "'processes_total', (select count(*) from pg_stat_get_backend_idset())" in calm
     for memory in (build_query(caps, remote_memory=False, needs=frozenset({"memory"})),
                    build_query(caps, remote_memory=True)):  # fmt: skip
-        assert "where not (a.backend_type" not in memory and "'idle_sessions'" not in memory
+        assert not_idle not in memory and "'idle_sessions'" not in memory
+    # A lock tree names its idle blockers (a session-level advisory lock): the list keeps them.
+    locks = build_query(caps, remote_memory=False, needs=frozenset({"sessions", "locks"}))
+    assert "(select * from pg_catalog.pg_stat_activity)" in locks and locks.count(not_idle) == 1
 
 
 def test_grants_shape_the_statement() -> None:

@@ -9,8 +9,10 @@ from pgtop_ha.collect.poller import Poller
 from pgtop_ha.engines.timeline import Timeline
 from pgtop_ha.judge.problems import cluster_problems
 from pgtop_ha.judge.rules import LOG_FATAL
+from pgtop_ha.lab import secrets
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import DBNAME, MONITOR_USER, SUPERUSER
+from pgtop_ha.models.derive import listed_processes
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
 from pgtop_ha.ui.panes import sessions
@@ -65,6 +67,44 @@ async def test_a_runaway_query_leads_sessions_and_statements(lab: Lab, lab_setti
             assert mine and all((p.query_s or -1) >= 0 and (p.state_s or -1) >= 0 for p in mine)
     finally:
         await poller.aclose()
+
+
+IDLE_APP = "pgtop-ha idle test"
+
+
+async def test_idle_sessions_are_counted_not_listed(lab: Lab, lab_settings: Settings) -> None:
+    leader = lab.leader()
+    assert leader is not None
+    port, pw = lab.layout.pg_port(lab.index(leader)), secrets.ensure(lab.layout)[SUPERUSER]
+    app = {"application_name": IDLE_APP}
+    conns = [
+        await asyncpg.connect(
+            host="127.0.0.1", port=port, user=SUPERUSER, password=pw, database=DBNAME, server_settings=app
+        )
+        for _ in range(6)
+    ]
+    await conns[0].execute("begin; select txid_current()")  # idle in a transaction: listed
+    poller = Poller.from_settings(lab_settings)
+    try:
+        for needs in (frozenset({"sessions"}), frozenset({"sessions", "locks"})):
+            poller.set_needs(needs)
+
+            def read(snap: ClusterSnapshot) -> bool:
+                n = snap.node(leader)
+                return n is not None and any(p.application_name == IDLE_APP for p in n.processes)
+
+            snap = await until_seen(poller, read, 30, f"the sessions with {sorted(needs)}")
+            node = snap.node(leader)
+            assert node is not None and node.idle_sessions is not None and node.idle_sessions >= 5
+            mine = [p for p in node.processes if p.application_name == IDLE_APP]
+            assert [p.state for p in mine] == ["idle in transaction"]
+            assert not any(p.backend_type == "client backend" and p.state == "idle" for p in node.processes)
+            # Every backend of the same read is either listed or counted as idle, none twice.
+            assert node.processes_total == listed_processes(node)
+    finally:
+        await poller.aclose()
+        for c in conns:
+            await c.close()
 
 
 async def test_sessions_and_statements_are_not_read_unasked(lab: Lab, lab_settings: Settings) -> None:
