@@ -72,6 +72,21 @@ def lab_session() -> Iterator[Lab]:
         lab.down()
 
 
+def _log_tails(lab: Lab, lines: int = 15) -> str:
+    """The newest Patroni and PostgreSQL log lines of every node not running: why it did not return."""
+    states = {m.get("name"): m.get("state") for m in (lab.cluster() or {}).get("members", [])}
+    out = []
+    for name in NODE_NAMES:
+        if states.get(name) in ("running", "streaming"):
+            continue
+        for d in (lab.layout.log_dir / f"patroni-{name}", lab.layout.server_log_dir(lab.index(name))):
+            files = sorted(d.glob("*"), key=lambda f: f.stat().st_mtime) if d.is_dir() else []
+            if files:
+                tail = files[-1].read_text(errors="replace").splitlines()[-lines:]
+                out.append(f"--- {files[-1]}\n" + "\n".join(tail))
+    return "\n".join(out)
+
+
 def restore(lab: Lab, timeout: float = 240) -> None:
     """Undo what an earlier test may have left: frozen or stopped nodes, a broken archive, WAL kept."""
     quiet = Lab(lab.layout, out=io.StringIO())
@@ -84,7 +99,7 @@ def restore(lab: Lab, timeout: float = 240) -> None:
         if not quiet.book.running(f"patroni-{name}"):
             quiet.start_patroni(name, python=quiet.patroni_python())
     if not poll(quiet.healthy, timeout, interval=0.5):
-        raise AssertionError(f"lab not healthy within {timeout}s: {quiet.cluster()}")
+        raise AssertionError(f"lab not healthy within {timeout}s: {quiet.cluster()}\n{_log_tails(quiet)}")
     faults.undo_takeover_faults(quiet)  # nofailover tags and synchronous mode an earlier test set
     faults.release_slot(quiet)  # WAL an earlier test wrote is no later test's warning
     # Patroni restarts a standby to copy a permanent slot the leader had to recreate.
