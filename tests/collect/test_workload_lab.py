@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
 import pytest
 
@@ -13,6 +15,7 @@ from pgtop_ha.lab import secrets
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import DBNAME, MONITOR_USER, SUPERUSER
 from pgtop_ha.models.derive import listed_processes
+from pgtop_ha.models.needs import Needs
 from pgtop_ha.models.snapshot import ClusterSnapshot
 from pgtop_ha.settings import Settings
 from pgtop_ha.ui.panes import sessions
@@ -84,27 +87,40 @@ async def test_idle_sessions_are_counted_not_listed(lab: Lab, lab_settings: Sett
         for _ in range(6)
     ]
     await conns[0].execute("begin; select txid_current()")  # idle in a transaction: listed
+    # An idle session holding a session-level advisory lock, and a session waiting for it.
+    holder = await conns[1].fetchval("select pg_backend_pid() from (select pg_advisory_lock(5505)) l")
+    waiter = asyncio.get_running_loop().create_task(conns[2].fetchval("select pg_advisory_lock(5505)"))
     poller = Poller.from_settings(lab_settings)
     try:
-        for needs in (frozenset({"sessions"}), frozenset({"sessions", "locks"})):
+        reads: tuple[Needs, ...] = (frozenset({"sessions"}), frozenset({"sessions", "locks"}))
+        for needs in reads:
             poller.set_needs(needs)
 
-            def read(snap: ClusterSnapshot) -> bool:
+            def read(snap: ClusterSnapshot, locks: bool = "locks" in needs) -> bool:
                 n = snap.node(leader)
-                return n is not None and any(p.application_name == IDLE_APP for p in n.processes)
+                if n is None or not any(
+                    p.application_name == IDLE_APP and p.wait_event_type == "Lock" for p in n.processes
+                ):
+                    return False
+                return not locks or any(x.pid == holder for x in n.locks or ())
 
             snap = await until_seen(poller, read, 30, f"the sessions with {sorted(needs)}")
             node = snap.node(leader)
-            assert node is not None and node.idle_sessions is not None and node.idle_sessions >= 5
-            mine = [p for p in node.processes if p.application_name == IDLE_APP]
-            assert [p.state for p in mine] == ["idle in transaction"]
+            assert node is not None and node.idle_sessions is not None and node.idle_sessions >= 4
+            mine = sorted(str(p.state) for p in node.processes if p.application_name == IDLE_APP)
+            assert mine == ["active", "idle in transaction"]
             assert not any(p.backend_type == "client backend" and p.state == "idle" for p in node.processes)
             # Every backend of the same read is either listed or counted as idle, none twice.
             assert node.processes_total == listed_processes(node)
+        # The lock tree names its idle root blocker: the read keeps idle sessions for it.
+        assert node is not None
+        root = next(x for x in (node.locks or ()) if x.pid == holder)
+        assert (root.state, root.application_name, root.blocked_by) == ("idle", IDLE_APP, ())
     finally:
         await poller.aclose()
         for c in conns:
             await c.close()
+        await asyncio.gather(waiter, return_exceptions=True)
 
 
 async def test_sessions_and_statements_are_not_read_unasked(lab: Lab, lab_settings: Settings) -> None:
