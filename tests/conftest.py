@@ -82,7 +82,9 @@ def _log_tails(lab: Lab, lines: int = 15) -> str:
         for d in (lab.layout.log_dir / f"patroni-{name}", lab.layout.server_log_dir(lab.index(name))):
             files = sorted(d.glob("*"), key=lambda f: f.stat().st_mtime) if d.is_dir() else []
             if files:
-                tail = files[-1].read_text(errors="replace").splitlines()[-lines:]
+                with files[-1].open("rb") as log:  # its end only: a lab's log may be large
+                    log.seek(max(0, files[-1].stat().st_size - 65536))
+                    tail = log.read().decode(errors="replace").splitlines()[-lines:]
                 out.append(f"--- {files[-1]}\n" + "\n".join(tail))
     return "\n".join(out)
 
