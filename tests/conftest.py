@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ from pgtop_ha import runtime
 from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab, claim_layout
 from pgtop_ha.lab.layout import NODE_NAMES, Layout
-from pgtop_ha.lab.procs import poll
+from pgtop_ha.lab.procs import log_tail, poll
 from pgtop_ha.lab.versions import postgres_major
 from pgtop_ha.settings import Settings, load_settings
 
@@ -72,9 +73,9 @@ def lab_session() -> Iterator[Lab]:
         lab.down()
 
 
-def _log_tails(lab: Lab, lines: int = 15) -> str:
+def _log_tails(lab: Lab, cluster: dict[str, Any] | None, lines: int = 15) -> str:
     """The newest Patroni and PostgreSQL log lines of every node not running: why it did not return."""
-    states = {m.get("name"): m.get("state") for m in (lab.cluster() or {}).get("members", [])}
+    states = {m.get("name"): m.get("state") for m in (cluster or {}).get("members", [])}
     out = []
     for name in NODE_NAMES:
         if states.get(name) in ("running", "streaming"):
@@ -82,10 +83,7 @@ def _log_tails(lab: Lab, lines: int = 15) -> str:
         for d in (lab.layout.log_dir / f"patroni-{name}", lab.layout.server_log_dir(lab.index(name))):
             files = sorted(d.glob("*"), key=lambda f: f.stat().st_mtime) if d.is_dir() else []
             if files:
-                with files[-1].open("rb") as log:  # its end only: a lab's log may be large
-                    log.seek(max(0, files[-1].stat().st_size - 65536))
-                    tail = log.read().decode(errors="replace").splitlines()[-lines:]
-                out.append(f"--- {files[-1]}\n" + "\n".join(tail))
+                out.append(f"--- {files[-1]}\n" + "\n".join(log_tail(files[-1], lines)))
     return "\n".join(out)
 
 
@@ -101,7 +99,8 @@ def restore(lab: Lab, timeout: float = 240) -> None:
         if not quiet.book.running(f"patroni-{name}"):
             quiet.start_patroni(name, python=quiet.patroni_python())
     if not poll(quiet.healthy, timeout, interval=0.5):
-        raise AssertionError(f"lab not healthy within {timeout}s: {quiet.cluster()}\n{_log_tails(quiet)}")
+        cluster = quiet.cluster()
+        raise AssertionError(f"lab not healthy within {timeout}s: {cluster}\n{_log_tails(quiet, cluster)}")
     faults.undo_takeover_faults(quiet)  # nofailover tags and synchronous mode an earlier test set
     faults.release_slot(quiet)  # WAL an earlier test wrote is no later test's warning
     # Patroni restarts a standby to copy a permanent slot the leader had to recreate.

@@ -758,13 +758,7 @@ def backup(lab: Lab, kind: str = "full", timeout: float = 1800) -> str:
 
 
 def _last_line(path: os.PathLike[str]) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 2048))
-            lines = fh.read().decode("utf-8", "replace").strip().splitlines()
-    except OSError:
-        return "no log yet"
+    lines = procs.log_tail(path, 1, limit=2048)
     return lines[-1][-200:] if lines else "no log yet"
 
 

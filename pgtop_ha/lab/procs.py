@@ -26,6 +26,18 @@ class RunAs:
     home: str | None = None
 
 
+def log_tail(path: os.PathLike[str], lines: int, limit: int = 65536) -> list[str]:
+    """The last ``lines`` lines of a log, from its last ``limit`` bytes; [] when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - limit))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return text.strip().splitlines()[-lines:]
+
+
 def start_time(pid: int) -> float | None:
     """When ``pid`` started, in seconds since the epoch (guards against a reused PID), or None if gone."""
     try:
