@@ -266,9 +266,9 @@ def _read(path_expr: str) -> str:
 # console's own, another's) would be a negative age.
 _SESSIONS = """,
        host(a.client_addr) as client_addr,
-       extract(epoch from clock_timestamp() - a.query_start)::float8 as query_s,
-       extract(epoch from clock_timestamp() - a.xact_start)::float8 as xact_s,
-       extract(epoch from clock_timestamp() - a.state_change)::float8 as state_s,
+       date_part('epoch', clock_timestamp() - a.query_start) as query_s,
+       date_part('epoch', clock_timestamp() - a.xact_start) as xact_s,
+       date_part('epoch', clock_timestamp() - a.state_change) as state_s,
        age(a.backend_xmin)::bigint as xmin_age"""
 
 
@@ -277,8 +277,8 @@ _SESSIONS = """,
 _IDLE_SESSION = "(a.backend_type = 'client backend' and a.state = 'idle')"
 _NOT_IDLE = f"{_IDLE_SESSION} is not true"
 # Every backend, from the ids of the same snapshot pg_stat_activity reads (one per transaction):
-# counting them builds no row.
-_TOTAL = "(select count(*) from pg_stat_get_backend_idset())"
+# counting them builds no row. Counted once (a CTE of the statement) for the total and the idle.
+_TOTAL = "(select n from backend_count)"
 _IDLE_COUNT = f"{_TOTAL} - (select count(*) from pg_stat_activity a where {_NOT_IDLE})"
 
 
@@ -336,7 +336,10 @@ def _one_activity(everyone: bool) -> str:
     # An idle session has no transaction: no snapshot, no xid, no progress, so only the process
     # list and the lock trees (a session-level advisory lock outlives its transaction) need it.
     where = "" if everyone else f" a where {_NOT_IDLE}"
-    return f"with pg_stat_activity as materialized (select * from pg_catalog.pg_stat_activity{where})\n"
+    return (
+        f"with pg_stat_activity as materialized (select * from pg_catalog.pg_stat_activity{where}),\n"
+        "backend_count as materialized (select count(*) as n from pg_stat_get_backend_idset())\n"
+    )
 
 
 def build_query(

@@ -4,7 +4,7 @@
 select * from (
   select 'backend' as kind, a.pid, null::text as name, a.usename as "user", a.application_name,
          a.datname, a.state, greatest(age(a.backend_xmin), age(a.backend_xid))::bigint as xact_age,
-         extract(epoch from clock_timestamp() - coalesce(a.xact_start, a.query_start, a.backend_start))::float8 as age_s,
+         date_part('epoch', clock_timestamp() - coalesce(a.xact_start, a.query_start, a.backend_start)) as age_s,
          left(a.query, 256) as query
   from pg_stat_activity a
   where (a.backend_xmin is not null or a.backend_xid is not null) and a.pid <> pg_backend_pid() and a.backend_type <> 'walsender'
@@ -14,7 +14,7 @@ select * from (
   from pg_replication_slots s where s.xmin is not null or s.catalog_xmin is not null
   union all
   select 'prepared', null, p.gid, p.owner, null, p.database, null, age(p.transaction)::bigint,
-         extract(epoch from now() - p.prepared)::float8, null
+         date_part('epoch', now() - p.prepared), null
   from pg_prepared_xacts p
   union all
   select 'standby', w.pid, null, a.usename, a.application_name, null, w.state,

@@ -13,8 +13,8 @@ select a.pid, a.usename, a.datname, a.application_name, a.state, a.backend_type,
        case when l.relation is not null and a.datname = current_database()
             then l.relation::regclass::text
             when l.relation is not null then 'oid ' || l.relation end as relation,
-       extract(epoch from clock_timestamp() - coalesce(a.xact_start, a.query_start))::float8 as xact_age_s,
-       extract(epoch from clock_timestamp() - a.state_change)::float8 as state_age_s,
+       date_part('epoch', clock_timestamp() - coalesce(a.xact_start, a.query_start)) as xact_age_s,
+       date_part('epoch', clock_timestamp() - a.state_change) as state_age_s,
        left(a.query, 200) as query
 from involved i join pg_stat_activity a on a.pid = i.pid
 left join waiting w on w.pid = a.pid

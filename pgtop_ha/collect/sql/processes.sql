@@ -9,5 +9,5 @@ select a.pid, a.backend_type, a.state, a.datname, a.usename, a.application_name,
        a.wait_event_type, a.wait_event, a.backend_start,
        case when a.state is distinct from 'idle' then left(a.query, 1024) end as query,
        case when a.wait_event_type = 'Lock'
-            then extract(epoch from now() - a.query_start)::float8 end as lock_query_s$sessions$memory
+            then date_part('epoch', now() - a.query_start) end as lock_query_s$sessions$memory
 from pg_stat_activity a$where order by a.pid
