@@ -6,8 +6,9 @@ over several refreshes, both ways the fleet reads: live PromQL, and from the rec
 - the bytes a refresh reads (every answer of both rounds);
 - the client CPU of a refresh (process time here: HTTP, JSON, rows), and its wall time (mostly the
   server's evaluation): the wall time of a full screen;
-- the rules' evaluation time, as the engine reports it (Prometheus: a group's last evaluation;
-  vmalert: its median iteration): the group evaluated every --interval, and the hourly group;
+- the rules' evaluation time, as the engine reports it (Prometheus: each evaluation of a group;
+  vmalert: its iterations' sum and count), while screens read what they recorded: the mean of
+  --evaluations of the group evaluated every --interval after its first, and the hourly group's;
 - the fleet screen: its first fill, and a key's latency (Pilot) while refreshes run.
 The reference is the previous design's read, the member series of every cluster (a plain
 selector), asked of the same engine in the same run. Example:
@@ -82,19 +83,64 @@ async def _evaluated(url: str, within_s: float) -> None:
         await reader.aclose()
 
 
-def _evaluation_s(rules_url: str, vmalert: bool) -> dict[str, float]:
-    """Each group's evaluation as the engine reports it: Prometheus's last, vmalert's median iteration."""
+def _iterations(rules_url: str, vmalert: bool) -> dict[str, tuple[float, float]]:
+    """Per group: (an evaluation's stamp or vmalert's iteration count, the seconds it took or summed)."""
     import httpx
 
     if not vmalert:
         groups = httpx.get(f"{rules_url}/api/v1/rules", timeout=30, trust_env=False).json()["data"]["groups"]
-        return {g["name"]: float(g.get("evaluationTime", 0)) for g in groups}
-    # vmalert's per-rule times overlap; its iteration summary is the group's own duration.
-    out: dict[str, float] = {}
+        out_p: dict[str, tuple[float, float]] = {}
+        for g in groups:
+            out_p[g["name"]] = (_stamp(g.get("lastEvaluation", "")), float(g.get("evaluationTime", 0)))
+        return out_p
+    # vmalert's per-rule times overlap; its iteration summary (sum, count) is the group's own.
+    out: dict[str, list[float]] = {}
     for line in httpx.get(f"{rules_url}/metrics", timeout=30, trust_env=False).text.splitlines():
-        if line.startswith("vmalert_iteration_duration_seconds{") and 'quantile="0.5"' in line:
-            group = line.split('group="', 1)[1].split('"', 1)[0]
-            out[group] = float(line.rsplit(" ", 1)[1])
+        for kind, slot in (("_count{", 0), ("_sum{", 1)):
+            if line.startswith(f"vmalert_iteration_duration_seconds{kind}"):
+                group = line.split('group="', 1)[1].split('"', 1)[0]
+                out.setdefault(group, [0.0, 0.0])[slot] = float(line.rsplit(" ", 1)[1])
+    return {group: (count, total) for group, (count, total) in out.items()}
+
+
+def _stamp(text: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(text[:26].rstrip("Z") + "+00:00").timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _evaluation_s(rules_url: str, vmalert: bool, evaluations: int, within_s: float) -> dict[str, float]:
+    """Each group's evaluation in the steady state: the mean of the next ``evaluations`` of the main
+    group (the first, which creates every recorded series, is over by now), as the engine reports
+    them; the hourly group's last one."""
+    began = time.monotonic()
+    first = _iterations(rules_url, vmalert)
+    seen: dict[float, float] = {}
+    last = first
+    while time.monotonic() - began < within_s:
+        last = _iterations(rules_url, vmalert)
+        mark, took = last.get(GROUP, (0.0, 0.0))
+        if vmalert:
+            done = mark - first.get(GROUP, (0.0, 0.0))[0]
+            if done >= evaluations:
+                break
+        else:
+            if mark > first.get(GROUP, (0.0, 0.0))[0]:
+                seen[mark] = took
+            if len(seen) >= evaluations:
+                break
+        time.sleep(0.5)
+    out: dict[str, float] = {}
+    for group, (mark, took) in last.items():
+        if not vmalert:
+            out[group] = statistics.mean(seen.values()) if group == GROUP and seen else took
+            continue
+        count0, sum0 = first.get(group, (0.0, 0.0))
+        # Iterations since the first read: their mean; none yet (the hourly group): every one so far.
+        out[group] = (took - sum0) / (mark - count0) if mark > count0 else took / max(mark, 1.0)
     return out
 
 
@@ -151,6 +197,7 @@ def main() -> int:
     parser.add_argument("--engines", default="prometheus,victoria")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--interval", type=int, default=5, help="scrape and rule evaluation interval (s)")
+    parser.add_argument("--evaluations", type=int, default=3, help="main group evaluations averaged")
     args = parser.parse_args()
     print("| engine | clusters | read | bytes/refresh | client CPU/refresh (median) | full screen (median) "
           "| interval | rules' evaluation (main / hourly group) | reference: one metric of every member "
@@ -165,9 +212,12 @@ def main() -> int:
                 took = engine.up(size, faults, rules=True, interval_s=args.interval)
                 asyncio.run(_evaluated(engine.url, 900))
                 rules_url = engine.url if name == "prometheus" else f"http://127.0.0.1:{port + 1}"
-                evaluation = _evaluation_s(rules_url, vmalert=name != "prometheus")
                 # The slow live reads last: the samples are seen for minutes after the backfill.
                 recorded_way = asyncio.run(_refreshes(engine.url, args.runs, True, args.interval))
+                # As a user runs it: the rules, and screens reading what they recorded.
+                evaluation = _evaluation_s(
+                    rules_url, name != "prometheus", args.evaluations, args.evaluations * args.interval * 3
+                )
                 reference = asyncio.run(_reference(engine.url))
                 measured = {True: recorded_way}
                 try:

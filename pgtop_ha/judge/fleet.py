@@ -110,7 +110,7 @@ MEMBERS = "pgtop_ha:fleet_members"  # per cluster: its members seen in the last 
 LEADERS = "pgtop_ha:fleet_leaders"  # per cluster with a leader: how many say they are
 PRIMARIES = "pgtop_ha:fleet_primaries"  # per cluster whose Patronis answer: how many lead (0 too)
 HOURLY_EVERY_S = 60  # the interval of the group recording SEEN and MOVES
-VERSION = 5  # raised whenever RULES or their PromQL change
+VERSION = 6  # raised whenever RULES or their PromQL change
 LIVE = "live PromQL"
 
 DCS_STALE_S = 60.0
@@ -189,8 +189,10 @@ class FleetSeries:
             "paused": f"max {by} ({self._m('patroni_is_paused')})",
             "dcs_last_seen": f"min {by} ({self._m('patroni_dcs_last_seen')} > 0)",
             "lag": f"max {by} ({self._m('patroni_xlog_location')}) - on ({sc}) {replayed}",
-            # HAProxy's exporter carries no Patroni selector: kept to the clusters selected.
-            "writer": f"sum {by} ({writer}) and on ({sc}) {self._m('patroni_postgres_running')}",
+            # HAProxy's exporter carries no Patroni selector: kept to the clusters selected (staged:
+            # by the recorded clusters whose Patronis answer, not every member's series again).
+            "writer": f"sum {by} ({writer}) and on ({sc}) "
+            + (PRIMARIES if self.staged else self._m("patroni_postgres_running")),
         }
 
     def leaders(self) -> str:
