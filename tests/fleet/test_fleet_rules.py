@@ -212,6 +212,12 @@ def test_the_labels_of_the_settings_reach_the_rules(
     text = rule_file(FleetQueries(scope_label="cluster", selector='job="patroni"'), "test")
     assert 'patroni_primary{job=\\"patroni\\"}' in text and "by (cluster)" in text
     assert f"{RULE_POINTS}{{rule=" in text and "$labels.cluster" in text
+    # Every member's series are read once an evaluation, but for the member joins: whether each is
+    # running is read for the members down and the replicas not streaming, not for the writer pool.
+    points = next(line for line in text.splitlines() if line.lstrip().startswith("expr:") and "rule" in line)
+    assert points.count('patroni_postgres_running{job=\\"patroni\\"}') == 2
+    writer = 'haproxy_backend_active_servers{proxy=\\"pg_writer\\"})'
+    assert f"{writer} and on (cluster) pgtop_ha:fleet_primaries" in points
     # The console's lag threshold is the fleet's: one setting for the screen, the file and the alerts.
     config = tmp_path / "c.toml"
     config.write_text("[thresholds]\nlag_bytes = { warn = 1048576, crit = 8388608 }\n")
