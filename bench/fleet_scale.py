@@ -7,8 +7,9 @@ over several refreshes, both ways the fleet reads: live PromQL, and from the rec
 - the client CPU of a refresh (process time here: HTTP, JSON, rows), and its wall time (mostly the
   server's evaluation): the wall time of a full screen;
 - the rules' evaluation time, as the engine reports it (Prometheus: each evaluation of a group;
-  vmalert: its iterations' sum and count), while screens read what they recorded: the mean of
-  --evaluations of the group evaluated every --interval after its first, and the hourly group's;
+  vmalert: its iterations' sum and count), after the recorded reads and before the live ones:
+  the mean of --evaluations of the group evaluated every --interval after its first, and the
+  hourly group's;
 - the fleet screen: its first fill, and a key's latency (Pilot) while refreshes run.
 The reference is the previous design's read, the member series of every cluster (a plain
 selector), asked of the same engine in the same run. Example:
@@ -214,7 +215,7 @@ def main() -> int:
                 rules_url = engine.url if name == "prometheus" else f"http://127.0.0.1:{port + 1}"
                 # The slow live reads last: the samples are seen for minutes after the backfill.
                 recorded_way = asyncio.run(_refreshes(engine.url, args.runs, True, args.interval))
-                # As a user runs it: the rules, and screens reading what they recorded.
+                # The rules alone: the live reads below would take a core from them.
                 evaluation = _evaluation_s(
                     rules_url, name != "prometheus", args.evaluations, args.evaluations * args.interval * 3
                 )
