@@ -26,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -90,10 +91,10 @@ def _iterations(rules_url: str, vmalert: bool) -> dict[str, tuple[float, float]]
 
     if not vmalert:
         groups = httpx.get(f"{rules_url}/api/v1/rules", timeout=30, trust_env=False).json()["data"]["groups"]
-        out_p: dict[str, tuple[float, float]] = {}
-        for g in groups:
-            out_p[g["name"]] = (_stamp(g.get("lastEvaluation", "")), float(g.get("evaluationTime", 0)))
-        return out_p
+        return {
+            g["name"]: (_stamp(g.get("lastEvaluation", "")), float(g.get("evaluationTime", 0)))
+            for g in groups
+        }
     # vmalert's per-rule times overlap; its iteration summary (sum, count) is the group's own.
     out: dict[str, list[float]] = {}
     for line in httpx.get(f"{rules_url}/metrics", timeout=30, trust_env=False).text.splitlines():
@@ -105,10 +106,8 @@ def _iterations(rules_url: str, vmalert: bool) -> dict[str, tuple[float, float]]
 
 
 def _stamp(text: str) -> float:
-    from datetime import datetime
-
     try:
-        return datetime.fromisoformat(text[:26].rstrip("Z") + "+00:00").timestamp()
+        return datetime.fromisoformat(text).timestamp()
     except ValueError:
         return 0.0
 
@@ -118,21 +117,16 @@ def _evaluation_s(rules_url: str, vmalert: bool, evaluations: int, within_s: flo
     group (the first, which creates every recorded series, is over by now), as the engine reports
     them; the hourly group's last one."""
     began = time.monotonic()
-    first = _iterations(rules_url, vmalert)
-    seen: dict[float, float] = {}
-    last = first
+    first = last = _iterations(rules_url, vmalert)
+    start = first.get(GROUP, (0.0, 0.0))[0]
+    seen: dict[float, float] = {}  # Prometheus: each later evaluation of the main group, by its stamp
     while time.monotonic() - began < within_s:
         last = _iterations(rules_url, vmalert)
         mark, took = last.get(GROUP, (0.0, 0.0))
-        if vmalert:
-            done = mark - first.get(GROUP, (0.0, 0.0))[0]
-            if done >= evaluations:
-                break
-        else:
-            if mark > first.get(GROUP, (0.0, 0.0))[0]:
-                seen[mark] = took
-            if len(seen) >= evaluations:
-                break
+        if not vmalert and mark > start:
+            seen[mark] = took
+        if (mark - start if vmalert else len(seen)) >= evaluations:
+            break
         time.sleep(0.5)
     out: dict[str, float] = {}
     for group, (mark, took) in last.items():
