@@ -4,7 +4,9 @@ On the lab's leader: SESSIONS client sessions (most idle, some running, a few id
 transaction), then pgtop-ha's read path with Sessions and Statements on screen (the cycle's
 statement, pg_stat_statements every 10 s, the server log every 2 s) and pg_activity in a tmux
 pane, both refreshing every second for the same window. Each runs as its own role, so
-pg_stat_statements tells their server time apart.
+pg_stat_statements tells their server time apart. Each one's backend time on a CPU
+(/proc/PID/schedstat) is read too: it counts what pg_stat_statements leaves out (executor
+start-up, planning, the protocol) and leaves out what it counts (waiting for a core).
 
     .venv/bin/python bench/workload_cost.py --config /path/to/lab/pgtop-ha.toml \
         --pg-activity /tmp/pga-venv/bin/pg_activity [--seconds 60] [--runs 3]
@@ -41,6 +43,30 @@ async def _server_ms(conn: asyncpg.Connection, role: str) -> float:
         role,
     )
     return float(value)
+
+
+async def _backends(conn: asyncpg.Connection, role: str) -> dict[int, int]:
+    """The role's client backends on this host: pid to nanoseconds on a CPU so far."""
+    pids = await conn.fetch(
+        "select pid from pg_stat_activity where usename = $1 and backend_type = 'client backend'", role
+    )
+    return _on_cpu_ns([r["pid"] for r in pids])
+
+
+def _on_cpu_ns(pids: list[int]) -> dict[int, int]:
+    """Each process's time on a CPU so far (the first field of /proc/PID/schedstat)."""
+    out = {}
+    for pid in pids:
+        try:
+            out[pid] = int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # gone between the two reads
+    return out
+
+
+def _cpu_ms(before: dict[int, int], after: dict[int, int]) -> float:
+    """CPU milliseconds of the backends alive at both reads."""
+    return sum(after[p] - before[p] for p in before.keys() & after.keys()) / 1e6
 
 
 async def _top_statements(conn: asyncpg.Connection, cycles: int) -> None:
@@ -80,8 +106,9 @@ async def _tmux(*argv: str, env: dict[str, str] | None = None) -> None:
 
 async def run_once(
     args: argparse.Namespace, su: asyncpg.Connection, port: int, pga_pw: str
-) -> tuple[float, float]:
-    """One window: (pgtop-ha ms per leader cycle, pg_activity ms per refresh)."""
+) -> tuple[float, float, float, float]:
+    """One window: pgtop-ha's ms per leader cycle and pg_activity's per refresh, each as
+    pg_stat_statements' execution time and as its backends' time on a CPU."""
     settings = load_settings(args.config)
     poller = Poller.from_settings(settings)
     poller.set_needs(frozenset({"sessions", "statements"}))
@@ -103,7 +130,14 @@ async def run_once(
     await _tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "48", *cmd, env=env)
     try:
         await poller.cycle(budget=3.0)  # connect and probe before counting
+        deadline = time.monotonic() + 30
+        while not await _backends(su, PGA_ROLE):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"pg_activity did not connect as {PGA_ROLE} within 30 s")
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(2.0)  # past its first refreshes, which read the server's settings
         await su.execute("select pg_stat_statements_reset()")
+        cpu_before = {r: await _backends(su, r) for r in (MONITOR_USER, PGA_ROLE)}
         cycles = 0
         end = time.monotonic() + args.seconds
         while time.monotonic() < end:
@@ -113,12 +147,15 @@ async def run_once(
             await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
         ours = await _server_ms(su, MONITOR_USER)
         theirs = await _server_ms(su, PGA_ROLE)
+        cpu_after = {r: await _backends(su, r) for r in (MONITOR_USER, PGA_ROLE)}
+        ours_cpu = _cpu_ms(cpu_before[MONITOR_USER], cpu_after[MONITOR_USER])
+        theirs_cpu = _cpu_ms(cpu_before[PGA_ROLE], cpu_after[PGA_ROLE])
         if args.by_statement:
             await _top_statements(su, cycles)
     finally:
         await _tmux("kill-session", "-t", session)
         await poller.aclose()
-    return ours / cycles, theirs / args.seconds
+    return ours / cycles, theirs / args.seconds, ours_cpu / cycles, theirs_cpu / args.seconds
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -157,13 +194,16 @@ async def main(args: argparse.Namespace) -> None:
         await su.execute(f"drop role if exists {PGA_ROLE}")
         await su.execute(f"drop role if exists {LOAD_ROLE}")
         await su.close()
-    ours = [f[0] for f in figures]
-    theirs = [f[1] for f in figures]
     print(f"sessions on the leader: {args.sessions}; {args.runs} runs of {args.seconds:g} s")
-    for who, xs in (("pgtop-ha, per leader cycle", ours), ("pg_activity, per refresh", theirs)):
-        runs = ", ".join(f"{x:.2f}" for x in xs)
-        print(f"{who}: server ms median {statistics.median(xs):.2f} ({runs})")
-    print(f"ratio pgtop-ha / pg_activity: {statistics.median(ours) / statistics.median(theirs):.2f}")
+    for measure, at in (("pg_stat_statements execution", 0), ("backend time on a CPU", 2)):
+        ours, theirs = [f[at] for f in figures], [f[at + 1] for f in figures]
+        print(f"{measure}:")
+        for who, xs in (("pgtop-ha, per leader cycle", ours), ("pg_activity, per refresh", theirs)):
+            runs = ", ".join(f"{x:.2f}" for x in xs)
+            print(f"  {who}: ms median {statistics.median(xs):.2f} ({runs})")
+        ratio = statistics.median(ours) / statistics.median(theirs)
+        ratios = ", ".join(f"{f[at] / f[at + 1]:.2f}" for f in figures)
+        print(f"  ratio pgtop-ha / pg_activity: {ratio:.2f} (per run {ratios})")
 
 
 if __name__ == "__main__":
