@@ -74,16 +74,21 @@ def lab_session() -> Iterator[Lab]:
 
 
 def _log_tails(lab: Lab, cluster: dict[str, Any] | None, lines: int = 15) -> str:
-    """The newest Patroni and PostgreSQL log lines of every node not running: why it did not return."""
+    """The newest Patroni and PostgreSQL log lines of every node not running: why it did not return.
+
+    Patroni's own output file comes too: a traceback that ends it lands there, not in its log.
+    """
     states = {m.get("name"): m.get("state") for m in (cluster or {}).get("members", [])}
     out = []
     for name in NODE_NAMES:
         if states.get(name) in ("running", "streaming"):
             continue
+        stdout = lab.layout.log_dir / f"patroni-{name}.out"
+        newest = [stdout] if stdout.is_file() and stdout.stat().st_size else []
         for d in (lab.layout.log_dir / f"patroni-{name}", lab.layout.server_log_dir(lab.index(name))):
             files = sorted(d.glob("*"), key=lambda f: f.stat().st_mtime) if d.is_dir() else []
-            if files:
-                out.append(f"--- {files[-1]}\n" + "\n".join(log_tail(files[-1], lines)))
+            newest += files[-1:]
+        out += [f"--- {f}\n" + "\n".join(log_tail(f, lines)) for f in newest]
     return "\n".join(out)
 
 
@@ -105,7 +110,10 @@ def restore(lab: Lab, timeout: float = 240) -> None:
     faults.release_slot(quiet)  # WAL an earlier test wrote is no later test's warning
     # Patroni restarts a standby to copy a permanent slot the leader had to recreate.
     if not poll(quiet.healthy, timeout, interval=0.5):
-        raise AssertionError(f"lab not healthy within {timeout}s after the slot: {quiet.cluster()}")
+        cluster = quiet.cluster()
+        raise AssertionError(
+            f"lab not healthy within {timeout}s after the slot: {cluster}\n{_log_tails(quiet, cluster)}"
+        )
     if lab.tools().pg_version >= 17:
         # A failover slot idle since a failover is missing on a standby until advanced past it.
         quiet.sync_failover_slots()
