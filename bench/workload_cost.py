@@ -34,6 +34,8 @@ from pgtop_ha.settings import load_settings
 
 PGA_ROLE = "bench_pg_activity"
 LOAD_ROLE = "bench_sessions"
+EXECUTED = "pg_stat_statements execution"
+ON_CPU = "backend time on a CPU"
 
 
 async def _server_ms(conn: asyncpg.Connection, role: str) -> float:
@@ -106,9 +108,8 @@ async def _tmux(*argv: str, env: dict[str, str] | None = None) -> None:
 
 async def run_once(
     args: argparse.Namespace, su: asyncpg.Connection, port: int, pga_pw: str
-) -> tuple[float, float, float, float]:
-    """One window: pgtop-ha's ms per leader cycle and pg_activity's per refresh, each as
-    pg_stat_statements' execution time and as its backends' time on a CPU."""
+) -> dict[str, tuple[float, float]]:
+    """One window, by measure: (pgtop-ha's ms per leader cycle, pg_activity's per refresh)."""
     settings = load_settings(args.config)
     poller = Poller.from_settings(settings)
     poller.set_needs(frozenset({"sessions", "statements"}))
@@ -145,17 +146,17 @@ async def run_once(
             await poller.cycle(budget=3.0)
             cycles += 1
             await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
-        ours = await _server_ms(su, MONITOR_USER)
-        theirs = await _server_ms(su, PGA_ROLE)
-        cpu_after = {r: await _backends(su, r) for r in (MONITOR_USER, PGA_ROLE)}
-        ours_cpu = _cpu_ms(cpu_before[MONITOR_USER], cpu_after[MONITOR_USER])
-        theirs_cpu = _cpu_ms(cpu_before[PGA_ROLE], cpu_after[PGA_ROLE])
+        executed = [await _server_ms(su, r) for r in (MONITOR_USER, PGA_ROLE)]
+        on_cpu = [_cpu_ms(cpu_before[r], await _backends(su, r)) for r in (MONITOR_USER, PGA_ROLE)]
         if args.by_statement:
             await _top_statements(su, cycles)
     finally:
         await _tmux("kill-session", "-t", session)
         await poller.aclose()
-    return ours / cycles, theirs / args.seconds, ours_cpu / cycles, theirs_cpu / args.seconds
+    return {
+        measure: (ours / cycles, theirs / args.seconds)
+        for measure, (ours, theirs) in ((EXECUTED, executed), (ON_CPU, on_cpu))
+    }
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -195,14 +196,15 @@ async def main(args: argparse.Namespace) -> None:
         await su.execute(f"drop role if exists {LOAD_ROLE}")
         await su.close()
     print(f"sessions on the leader: {args.sessions}; {args.runs} runs of {args.seconds:g} s")
-    for measure, at in (("pg_stat_statements execution", 0), ("backend time on a CPU", 2)):
-        ours, theirs = [f[at] for f in figures], [f[at + 1] for f in figures]
+    for measure in (EXECUTED, ON_CPU):
+        pairs = [f[measure] for f in figures]
+        ours, theirs = [p[0] for p in pairs], [p[1] for p in pairs]
         print(f"{measure}:")
         for who, xs in (("pgtop-ha, per leader cycle", ours), ("pg_activity, per refresh", theirs)):
             runs = ", ".join(f"{x:.2f}" for x in xs)
             print(f"  {who}: ms median {statistics.median(xs):.2f} ({runs})")
         ratio = statistics.median(ours) / statistics.median(theirs)
-        ratios = ", ".join(f"{f[at] / f[at + 1]:.2f}" for f in figures)
+        ratios = ", ".join(f"{a / b:.2f}" for a, b in pairs)
         print(f"  ratio pgtop-ha / pg_activity: {ratio:.2f} (per run {ratios})")
 
 
