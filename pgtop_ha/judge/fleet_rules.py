@@ -127,7 +127,7 @@ def _identity(queries: FleetSeries) -> str:
     return expr
 
 
-def rule_file(queries: FleetSeries, version: str) -> str:
+def rule_file(queries: FleetSeries, version: str, hourly_every_s: int = HOURLY_EVERY_S) -> str:
     """The rule file's text: the hourly group, then the rules and one alert per crit and warn rule."""
     staged = dataclasses.replace(queries, staged=True)
     sc = queries.scope_label
@@ -152,7 +152,7 @@ def rule_file(queries: FleetSeries, version: str) -> str:
         "# Check it with `promtool check rules`, then list it under rule_files in prometheus.yml.",
         "groups:",
         f"  - name: {HOURLY_GROUP}",
-        f"    interval: {HOURLY_EVERY_S}s",
+        f"    interval: {hourly_every_s}s",
         "    rules:",
     ]
     for name, expr in queries.hourly().items():

@@ -13,7 +13,7 @@ import httpx
 
 from pgtop_ha import __version__
 from pgtop_ha.errors import UserError
-from pgtop_ha.judge.fleet import FleetSeries
+from pgtop_ha.judge.fleet import HOURLY_EVERY_S, FleetSeries
 from pgtop_ha.judge.fleet_rules import RULES_FILE, rule_file
 from pgtop_ha.lab import procs
 from pgtop_ha.lab.cluster import Lab
@@ -126,8 +126,9 @@ def prometheus_config(fleet: Fleet) -> str:
 class FleetLab:
     """Starts and stops a fleet: its labs (lab/cluster.py) and one Prometheus, all tracked by PID."""
 
-    def __init__(self, fleet: Fleet, out: Any = None) -> None:
+    def __init__(self, fleet: Fleet, out: Any = None, hourly_every_s: int = HOURLY_EVERY_S) -> None:
         self.fleet = fleet
+        self.hourly_every_s = hourly_every_s  # the rules' hourly group: how often it runs
         self.out = out or sys.stderr
         self.book = procs.PidBook(fleet.state_dir / "pids.json")
 
@@ -169,7 +170,7 @@ class FleetLab:
         pdir = self.fleet.prometheus_dir
         (pdir / "data").mkdir(parents=True, exist_ok=True)
         cfg = pdir / "prometheus.yml"
-        (pdir / RULES_FILE).write_text(rule_file(FleetSeries(), __version__))
+        (pdir / RULES_FILE).write_text(rule_file(FleetSeries(), __version__, self.hourly_every_s))
         cfg.write_text(prometheus_config(self.fleet))
         if not self.book.running("prometheus"):
             proc = procs.spawn(

@@ -18,7 +18,7 @@ import httpx
 
 from pgtop_ha import __version__
 from pgtop_ha.errors import UserError
-from pgtop_ha.judge.fleet import RULES, FleetSeries
+from pgtop_ha.judge.fleet import HOURLY_EVERY_S, RULES, FleetSeries
 from pgtop_ha.judge.fleet_rules import RULES_FILE, rule_file
 from pgtop_ha.judge.rules import (
     LEADER_NONE,
@@ -115,10 +115,16 @@ class SyntheticPrometheus(_Engine):
     """One Prometheus over a backfilled TSDB (its PID tracked)."""
 
     def up(
-        self, clusters: int, faults: Mapping[int, str], *, rules: bool = False, interval_s: int = INTERVAL_S
+        self,
+        clusters: int,
+        faults: Mapping[int, str],
+        *,
+        rules: bool = False,
+        interval_s: int = INTERVAL_S,
+        hourly_every_s: int = HOURLY_EVERY_S,
     ) -> float:
         """Backfill ``clusters`` and start Prometheus over them (``rules``: with the fleet's rules loaded,
-        evaluated every ``interval_s``); the seconds the backfill took."""
+        evaluated every ``interval_s``, the hourly group every ``hourly_every_s``); the backfill's seconds."""
         promtool, prometheus = shutil.which("promtool"), shutil.which("prometheus")
         if promtool is None or prometheus is None:
             raise UserError("promtool and prometheus not found; install Debian's `prometheus` package")
@@ -139,7 +145,7 @@ class SyntheticPrometheus(_Engine):
         config = self.state_dir / "prometheus.yml"
         text_config = f"global:\n  scrape_interval: {interval_s}s\n  evaluation_interval: {interval_s}s\n"
         if rules:
-            (self.state_dir / RULES_FILE).write_text(rule_file(FleetSeries(), __version__))
+            (self.state_dir / RULES_FILE).write_text(rule_file(FleetSeries(), __version__, hourly_every_s))
             text_config += f"rule_files: ['{RULES_FILE}']\n"
         config.write_text(text_config)
         proc = procs.spawn(
@@ -208,10 +214,17 @@ class SyntheticVictoria(_Engine):
             raise UserError(f"{name} not ready after 120 s; see {log}")
 
     def up(
-        self, clusters: int, faults: Mapping[int, str], *, rules: bool = False, interval_s: int = INTERVAL_S
+        self,
+        clusters: int,
+        faults: Mapping[int, str],
+        *,
+        rules: bool = False,
+        interval_s: int = INTERVAL_S,
+        hourly_every_s: int = HOURLY_EVERY_S,
     ) -> float:
         """Import ``clusters`` and start VictoriaMetrics (``rules``: vmalert evaluating the fleet's
-        rules every ``interval_s`` and writing them back); the seconds the import took."""
+        rules every ``interval_s``, the hourly group every ``hourly_every_s``, and writing them back);
+        the seconds the import took."""
         vm, vmalert = shutil.which("victoria-metrics"), shutil.which("vmalert")
         if vm is None or vmalert is None:
             raise UserError("victoria-metrics and vmalert not found; install Debian's `victoria-metrics`")
@@ -236,7 +249,7 @@ class SyntheticVictoria(_Engine):
         took = time.monotonic() - began
         if rules:
             path = self.state_dir / RULES_FILE
-            path.write_text(rule_file(FleetSeries(), __version__))
+            path.write_text(rule_file(FleetSeries(), __version__, hourly_every_s))
             alert_log = self.state_dir / "vmalert.log"
             proc = procs.spawn(
                 [vmalert, f"-rule={path}", f"-datasource.url={self.url}", f"-remoteWrite.url={self.url}",

@@ -143,12 +143,15 @@ async def test_broken_archive_queues_and_fails(lab: Lab, poller: Poller) -> None
     node = snap.node(leader)
     assert node is not None and node.archiver is not None
     failed_before = node.archiver.failed_count or 0
+
+    def switch_wal() -> None:
+        # A new segment ready wakes the archiver: after three failures it would sleep a minute.
+        lab.psql("SELECT pg_logical_emit_message(false, 'pgtop', 'x'); SELECT pg_switch_wal()", node=leader)
+
     try:
         faults.break_archive(quiet(lab))
         for _ in range(3):
-            lab.psql(
-                "SELECT pg_logical_emit_message(false, 'pgtop', 'x'); SELECT pg_switch_wal()", node=leader
-            )
+            switch_wal()
 
         def broken(s: ClusterSnapshot) -> bool:
             n = s.node(leader)
@@ -166,6 +169,7 @@ async def test_broken_archive_queues_and_fails(lab: Lab, poller: Poller) -> None
         assert node.archiver.last_failed_wal is not None
         assert node.archiver.segments_behind is not None and node.archiver.segments_behind >= 1
         first_failed = node.archiver.failed_count or 0
+        switch_wal()
         snap = await until_seen(
             poller,
             lambda s: (
@@ -178,6 +182,7 @@ async def test_broken_archive_queues_and_fails(lab: Lab, poller: Poller) -> None
         )
     finally:
         faults.fix_archive(quiet(lab))
+    switch_wal()
     await until_seen(
         poller,
         lambda s: (
