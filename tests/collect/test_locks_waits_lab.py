@@ -77,7 +77,7 @@ async def test_sessions_queued_behind_a_lock_are_read_while_nobody_looks_at_lock
     poller.set_needs(frozenset())
     quiet = Lab(lab.layout, out=io.StringIO())
     try:
-        with running(lambda: faults.lock(quiet, seconds=30, waiters=2), 90):
+        with running(lambda: faults.lock(quiet, seconds=22, waiters=2), 90):
 
             def queued(snap: ClusterSnapshot) -> bool:
                 problems = cluster_problems(
