@@ -14,7 +14,7 @@ from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
 from pgtop_ha.models.waits import kind
 from pgtop_ha.settings import Settings
-from tests.support.lab_polls import running, until_seen
+from tests.support.lab_polls import end_sessions, running, until_seen
 
 pytestmark = pytest.mark.lab
 
@@ -55,6 +55,7 @@ async def test_locks_show_the_root_blocker_and_the_access_exclusive_waiter(
             )
             # The waits sample counts the queued sessions as Lock waits on the same node.
             assert any(w.wait_class == "Lock" and (w.count or 0) >= 2 for w in node.waits)
+            end_sessions(lab, "lab-fault-lock-holder")  # the waiters then finish
     finally:
         await poller.aclose()
 

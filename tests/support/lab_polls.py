@@ -27,6 +27,16 @@ def quiet(lab: Lab) -> Lab:
     return Lab(lab.layout, out=io.StringIO())
 
 
+def end_sessions(lab: Lab, application: str) -> None:
+    """End a lab fault early: its sessions' backends on the leader are terminated, so it returns."""
+    # A fault's session may wait in the server (pg_sleep): ending its client would not end it.
+    lab.psql(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        f"WHERE application_name = '{application}'",
+        lab.leader_index(),
+    )
+
+
 @contextmanager
 def running(fault: Callable[[], str], limit: float) -> Iterator[None]:
     """Run a fault that blocks for its duration in a thread beside the test; it must end on its own."""
