@@ -403,6 +403,7 @@ def _retained_after_load(lab: Lab) -> str:
 # ----- faults that feed the panes inside a node -------------------------------------------------
 
 LOCK_TABLE = "lab_locked"
+LOCK_HOLDER_APP = "lab-fault-lock-holder"  # the application_name of the session holding the lock
 
 
 def _client_env(lab: Lab) -> dict[str, str]:
@@ -476,12 +477,12 @@ def lock(lab: Lab, seconds: int = 60, waiters: int = 2) -> str:
         _spawn_client(
             lab, holder,
             _psql_argv(lab, port, f"BEGIN; LOCK TABLE {LOCK_TABLE} IN ACCESS EXCLUSIVE MODE; "
-                       f"SELECT pg_sleep({seconds}); COMMIT;", "lab-fault-lock-holder"),
+                       f"SELECT pg_sleep({seconds}); COMMIT;", LOCK_HOLDER_APP),
         )  # fmt: skip
         granted = (
             "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.granted "
             f"AND l.mode = 'AccessExclusiveLock' AND l.relation = '{LOCK_TABLE}'::regclass "
-            "AND a.application_name = 'lab-fault-lock-holder'"
+            f"AND a.application_name = '{LOCK_HOLDER_APP}'"
         )
         if not procs.poll(lambda: lab.psql(granted, i) == "1", 15, interval=0.2):
             raise UserError(

@@ -27,7 +27,7 @@ from tests.support.lab_polls import running, until_seen
 
 pytestmark = pytest.mark.lab
 
-HOLDER = "lab-fault-lock-holder"
+HOLDER = faults.LOCK_HOLDER_APP
 SU_APP = "pgtop-test-superuser"
 
 

@@ -46,7 +46,7 @@ async def test_locks_show_the_root_blocker_and_the_access_exclusive_waiter(
             assert node is not None
             lines = blocking_trees(node.locks or ())
             root = next(x for x in lines if x.depth == 0)
-            assert root.process.application_name == "lab-fault-lock-holder"
+            assert root.process.application_name == faults.LOCK_HOLDER_APP
             assert root.process.waiting_mode is None  # the root waits on nobody
             waiters = [x.process for x in lines if x.depth > 0]
             assert all(w.relation and faults.LOCK_TABLE.split(".")[-1] in w.relation for w in waiters)
@@ -55,7 +55,7 @@ async def test_locks_show_the_root_blocker_and_the_access_exclusive_waiter(
             )
             # The waits sample counts the queued sessions as Lock waits on the same node.
             assert any(w.wait_class == "Lock" and (w.count or 0) >= 2 for w in node.waits)
-            end_sessions(lab, "lab-fault-lock-holder")  # the waiters then finish
+            end_sessions(lab, faults.LOCK_HOLDER_APP)  # the waiters then finish
     finally:
         await poller.aclose()
 
@@ -92,7 +92,7 @@ async def test_sessions_queued_behind_a_lock_are_read_while_nobody_looks_at_lock
             waits = sorted(p.lock_query_s for p in node.processes if p.lock_query_s is not None)
             assert len(waits) == 2 and waits[-1] >= lab_settings.thresholds.lock_wait_s.warn
             # Only the queued sessions carry it: the holder and every other process read NULL.
-            holder = [p for p in node.processes if p.application_name == "lab-fault-lock-holder"]
+            holder = [p for p in node.processes if p.application_name == faults.LOCK_HOLDER_APP]
             assert holder and all(p.lock_query_s is None for p in holder)
     finally:
         await poller.aclose()

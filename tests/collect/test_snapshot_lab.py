@@ -38,7 +38,7 @@ def test_a_lock_queue_is_in_the_json_without_a_pane(lab: Lab) -> None:
             return locks is not None and sum(1 for p in locks if p["waiting_mode"]) >= 2
 
         assert poll(queued, 30, interval=0.5), _leader(docs[-1])["locks"]
-        end_sessions(lab, "lab-fault-lock-holder")  # the waiters then finish
+        end_sessions(lab, faults.LOCK_HOLDER_APP)  # the waiters then finish
     doc = docs[-1]
     assert all(n["parameters"] is not None and n["cache"] is not None for n in doc["nodes"])
     if lab.tools().pgbackrest_archives:  # else the lab's console config leaves pgBackRest out

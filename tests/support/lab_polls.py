@@ -39,7 +39,7 @@ def end_sessions(lab: Lab, application: str) -> None:
 
 @contextmanager
 def running(fault: Callable[[], str], limit: float) -> Iterator[None]:
-    """Run a fault that blocks for its duration in a thread beside the test; it must end on its own."""
+    """Run a fault that blocks for its duration in a thread beside the test; it must end by ``limit``."""
     failures: list[BaseException] = []
 
     def run() -> None:
