@@ -204,6 +204,8 @@ def test_two_rounds_of_bounded_queries() -> None:
     # Only metacharacters are escaped: a plain alternation is a lookup by value for Prometheus.
     assert named[0] == "c-00000\\\\.prod"
     assert all('env="prod"' not in d and 'proxy="pg_writer",cluster=~' in d for d in detail)
+    # The same clusters in another order ask the same queries: an engine's caches answer them.
+    assert q.detail(scopes[::-1]) == detail
 
 
 def test_a_name_filter_is_literal_and_case_blind() -> None:
