@@ -149,10 +149,13 @@ async def test_recorded_rules_rank_as_the_live_promql_does(
         await reader.aclose()
         live = await _source(prom.url, limit=50, match='scope=~".+"', recorded_match_ok=False).refresh()
         # vmalert writes each record back through remote write, so a rule reads the records before
-        # it an evaluation late: the chain settles within a few intervals.
+        # it an evaluation late: the chain settles within a few intervals, the ranking with the counts.
         deadline = time.monotonic() + 6 * 5.0
         recorded = await _source(prom.url, limit=50).refresh()
-        while recorded.counts != live.counts and time.monotonic() < deadline:
+        while time.monotonic() < deadline and (
+            recorded.counts != live.counts
+            or [r.severity for r in recorded.rows] != [r.severity for r in live.rows]
+        ):
             await asyncio.sleep(0.5)
             recorded = await _source(prom.url, limit=50).refresh()
         filtered = await _source(prom.url).refresh("pg-00073")
