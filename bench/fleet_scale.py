@@ -206,7 +206,7 @@ def main() -> int:
             try:
                 took = engine.up(size, faults, rules=True, interval_s=args.interval)
                 asyncio.run(_evaluated(engine.url, 900))
-                rules_url = engine.url if name == "prometheus" else f"http://127.0.0.1:{port + 1}"
+                rules_url = engine.rules_url
                 # The slow live reads last: the samples are seen for minutes after the backfill.
                 recorded_way = asyncio.run(_refreshes(engine.url, args.runs, True, args.interval))
                 # The rules alone: the live reads below would take a core from them.

@@ -103,14 +103,17 @@ RANKED = 200  # clusters WORST holds: as many as a refresh reads in full
 LEVEL = "pgtop_ha:fleet_level"  # per cluster: 0 ok, 1 warn, 2 crit
 BY_LEVEL = "pgtop_ha:fleet_clusters"  # clusters per level (label "level")
 RULES_VERSION = "pgtop_ha:fleet_rules_version"  # which rules, for which labels and selector
+EVALUATIONS = "pgtop_ha:fleet_evaluations"  # main group evaluations since the hourly group ran (to SETTLE)
+# Evaluations before the records are read or alerted on: the chain from the hour's reads to the
+# worst is four records deep, and a ruler that writes back (vmalert) reads each an evaluation late.
+SETTLE = 5
 # Recorded once so the rules read each hour-long range once a minute, not at every evaluation.
 SEEN = "pgtop_ha:fleet_member_seen_1h"  # per member seen in the last hour: 1 running, 0 not
 MOVES = "pgtop_ha:fleet_timeline_moves_1h"  # per cluster: how far its timeline moved in the hour
 MEMBERS = "pgtop_ha:fleet_members"  # per cluster: its members seen in the last hour
-LEADERS = "pgtop_ha:fleet_leaders"  # per cluster with a leader: how many say they are
 PRIMARIES = "pgtop_ha:fleet_primaries"  # per cluster whose Patronis answer: how many lead (0 too)
 HOURLY_EVERY_S = 60  # the interval of the group recording SEEN and MOVES
-VERSION = 6  # raised whenever RULES or their PromQL change
+VERSION = 7  # raised whenever RULES or their PromQL change
 LIVE = "live PromQL"
 
 DCS_STALE_S = 60.0
@@ -136,7 +139,7 @@ class FleetSeries:
     match: str = ""  # more matchers: `fleet --match` and the screen's filter
     only: str = ""  # the clusters of a detail query, a matcher HAProxy's series take too
     lag_warn_bytes: int = LAG_WARN_BYTES  # the console's [thresholds] lag_bytes warn: one setting for both
-    staged: bool = False  # read the rule file's own SEEN, MOVES, MEMBERS and LEADERS (fleet_rules.py)
+    staged: bool = False  # read the rule file's own SEEN, MOVES, MEMBERS and PRIMARIES (fleet_rules.py)
 
     def _sel(self) -> str:
         return ",".join(p for p in (self.selector, self.match, self.only) if p)
@@ -217,7 +220,7 @@ class FleetSeries:
         sc, nm = self.scope_label, self.name_label
         p = self.parts()
         running, primary = self._m("patroni_postgres_running"), self._m("patroni_primary")
-        leaders = LEADERS if self.staged else self.leaders()
+        leaders = f"({PRIMARIES} > 0)" if self.staged else self.leaders()
         gone = f"{self.seen()} unless on ({sc}, {nm}) ({running} == 1)"
         streaming = self._m("patroni_postgres_streaming")
         idle = f"({running} == 1) unless on ({sc}, {nm}) ({primary} == 1 or {streaming} == 1)"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pgtop_ha.judge.fleet import (
     BY_LEVEL,
     CRIT,
+    EVALUATIONS,
     HOURLY_EVERY_S,
-    LEADERS,
     LEVEL,
     MEMBERS,
     PRIMARIES,
@@ -22,6 +22,7 @@ from pgtop_ha.judge.fleet import (
     RULE_POINTS,
     RULES,
     RULES_VERSION,
+    SETTLE,
     SEVERITY,
     VERSION,
     WORST,
@@ -133,10 +134,11 @@ def rule_file(queries: FleetSeries, version: str, hourly_every_s: int = HOURLY_E
     sc = queries.scope_label
     terms = staged.terms()
     tagged = " or ".join(f'label_replace({expr}, "rule", "{key}", "", "")' for key, expr in terms.items())
+    settled = f"on () ({EVALUATIONS} >= {SETTLE})"
+    counted = f"clamp_max(max({EVALUATIONS}) + 1, {SETTLE})"
     records = [
         # One read of every member's role gives both: the leaders, and each cluster there now.
         (PRIMARIES, queries.primaries()),
-        (LEADERS, f"{PRIMARIES} > 0"),
         (RULE_POINTS, tagged),
         (SEVERITY, f"sum by ({sc}) ({RULE_POINTS}) or {staged.total()} * 0"),
         # The page and the counts a screen reads, each one step from the severity: an engine whose
@@ -144,8 +146,11 @@ def rule_file(queries: FleetSeries, version: str, hourly_every_s: int = HOURLY_E
         (WORST, f"topk({RANKED}, {SEVERITY})"),
         (LEVEL, level_expr(SEVERITY)),
         (BY_LEVEL, f'count_values("level", {level_expr(SEVERITY)})'),
-        # Written only once the hourly group has run: until then the fleet reads live, not a part.
-        (RULES_VERSION, f"{_identity(queries)} and on () (count({MEMBERS}) > 0)"),
+        # Counted from the hourly group's first records, and last: a ruler writing back in order
+        # has stored the rest, and its rules have read the hour's reads, once it reads this.
+        (EVALUATIONS, f"{counted} and on () (count({MEMBERS}) > 0) or vector(1)"),
+        # Until then the fleet reads live, not a part or a first evaluation's guess.
+        (RULES_VERSION, f"{_identity(queries)} and {settled}"),
     ]
     lines = [
         f"# Written by pgtop-ha {version} (`pgtop-ha fleet rules`) from its fleet rules; do not edit.",
@@ -165,7 +170,7 @@ def rule_file(queries: FleetSeries, version: str, hourly_every_s: int = HOURLY_E
         severity = "critical" if rule.level == CRIT else "warning"
         lines += [
             f"      - alert: {alert.name}",
-            f"        expr: {_quoted(RULE_POINTS + '{rule=' + _quoted(key) + '} > 0')}",
+            f"        expr: {_quoted(RULE_POINTS + '{rule=' + _quoted(key) + '} > 0 and ' + settled)}",
             f"        for: {alert.for_s}s",
             "        labels:",
             f"          severity: {severity}",

@@ -106,6 +106,11 @@ class _Engine:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def rules_url(self) -> str:
+        """Where its rules run: their groups and alerts under /api/v1 (Prometheus itself)."""
+        return self.url
+
+    @property
     def _book(self) -> procs.PidBook:
         return procs.PidBook(self.state_dir / "pids.json")
 
@@ -201,6 +206,11 @@ class SyntheticVictoria(_Engine):
     down) and no latency offset (the newest samples count at once).
     """
 
+    @property
+    def rules_url(self) -> str:
+        """Where its rules run: vmalert, on the next port."""
+        return f"http://127.0.0.1:{self.port + 1}"
+
     def _ready(self, name: str, url: str, log: Path) -> None:
         def ready() -> bool:
             if not self._book.running(name):
@@ -259,7 +269,7 @@ class SyntheticVictoria(_Engine):
                 log=alert_log, run_as=procs.RunAs(), cwd=self.state_dir,
             )  # fmt: skip
             self._book.record("vmalert", proc.pid)
-            self._ready("vmalert", f"http://127.0.0.1:{self.port + 1}/health", alert_log)
+            self._ready("vmalert", f"{self.rules_url}/health", alert_log)
         return took
 
     def down(self) -> None:

@@ -16,7 +16,7 @@ from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.fleet_cli import fleet_history
-from pgtop_ha.judge.fleet import CRIT, SEEN, FleetPage, FleetRow
+from pgtop_ha.judge.fleet import CRIT, SEEN, SETTLE, FleetPage, FleetRow
 from pgtop_ha.judge.fleet_rules import ALERTS
 from pgtop_ha.judge.rules import PATRONI_MEMBER_DOWN
 from pgtop_ha.lab import faults
@@ -134,8 +134,9 @@ async def test_rows_match_cluster_and_switchover_shows(fleet_lab: FleetLab) -> N
     assert leader is not None
     # The hourly group records which members each cluster has: its first evaluation comes within
     # its interval of Prometheus's start, and may run before every member was scraped; the next
-    # one, an interval later, knows them all. A member unknown to it is not counted down.
-    deadline = time.monotonic() + 2 * HOURLY_S + 2 * 5.0 + 5.0
+    # one, an interval later, knows them all. A member unknown to it is not counted down. The
+    # records are read SETTLE evaluations after the hourly group's first.
+    deadline = time.monotonic() + 2 * HOURLY_S + (SETTLE + 2) * 5.0 + 5.0
     known = f'{SEEN}{{scope="lab2"}}'
     scraped = 'count(patroni_postgres_running{scope="lab2"})'
     reader = PrometheusReader(url)

@@ -25,6 +25,7 @@ from pgtop_ha.judge.fleet import (
     RULES,
     RULES_VERSION,
     SEEN,
+    SETTLE,
     SEVERITY,
     VERSION,
     WARN,
@@ -280,6 +281,34 @@ def test_an_alert_fires_within_its_for_plus_one_evaluation(tmp_path: Path, rule:
         alert_rule_test=[
             {"eval_time": f"{start + alert.for_s - 15}s", "alertname": alert.name, "exp_alerts": []},
             {"eval_time": f"{start + alert.for_s + 15}s", "alertname": alert.name, "exp_alerts": fired},
+        ],
+    )
+    out = _unit_test(tmp_path, doc)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@needs_promtool
+def test_nothing_is_read_or_alerted_before_the_rules_settle(tmp_path: Path) -> None:
+    """From the ruler's start: no version and no alert for SETTLE evaluations, then both."""
+    rules = tmp_path / "rules.yml"
+    rules.write_text(rule_file(FleetQueries(), "test"))
+    series = [s for s in _input_series() if f'scope="{NO_LEADER}"' in s["series"]]
+    settled = (SETTLE - 1) * 15  # the evaluation that counts SETTLE (the first counts one)
+    alert = ALERTS[NO_LEADER]
+    doc = _test_doc(
+        rules,
+        series,
+        alert_rule_test=[
+            {"eval_time": f"{settled + alert.for_s - 15}s", "alertname": alert.name, "exp_alerts": []},
+            {
+                "eval_time": f"{settled + alert.for_s}s",
+                "alertname": alert.name,
+                "exp_alerts": _expected(NO_LEADER),
+            },
+        ],
+        promql_expr_test=[
+            {"expr": f"count({RULES_VERSION})", "eval_time": f"{settled - 15}s", "exp_samples": []},
+            {"expr": f"count({RULES_VERSION})", "eval_time": f"{settled}s", "exp_samples": [{"value": 1}]},
         ],
     )
     out = _unit_test(tmp_path, doc)
