@@ -205,7 +205,9 @@ def main() -> int:
             engine = ENGINES[name](Path(tempfile.mkdtemp(prefix="pgtop-fleet-bench-")) / "engine", port)
             try:
                 took = engine.up(size, faults, rules=True, interval_s=args.interval)
+                began = time.monotonic()
                 asyncio.run(_evaluated(engine.url, 900))
+                settled = time.monotonic() - began
                 rules_url = engine.rules_url
                 # The slow live reads last: the samples are seen for minutes after the backfill.
                 recorded_way = asyncio.run(_refreshes(engine.url, args.runs, True, args.interval))
@@ -249,7 +251,8 @@ def main() -> int:
                     flush=True,
                 )
             print(
-                f"  ({name}: load {took:.0f} s; {page.counts}, {crit} crit faults; {len(page.rows)} rows; "
+                f"  ({name}: load {took:.0f} s; rules settled {settled:.0f} s after; {page.counts}, "
+                f"{crit} crit faults; {len(page.rows)} rows; "
                 f"groups {', '.join(f'{k} {v:.1f} s' for k, v in sorted(evaluation.items()))})",
                 file=sys.stderr,
             )

@@ -1,8 +1,10 @@
 """A real Prometheus holding N synthetic Patroni clusters (backfilled by promtool): the fleet at scale.
 
 Three members a cluster, as Patroni's /metrics and HAProxy's exporter report them, with chosen
-faults. Instant queries at "now" see the samples for Prometheus's lookback (five minutes); the DCS
-is "last seen" in the future, so no cluster turns stale while a bench runs.
+faults. Instant queries at "now" see the samples for the engines' lookback, set to 15 minutes: a
+bench over a large fleet waits for the rules to settle, and its live reads come after that (a
+stopped member's last sample is older still). The DCS is "last seen" in the future, so no
+cluster turns stale meanwhile.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ from pgtop_ha.lab import procs
 
 FAULTS = tuple(RULES)  # one synthetic cluster per rule the fleet grades by
 MEMBERS = ("node1", "node2", "node3")
-LOOKBACK_S = 300.0  # Prometheus's default: samples older than this are not seen at "now"
-FRESH_S = 600
+LOOKBACK_S = 900.0  # samples older than this are not seen at "now" (Prometheus's default: 300)
+FRESH_S = LOOKBACK_S
 INTERVAL_S = 5  # the scrape and rule evaluation interval, as the lab's
 
 
@@ -156,7 +158,7 @@ class SyntheticPrometheus(_Engine):
         proc = procs.spawn(
             [prometheus, f"--config.file={config}", f"--storage.tsdb.path={data}",
              f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=30d",
-             "--query.max-samples=200000000"],
+             f"--query.lookback-delta={LOOKBACK_S:g}s", "--query.max-samples=200000000"],
             log=self.state_dir / "prometheus.log", run_as=procs.RunAs(), cwd=self.state_dir,
         )  # fmt: skip
         self._book.record("prometheus", proc.pid)
@@ -202,8 +204,8 @@ def _exposition(clusters: int, faults: Mapping[int, str], now: float) -> Iterato
 class SyntheticVictoria(_Engine):
     """One VictoriaMetrics (vmalert on ``port + 1``) over an imported fleet.
 
-    Started to read as Prometheus does: a 5-minute lookback (a member whose samples stopped is
-    down) and no latency offset (the newest samples count at once).
+    Started to read as the synthetic Prometheus does: the same lookback (a member whose samples
+    stopped is down) and no latency offset (the newest samples count at once).
     """
 
     @property
