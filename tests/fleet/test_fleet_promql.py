@@ -141,8 +141,7 @@ def _ranking(page: FleetPage) -> list[int]:
 async def test_recorded_rules_rank_as_the_live_promql_does(
     tmp_path: Path, engine: type[SyntheticPrometheus] | type[SyntheticVictoria]
 ) -> None:
-    """From the ruler's start: read live until the chain of records settles, then as live ranks;
-    nothing alerted meanwhile but the faults."""
+    """From the ruler's start: live until the records settle, then ranked as live; only faults alerted."""
     prom = engine(tmp_path / "recorded", _port())
     faults = {(ALERTS[f].name, scope_of(i)) for i, f in FAULTY.items() if f in ALERTS}
     alerted: set[tuple[str, str]] = set()
