@@ -19,6 +19,7 @@ from pgtop_ha.collect.fleet_queries import FleetQueries, rules_state
 from pgtop_ha.judge.fleet import (
     BY_LEVEL,
     CRIT,
+    EVALUATIONS,
     MEMBERS,
     MOVES,
     RULE_POINTS,
@@ -309,6 +310,29 @@ def test_nothing_is_read_or_alerted_before_the_rules_settle(tmp_path: Path) -> N
         promql_expr_test=[
             {"expr": f"count({RULES_VERSION})", "eval_time": f"{settled - 15}s", "exp_samples": []},
             {"expr": f"count({RULES_VERSION})", "eval_time": f"{settled}s", "exp_samples": [{"value": 1}]},
+        ],
+    )
+    out = _unit_test(tmp_path, doc)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@needs_promtool
+def test_a_ruler_restarted_within_the_lookback_does_not_wait_again(tmp_path: Path) -> None:
+    """Its count, written before the restart, is read back: the version and alerts come at once."""
+    rules = tmp_path / "rules.yml"
+    rules.write_text(rule_file(FleetQueries(), "test"))
+    # The count the run before the restart wrote, there when this one first evaluates.
+    series = [s for s in _input_series() if f'scope="{NO_LEADER}"' in s["series"]]
+    series.append({"series": EVALUATIONS, "values": f"{SETTLE}x3"})
+    alert = ALERTS[NO_LEADER]
+    doc = _test_doc(
+        rules,
+        series,
+        alert_rule_test=[
+            {"eval_time": f"{alert.for_s}s", "alertname": alert.name, "exp_alerts": _expected(NO_LEADER)},
+        ],
+        promql_expr_test=[
+            {"expr": f"count({RULES_VERSION})", "eval_time": "0s", "exp_samples": [{"value": 1}]}
         ],
     )
     out = _unit_test(tmp_path, doc)
