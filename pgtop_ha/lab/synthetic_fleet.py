@@ -1,10 +1,8 @@
 """A real Prometheus holding N synthetic Patroni clusters (backfilled by promtool): the fleet at scale.
 
 Three members a cluster, as Patroni's /metrics and HAProxy's exporter report them, with chosen
-faults. Instant queries at "now" see the samples for the engines' lookback, set to 15 minutes: a
-bench over a large fleet waits for the rules to settle, and its live reads come after that (a
-stopped member's last sample is older still). The DCS is "last seen" in the future, so no
-cluster turns stale meanwhile.
+faults, seen for a 15-minute lookback (a bench waits for the rules to settle, then reads live); the
+DCS is "last seen" in the future, so no cluster turns stale meanwhile.
 """
 
 from __future__ import annotations
