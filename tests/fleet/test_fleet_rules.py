@@ -289,50 +289,30 @@ def test_an_alert_fires_within_its_for_plus_one_evaluation(tmp_path: Path, rule:
 
 
 @needs_promtool
-def test_nothing_is_read_or_alerted_before_the_rules_settle(tmp_path: Path) -> None:
-    """From the ruler's start: no version and no alert for SETTLE evaluations, then both."""
+@pytest.mark.parametrize("restarted", [False, True])
+def test_nothing_is_read_or_alerted_before_the_rules_settle(tmp_path: Path, restarted: bool) -> None:
+    """From a ruler's first start: no version and no alert for SETTLE evaluations, then both."""
     rules = tmp_path / "rules.yml"
     rules.write_text(rule_file(FleetQueries(), "test"))
     series = [s for s in _input_series() if f'scope="{NO_LEADER}"' in s["series"]]
     settled = (SETTLE - 1) * 15  # the evaluation that counts SETTLE (the first counts one)
+    version = [{"expr": f"count({RULES_VERSION})", "eval_time": f"{settled - 15}s", "exp_samples": []}]
+    if restarted:
+        # Restarted within the lookback: the count the run before wrote is read back, nothing waits.
+        series.append({"series": EVALUATIONS, "values": f"{SETTLE}x3"})
+        settled, version = 0, []
     alert = ALERTS[NO_LEADER]
+    fires = settled + alert.for_s
     doc = _test_doc(
         rules,
         series,
         alert_rule_test=[
-            {"eval_time": f"{settled + alert.for_s - 15}s", "alertname": alert.name, "exp_alerts": []},
-            {
-                "eval_time": f"{settled + alert.for_s}s",
-                "alertname": alert.name,
-                "exp_alerts": _expected(NO_LEADER),
-            },
+            {"eval_time": f"{fires - 15}s", "alertname": alert.name, "exp_alerts": []},
+            {"eval_time": f"{fires}s", "alertname": alert.name, "exp_alerts": _expected(NO_LEADER)},
         ],
         promql_expr_test=[
-            {"expr": f"count({RULES_VERSION})", "eval_time": f"{settled - 15}s", "exp_samples": []},
+            *version,
             {"expr": f"count({RULES_VERSION})", "eval_time": f"{settled}s", "exp_samples": [{"value": 1}]},
-        ],
-    )
-    out = _unit_test(tmp_path, doc)
-    assert out.returncode == 0, out.stdout + out.stderr
-
-
-@needs_promtool
-def test_a_ruler_restarted_within_the_lookback_does_not_wait_again(tmp_path: Path) -> None:
-    """Its count, written before the restart, is read back: the version and alerts come at once."""
-    rules = tmp_path / "rules.yml"
-    rules.write_text(rule_file(FleetQueries(), "test"))
-    # The count the run before the restart wrote, there when this one first evaluates.
-    series = [s for s in _input_series() if f'scope="{NO_LEADER}"' in s["series"]]
-    series.append({"series": EVALUATIONS, "values": f"{SETTLE}x3"})
-    alert = ALERTS[NO_LEADER]
-    doc = _test_doc(
-        rules,
-        series,
-        alert_rule_test=[
-            {"eval_time": f"{alert.for_s}s", "alertname": alert.name, "exp_alerts": _expected(NO_LEADER)},
-        ],
-        promql_expr_test=[
-            {"expr": f"count({RULES_VERSION})", "eval_time": "0s", "exp_samples": [{"value": 1}]}
         ],
     )
     out = _unit_test(tmp_path, doc)
