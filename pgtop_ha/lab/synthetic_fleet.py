@@ -46,11 +46,16 @@ def scope_of(i: int) -> str:
     return f"pg-{i:05d}"
 
 
+def member_labels(i: int, m: int) -> str:
+    """The labels of the ``i``th cluster's ``m``th member's series, as Prometheus text writes them."""
+    return f'scope="{scope_of(i)}",name="{MEMBERS[m]}",instance="127.0.0.{1 + i % 250}:{8008 + m}"'
+
+
 def _lines(i: int, fault: str | None, times: tuple[float, float, float]) -> Iterator[str]:
     scope = scope_of(i)
     old, _, _ = times
-    for m, name in enumerate(MEMBERS):
-        labels = f'scope="{scope}",name="{name}",instance="127.0.0.{1 + i % 250}:{8008 + m}"'
+    for m in range(len(MEMBERS)):
+        labels = member_labels(i, m)
         primary = (m == 0 and fault != LEADER_NONE.id) or (m == 1 and fault == LEADER_SEVERAL.id)
         for t in times:
             if fault == PATRONI_MEMBER_DOWN.id and m == 2 and t != old:

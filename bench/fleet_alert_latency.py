@@ -1,0 +1,104 @@
+"""How long after a fault the fleet's alert fires on vmalert, against its `for:` plus one interval.
+
+A synthetic VictoriaMetrics fleet (pgtop_ha/lab/synthetic_fleet.py) with the rule file in vmalert;
+once the rules have settled, each run breaks two healthy clusters by importing fresh samples every
+second: one's writer pool loses its server (its points read raw series), another's members all
+stop leading (its points read the primaries record). The seconds from the first such sample to
+the alert's firing are printed beside the target. Prometheus's timing is `promtool test rules`'
+(tests/fleet/test_fleet_rules.py). Example:
+
+    .venv/bin/python bench/fleet_alert_latency.py --interval 15 --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pgtop_ha.collect.fleet_queries import FleetQueries
+from pgtop_ha.collect.fleet_source import PrometheusFleet
+from pgtop_ha.collect.prometheus import PrometheusReader
+from pgtop_ha.judge.fleet_rules import ALERTS
+from pgtop_ha.judge.rules import LEADER_NONE, ROUTING_WRITER_POOL
+from pgtop_ha.lab.synthetic_fleet import MEMBERS, SyntheticVictoria, member_labels, scope_of
+from tests.support.ports import free_port
+
+CLUSTERS = 100
+
+
+def _faults(run: int, at_ms: int) -> list[str]:
+    """One sample of each fault, for this run's two clusters, as Prometheus text."""
+    writer, leaderless = 2 * run + 1, 2 * run + 2
+    lines = [f'haproxy_backend_active_servers{{proxy="pg_writer",scope="{scope_of(writer)}"}} 0 {at_ms}']
+    lines += [f"patroni_primary{{{member_labels(leaderless, m)}}} 0 {at_ms}" for m in range(len(MEMBERS))]
+    return lines
+
+
+async def _run(engine: SyntheticVictoria, run: int, within_s: float) -> dict[str, float]:
+    names = {
+        ALERTS[ROUTING_WRITER_POOL.id].name: scope_of(2 * run + 1),
+        ALERTS[LEADER_NONE.id].name: scope_of(2 * run + 2),
+    }
+    fired: dict[str, float] = {}
+    began = time.time()
+    async with httpx.AsyncClient(timeout=30, trust_env=False) as http:
+        while len(fired) < len(names) and time.time() - began < within_s:
+            text = "\n".join(_faults(run, int(time.time() * 1000)))
+            await http.post(f"{engine.url}/api/v1/import/prometheus", content=text.encode())
+            alerts = (await http.get(f"{engine.rules_url}/api/v1/alerts")).json()["data"]["alerts"] or []
+            for a in alerts:
+                name = a["labels"]["alertname"]
+                if a["state"] == "firing" and names.get(name) == a["labels"].get("scope"):
+                    fired.setdefault(name, time.time() - began)
+            await asyncio.sleep(1)
+    return fired
+
+
+async def _settled(url: str, within_s: float) -> None:
+    source = PrometheusFleet(PrometheusReader(url), FleetQueries(limit=10))
+    deadline = time.monotonic() + within_s
+    try:
+        while not (await source.refresh()).source.startswith("recorded"):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the rules did not settle within {within_s:g} s")
+            await asyncio.sleep(1)
+    finally:
+        await source.aclose()
+
+
+def main() -> int:
+    """Run the benchmark and print one line per alert."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--interval", type=int, default=15, help="rule evaluation interval (s)")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    engine = SyntheticVictoria(Path(tempfile.mkdtemp(prefix="pgtop-alert-bench-")) / "engine", free_port(3))
+    try:
+        engine.up(CLUSTERS, {}, rules=True, interval_s=args.interval)
+        asyncio.run(_settled(engine.url, 600))
+        runs = [asyncio.run(_run(engine, run, 600)) for run in range(args.runs)]
+    finally:
+        engine.down()
+    for rule in (ROUTING_WRITER_POOL.id, LEADER_NONE.id):
+        alert = ALERTS[rule]
+        took = [r[alert.name] for r in runs if alert.name in r]
+        median = f"{statistics.median(took):.1f} s" if took else "never"
+        print(
+            f"{alert.name}: fired {median} after its fault (median of {len(took)}: "
+            f"{', '.join(f'{t:.1f}' for t in took)}); target for: {alert.for_s} s + one interval "
+            f"= {alert.for_s + args.interval} s"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
