@@ -103,9 +103,11 @@ RANKED = 200  # clusters WORST holds: as many as a refresh reads in full
 LEVEL = "pgtop_ha:fleet_level"  # per cluster: 0 ok, 1 warn, 2 crit
 BY_LEVEL = "pgtop_ha:fleet_clusters"  # clusters per level (label "level")
 RULES_VERSION = "pgtop_ha:fleet_rules_version"  # which rules, for which labels and selector
-EVALUATIONS = "pgtop_ha:fleet_evaluations"  # main group evaluations since the hourly group ran (to SETTLE)
-# Evaluations before the records are read or alerted on: the chain from the hour's reads to the
-# worst is four records deep, and a ruler that writes back (vmalert) reads each an evaluation late.
+EVALUATIONS = "pgtop_ha:fleet_evaluations"  # main group evaluations since the ruler began (to SETTLE)
+HOURLY_EVALUATIONS = "pgtop_ha:fleet_evaluations_hourly"  # ... since the hourly group's records are there
+# Evaluations before the alerts fire (EVALUATIONS) and the records are read (HOURLY_EVALUATIONS):
+# the chain to the worst is four records deep, and a ruler that writes back (vmalert) reads each
+# an evaluation late.
 SETTLE = 5
 # Recorded once so the rules read each hour-long range once a minute, not at every evaluation.
 SEEN = "pgtop_ha:fleet_member_seen_1h"  # per member seen in the last hour: 1 running, 0 not

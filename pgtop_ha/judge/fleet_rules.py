@@ -14,6 +14,7 @@ from pgtop_ha.judge.fleet import (
     BY_LEVEL,
     CRIT,
     EVALUATIONS,
+    HOURLY_EVALUATIONS,
     HOURLY_EVERY_S,
     LEVEL,
     MEMBERS,
@@ -135,7 +136,10 @@ def rule_file(queries: FleetSeries, version: str, hourly_every_s: int = HOURLY_E
     terms = staged.terms()
     tagged = " or ".join(f'label_replace({expr}, "rule", "{key}", "", "")' for key, expr in terms.items())
     settled = f"on () ({EVALUATIONS} >= {SETTLE})"
-    counted = f"clamp_max(max({EVALUATIONS}) + 1, {SETTLE})"
+
+    def counted(series: str) -> str:
+        return f"clamp_max(max({series}) + 1, {SETTLE})"
+
     records = [
         # One read of every member's role gives both: the leaders, and each cluster there now.
         (PRIMARIES, queries.primaries()),
@@ -146,11 +150,13 @@ def rule_file(queries: FleetSeries, version: str, hourly_every_s: int = HOURLY_E
         (WORST, f"topk({RANKED}, {SEVERITY})"),
         (LEVEL, level_expr(SEVERITY)),
         (BY_LEVEL, f'count_values("level", {level_expr(SEVERITY)})'),
-        # Counted from the hourly group's first records, and last: a ruler writing back in order
-        # has stored the rest, and its rules have read the hour's reads, once it reads this.
-        (EVALUATIONS, f"{counted} and on () (count({MEMBERS}) > 0) or vector(1)"),
+        # Last of the records: a ruler writing back in order has stored the rest once it reads these.
+        # The alerts wait for the first; the screen for the second, counted from the hourly
+        # group's first records, which its rules read too. A broken hourly group stops no alert.
+        (EVALUATIONS, f"{counted(EVALUATIONS)} or vector(1)"),
+        (HOURLY_EVALUATIONS, f"{counted(HOURLY_EVALUATIONS)} and on () (count({MEMBERS}) > 0) or vector(1)"),
         # Until then the fleet reads live, not a part or a first evaluation's guess.
-        (RULES_VERSION, f"{_identity(queries)} and {settled}"),
+        (RULES_VERSION, f"{_identity(queries)} and on () ({HOURLY_EVALUATIONS} >= {SETTLE})"),
     ]
     lines = [
         f"# Written by pgtop-ha {version} (`pgtop-ha fleet rules`) from its fleet rules; do not edit.",
