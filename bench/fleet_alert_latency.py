@@ -24,12 +24,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pgtop_ha.collect.fleet_queries import FleetQueries
-from pgtop_ha.collect.fleet_source import PrometheusFleet
-from pgtop_ha.collect.prometheus import PrometheusReader
 from pgtop_ha.judge.fleet_rules import ALERTS
 from pgtop_ha.judge.rules import LEADER_NONE, ROUTING_WRITER_POOL
-from pgtop_ha.lab.synthetic_fleet import MEMBERS, SyntheticVictoria, member_labels, scope_of
+from pgtop_ha.lab.synthetic_fleet import MEMBERS, SyntheticVictoria, member_labels, scope_of, writer_series
 from tests.support.ports import free_port
 
 CLUSTERS = 100
@@ -38,7 +35,7 @@ CLUSTERS = 100
 def _faults(run: int, at_ms: int) -> list[str]:
     """One sample of each fault, for this run's two clusters, as Prometheus text."""
     writer, leaderless = 2 * run + 1, 2 * run + 2
-    lines = [f'haproxy_backend_active_servers{{proxy="pg_writer",scope="{scope_of(writer)}"}} 0 {at_ms}']
+    lines = [f"{writer_series(writer)} 0 {at_ms}"]
     lines += [f"patroni_primary{{{member_labels(leaderless, m)}}} 0 {at_ms}" for m in range(len(MEMBERS))]
     return lines
 
@@ -63,18 +60,6 @@ async def _run(engine: SyntheticVictoria, run: int, within_s: float) -> dict[str
     return fired
 
 
-async def _settled(url: str, within_s: float) -> None:
-    source = PrometheusFleet(PrometheusReader(url), FleetQueries(limit=10))
-    deadline = time.monotonic() + within_s
-    try:
-        while not (await source.refresh()).source.startswith("recorded"):
-            if time.monotonic() > deadline:
-                raise SystemExit(f"the rules did not settle within {within_s:g} s")
-            await asyncio.sleep(1)
-    finally:
-        await source.aclose()
-
-
 def main() -> int:
     """Run the benchmark and print one line per alert."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -84,7 +69,7 @@ def main() -> int:
     engine = SyntheticVictoria(Path(tempfile.mkdtemp(prefix="pgtop-alert-bench-")) / "engine", free_port(3))
     try:
         engine.up(CLUSTERS, {}, rules=True, interval_s=args.interval)
-        asyncio.run(_settled(engine.url, 600))
+        engine.settled(600)
         runs = [asyncio.run(_run(engine, run, 600)) for run in range(args.runs)]
     finally:
         engine.down()

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusError, PrometheusReader
-from pgtop_ha.judge.fleet import CRIT, RULES, RULES_VERSION, SEVERITY, FleetPage
+from pgtop_ha.judge.fleet import CRIT, RULES, FleetPage
 from pgtop_ha.judge.fleet_rules import GROUP, HOURLY_GROUP
 from pgtop_ha.lab.synthetic_fleet import FAULTS, SyntheticPrometheus, SyntheticVictoria
 
@@ -70,19 +70,6 @@ async def _refreshes(
     assert page is not None
     assert page.source.startswith("recorded") is recorded, page.source
     return cpu, wall, page
-
-
-async def _evaluated(url: str, within_s: float) -> None:
-    """Wait for the rules to grade a fault (vmalert's first evaluation may read nothing recorded yet)."""
-    reader = PrometheusReader(url, timeout=300)
-    deadline = time.monotonic() + within_s
-    try:
-        while not await reader.query(f"{RULES_VERSION} and on () count({SEVERITY} > 0)"):
-            if time.monotonic() > deadline:
-                raise SystemExit(f"the rules were not evaluated within {within_s:g} s")
-            await asyncio.sleep(1)
-    finally:
-        await reader.aclose()
 
 
 def _iterations(rules_url: str, vmalert: bool) -> dict[str, tuple[float, float]]:
@@ -205,9 +192,7 @@ def main() -> int:
             engine = ENGINES[name](Path(tempfile.mkdtemp(prefix="pgtop-fleet-bench-")) / "engine", port)
             try:
                 took = engine.up(size, faults, rules=True, interval_s=args.interval)
-                began = time.monotonic()
-                asyncio.run(_evaluated(engine.url, 900))
-                settled = time.monotonic() - began
+                settled = engine.settled(900)
                 rules_url = engine.rules_url
                 # The slow live reads last: the samples are seen for minutes after the backfill.
                 recorded_way = asyncio.run(_refreshes(engine.url, args.runs, True, args.interval))

@@ -135,10 +135,12 @@ def rule_file(queries: FleetSeries, version: str, hourly_every_s: int = HOURLY_E
     sc = queries.scope_label
     terms = staged.terms()
     tagged = " or ".join(f'label_replace({expr}, "rule", "{key}", "", "")' for key, expr in terms.items())
-    settled = f"on () ({EVALUATIONS} >= {SETTLE})"
 
     def counted(series: str) -> str:
         return f"clamp_max(max({series}) + 1, {SETTLE})"
+
+    def settled(series: str) -> str:
+        return f"on () ({series} >= {SETTLE})"
 
     records = [
         # One read of every member's role gives both: the leaders, and each cluster there now.
@@ -156,7 +158,7 @@ def rule_file(queries: FleetSeries, version: str, hourly_every_s: int = HOURLY_E
         (EVALUATIONS, f"{counted(EVALUATIONS)} or vector(1)"),
         (HOURLY_EVALUATIONS, f"{counted(HOURLY_EVALUATIONS)} and on () (count({MEMBERS}) > 0) or vector(1)"),
         # Until then the fleet reads live, not a part or a first evaluation's guess.
-        (RULES_VERSION, f"{_identity(queries)} and on () ({HOURLY_EVALUATIONS} >= {SETTLE})"),
+        (RULES_VERSION, f"{_identity(queries)} and {settled(HOURLY_EVALUATIONS)}"),
     ]
     lines = [
         f"# Written by pgtop-ha {version} (`pgtop-ha fleet rules`) from its fleet rules; do not edit.",
@@ -171,12 +173,13 @@ def rule_file(queries: FleetSeries, version: str, hourly_every_s: int = HOURLY_E
     lines += [f"  - name: {GROUP}", "    rules:"]
     for name, expr in records:
         lines += [f"      - record: {name}", f"        expr: {_quoted(expr)}"]
+    alerting = settled(EVALUATIONS)
     for key, alert in ALERTS.items():
         rule = RULES[key]
         severity = "critical" if rule.level == CRIT else "warning"
         lines += [
             f"      - alert: {alert.name}",
-            f"        expr: {_quoted(RULE_POINTS + '{rule=' + _quoted(key) + '} > 0 and ' + settled)}",
+            f"        expr: {_quoted(RULE_POINTS + '{rule=' + _quoted(key) + '} > 0 and ' + alerting)}",
             f"        for: {alert.for_s}s",
             "        labels:",
             f"          severity: {severity}",

@@ -18,7 +18,7 @@ import httpx
 
 from pgtop_ha import __version__
 from pgtop_ha.errors import UserError
-from pgtop_ha.judge.fleet import HOURLY_EVERY_S, RULES, FleetSeries
+from pgtop_ha.judge.fleet import HOURLY_EVERY_S, RULES, RULES_VERSION, FleetSeries
 from pgtop_ha.judge.fleet_rules import RULES_FILE, rule_file
 from pgtop_ha.judge.rules import (
     LEADER_NONE,
@@ -51,8 +51,12 @@ def member_labels(i: int, m: int) -> str:
     return f'scope="{scope_of(i)}",name="{MEMBERS[m]}",instance="127.0.0.{1 + i % 250}:{8008 + m}"'
 
 
+def writer_series(i: int) -> str:
+    """The ``i``th cluster's HAProxy writer backend series (its active servers), as Prometheus text."""
+    return f'haproxy_backend_active_servers{{proxy="pg_writer",scope="{scope_of(i)}"}}'
+
+
 def _lines(i: int, fault: str | None, times: tuple[float, float, float]) -> Iterator[str]:
-    scope = scope_of(i)
     old, _, _ = times
     for m in range(len(MEMBERS)):
         labels = member_labels(i, m)
@@ -79,7 +83,7 @@ def _lines(i: int, fault: str | None, times: tuple[float, float, float]) -> Iter
             }
             for metric, value in values.items():
                 yield f"{metric}{{{labels}}} {value} {t:.3f}"
-    writer = f'haproxy_backend_active_servers{{proxy="pg_writer",scope="{scope}"}}'
+    writer = writer_series(i)
     for t in times:
         yield f"{writer} {int(fault != ROUTING_WRITER_POOL.id)} {t:.3f}"
 
@@ -118,6 +122,18 @@ class _Engine:
     @property
     def _book(self) -> procs.PidBook:
         return procs.PidBook(self.state_dir / "pids.json")
+
+    def settled(self, within_s: float) -> float:
+        """Wait until its rules have settled (their version is written); the seconds it took."""
+
+        def written() -> bool:
+            answer = httpx.get(f"{self.url}/api/v1/query", params={"query": RULES_VERSION}, trust_env=False)
+            return bool(answer.json()["data"]["result"])
+
+        began = time.monotonic()
+        if not procs.poll(written, within_s, interval=1.0):
+            raise UserError(f"the fleet's rules did not settle within {within_s:g} s; see {self.state_dir}")
+        return time.monotonic() - began
 
 
 @dataclass
