@@ -31,18 +31,22 @@ async def test_locks_show_the_root_blocker_and_the_access_exclusive_waiter(
     poller.set_needs(frozenset({"locks"}))
     quiet = Lab(lab.layout, out=io.StringIO())
     try:
-        with running(lambda: faults.lock(quiet, seconds=20, waiters=2), 90):
+        # A long hold, ended once seen: a loaded machine may take many cycles to show the queue.
+        with running(lambda: faults.lock(quiet, seconds=60, waiters=2), 90):
 
-            def tree_seen(snap: ClusterSnapshot) -> bool:
-                node = _leader_node(lab, snap)
-                if node is None:
-                    return False
-                lines = blocking_trees(node.locks or ())
-                roots = [x for x in lines if x.depth == 0 and x.waiters >= 2]
-                return bool(roots) and sum(1 for x in lines if x.depth > 0) >= 2
+            def with_tree(snap: ClusterSnapshot) -> NodeSnapshot | None:
+                # Any node: the fault locks on whichever node led when it started.
+                for node in snap.nodes:
+                    lines = blocking_trees(node.locks or ())
+                    roots = [x for x in lines if x.depth == 0 and x.waiters >= 2]
+                    if roots and sum(1 for x in lines if x.depth > 0) >= 2:
+                        return node
+                return None
 
-            snap = await until_seen(poller, tree_seen, 30, "the lock's blocking tree")
-            node = _leader_node(lab, snap)
+            snap = await until_seen(
+                poller, lambda s: with_tree(s) is not None, 60, "the lock's blocking tree"
+            )
+            node = with_tree(snap)
             assert node is not None
             lines = blocking_trees(node.locks or ())
             root = next(x for x in lines if x.depth == 0)
