@@ -12,6 +12,7 @@ from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.models.locks import STOPS_EVERYTHING, blocking_trees
 from pgtop_ha.models.snapshot import ClusterSnapshot, NodeSnapshot
+from pgtop_ha.models.thresholds import Band
 from pgtop_ha.models.waits import kind
 from pgtop_ha.settings import Settings
 from tests.support.lab_polls import end_sessions, running, until_seen
@@ -81,23 +82,24 @@ async def test_sessions_queued_behind_a_lock_are_read_while_nobody_looks_at_lock
     poller = Poller.from_settings(lab_settings)
     poller.set_needs(frozenset())
     quiet = Lab(lab.layout, out=io.StringIO())
+    # A short threshold, so the queue is graded within seconds; the fault ends once it is.
+    thresholds = lab_settings.thresholds.model_copy(update={"lock_wait_s": Band(warn=2.0, crit=60.0)})
     try:
-        with running(lambda: faults.lock(quiet, seconds=22, waiters=2), 90):
+        with running(lambda: faults.lock(quiet, seconds=60, waiters=2), 90):
 
             def queued(snap: ClusterSnapshot) -> bool:
-                problems = cluster_problems(
-                    snap, lab_settings.thresholds, lab_settings.haproxy.pools(), snap.taken_at
-                )
+                problems = cluster_problems(snap, thresholds, lab_settings.haproxy.pools(), snap.taken_at)
                 return any(p.key == "lock waits" and p.subject == lab.leader() for p in problems)
 
-            snap = await until_seen(poller, queued, 45, "the queued sessions' problem line")
+            snap = await until_seen(poller, queued, 60, "the queued sessions' problem line")
             node = _leader_node(lab, snap)
             assert node is not None and node.locks is None  # not read: the Locks pane's read stayed off
             waits = sorted(p.lock_query_s for p in node.processes if p.lock_query_s is not None)
-            assert len(waits) == 2 and waits[-1] >= lab_settings.thresholds.lock_wait_s.warn
+            assert len(waits) == 2 and waits[-1] >= thresholds.lock_wait_s.warn
             # Only the queued sessions carry it: the holder and every other process read NULL.
             holder = [p for p in node.processes if p.application_name == faults.LOCK_HOLDER_APP]
             assert holder and all(p.lock_query_s is None for p in holder)
+            end_sessions(lab, faults.LOCK_HOLDER_APP)
     finally:
         await poller.aclose()
 
