@@ -47,6 +47,18 @@ async def _server_ms(conn: asyncpg.Connection, role: str) -> float:
     return float(value)
 
 
+async def _refreshes(conn: asyncpg.Connection) -> int:
+    """How often pg_activity refreshed: its list of sessions is read once a refresh."""
+    # Its activities query is the only one of its statements that names pg_encoding_to_char;
+    # a refresh takes its interval plus its own queries and drawing, so it is not once a second.
+    value = await conn.fetchval(
+        "select coalesce(sum(calls), 0) from pg_stat_statements s join pg_roles r on r.oid = s.userid"
+        " where r.rolname = $1 and s.query like '%pg_encoding_to_char%'",
+        PGA_ROLE,
+    )
+    return int(value)
+
+
 async def _backends(conn: asyncpg.Connection, role: str) -> dict[int, int]:
     """The role's client backends on this host: pid to nanoseconds on a CPU so far."""
     pids = await conn.fetch(
@@ -147,14 +159,18 @@ async def run_once(
             cycles += 1
             await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
         executed = [await _server_ms(su, r) for r in (MONITOR_USER, PGA_ROLE)]
+        refreshes = await _refreshes(su)
         on_cpu = [_cpu_ms(cpu_before[r], await _backends(su, r)) for r in (MONITOR_USER, PGA_ROLE)]
         if args.by_statement:
             await _top_statements(su, cycles)
     finally:
         await _tmux("kill-session", "-t", session)
         await poller.aclose()
+    if not refreshes:
+        raise SystemExit("pg_activity's list of sessions was not read in the window; is it pg_activity?")
+    print(f"  window: {cycles} pgtop-ha cycles, {refreshes} pg_activity refreshes")
     return {
-        measure: (ours / cycles, theirs / args.seconds)
+        measure: (ours / cycles, theirs / refreshes)
         for measure, (ours, theirs) in ((EXECUTED, executed), (ON_CPU, on_cpu))
     }
 
