@@ -285,6 +285,9 @@ class SyntheticVictoria(_Engine):
             proc = procs.spawn(
                 [vmalert, f"-rule={path}", f"-datasource.url={self.url}", f"-remoteWrite.url={self.url}",
                  f"-evaluationInterval={interval_s}s", f"-httpListenAddr=127.0.0.1:{self.port + 1}",
+                 # Records written back by the next evaluation: the default flush (5 s) is longer
+                 # than the short intervals of the tests, and each count would wait for it.
+                 f"-remoteWrite.flushInterval={min(interval_s, 5)}s",
                  # It will not run alerting rules without a notifier: one on loopback where none listens.
                  f"-notifier.url=http://127.0.0.1:{self.port + 2}"],
                 log=alert_log, run_as=procs.RunAs(), cwd=self.state_dir,
