@@ -70,7 +70,8 @@ def lab_session() -> Iterator[Lab]:
     lab.up(rows=TEST_ROWS)
     yield lab
     if os.environ.get("PGTOPHA_TEST_KEEP_LAB") != "1":
-        lab.down()
+        # Quiet: after an interrupt the stream it was given may be closed, and the lab must still go.
+        Lab(lab.layout, out=io.StringIO()).down()
 
 
 def _log_tails(lab: Lab, cluster: dict[str, Any] | None, lines: int = 15) -> str:
