@@ -182,12 +182,13 @@ async def test_broken_archive_queues_and_fails(lab: Lab, poller: Poller) -> None
         )
     finally:
         faults.fix_archive(quiet(lab))
-    woken = [0.0]
+    woken = 0.0
 
     def wake(_: ClusterSnapshot) -> None:
         # An archiver that failed three times again sleeps a minute: a new segment wakes it.
-        if time.monotonic() - woken[0] >= 5:
-            woken[0] = time.monotonic()
+        nonlocal woken
+        if time.monotonic() - woken >= 5:
+            woken = time.monotonic()
             switch_wal()
 
     await until_seen(
