@@ -4,10 +4,11 @@ A synthetic VictoriaMetrics fleet (pgtop_ha/lab/synthetic_fleet.py) with the rul
 once the rules have settled, each run breaks two healthy clusters by importing fresh samples every
 second: one's writer pool loses its server (its points read raw series), another's members all
 stop leading (its points read the primaries record). The seconds from the first such sample to
-the alert's firing are printed beside the target. Prometheus's timing is `promtool test rules`'
+the alert's firing are printed beside the target. `--standalone-alerts` loads the file whose alerts
+evaluate their own PromQL. Prometheus's timing is `promtool test rules`'
 (tests/fleet/test_fleet_rules.py). Example:
 
-    .venv/bin/python bench/fleet_alert_latency.py --interval 15 --runs 3
+    .venv/bin/python bench/fleet_alert_latency.py --interval 15 --runs 3 [--standalone-alerts]
 """
 
 from __future__ import annotations
@@ -65,10 +66,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--interval", type=int, default=15, help="rule evaluation interval (s)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--standalone-alerts", action="store_true", help="the rule file of `fleet rules --standalone-alerts`"
+    )
     args = parser.parse_args()
     engine = SyntheticVictoria(Path(tempfile.mkdtemp(prefix="pgtop-alert-bench-")) / "engine", free_port(3))
     try:
-        engine.up(CLUSTERS, {}, rules=True, interval_s=args.interval)
+        standalone = args.standalone_alerts
+        engine.up(CLUSTERS, {}, rules=True, interval_s=args.interval, standalone_alerts=standalone)
         engine.settled(600)
         runs = [asyncio.run(_run(engine, run, 600)) for run in range(args.runs)]
     finally:

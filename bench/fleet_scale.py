@@ -180,6 +180,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--interval", type=int, default=5, help="scrape and rule evaluation interval (s)")
     parser.add_argument("--evaluations", type=int, default=3, help="main group evaluations averaged")
+    parser.add_argument(
+        "--standalone-alerts", action="store_true", help="the rule file of `fleet rules --standalone-alerts`"
+    )
     args = parser.parse_args()
     print("| engine | clusters | read | bytes/refresh | client CPU/refresh (median) | full screen (median) "
           "| interval | rules' evaluation (main / hourly group) | reference: one metric of every member "
@@ -191,7 +194,13 @@ def main() -> int:
             port = _port()
             engine = ENGINES[name](Path(tempfile.mkdtemp(prefix="pgtop-fleet-bench-")) / "engine", port)
             try:
-                took = engine.up(size, faults, rules=True, interval_s=args.interval)
+                took = engine.up(
+                    size,
+                    faults,
+                    rules=True,
+                    interval_s=args.interval,
+                    standalone_alerts=args.standalone_alerts,
+                )
                 settled = engine.settled(900)
                 rules_url = engine.rules_url
                 # The slow live reads last: the samples are seen for minutes after the backfill.

@@ -235,6 +235,11 @@ def _fleet_arguments(sub: Any, common: argparse.ArgumentParser, events: argparse
         "action", nargs="?", choices=("rules",), help="rules: print the fleet's Prometheus rule file"
     )
     fleet.add_argument("--output", type=Path, metavar="FILE", help="with rules: write the rule file here")
+    fleet.add_argument(
+        "--standalone-alerts",
+        action="store_true",
+        help="with rules: each alert evaluates its own PromQL (for vmalert, which reads a record late)",
+    )
     events.add_argument("--prometheus", metavar="URL", help="read history from Prometheus instead of FILE")
     events.add_argument("--scope", metavar="NAME", help="with --prometheus: the cluster (Patroni scope)")
     events.add_argument("--since", default="6h", metavar="DURATION", help="with --prometheus (default 6h)")
@@ -386,8 +391,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "fleet" and args.action == "rules":
             from pgtop_ha.fleet_cli import run_rules
 
-            return run_rules(_settings(args), args.output)
+            return run_rules(_settings(args), args.output, standalone_alerts=args.standalone_alerts)
         if args.command == "fleet":
+            if args.output is not None or args.standalone_alerts:
+                raise UserError("--output and --standalone-alerts go with `fleet rules`; add `rules`")
             from pgtop_ha.fleet_cli import run_fleet
 
             return run_fleet(

@@ -230,12 +230,12 @@ def run_history(settings: Settings, url: str | None, scope: str, since: str, *, 
     return 0
 
 
-def run_rules(settings: Settings, output: Path | None) -> int:
-    """`pgtop-ha fleet rules [--output FILE]`: the fleet's recording and alerting rules for Prometheus."""
+def run_rules(settings: Settings, output: Path | None, *, standalone_alerts: bool = False) -> int:
+    """`pgtop-ha fleet rules [--output FILE] [--standalone-alerts]`: the fleet's rules for Prometheus."""
     from pgtop_ha import __version__
     from pgtop_ha.judge.fleet_rules import rule_file
 
-    text = rule_file(queries_of(settings), __version__)
+    text = rule_file(queries_of(settings), __version__, standalone_alerts=standalone_alerts)
     if output is None:
         sys.stdout.write(text)
         return 0

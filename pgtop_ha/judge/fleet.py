@@ -142,6 +142,9 @@ class FleetSeries:
     only: str = ""  # the clusters of a detail query, a matcher HAProxy's series take too
     lag_warn_bytes: int = LAG_WARN_BYTES  # the console's [thresholds] lag_bytes warn: one setting for both
     staged: bool = False  # read the rule file's own SEEN, MOVES, MEMBERS and PRIMARIES (fleet_rules.py)
+    # With ``staged``: the primaries from Patroni's series, not recorded (an alert that reads no
+    # record of its own evaluation: fleet_rules.py).
+    live_primaries: bool = False
 
     def _sel(self) -> str:
         return ",".join(p for p in (self.selector, self.match, self.only) if p)
@@ -161,11 +164,14 @@ class FleetSeries:
             return SEEN
         return f"max by ({by}) (max_over_time({self._m('patroni_postgres_running')}[1h]))"
 
+    def _primaries(self) -> str:
+        return f"({self.primaries()})" if self.live_primaries else PRIMARIES
+
     def total(self) -> str:
         """Every cluster seen in the last hour, with its count of members."""
         if self.staged:
             # A cluster first scraped after the hourly group's last run is there by its Patronis.
-            return f"({MEMBERS} or {PRIMARIES})"
+            return f"({MEMBERS} or {self._primaries()})"
         return f"count by ({self.scope_label}) ({self.seen()})"
 
     def parts(self) -> dict[str, str]:
@@ -197,7 +203,7 @@ class FleetSeries:
             # HAProxy's exporter carries no Patroni selector: kept to the clusters selected (staged:
             # by the recorded clusters whose Patronis answer, not every member's series again).
             "writer": f"sum {by} ({writer}) and on ({sc}) "
-            + (PRIMARIES if self.staged else self._m("patroni_postgres_running")),
+            + (self._primaries() if self.staged else self._m("patroni_postgres_running")),
         }
 
     def leaders(self) -> str:
@@ -222,7 +228,7 @@ class FleetSeries:
         sc, nm = self.scope_label, self.name_label
         p = self.parts()
         running, primary = self._m("patroni_postgres_running"), self._m("patroni_primary")
-        leaders = f"({PRIMARIES} > 0)" if self.staged else self.leaders()
+        leaders = f"({self._primaries()} > 0)" if self.staged else self.leaders()
         gone = f"{self.seen()} unless on ({sc}, {nm}) ({running} == 1)"
         streaming = self._m("patroni_postgres_streaming")
         idle = f"({running} == 1) unless on ({sc}, {nm}) ({primary} == 1 or {streaming} == 1)"

@@ -45,6 +45,7 @@ from pgtop_ha.judge.rules import (
 
 GROUP = "pgtop-ha-fleet"
 HOURLY_GROUP = "pgtop-ha-fleet-hourly"
+ALERTS_GROUP = "pgtop-ha-fleet-alerts"  # the alerts' own group, when they read no record of GROUP's
 RULES_FILE = "pgtop-ha.rules.yml"  # its name beside a prometheus.yml the lab writes
 
 
@@ -129,8 +130,19 @@ def _identity(queries: FleetSeries) -> str:
     return expr
 
 
-def rule_file(queries: FleetSeries, version: str, hourly_every_s: int = HOURLY_EVERY_S) -> str:
-    """The rule file's text: the hourly group, then the rules and one alert per crit and warn rule."""
+def rule_file(
+    queries: FleetSeries,
+    version: str,
+    hourly_every_s: int = HOURLY_EVERY_S,
+    *,
+    standalone_alerts: bool = False,
+) -> str:
+    """The rule file's text: the hourly group, then the rules and one alert per crit and warn rule.
+
+    ``standalone_alerts``: each alert evaluates its rule's own PromQL, in a group of its own, rather
+    than read the points its group recorded, for a ruler that sees a record only at its next
+    evaluation (vmalert); it costs about as much again per evaluation as the points.
+    """
     staged = dataclasses.replace(queries, staged=True)
     sc = queries.scope_label
     terms = staged.terms()
@@ -174,12 +186,17 @@ def rule_file(queries: FleetSeries, version: str, hourly_every_s: int = HOURLY_E
     for name, expr in records:
         lines += [f"      - record: {name}", f"        expr: {_quoted(expr)}"]
     alerting = settled(EVALUATIONS)
+    # Only the primaries are read raw: the hourly records change too slowly for a late read to matter.
+    own = dataclasses.replace(staged, live_primaries=True).terms() if standalone_alerts else {}
+    if standalone_alerts:
+        lines += [f"  - name: {ALERTS_GROUP}", "    rules:"]
     for key, alert in ALERTS.items():
         rule = RULES[key]
         severity = "critical" if rule.level == CRIT else "warning"
+        points = f"({own[key]})" if standalone_alerts else RULE_POINTS + "{rule=" + _quoted(key) + "}"
         lines += [
             f"      - alert: {alert.name}",
-            f"        expr: {_quoted(RULE_POINTS + '{rule=' + _quoted(key) + '} > 0 and ' + alerting)}",
+            f"        expr: {_quoted(f'{points} > 0 and {alerting}')}",
             f"        for: {alert.for_s}s",
             "        labels:",
             f"          severity: {severity}",

@@ -148,9 +148,11 @@ class SyntheticPrometheus(_Engine):
         rules: bool = False,
         interval_s: int = INTERVAL_S,
         hourly_every_s: int = HOURLY_EVERY_S,
+        standalone_alerts: bool = False,
     ) -> float:
         """Backfill ``clusters`` and start Prometheus over them (``rules``: with the fleet's rules loaded,
-        evaluated every ``interval_s``, the hourly group every ``hourly_every_s``); the backfill's seconds."""
+        evaluated every ``interval_s``, the hourly group every ``hourly_every_s``; ``standalone_alerts``
+        as `fleet rules --standalone-alerts`); the backfill's seconds."""
         promtool, prometheus = shutil.which("promtool"), shutil.which("prometheus")
         if promtool is None or prometheus is None:
             raise UserError("promtool and prometheus not found; install Debian's `prometheus` package")
@@ -171,7 +173,9 @@ class SyntheticPrometheus(_Engine):
         config = self.state_dir / "prometheus.yml"
         text_config = f"global:\n  scrape_interval: {interval_s}s\n  evaluation_interval: {interval_s}s\n"
         if rules:
-            (self.state_dir / RULES_FILE).write_text(rule_file(FleetSeries(), __version__, hourly_every_s))
+            alone = standalone_alerts
+            written = rule_file(FleetSeries(), __version__, hourly_every_s, standalone_alerts=alone)
+            (self.state_dir / RULES_FILE).write_text(written)
             text_config += f"rule_files: ['{RULES_FILE}']\n"
         config.write_text(text_config)
         proc = procs.spawn(
@@ -252,10 +256,11 @@ class SyntheticVictoria(_Engine):
         rules: bool = False,
         interval_s: int = INTERVAL_S,
         hourly_every_s: int = HOURLY_EVERY_S,
+        standalone_alerts: bool = False,
     ) -> float:
         """Import ``clusters`` and start VictoriaMetrics (``rules``: vmalert evaluating the fleet's
-        rules every ``interval_s``, the hourly group every ``hourly_every_s``, and writing them back);
-        the seconds the import took."""
+        rules every ``interval_s``, the hourly group every ``hourly_every_s``, and writing them back;
+        ``standalone_alerts`` as `fleet rules --standalone-alerts`); the seconds the import took."""
         vm, vmalert = shutil.which("victoria-metrics"), shutil.which("vmalert")
         if vm is None or vmalert is None:
             raise UserError("victoria-metrics and vmalert not found; install Debian's `victoria-metrics`")
@@ -280,7 +285,9 @@ class SyntheticVictoria(_Engine):
         took = time.monotonic() - began
         if rules:
             path = self.state_dir / RULES_FILE
-            path.write_text(rule_file(FleetSeries(), __version__, hourly_every_s))
+            path.write_text(
+                rule_file(FleetSeries(), __version__, hourly_every_s, standalone_alerts=standalone_alerts)
+            )
             alert_log = self.state_dir / "vmalert.log"
             proc = procs.spawn(
                 [vmalert, f"-rule={path}", f"-datasource.url={self.url}", f"-remoteWrite.url={self.url}",

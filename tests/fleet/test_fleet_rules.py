@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -35,7 +36,7 @@ from pgtop_ha.judge.fleet import (
     Q,
     Sample,
 )
-from pgtop_ha.judge.fleet_rules import ALERTS, HOURLY_GROUP, rule_file
+from pgtop_ha.judge.fleet_rules import ALERTS, ALERTS_GROUP, HOURLY_GROUP, rule_file
 from pgtop_ha.judge.rules import (
     LEADER_NONE,
     LEADER_SEVERAL,
@@ -197,22 +198,43 @@ def test_every_crit_and_warn_rule_has_its_alert() -> None:
 
 
 @needs_promtool
-def test_the_rule_file_passes_promtool_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("flags", [[], ["--standalone-alerts"]], ids=["recorded", "standalone"])
+def test_the_rule_file_passes_promtool_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str]
+) -> None:
     path = tmp_path / "pgtop-ha.rules.yml"
-    assert main(["fleet", "rules", "--output", str(path)]) == 0
+    assert main(["fleet", "rules", "--output", str(path), *flags]) == 0
     assert "promtool check rules" in capsys.readouterr().err
     out = _promtool("check", "rules", str(path))
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"{len(ALERTS) + 12} rules found" in out.stdout
 
 
+STANDALONE = pytest.mark.parametrize("standalone", [False, True], ids=["recorded", "standalone"])
+
+
 @needs_promtool
-def test_each_fault_fires_its_alert_and_nothing_else(tmp_path: Path) -> None:
+@STANDALONE
+def test_each_fault_fires_its_alert_and_nothing_else(tmp_path: Path, standalone: bool) -> None:
     rules = tmp_path / "rules.yml"
-    rules.write_text(rule_file(FleetQueries(), "test"))
+    rules.write_text(rule_file(FleetQueries(), "test", standalone_alerts=standalone))
     out = _unit_test(tmp_path, _test_file(rules))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "SUCCESS" in out.stdout
+
+
+def test_standalone_alerts_read_no_record_of_their_own_evaluation() -> None:
+    text = rule_file(FleetQueries(), "test", standalone_alerts=True)
+    head, alerts = text.split(f"  - name: {ALERTS_GROUP}\n", 1)
+    assert "alert:" not in head and alerts.count("- alert:") == len(ALERTS)
+    exprs = [line for line in alerts.splitlines() if line.lstrip().startswith("expr:")]
+    assert len(exprs) == len(ALERTS)
+    # The hourly records change too slowly for a late read to matter; the count only gates the start.
+    slow = {SEEN, MOVES, MEMBERS, EVALUATIONS}
+    for expr in exprs:
+        assert set(re.findall(r"pgtop_ha:\w+", expr)) <= slow, expr
+    assert rule_file(FleetQueries(), "test").count(f"{RULE_POINTS}{{rule=") == len(ALERTS)
+    assert main(["fleet", "--standalone-alerts"]) == 2
 
 
 def test_the_labels_of_the_settings_reach_the_rules(
@@ -265,13 +287,16 @@ def test_the_fleet_says_which_way_it_ranks_and_why() -> None:
 
 
 @needs_promtool
+@STANDALONE
 @pytest.mark.parametrize(
     ("rule", "metric"), [(WRITER, "haproxy_backend_active_servers"), (PAUSED, "patroni_is_paused")]
 )
-def test_an_alert_fires_within_its_for_plus_one_evaluation(tmp_path: Path, rule: str, metric: str) -> None:
+def test_an_alert_fires_within_its_for_plus_one_evaluation(
+    tmp_path: Path, rule: str, metric: str, standalone: bool
+) -> None:
     """A fault that begins at 5 min: pending until its `for:`, firing one evaluation after at most."""
     rules = tmp_path / "rules.yml"
-    rules.write_text(rule_file(FleetQueries(), "test"))
+    rules.write_text(rule_file(FleetQueries(), "test", standalone_alerts=standalone))
     series = [s for s in _input_series() if 'scope="healthy"' in s["series"]]
     began = 20  # samples of 15 s: the fault starts at 300 s
     healthy, faulty = ("1", "0") if rule == WRITER else ("0", "1")
