@@ -41,15 +41,24 @@ def _faults(run: int, at_ms: int) -> list[str]:
     return lines
 
 
-async def _run(engine: SyntheticVictoria, run: int, within_s: float) -> dict[str, float]:
+RENEW_S = 30.0  # the whole fleet's samples imported again this often, so none ages out meanwhile
+
+
+async def _run(
+    engine: SyntheticVictoria, run: int, within_s: float, broken: dict[int, str]
+) -> dict[str, float]:
     names = {
         ALERTS[ROUTING_WRITER_POOL.id].name: scope_of(2 * run + 1),
         ALERTS[LEADER_NONE.id].name: scope_of(2 * run + 2),
     }
+    broken.update({2 * run + 1: ROUTING_WRITER_POOL.id, 2 * run + 2: LEADER_NONE.id})
     fired: dict[str, float] = {}
-    began = time.time()
+    began = renewed = time.time()
     async with httpx.AsyncClient(timeout=30, trust_env=False) as http:
         while len(fired) < len(names) and time.time() - began < within_s:
+            if time.time() - renewed >= RENEW_S:
+                await asyncio.to_thread(engine.renew, CLUSTERS, broken)
+                renewed = time.time()
             text = "\n".join(_faults(run, int(time.time() * 1000)))
             await http.post(f"{engine.url}/api/v1/import/prometheus", content=text.encode())
             alerts = (await http.get(f"{engine.rules_url}/api/v1/alerts")).json()["data"]["alerts"] or []
@@ -75,7 +84,8 @@ def main() -> int:
         standalone = args.standalone_alerts
         engine.up(CLUSTERS, {}, rules=True, interval_s=args.interval, standalone_alerts=standalone)
         engine.settled(600)
-        runs = [asyncio.run(_run(engine, run, 600)) for run in range(args.runs)]
+        broken: dict[int, str] = {}  # every cluster a run broke, kept broken when the fleet is renewed
+        runs = [asyncio.run(_run(engine, run, 600, broken)) for run in range(args.runs)]
     finally:
         engine.down()
     for rule in (ROUTING_WRITER_POOL.id, LEADER_NONE.id):

@@ -17,7 +17,7 @@ import pytest
 from pgtop_ha.collect.fleet_queries import FleetQueries
 from pgtop_ha.collect.fleet_source import PrometheusFleet
 from pgtop_ha.collect.prometheus import PrometheusReader
-from pgtop_ha.judge.fleet import CRIT, OK, RULES, WARN, FleetPage, level_of
+from pgtop_ha.judge.fleet import CRIT, EVALUATIONS, OK, RULES, SETTLE, WARN, FleetPage, level_of
 from pgtop_ha.judge.fleet_rules import ALERTS
 from pgtop_ha.judge.rules import (
     LEADER_NONE,
@@ -30,7 +30,15 @@ from pgtop_ha.judge.rules import (
     REPLICATION_LAG,
     ROUTING_WRITER_POOL,
 )
-from pgtop_ha.lab.synthetic_fleet import FAULTS, SyntheticPrometheus, SyntheticVictoria, scope_of
+from pgtop_ha.lab.synthetic_fleet import (
+    FAULTS,
+    MEMBERS,
+    SyntheticPrometheus,
+    SyntheticVictoria,
+    member_labels,
+    scope_of,
+    writer_series,
+)
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.lab
@@ -165,3 +173,47 @@ async def test_recorded_rules_rank_as_the_live_promql_does(
     assert recorded.counts == live.counts and recorded.counts.total == SMALL
     assert _ranking(recorded) == _ranking(live)
     assert [r.scope for r in filtered.rows] == ["pg-00073"] and filtered.counts.total == 1
+
+
+def test_vmalert_fires_standalone_alerts_within_their_for_and_an_interval(tmp_path: Path) -> None:
+    """`fleet rules --standalone-alerts` on vmalert: each fault fires its own alert, not evaluations late."""
+    interval = 2
+    vm = SyntheticVictoria(tmp_path / "alerts", _port())
+    broken = {
+        ALERTS[ROUTING_WRITER_POOL.id].name: scope_of(1),  # its points read Patroni's and HAProxy's series
+        ALERTS[LEADER_NONE.id].name: scope_of(2),  # its recorded points read the recorded primaries
+    }
+    fired: dict[str, float] = {}
+    firing: set[tuple[str, str]] = set()
+    # vmalert aligns each query's time to the interval, so a fault is read one or two ticks after it.
+    within = ALERTS[LEADER_NONE.id].for_s + 2 * interval + 2
+    try:
+        vm.up(SMALL, {}, rules=True, interval_s=interval, hourly_every_s=HOURLY_S, standalone_alerts=True)
+        with httpx.Client(timeout=30, trust_env=False) as http:
+            # The alerts wait for their group's count, not for the hourly group's records.
+            counted = {"query": f"{EVALUATIONS} >= {SETTLE}"}
+            deadline = time.monotonic() + 12 * HOURLY_S
+            while not http.get(f"{vm.url}/api/v1/query", params=counted).json()["data"]["result"]:
+                assert time.monotonic() < deadline, f"{EVALUATIONS} not {SETTLE} in time"
+                time.sleep(0.5)  # the polling interval of a deadline loop, not a synchronisation
+            began = time.monotonic()
+            while len(fired) < len(broken):
+                assert time.monotonic() - began < 2 * within, f"only {sorted(fired)} fired"
+                # Each scrape says it again: the writer pool without its server, no member leading.
+                stamp = int(time.time() * 1000)
+                lines = [f"{writer_series(1)} 0 {stamp}"]
+                lines += [f"patroni_primary{{{member_labels(2, m)}}} 0 {stamp}" for m in range(len(MEMBERS))]
+                http.post(f"{vm.url}/api/v1/import/prometheus", content="\n".join(lines))
+                answer = http.get(f"{vm.rules_url}/api/v1/alerts").json()["data"]["alerts"] or []
+                firing = {
+                    (a["labels"]["alertname"], a["labels"]["scope"]) for a in answer if a["state"] == "firing"
+                }
+                for name, scope in firing:
+                    if broken.get(name) == scope:
+                        fired.setdefault(name, time.monotonic() - began)
+                time.sleep(0.5)  # the polling interval of a deadline loop, not a synchronisation
+    finally:
+        vm.down()
+    assert firing == set(broken.items()), sorted(firing)
+    late = {name: round(took, 1) for name, took in fired.items() if took > within}
+    assert not late, f"fired after {late} s, not within {within} s"
