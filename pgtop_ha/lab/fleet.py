@@ -1,4 +1,4 @@
-"""`pgtop-ha lab fleet up|down`: several labs on distinct port ranges, and a Prometheus scraping them."""
+"""`pgtop-ha lab fleet up|down`: several labs on distinct port ranges, two engines scraping them."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pgtop_ha import __version__
 from pgtop_ha.errors import UserError
 from pgtop_ha.judge.fleet import HOURLY_EVERY_S, FleetSeries
 from pgtop_ha.judge.fleet_rules import RULES_FILE, rule_file
-from pgtop_ha.lab import procs
+from pgtop_ha.lab import procs, victoria
 from pgtop_ha.lab.cluster import Lab
 from pgtop_ha.lab.layout import Layout
 from pgtop_ha.lab.progress import Progress
@@ -24,6 +24,7 @@ FLEET_FILE = "fleet.json"
 FLEET_MARKER = ".pgtop-ha-fleet"
 RANGE = 50  # ports per cluster: a lab uses base..base+40
 PROMETHEUS_OFFSET = 45  # Prometheus listens in the first cluster's range, on a port no lab uses
+VICTORIA_OFFSET = 46  # VictoriaMetrics; vmalert on the next port, its notifier's (none listens) after
 SCRAPE_INTERVAL_S = 5
 FLEET_ROWS = 1000  # the COPY table of each lab: small, a fleet is about many clusters
 
@@ -37,7 +38,7 @@ def default_fleet_dir() -> Path:
 
 @dataclass(frozen=True)
 class Fleet:
-    """A fleet's ports and paths: N labs at base + 50·i, Prometheus at base + 45."""
+    """A fleet's ports and paths: N labs at base + 50·i, Prometheus at base + 45, VictoriaMetrics at + 46."""
 
     base_port: int
     clusters: int
@@ -62,6 +63,26 @@ class Fleet:
         return f"http://127.0.0.1:{self.prometheus_port}"
 
     @property
+    def victoria_port(self) -> int:
+        """VictoriaMetrics's HTTP port (vmalert's is the next)."""
+        return self.base_port + VICTORIA_OFFSET
+
+    @property
+    def victoria_url(self) -> str:
+        """VictoriaMetrics's base URL: the same query API as Prometheus's."""
+        return f"http://127.0.0.1:{self.victoria_port}"
+
+    @property
+    def vmalert_url(self) -> str:
+        """vmalert's base URL: its rules and alerts under /api/v1."""
+        return f"http://127.0.0.1:{self.victoria_port + 1}"
+
+    @property
+    def victoria_dir(self) -> Path:
+        """VictoriaMetrics's scrape config, rules and data."""
+        return self.state_dir / "victoria"
+
+    @property
     def prometheus_dir(self) -> Path:
         """Prometheus's config and data."""
         return self.state_dir / "prometheus"
@@ -80,7 +101,12 @@ class Fleet:
 
     def record(self) -> str:
         """The fleet file's text."""
-        doc = {"base_port": self.base_port, "clusters": self.clusters, "prometheus": self.prometheus_url}
+        doc = {
+            "base_port": self.base_port,
+            "clusters": self.clusters,
+            "prometheus": self.prometheus_url,
+            "victoria_metrics": self.victoria_url,
+        }
         return json.dumps(doc, indent=1) + "\n"
 
 
@@ -93,22 +119,15 @@ def saved_fleet(state_dir: Path) -> Fleet | None:
         return None
 
 
-def prometheus_config(fleet: Fleet) -> str:
+def scrape_config(fleet: Fleet) -> str:
     """Scrape every Patroni /metrics and each HAProxy exporter, the target's scope label winning.
 
     Every lab's Patroni calls its cluster pgtop-lab; a target label ``scope`` takes precedence over
-    the scraped one (which Prometheus keeps as exported_scope), so each lab is its own cluster.
+    the scraped one (which the engine keeps as exported_scope), so each lab is its own cluster.
+    VictoriaMetrics reads it as it is (-promscrape.config).
     """
-    lines = [
-        "global:",
-        f"  scrape_interval: {SCRAPE_INTERVAL_S}s",
-        f"  evaluation_interval: {SCRAPE_INTERVAL_S}s",
-        # The fleet's rules (`pgtop-ha fleet rules`): the fleet screen ranks from what they record.
-        f"rule_files: ['{RULES_FILE}']",
-        "scrape_configs:",
-        "  - job_name: patroni",
-        "    static_configs:",
-    ]
+    lines = ["global:", f"  scrape_interval: {SCRAPE_INTERVAL_S}s", "scrape_configs:"]
+    lines += ["  - job_name: patroni", "    static_configs:"]
     for i in range(fleet.clusters):
         layout = fleet.layout(i)
         targets = ", ".join(f"'127.0.0.1:{layout.rest_port(n)}'" for n in range(len(layout.names)))
@@ -121,6 +140,14 @@ def prometheus_config(fleet: Fleet) -> str:
             f"        labels: {{scope: '{fleet.scope(i)}'}}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def prometheus_config(fleet: Fleet) -> str:
+    """Prometheus's: the scrape config, evaluating the fleet's rules (`pgtop-ha fleet rules`) as often."""
+    head, rest = scrape_config(fleet).split("scrape_configs:\n", 1)
+    # The fleet screen ranks from what the rules record.
+    rules = f"  evaluation_interval: {SCRAPE_INTERVAL_S}s\nrule_files: ['{RULES_FILE}']\n"
+    return f"{head}{rules}scrape_configs:\n{rest}"
 
 
 class FleetLab:
@@ -148,7 +175,7 @@ class FleetLab:
             )
         if state.exists() and any(state.iterdir()) and not (state / FLEET_MARKER).exists():
             raise UserError(f"state dir {state} is not empty and was not made by `lab fleet`; choose another")
-        progress = Progress(total=fleet.clusters + 2, out=self.out)
+        progress = Progress(total=fleet.clusters + 3, out=self.out)
         state.mkdir(parents=True, exist_ok=True)
         state.chmod(0o755)  # the lab user (as root) must traverse into each lab's directory
         (state / FLEET_MARKER).touch()
@@ -158,10 +185,40 @@ class FleetLab:
             lab.up(rows=rows)
         progress.step(f"Prometheus on {fleet.prometheus_url} (scrape every {SCRAPE_INTERVAL_S}s)")
         self._start_prometheus(progress)
+        progress.step(f"VictoriaMetrics on {fleet.victoria_url}, vmalert on {fleet.vmalert_url}")
+        self._start_victoria()
         fleet.console_config.write_text(fleet.console_config_text())
         progress.done(
             f"fleet up: {fleet.clusters} clusters; view: pgtop-ha fleet --config {fleet.console_config}"
+            f" [--prometheus {fleet.victoria_url}]"
         )
+
+    def _start_victoria(self) -> None:
+        """VictoriaMetrics scraping as Prometheus does, and vmalert running the fleet's rules over it."""
+        vm, vmalert = victoria.binaries()
+        fleet, vdir = self.fleet, self.fleet.victoria_dir
+        (vdir / "data").mkdir(parents=True, exist_ok=True)
+        scrape, rules = vdir / "scrape.yml", vdir / RULES_FILE
+        scrape.write_text(scrape_config(fleet))
+        # vmalert sees a record at its next evaluation only: the alerts read none.
+        rules.write_text(rule_file(FleetSeries(), __version__, self.hourly_every_s, standalone_alerts=True))
+        log = vdir / "victoria-metrics.log"
+        if not self.book.running("victoria-metrics"):
+            command = victoria.victoria_command(
+                vm, vdir / "data", fleet.victoria_port, f"-promscrape.config={scrape}",
+                "-retentionPeriod=2d", f"-search.maxLookback={victoria.LOOKBACK}",
+            )  # fmt: skip
+            proc = procs.spawn(command, log=log, run_as=procs.RunAs(), cwd=vdir)
+            self.book.record("victoria-metrics", proc.pid)
+        victoria.wait_ready(self.book, "victoria-metrics", f"{fleet.victoria_url}/health", log, 60)
+        log = vdir / "vmalert.log"
+        if not self.book.running("vmalert"):
+            command = victoria.vmalert_command(
+                vmalert, rules, fleet.victoria_url, fleet.victoria_port + 1, SCRAPE_INTERVAL_S
+            )
+            proc = procs.spawn(command, log=log, run_as=procs.RunAs(), cwd=vdir)
+            self.book.record("vmalert", proc.pid)
+        victoria.wait_ready(self.book, "vmalert", f"{fleet.vmalert_url}/health", log, 60)
 
     def _start_prometheus(self, progress: Progress) -> None:
         binary = shutil.which("prometheus")
@@ -203,7 +260,7 @@ class FleetLab:
     def down(self) -> None:
         """Stop Prometheus and every lab (by PID), then remove the fleet's state directory."""
         state = self.fleet.state_dir
-        progress = Progress(total=self.fleet.clusters + 2, out=self.out)
+        progress = Progress(total=self.fleet.clusters + 3, out=self.out)
         if not state.exists():
             progress.done(f"no fleet in {state}: nothing to do")
             return
@@ -212,6 +269,9 @@ class FleetLab:
         progress.step("stopping Prometheus")
         if pid := self.book.running("prometheus"):
             procs.terminate([pid], grace=10)
+        progress.step("stopping vmalert and VictoriaMetrics")
+        pids = [pid for name in ("vmalert", "victoria-metrics") if (pid := self.book.running(name))]
+        procs.terminate(pids, grace=10)
         for i, lab in enumerate(self.labs()):
             progress.step(f"cluster {self.fleet.scope(i)}: lab down")
             lab.down()

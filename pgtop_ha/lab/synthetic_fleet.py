@@ -32,7 +32,7 @@ from pgtop_ha.judge.rules import (
     REPLICATION_LAG,
     ROUTING_WRITER_POOL,
 )
-from pgtop_ha.lab import procs
+from pgtop_ha.lab import procs, victoria
 
 FAULTS = tuple(RULES)  # one synthetic cluster per rule the fleet grades by
 MEMBERS = ("node1", "node2", "node3")
@@ -236,18 +236,6 @@ class SyntheticVictoria(_Engine):
         """Where its rules run: vmalert, on the next port."""
         return f"http://127.0.0.1:{self.port + 1}"
 
-    def _ready(self, name: str, url: str, log: Path) -> None:
-        def ready() -> bool:
-            if not self._book.running(name):
-                raise UserError(f"{name} exited; see {log}")
-            try:
-                return httpx.get(url, timeout=1, trust_env=False).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        if not procs.poll(ready, 120, interval=0.2):
-            raise UserError(f"{name} not ready after 120 s; see {log}")
-
     def up(
         self,
         clusters: int,
@@ -261,22 +249,22 @@ class SyntheticVictoria(_Engine):
         """Import ``clusters`` and start VictoriaMetrics (``rules``: vmalert evaluating the fleet's
         rules every ``interval_s``, the hourly group every ``hourly_every_s``, and writing them back;
         ``standalone_alerts`` as `fleet rules --standalone-alerts`); the seconds the import took."""
-        vm, vmalert = shutil.which("victoria-metrics"), shutil.which("vmalert")
-        if vm is None or vmalert is None:
-            raise UserError("victoria-metrics and vmalert not found; install Debian's `victoria-metrics`")
+        vm, vmalert = victoria.binaries()
         self.down()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         log = self.state_dir / "victoria-metrics.log"
         proc = procs.spawn(
-            [vm, f"-storageDataPath={self.state_dir / 'data'}", f"-httpListenAddr=127.0.0.1:{self.port}",
-             "-retentionPeriod=30d", f"-search.maxLookback={LOOKBACK_S:g}s", "-search.latencyOffset=0s",
-             "-search.maxUniqueTimeseries=100000000", "-search.maxSamplesPerQuery=2000000000",
-             # Live PromQL over a large fleet takes longer than the default 30 s a query.
-             "-search.maxQueryDuration=600s"],
+            victoria.victoria_command(
+                vm, self.state_dir / "data", self.port,
+                "-retentionPeriod=30d", f"-search.maxLookback={LOOKBACK_S:g}s",
+                "-search.maxUniqueTimeseries=100000000", "-search.maxSamplesPerQuery=2000000000",
+                # Live PromQL over a large fleet takes longer than the default 30 s a query.
+                "-search.maxQueryDuration=600s",
+            ),
             log=log, run_as=procs.RunAs(), cwd=self.state_dir,
         )  # fmt: skip
         self._book.record("victoria-metrics", proc.pid)
-        self._ready("victoria-metrics", f"{self.url}/health", log)
+        victoria.wait_ready(self._book, "victoria-metrics", f"{self.url}/health", log)
         began = time.monotonic()
         now = time.time()
         with httpx.Client(timeout=600, trust_env=False) as client:
@@ -290,17 +278,13 @@ class SyntheticVictoria(_Engine):
             )
             alert_log = self.state_dir / "vmalert.log"
             proc = procs.spawn(
-                [vmalert, f"-rule={path}", f"-datasource.url={self.url}", f"-remoteWrite.url={self.url}",
-                 f"-evaluationInterval={interval_s}s", f"-httpListenAddr=127.0.0.1:{self.port + 1}",
-                 # Records written back by the next evaluation: the default flush (5 s) is longer
-                 # than the short intervals of the tests, and each count would wait for it.
-                 f"-remoteWrite.flushInterval={min(interval_s, 5)}s",
-                 # It will not run alerting rules without a notifier: one on loopback where none listens.
-                 f"-notifier.url=http://127.0.0.1:{self.port + 2}"],
-                log=alert_log, run_as=procs.RunAs(), cwd=self.state_dir,
-            )  # fmt: skip
+                victoria.vmalert_command(vmalert, path, self.url, self.port + 1, interval_s),
+                log=alert_log,
+                run_as=procs.RunAs(),
+                cwd=self.state_dir,
+            )
             self._book.record("vmalert", proc.pid)
-            self._ready("vmalert", f"{self.rules_url}/health", alert_log)
+            victoria.wait_ready(self._book, "vmalert", f"{self.rules_url}/health", alert_log)
         return took
 
     def renew(self, clusters: int, faults: Mapping[int, str]) -> None:
