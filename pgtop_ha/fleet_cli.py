@@ -235,7 +235,15 @@ def run_rules(settings: Settings, output: Path | None, *, standalone_alerts: boo
     from pgtop_ha import __version__
     from pgtop_ha.judge.fleet_rules import rule_file
 
-    text = rule_file(queries_of(settings), __version__, standalone_alerts=standalone_alerts)
+    try:
+        text = rule_file(
+            queries_of(settings),
+            __version__,
+            standalone_alerts=standalone_alerts,
+            alert_for=settings.fleet.alert_for,
+        )
+    except ValueError as exc:
+        raise UserError(f"[fleet] alert_for: {exc}") from None
     if output is None:
         sys.stdout.write(text)
         return 0

@@ -244,6 +244,10 @@ class FleetSettings(TLSSettings):
     interval: float | None = Field(None, ge=1, le=600, description="Refresh seconds (default: scrape).")
     allowed_hosts: Hosts = Field((), description="Hosts Prometheus and drill downs may go to (empty: any).")
     clusters: dict[str, FleetCluster] = Field(default_factory=dict, description="Per-cluster overrides.")
+    alert_for: dict[str, Annotated[int, Field(ge=0, le=86400)]] = Field(
+        default_factory=dict,
+        description='`for:` seconds of `fleet rules` alerts, by rule id: {"patroni.paused" = 600}.',
+    )
 
     @model_validator(mode="after")
     def _login(self) -> FleetSettings:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pgtop_ha.judge.fleet import (
@@ -136,13 +137,20 @@ def rule_file(
     hourly_every_s: int = HOURLY_EVERY_S,
     *,
     standalone_alerts: bool = False,
+    alert_for: Mapping[str, int] | None = None,
 ) -> str:
     """The rule file's text: the hourly group, then the rules and one alert per crit and warn rule.
 
     ``standalone_alerts``: each alert evaluates its rule's own PromQL, in a group of its own, rather
     than read the points its group recorded, for a ruler that sees a record only at its next
     evaluation (vmalert); it costs about as much again per evaluation as the points.
+    ``alert_for``: an alert's `for:` seconds by rule id, where not ALERTS' (ValueError for another id).
     """
+    waits = {key: alert.for_s for key, alert in ALERTS.items()}
+    for key, seconds in (alert_for or {}).items():
+        if key not in waits:
+            raise ValueError(f"{key!r} names no alert of the fleet; one of {', '.join(waits)}")
+        waits[key] = seconds
     staged = dataclasses.replace(queries, staged=True)
     sc = queries.scope_label
     terms = staged.terms()
@@ -197,7 +205,7 @@ def rule_file(
         lines += [
             f"      - alert: {alert.name}",
             f"        expr: {_quoted(f'{points} > 0 and {alerting}')}",
-            f"        for: {alert.for_s}s",
+            f"        for: {waits[key]}s",
             "        labels:",
             f"          severity: {severity}",
             f"          rule: {key}",

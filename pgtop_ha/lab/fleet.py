@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,9 +154,16 @@ def prometheus_config(fleet: Fleet) -> str:
 class FleetLab:
     """Starts and stops a fleet: its labs (lab/cluster.py) and one Prometheus, all tracked by PID."""
 
-    def __init__(self, fleet: Fleet, out: Any = None, hourly_every_s: int = HOURLY_EVERY_S) -> None:
+    def __init__(
+        self,
+        fleet: Fleet,
+        out: Any = None,
+        hourly_every_s: int = HOURLY_EVERY_S,
+        alert_for: Mapping[str, int] | None = None,
+    ) -> None:
         self.fleet = fleet
         self.hourly_every_s = hourly_every_s  # the rules' hourly group: how often it runs
+        self.alert_for = dict(alert_for or {})  # alerts' `for:` by rule id, as [fleet] alert_for
         self.out = out or sys.stderr
         self.book = procs.PidBook(fleet.state_dir / "pids.json")
 
@@ -193,6 +201,15 @@ class FleetLab:
             f" [--prometheus {fleet.victoria_url}]"
         )
 
+    def _rules(self, *, standalone_alerts: bool) -> str:
+        return rule_file(
+            FleetSeries(),
+            __version__,
+            self.hourly_every_s,
+            standalone_alerts=standalone_alerts,
+            alert_for=self.alert_for,
+        )
+
     def _start_victoria(self) -> None:
         """VictoriaMetrics scraping as Prometheus does, and vmalert running the fleet's rules over it."""
         vm, vmalert = victoria.binaries()
@@ -201,7 +218,7 @@ class FleetLab:
         scrape, rules = vdir / "scrape.yml", vdir / RULES_FILE
         scrape.write_text(scrape_config(fleet))
         # vmalert sees a record at its next evaluation only: the alerts read none.
-        rules.write_text(rule_file(FleetSeries(), __version__, self.hourly_every_s, standalone_alerts=True))
+        rules.write_text(self._rules(standalone_alerts=True))
         log = vdir / "victoria-metrics.log"
         if not self.book.running("victoria-metrics"):
             command = victoria.victoria_command(
@@ -227,7 +244,7 @@ class FleetLab:
         pdir = self.fleet.prometheus_dir
         (pdir / "data").mkdir(parents=True, exist_ok=True)
         cfg = pdir / "prometheus.yml"
-        (pdir / RULES_FILE).write_text(rule_file(FleetSeries(), __version__, self.hourly_every_s))
+        (pdir / RULES_FILE).write_text(self._rules(standalone_alerts=False))
         cfg.write_text(prometheus_config(self.fleet))
         if not self.book.running("prometheus"):
             proc = procs.spawn(

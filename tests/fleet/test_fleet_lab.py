@@ -28,6 +28,7 @@ pytestmark = pytest.mark.lab
 TEST_ROWS = int(os.environ.get("PGTOPHA_TEST_ROWS", "1000"))
 CLUSTERS = 2
 HOURLY_S = 10  # the hourly group's interval here: what it records does not depend on it
+DOWN_FOR_S = 20  # the member-down alert's `for:` here ([fleet] alert_for): how long does not matter
 
 
 def _claim_fleet(start: int = 26400, stop: int = 30000) -> Fleet:
@@ -50,7 +51,12 @@ def _claim_fleet(start: int = 26400, stop: int = 30000) -> Fleet:
 @pytest.fixture(scope="module")
 def fleet_lab() -> Iterator[FleetLab]:
     """A 2-cluster fleet, up for this module."""
-    lab = FleetLab(_claim_fleet(), out=sys.stderr, hourly_every_s=HOURLY_S)
+    lab = FleetLab(
+        _claim_fleet(),
+        out=sys.stderr,
+        hourly_every_s=HOURLY_S,
+        alert_for={PATRONI_MEMBER_DOWN.id: DOWN_FOR_S},
+    )
     try:
         lab.up(rows=TEST_ROWS)
         yield lab
@@ -180,7 +186,7 @@ async def test_rows_match_cluster_and_switchover_shows(fleet_lab: FleetLab) -> N
         # Prometheus's rules, and vmalert's (the standalone alerts) over VictoriaMetrics.
         for rules_url in (url, fleet.vmalert_url):
             firing: list[dict[str, str]] = []
-            deadline = stopped + down.for_s + 3 * 5.0 + 2.0  # for:, then a scrape and an evaluation or two
+            deadline = stopped + DOWN_FOR_S + 3 * 5.0 + 2.0  # for:, then a scrape and an evaluation or two
             async with httpx.AsyncClient(trust_env=False) as http:
                 while time.monotonic() < deadline and expected not in firing:
                     alerts = (await http.get(f"{rules_url}/api/v1/alerts")).json()["data"]["alerts"] or []

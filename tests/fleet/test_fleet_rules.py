@@ -256,6 +256,22 @@ def test_the_labels_of_the_settings_reach_the_rules(
     assert ") > 1048576" in capsys.readouterr().out
 
 
+def test_an_alerts_for_comes_from_the_settings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[fleet]\nalert_for = { "patroni.paused" = 600 }\n')
+    assert main(["--config", str(config), "fleet", "rules"]) == 0
+    text = capsys.readouterr().out
+    block = text.split(f"- alert: {ALERTS[PAUSED].name}\n", 1)[1].split("- alert:", 1)[0]
+    assert "for: 600s" in block
+    assert text.count("for: 600s") == 1 and f"for: {ALERTS[DOWN].for_s}s" in text
+    # A rule that has no alert, or a duration that is not one, is refused in one line.
+    for bad, said in ((r'{ "patroni.switched" = 60 }', "names no alert"), (r'{ "patroni.paused" = -1 }', "")):
+        config.write_text(f"[fleet]\nalert_for = {bad}\n")
+        assert main(["--config", str(config), "fleet", "rules"]) == 2
+        err = capsys.readouterr().err
+        assert "alert_for" in err and said in err and "Traceback" not in err, err
+
+
 def test_the_fleet_says_which_way_it_ranks_and_why() -> None:
     queries = FleetQueries()
     mine = {**queries.rules_identity(), "__name__": RULES_VERSION}
