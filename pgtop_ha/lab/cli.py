@@ -168,12 +168,12 @@ def add_lab_parser(parser: argparse.ArgumentParser) -> None:
     bk.add_argument("--type", default="full", choices=["full", "diff", "incr"], dest="backup_type")
     subscriber = _lab_parser(sub, "subscriber", "a logical subscriber of the lab's publication")
     subscriber.add_argument("action", choices=["up", "down"])
-    fleet = _lab_parser(sub, "fleet", "several labs and a Prometheus scraping them (the fleet view's lab)")
+    fleet = _lab_parser(sub, "fleet", "several labs and two engines scraping them (the fleet view's lab)")
     fleet_sub = fleet.add_subparsers(dest="fleet_command", metavar="up|down", required=True)
-    fleet_up = _lab_parser(fleet_sub, "up", "start N labs on distinct port ranges and Prometheus")
+    fleet_up = _lab_parser(fleet_sub, "up", "start N labs, Prometheus and VictoriaMetrics")
     fleet_up.add_argument("--clusters", type=int, default=None, metavar="N", help="labs (default 3)")
     fleet_up.add_argument("--rows", type=int, default=None, metavar="N", help="rows per lab (default 1,000)")
-    _lab_parser(fleet_sub, "down", "stop the fleet's Prometheus and labs and remove its state")
+    _lab_parser(fleet_sub, "down", "stop the fleet's engines and labs and remove its state")
 
 
 # The lab's own settings come from flags, --config or the user config, and PGTOP_HA_LAB__* only:

@@ -152,7 +152,7 @@ def prometheus_config(fleet: Fleet) -> str:
 
 
 class FleetLab:
-    """Starts and stops a fleet: its labs (lab/cluster.py) and one Prometheus, all tracked by PID."""
+    """Starts and stops a fleet: its labs (lab/cluster.py), Prometheus, VictoriaMetrics, vmalert; by PID."""
 
     def __init__(
         self,
@@ -172,7 +172,7 @@ class FleetLab:
         return [Lab(self.fleet.layout(i), out=self.out) for i in range(self.fleet.clusters)]
 
     def up(self, rows: int = FLEET_ROWS) -> None:
-        """Start every lab not yet running, then Prometheus; wait until it answers."""
+        """Start every lab not yet running, then Prometheus and VictoriaMetrics; wait until they answer."""
         fleet = self.fleet
         state = fleet.state_dir
         saved = saved_fleet(state)
@@ -275,7 +275,7 @@ class FleetLab:
             raise UserError(f"Prometheus not ready after 60 s; see {pdir / 'prometheus.log'}")
 
     def down(self) -> None:
-        """Stop Prometheus and every lab (by PID), then remove the fleet's state directory."""
+        """Stop the engines and every lab (by PID), then remove the fleet's state directory."""
         state = self.fleet.state_dir
         progress = Progress(total=self.fleet.clusters + 3, out=self.out)
         if not state.exists():
