@@ -245,10 +245,11 @@ class SyntheticVictoria(_Engine):
         interval_s: int = INTERVAL_S,
         hourly_every_s: int = HOURLY_EVERY_S,
         standalone_alerts: bool = False,
+        alert_for: Mapping[str, int] | None = None,
     ) -> float:
         """Import ``clusters`` and start VictoriaMetrics (``rules``: vmalert evaluating the fleet's
         rules every ``interval_s``, the hourly group every ``hourly_every_s``, and writing them back;
-        ``standalone_alerts`` as `fleet rules --standalone-alerts`); the seconds the import took."""
+        ``standalone_alerts`` and ``alert_for`` as `fleet rules` takes them); the import's seconds."""
         vm, vmalert = victoria.binaries()
         self.down()
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -273,9 +274,11 @@ class SyntheticVictoria(_Engine):
         took = time.monotonic() - began
         if rules:
             path = self.state_dir / RULES_FILE
-            path.write_text(
-                rule_file(FleetSeries(), __version__, hourly_every_s, standalone_alerts=standalone_alerts)
+            alone = standalone_alerts
+            written = rule_file(
+                FleetSeries(), __version__, hourly_every_s, standalone_alerts=alone, alert_for=alert_for
             )
+            path.write_text(written)
             alert_log = self.state_dir / "vmalert.log"
             proc = procs.spawn(
                 victoria.vmalert_command(vmalert, path, self.url, self.port + 1, interval_s),

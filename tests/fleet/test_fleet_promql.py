@@ -185,10 +185,19 @@ def test_vmalert_fires_standalone_alerts_within_their_for_and_an_interval(tmp_pa
     }
     fired: dict[str, float] = {}
     firing: set[tuple[str, str]] = set()
+    wait = 10  # both alerts' `for:` here ([fleet] alert_for): how long does not matter
     # vmalert aligns each query's time to the interval, so a fault is read one or two ticks after it.
-    within = ALERTS[LEADER_NONE.id].for_s + 2 * interval + 2
+    within = wait + 2 * interval + 2
     try:
-        vm.up(SMALL, {}, rules=True, interval_s=interval, hourly_every_s=HOURLY_S, standalone_alerts=True)
+        vm.up(
+            SMALL,
+            {},
+            rules=True,
+            interval_s=interval,
+            hourly_every_s=HOURLY_S,
+            standalone_alerts=True,
+            alert_for={ROUTING_WRITER_POOL.id: wait, LEADER_NONE.id: wait},
+        )
         with httpx.Client(timeout=30, trust_env=False) as http:
             # The alerts wait for their group's count, not for the hourly group's records.
             counted = {"query": f"{EVALUATIONS} >= {SETTLE}"}
