@@ -32,7 +32,7 @@ DOWN_FOR_S = 20  # the member-down alert's `for:` here ([fleet] alert_for): how 
 
 
 def _claim_fleet(start: int = 26400, stop: int = 30000) -> Fleet:
-    """Two consecutive lab port ranges (and Prometheus's port), claimed like tests/conftest.py does."""
+    """Two consecutive lab port ranges (and the engines' ports), claimed like tests/conftest.py does."""
     for base in range(start, stop - RANGE * CLUSTERS, RANGE):
         fleet = Fleet(base, CLUSTERS, Path(f"/tmp/pgtop-ha-fleet-test-{base}"))
         engines = [fleet.prometheus_port, fleet.victoria_port, fleet.victoria_port + 1]
