@@ -27,18 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pgtop_ha.judge.fleet_rules import ALERTS
 from pgtop_ha.judge.rules import LEADER_NONE, ROUTING_WRITER_POOL
-from pgtop_ha.lab.synthetic_fleet import MEMBERS, SyntheticVictoria, member_labels, scope_of, writer_series
+from pgtop_ha.lab.synthetic_fleet import SyntheticVictoria, fault_lines, scope_of
 from tests.support.ports import free_port
 
 CLUSTERS = 100
-
-
-def _faults(run: int, at_ms: int) -> list[str]:
-    """One sample of each fault, for this run's two clusters, as Prometheus text."""
-    writer, leaderless = 2 * run + 1, 2 * run + 2
-    lines = [f"{writer_series(writer)} 0 {at_ms}"]
-    lines += [f"patroni_primary{{{member_labels(leaderless, m)}}} 0 {at_ms}" for m in range(len(MEMBERS))]
-    return lines
 
 
 RENEW_S = 30.0  # the whole fleet's samples imported again this often, so none ages out meanwhile
@@ -59,7 +51,7 @@ async def _run(
             if time.time() - renewed >= RENEW_S:
                 await asyncio.to_thread(engine.renew, CLUSTERS, broken)
                 renewed = time.time()
-            text = "\n".join(_faults(run, int(time.time() * 1000)))
+            text = fault_lines(2 * run + 1, 2 * run + 2, int(time.time() * 1000))
             await http.post(f"{engine.url}/api/v1/import/prometheus", content=text.encode())
             alerts = (await http.get(f"{engine.rules_url}/api/v1/alerts")).json()["data"]["alerts"] or []
             for a in alerts:

@@ -120,15 +120,10 @@ def saved_fleet(state_dir: Path) -> Fleet | None:
         return None
 
 
-def scrape_config(fleet: Fleet) -> str:
-    """Scrape every Patroni /metrics and each HAProxy exporter, the target's scope label winning.
-
-    Every lab's Patroni calls its cluster pgtop-lab; a target label ``scope`` takes precedence over
-    the scraped one (which the engine keeps as exported_scope), so each lab is its own cluster.
-    VictoriaMetrics reads it as it is (-promscrape.config).
-    """
-    lines = ["global:", f"  scrape_interval: {SCRAPE_INTERVAL_S}s", "scrape_configs:"]
-    lines += ["  - job_name: patroni", "    static_configs:"]
+def _targets(fleet: Fleet) -> list[str]:
+    # Every lab's Patroni calls its cluster pgtop-lab; a target label ``scope`` takes precedence over
+    # the scraped one (which the engine keeps as exported_scope), so each lab is its own cluster.
+    lines = ["scrape_configs:", "  - job_name: patroni", "    static_configs:"]
     for i in range(fleet.clusters):
         layout = fleet.layout(i)
         targets = ", ".join(f"'127.0.0.1:{layout.rest_port(n)}'" for n in range(len(layout.names)))
@@ -140,15 +135,26 @@ def scrape_config(fleet: Fleet) -> str:
             f"      - targets: ['127.0.0.1:{layout.stats_port}']",
             f"        labels: {{scope: '{fleet.scope(i)}'}}",
         ]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def scrape_config(fleet: Fleet) -> str:
+    """Scrape every Patroni /metrics and each HAProxy exporter, the target's scope label winning
+    (VictoriaMetrics reads it as it is: -promscrape.config)."""
+    return "\n".join(["global:", f"  scrape_interval: {SCRAPE_INTERVAL_S}s", *_targets(fleet)]) + "\n"
 
 
 def prometheus_config(fleet: Fleet) -> str:
-    """Prometheus's: the scrape config, evaluating the fleet's rules (`pgtop-ha fleet rules`) as often."""
-    head, rest = scrape_config(fleet).split("scrape_configs:\n", 1)
-    # The fleet screen ranks from what the rules record.
-    rules = f"  evaluation_interval: {SCRAPE_INTERVAL_S}s\nrule_files: ['{RULES_FILE}']\n"
-    return f"{head}{rules}scrape_configs:\n{rest}"
+    """Prometheus's: the same scrapes, and the fleet's rules (`pgtop-ha fleet rules`) evaluated as often."""
+    lines = [
+        "global:",
+        f"  scrape_interval: {SCRAPE_INTERVAL_S}s",
+        f"  evaluation_interval: {SCRAPE_INTERVAL_S}s",
+        # The fleet screen ranks from what the rules record.
+        f"rule_files: ['{RULES_FILE}']",
+        *_targets(fleet),
+    ]
+    return "\n".join(lines) + "\n"
 
 
 class FleetLab:
@@ -219,23 +225,17 @@ class FleetLab:
         scrape.write_text(scrape_config(fleet))
         # vmalert sees a record at its next evaluation only: the alerts read none.
         rules.write_text(self._rules(standalone_alerts=True))
-        log = vdir / "victoria-metrics.log"
-        if not self.book.running("victoria-metrics"):
-            command = victoria.victoria_command(
-                vm, vdir / "data", fleet.victoria_port, f"-promscrape.config={scrape}",
-                "-retentionPeriod=2d", f"-search.maxLookback={victoria.LOOKBACK}",
-            )  # fmt: skip
-            proc = procs.spawn(command, log=log, run_as=procs.RunAs(), cwd=vdir)
-            self.book.record("victoria-metrics", proc.pid)
-        victoria.wait_ready(self.book, "victoria-metrics", f"{fleet.victoria_url}/health", log, 60)
-        log = vdir / "vmalert.log"
-        if not self.book.running("vmalert"):
-            command = victoria.vmalert_command(
-                vmalert, rules, fleet.victoria_url, fleet.victoria_port + 1, SCRAPE_INTERVAL_S
-            )
-            proc = procs.spawn(command, log=log, run_as=procs.RunAs(), cwd=vdir)
-            self.book.record("vmalert", proc.pid)
-        victoria.wait_ready(self.book, "vmalert", f"{fleet.vmalert_url}/health", log, 60)
+        command = victoria.victoria_command(
+            vm, vdir / "data", fleet.victoria_port, f"-promscrape.config={scrape}",
+            "-retentionPeriod=2d", f"-search.maxLookback={victoria.LOOKBACK}",
+        )  # fmt: skip
+        victoria.start(
+            self.book, "victoria-metrics", command, cwd=vdir, health=f"{fleet.victoria_url}/health"
+        )
+        command = victoria.vmalert_command(
+            vmalert, rules, fleet.victoria_url, fleet.victoria_port + 1, SCRAPE_INTERVAL_S
+        )
+        victoria.start(self.book, "vmalert", command, cwd=vdir, health=f"{fleet.vmalert_url}/health")
 
     def _start_prometheus(self, progress: Progress) -> None:
         binary = shutil.which("prometheus")

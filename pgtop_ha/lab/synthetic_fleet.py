@@ -88,6 +88,20 @@ def _lines(i: int, fault: str | None, times: tuple[float, float, float]) -> Iter
         yield f"{writer} {int(fault != ROUTING_WRITER_POOL.id)} {t:.3f}"
 
 
+def fault_lines(writer: int, leaderless: int, at_ms: int) -> str:
+    """Fresh samples, as each scrape would say them: cluster ``writer``'s writer pool has lost its
+    server, no member of cluster ``leaderless`` leads (Prometheus text, stamped ``at_ms``)."""
+    lines = [f"{writer_series(writer)} 0 {at_ms}"]
+    lines += [f"patroni_primary{{{member_labels(leaderless, m)}}} 0 {at_ms}" for m in range(len(MEMBERS))]
+    return "\n".join(lines)
+
+
+def _rules_text(hourly_every_s: int, standalone_alerts: bool, alert_for: Mapping[str, int] | None) -> str:
+    return rule_file(
+        FleetSeries(), __version__, hourly_every_s, standalone_alerts=standalone_alerts, alert_for=alert_for
+    )
+
+
 def openmetrics(clusters: int, faults: Mapping[int, str], now: float) -> Iterator[str]:
     """The fleet as OpenMetrics text, one line at a time (a metric's samples need not be adjacent)."""
     times = (now - 3000.0, now - 60.0, now - 20.0)
@@ -173,9 +187,7 @@ class SyntheticPrometheus(_Engine):
         config = self.state_dir / "prometheus.yml"
         text_config = f"global:\n  scrape_interval: {interval_s}s\n  evaluation_interval: {interval_s}s\n"
         if rules:
-            alone = standalone_alerts
-            written = rule_file(FleetSeries(), __version__, hourly_every_s, standalone_alerts=alone)
-            (self.state_dir / RULES_FILE).write_text(written)
+            (self.state_dir / RULES_FILE).write_text(_rules_text(hourly_every_s, standalone_alerts, None))
             text_config += f"rule_files: ['{RULES_FILE}']\n"
         config.write_text(text_config)
         proc = procs.spawn(
@@ -253,49 +265,35 @@ class SyntheticVictoria(_Engine):
         vm, vmalert = victoria.binaries()
         self.down()
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        log = self.state_dir / "victoria-metrics.log"
-        proc = procs.spawn(
-            victoria.victoria_command(
-                vm, self.state_dir / "data", self.port,
-                "-retentionPeriod=30d", f"-search.maxLookback={LOOKBACK_S:g}s",
-                "-search.maxUniqueTimeseries=100000000", "-search.maxSamplesPerQuery=2000000000",
-                # Live PromQL over a large fleet takes longer than the default 30 s a query.
-                "-search.maxQueryDuration=600s",
-            ),
-            log=log, run_as=procs.RunAs(), cwd=self.state_dir,
+        command = victoria.victoria_command(
+            vm, self.state_dir / "data", self.port,
+            "-retentionPeriod=30d", f"-search.maxLookback={LOOKBACK_S:g}s",
+            "-search.maxUniqueTimeseries=100000000", "-search.maxSamplesPerQuery=2000000000",
+            # Live PromQL over a large fleet takes longer than the default 30 s a query.
+            "-search.maxQueryDuration=600s",
         )  # fmt: skip
-        self._book.record("victoria-metrics", proc.pid)
-        victoria.wait_ready(self._book, "victoria-metrics", f"{self.url}/health", log)
+        victoria.start(
+            self._book, "victoria-metrics", command, cwd=self.state_dir, health=f"{self.url}/health"
+        )
         began = time.monotonic()
-        now = time.time()
-        with httpx.Client(timeout=600, trust_env=False) as client:
-            client.post(f"{self.url}/api/v1/import/prometheus", content=_exposition(clusters, faults, now))
-            client.get(f"{self.url}/internal/force_flush")
+        self.renew(clusters, faults)
         took = time.monotonic() - began
         if rules:
             path = self.state_dir / RULES_FILE
-            alone = standalone_alerts
-            written = rule_file(
-                FleetSeries(), __version__, hourly_every_s, standalone_alerts=alone, alert_for=alert_for
+            path.write_text(_rules_text(hourly_every_s, standalone_alerts, alert_for))
+            command = victoria.vmalert_command(vmalert, path, self.url, self.port + 1, interval_s)
+            victoria.start(
+                self._book, "vmalert", command, cwd=self.state_dir, health=f"{self.rules_url}/health"
             )
-            path.write_text(written)
-            alert_log = self.state_dir / "vmalert.log"
-            proc = procs.spawn(
-                victoria.vmalert_command(vmalert, path, self.url, self.port + 1, interval_s),
-                log=alert_log,
-                run_as=procs.RunAs(),
-                cwd=self.state_dir,
-            )
-            self._book.record("vmalert", proc.pid)
-            victoria.wait_ready(self._book, "vmalert", f"{self.rules_url}/health", alert_log)
         return took
 
     def renew(self, clusters: int, faults: Mapping[int, str]) -> None:
-        """Import the fleet's samples again, stamped now: a bench that runs for minutes keeps them seen."""
+        """Import the fleet's samples, stamped now (again: a bench that runs for minutes keeps them seen)."""
         with httpx.Client(timeout=600, trust_env=False) as client:
             client.post(
                 f"{self.url}/api/v1/import/prometheus", content=_exposition(clusters, faults, time.time())
             )
+            client.get(f"{self.url}/internal/force_flush")
 
     def down(self) -> None:
         """Stop vmalert and VictoriaMetrics (by their recorded PIDs) and remove the state."""

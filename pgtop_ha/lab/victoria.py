@@ -50,16 +50,19 @@ def vmalert_command(binary: str, rules: Path, url: str, port: int, interval_s: i
     ]
 
 
-def wait_ready(book: procs.PidBook, name: str, url: str, log: Path, within_s: float = 120) -> None:
-    """Wait until ``name`` (its PID in ``book``) answers ``url`` with 200; a one-line error otherwise."""
+def start(book: procs.PidBook, name: str, command: list[str], *, cwd: Path, health: str) -> None:
+    """Start ``name`` unless ``book`` has it running (log in ``cwd``); wait until ``health`` answers 200."""
+    log = cwd / f"{name}.log"
+    if not book.running(name):
+        book.record(name, procs.spawn(command, log=log, run_as=procs.RunAs(), cwd=cwd).pid)
 
     def ready() -> bool:
         if not book.running(name):
             raise UserError(f"{name} exited; see {log}")
         try:
-            return httpx.get(url, timeout=1, trust_env=False).status_code == 200
+            return httpx.get(health, timeout=1, trust_env=False).status_code == 200
         except httpx.HTTPError:
             return False
 
-    if not procs.poll(ready, within_s, interval=0.2):
-        raise UserError(f"{name} not ready after {within_s:g} s; see {log}")
+    if not procs.poll(ready, 120, interval=0.2):
+        raise UserError(f"{name} not ready after 120 s; see {log}")

@@ -32,12 +32,10 @@ from pgtop_ha.judge.rules import (
 )
 from pgtop_ha.lab.synthetic_fleet import (
     FAULTS,
-    MEMBERS,
     SyntheticPrometheus,
     SyntheticVictoria,
-    member_labels,
+    fault_lines,
     scope_of,
-    writer_series,
 )
 from tests.support.ports import free_port
 
@@ -209,10 +207,8 @@ def test_vmalert_fires_standalone_alerts_within_their_for_and_an_interval(tmp_pa
             while len(fired) < len(broken):
                 assert time.monotonic() - began < 2 * within, f"only {sorted(fired)} fired"
                 # Each scrape says it again: the writer pool without its server, no member leading.
-                stamp = int(time.time() * 1000)
-                lines = [f"{writer_series(1)} 0 {stamp}"]
-                lines += [f"patroni_primary{{{member_labels(2, m)}}} 0 {stamp}" for m in range(len(MEMBERS))]
-                http.post(f"{vm.url}/api/v1/import/prometheus", content="\n".join(lines))
+                broke = fault_lines(1, 2, int(time.time() * 1000))
+                http.post(f"{vm.url}/api/v1/import/prometheus", content=broke)
                 answer = http.get(f"{vm.rules_url}/api/v1/alerts").json()["data"]["alerts"] or []
                 firing = {
                     (a["labels"]["alertname"], a["labels"]["scope"]) for a in answer if a["state"] == "firing"
