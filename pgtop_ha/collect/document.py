@@ -7,7 +7,9 @@ line naming the place, never a crash.
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, ValidationError
+from typing import Any
+
+from pydantic import ConfigDict, ValidationError, field_validator
 
 from pgtop_ha.collect.errors import ParseError
 from pgtop_ha.models.base import Frozen
@@ -50,6 +52,23 @@ class NodeDocument(NodeReadings):
     processes: tuple[ProcessRow, ...] = ()
     postmaster: PostmasterTexts | None = None
     huge_pages: HugePagesSetting | None = None
+
+    @field_validator("processes", mode="before")
+    @classmethod
+    def _process_rows(cls, columns: Any) -> tuple[dict[str, Any], ...]:
+        """The statement's columns (one array each, all of one length) as an object per process."""
+        if not isinstance(columns, dict):
+            raise ValueError("not an object of columns")
+        pids = columns.get("pid")
+        if pids is None and all(values is None for values in columns.values()):
+            return ()  # no process listed: every column's aggregate is NULL
+        if not isinstance(pids, list):
+            raise ValueError("pid: not an array")
+        for name, values in columns.items():
+            if not isinstance(values, list) or len(values) != len(pids):
+                raise ValueError(f"{name}: not an array of {len(pids)} values")
+        names = tuple(columns)
+        return tuple(dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True))
 
 
 def read_document(text: str) -> NodeDocument:

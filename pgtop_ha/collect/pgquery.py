@@ -265,11 +265,11 @@ def _read(path_expr: str) -> str:
 # Ages from clock_timestamp(), not now(): a query begun after this statement began (this
 # console's own, another's) would be a negative age.
 _SESSIONS = """,
-       host(a.client_addr) as client_addr,
-       date_part('epoch', clock_timestamp() - a.query_start) as query_s,
-       date_part('epoch', clock_timestamp() - a.xact_start) as xact_s,
-       date_part('epoch', clock_timestamp() - a.state_change) as state_s,
-       age(a.backend_xmin)::bigint as xmin_age"""
+  'client_addr', json_agg(host(a.client_addr)),
+  'query_s', json_agg(date_part('epoch', clock_timestamp() - a.query_start)),
+  'xact_s', json_agg(date_part('epoch', clock_timestamp() - a.xact_start)),
+  'state_s', json_agg(date_part('epoch', clock_timestamp() - a.state_change)),
+  'xmin_age', json_agg(age(a.backend_xmin)::bigint)"""
 
 
 # An idle client session: listed only where its memory is read, counted otherwise. A session whose
@@ -287,10 +287,11 @@ def _processes(caps: Capabilities, remote_memory: bool, sessions: bool = False, 
     if remote_memory:
         smaps = _read("'/proc/' || a.pid || '/smaps_rollup'")
         status = _read("'/proc/' || a.pid || '/status'")
-        memory = f", {smaps} as smaps, {status} as status"
+        memory = f",\n  'smaps', json_agg({smaps}), 'status', json_agg({status})"
     where = "" if idle else f"\nwhere not {_IDLE_SESSION}"
     extra = _SESSIONS if sessions else ""
-    return _view("processes", caps.version, memory=memory, sessions=extra, where=where)
+    limit = str(MAX_PROCESSES)
+    return _view("processes", caps.version, memory=memory, sessions=extra, where=where, limit=limit)
 
 
 # HugePages as PostgreSQL sees them; the last two are NULL where the server is too old (< 15, < 17).
@@ -391,10 +392,10 @@ def build_query(
         ("replication", _agg(_view("replication", v))),
         ("wal_receiver", _row(_view("wal_receiver", v))),
         ("slots", _agg(_view("slots", v), MAX_SLOTS)),
-        ("slots_total", "(select count(*) from pg_replication_slots)"),
+        ("slots_total", "(select count(*) from pg_get_replication_slots())"),  # the view joins pg_database
         ("subscriptions", _agg(_view("subscriptions", v))),
         ("archiver", _row(_archiver(caps))),
-        ("processes", _agg(_processes(caps, remote_memory, "sessions" in needs, idle), MAX_PROCESSES)),
+        ("processes", f"({_processes(caps, remote_memory, 'sessions' in needs, idle)})"),
         ("processes_total", _TOTAL),
         *([] if idle else [("idle_sessions", _IDLE_COUNT)]),
         ("horizon", _agg(_view("horizon", v), MAX_HORIZON)),

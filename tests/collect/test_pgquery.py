@@ -42,7 +42,9 @@ def test_statement_matches_version(version: int) -> None:
     # Backends are listed once per statement: no part reads the catalog's views of them again.
     assert sql.count("pg_catalog.pg_stat_activity") == 1 and "from pg_stat_replication " not in sql
     assert ("pg_stat_progress_copy" in sql) == (version >= 140000)
-    assert ("pg_stat_replication_slots" in sql) == (version >= 140000)
+    # A logical slot's statistics by its name: pg_stat_replication_slots would list the slots again.
+    assert ("pg_stat_get_replication_slot(s.slot_name)" in sql) == (version >= 140000)
+    assert "pg_stat_replication_slots" not in sql and sql.count("pg_replication_slots") == 2
     assert ("pg_get_wal_replay_pause_state" in sql) == (version >= 140000)
     assert ("pg_is_wal_replay_paused" in sql) == (version < 140000)
     assert ("wal_status" in sql) == (version >= 130000)
@@ -146,11 +148,23 @@ def test_parse_standby_document_with_remote_memory() -> None:
         json.dumps({"replication": [{"pid": "x"}]}),
         json.dumps({"current_lsn": "x", "slots": [{"slot_name": "s", "restart_lsn": 1}]}),
         json.dumps({"in_recovery": "yes"}),
+        json.dumps({"processes": [{"pid": 1}]}),  # a row per process: the statement sends columns
+        json.dumps({"processes": {"pid": [1, 2], "state": ["active"]}}),
+        json.dumps({"processes": {"pid": [1], "nobody": ["x"]}}),
+        json.dumps({"processes": {"pid": None, "state": ["active"]}}),
     ],
 )
 def test_bad_documents(text: str) -> None:
     with pytest.raises(ParseError, match="postgres document"):
         parse_document(text, _caps(150000))
+
+
+def test_processes_come_as_columns_and_none_listed_is_every_column_null() -> None:
+    columns = {"pid": [7, 9], "state": ["active", None], "query_s": [1.5, None]}
+    parsed = parse_document(json.dumps({"processes": columns}), _caps(150000))
+    assert [(p.pid, p.state, p.query_s) for p in parsed.processes] == [(7, "active", 1.5), (9, None, None)]
+    empty = parse_document(json.dumps({"processes": {"pid": None, "state": None}}), _caps(150000))
+    assert empty.processes == []
 
 
 @settings(max_examples=500, deadline=None)
@@ -201,7 +215,7 @@ def test_every_sql_file_is_some_versions_query() -> None:
     every = {(name, major) for name, majors in variants.items() for major in majors}
     assert chosen == every
     assert view_sql("copy", 130000) is None  # no pg_stat_progress_copy before 14
-    assert "pg_stat_replication_slots" in (view_sql("slots", 140000) or "")
+    assert "pg_stat_get_replication_slot" in (view_sql("slots", 140000) or "")
     assert "s.synced" in (view_sql("slots", 170000) or "")
     assert "s.synced" not in (view_sql("slots", 160000) or "")
     assert not any(t.lstrip().startswith("--") for m in variants.values() for t in m.values())
