@@ -16,14 +16,13 @@ MAX_LOG_BYTES = 256 * 1024
 BACKLOG_BYTES = 32 * 1024
 FORMATS: tuple[LogFormat, ...] = ("jsonlog", "csvlog", "stderr")
 
+# The richest format the collector writes; each pg_current_logfile() reads current_logfiles again.
 LOCATE_SQL = """
 select f.path, f.format,
        (select size from pg_ls_logdir() where name = regexp_replace(f.path, '^.*/', '')) as size
-from (select coalesce(pg_current_logfile('jsonlog'), pg_current_logfile('csvlog'),
-                      pg_current_logfile('stderr')) as path,
-             case when pg_current_logfile('jsonlog') is not null then 'jsonlog'
-                  when pg_current_logfile('csvlog') is not null then 'csvlog'
-                  else 'stderr' end as format) f"""
+from (select v.rank, v.format, pg_current_logfile(v.format) as path
+      from (values (1, 'jsonlog'), (2, 'csvlog'), (3, 'stderr')) v(rank, format)) f
+where f.path is not null order by f.rank limit 1"""
 READ_SQL = "select pg_read_binary_file($1, $2, $3, true)"
 
 
