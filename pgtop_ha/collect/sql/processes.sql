@@ -1,5 +1,5 @@
--- pg_stat_activity, every process, as one array per column (a row object per backend made the
--- server look up each column's JSON output again for every row); collect/document.py makes rows.
+-- pg_stat_activity, every process, as one array per column: an object per row has the server
+-- look up each column's JSON output again for every row. collect/document.py makes the rows.
 -- $memory adds /proc texts through pg_read_file (remote nodes); $sessions the Sessions pane's
 -- columns: the client, how long the query, the transaction and the state have run (the server's
 -- clock) and the age of the snapshot the backend holds.
