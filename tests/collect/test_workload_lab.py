@@ -56,8 +56,11 @@ async def test_a_runaway_query_leads_sessions_and_statements(lab: Lab, lab_setti
             node = snap.node(leader)
             assert node is not None and node.statements is not None
             top = node.statements.top[0]
-            assert node.statements.over_s is not None and node.statements.over_s >= 5
-            assert 0.3 < top.time_ms_s / 1000 <= 1.2 and top.mean_ms is not None and top.mean_ms >= 2400
+            over = node.statements.over_s
+            assert over is not None and over >= 5
+            # A call's time counts when it ends: a window can hold one more end than its length.
+            assert 0.3 < top.time_ms_s / 1000 <= 1 + 2.5 / over and top.mean_ms is not None
+            assert top.mean_ms >= 2400
             assert top.datname == DBNAME and top.usename == SUPERUSER  # named from pg_database, pg_roles
 
             def busy(snap: ClusterSnapshot) -> bool:
