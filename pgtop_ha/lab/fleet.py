@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from pgtop_ha import __version__
 from pgtop_ha.errors import UserError
 from pgtop_ha.judge.fleet import HOURLY_EVERY_S, FleetSeries
@@ -229,13 +227,13 @@ class FleetLab:
             vm, vdir / "data", fleet.victoria_port, f"-promscrape.config={scrape}",
             "-retentionPeriod=2d", f"-search.maxLookback={victoria.LOOKBACK}",
         )  # fmt: skip
-        victoria.start(
+        procs.start_served(
             self.book, "victoria-metrics", command, cwd=vdir, health=f"{fleet.victoria_url}/health"
         )
         command = victoria.vmalert_command(
             vmalert, rules, fleet.victoria_url, fleet.victoria_port + 1, SCRAPE_INTERVAL_S
         )
-        victoria.start(self.book, "vmalert", command, cwd=vdir, health=f"{fleet.vmalert_url}/health")
+        procs.start_served(self.book, "vmalert", command, cwd=vdir, health=f"{fleet.vmalert_url}/health")
 
     def _start_prometheus(self, progress: Progress) -> None:
         binary = shutil.which("prometheus")
@@ -246,33 +244,16 @@ class FleetLab:
         cfg = pdir / "prometheus.yml"
         (pdir / RULES_FILE).write_text(self._rules(standalone_alerts=False))
         cfg.write_text(prometheus_config(self.fleet))
-        if not self.book.running("prometheus"):
-            proc = procs.spawn(
-                [
-                    binary,
-                    f"--config.file={cfg}",
-                    f"--storage.tsdb.path={pdir / 'data'}",
-                    f"--web.listen-address=127.0.0.1:{self.fleet.prometheus_port}",
-                    "--storage.tsdb.retention.time=2d",
-                ],
-                log=pdir / "prometheus.log",
-                run_as=procs.RunAs(),
-                cwd=pdir,
-            )
-            self.book.record("prometheus", proc.pid)
-
-        def ready() -> bool:
-            progress.note("waiting for Prometheus to be ready")
-            if not self.book.running("prometheus"):
-                raise UserError(f"prometheus exited; see {pdir / 'prometheus.log'}")
-            try:
-                url = f"{self.fleet.prometheus_url}/-/ready"
-                return httpx.get(url, timeout=1, trust_env=False).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        if not procs.poll(ready, 60):
-            raise UserError(f"Prometheus not ready after 60 s; see {pdir / 'prometheus.log'}")
+        command = [
+            binary,
+            f"--config.file={cfg}",
+            f"--storage.tsdb.path={pdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{self.fleet.prometheus_port}",
+            "--storage.tsdb.retention.time=2d",
+        ]
+        progress.note("waiting for Prometheus to be ready")
+        ready = f"{self.fleet.prometheus_url}/-/ready"
+        procs.start_served(self.book, "prometheus", command, cwd=pdir, health=ready, timeout=60)
 
     def down(self) -> None:
         """Stop the engines and every lab (by PID), then remove the fleet's state directory."""

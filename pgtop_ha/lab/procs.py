@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
+
+from pgtop_ha.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -289,3 +292,23 @@ def poll(condition: Callable[[], bool], timeout: float, interval: float = 0.25) 
         if time.monotonic() >= deadline:
             return False
         time.sleep(interval)
+
+
+def start_served(
+    book: PidBook, name: str, command: list[str], *, cwd: Path, health: str, timeout: float = 120.0
+) -> None:
+    """Start ``name`` unless ``book`` has it running (log in ``cwd``); wait until ``health`` answers 200."""
+    log = cwd / f"{name}.log"
+    if not book.running(name):
+        book.record(name, spawn(command, log=log, run_as=RunAs(), cwd=cwd).pid)
+
+    def ready() -> bool:
+        if not book.running(name):
+            raise UserError(f"{name} exited; see {log}")
+        try:
+            return httpx.get(health, timeout=1, trust_env=False).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    if not poll(ready, timeout, interval=0.2):
+        raise UserError(f"{name} not ready after {timeout:g} s; see {log}")

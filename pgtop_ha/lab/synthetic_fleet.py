@@ -190,24 +190,14 @@ class SyntheticPrometheus(_Engine):
             (self.state_dir / RULES_FILE).write_text(_rules_text(hourly_every_s, standalone_alerts, None))
             text_config += f"rule_files: ['{RULES_FILE}']\n"
         config.write_text(text_config)
-        proc = procs.spawn(
-            [prometheus, f"--config.file={config}", f"--storage.tsdb.path={data}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=30d",
-             f"--query.lookback-delta={LOOKBACK_S:g}s", "--query.max-samples=200000000"],
-            log=self.state_dir / "prometheus.log", run_as=procs.RunAs(), cwd=self.state_dir,
-        )  # fmt: skip
-        self._book.record("prometheus", proc.pid)
-
-        def ready() -> bool:
-            if not self._book.running("prometheus"):
-                raise UserError(f"prometheus exited; see {self.state_dir / 'prometheus.log'}")
-            try:
-                return httpx.get(f"{self.url}/-/ready", timeout=1, trust_env=False).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        if not procs.poll(ready, 300, interval=0.2):
-            raise UserError(f"Prometheus not ready after 300 s; see {self.state_dir / 'prometheus.log'}")
+        command = [
+            prometheus, f"--config.file={config}", f"--storage.tsdb.path={data}",
+            f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=30d",
+            f"--query.lookback-delta={LOOKBACK_S:g}s", "--query.max-samples=200000000",
+        ]  # fmt: skip
+        procs.start_served(
+            self._book, "prometheus", command, cwd=self.state_dir, health=f"{self.url}/-/ready", timeout=300
+        )
         if time.time() - now > LOOKBACK_S - 60:
             raise UserError("the backfill took too long: its samples are past Prometheus's lookback")
         return took
@@ -272,7 +262,7 @@ class SyntheticVictoria(_Engine):
             # Live PromQL over a large fleet takes longer than the default 30 s a query.
             "-search.maxQueryDuration=600s",
         )  # fmt: skip
-        victoria.start(
+        procs.start_served(
             self._book, "victoria-metrics", command, cwd=self.state_dir, health=f"{self.url}/health"
         )
         began = time.monotonic()
@@ -282,7 +272,7 @@ class SyntheticVictoria(_Engine):
             path = self.state_dir / RULES_FILE
             path.write_text(_rules_text(hourly_every_s, standalone_alerts, alert_for))
             command = victoria.vmalert_command(vmalert, path, self.url, self.port + 1, interval_s)
-            victoria.start(
+            procs.start_served(
                 self._book, "vmalert", command, cwd=self.state_dir, health=f"{self.rules_url}/health"
             )
         return took

@@ -1,14 +1,11 @@
-"""VictoriaMetrics and vmalert as the labs start them: the command lines, and waiting until they answer."""
+"""VictoriaMetrics and vmalert as the labs start them: their binaries and command lines."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-import httpx
-
 from pgtop_ha.errors import UserError
-from pgtop_ha.lab import procs
 
 # A member whose samples stopped reads as down after this, as with Prometheus's default lookback.
 LOOKBACK = "5m"
@@ -48,21 +45,3 @@ def vmalert_command(binary: str, rules: Path, url: str, port: int, interval_s: i
         # It will not run alerting rules without a notifier: one on loopback where none listens.
         f"-notifier.url=http://127.0.0.1:{port + 1}",
     ]
-
-
-def start(book: procs.PidBook, name: str, command: list[str], *, cwd: Path, health: str) -> None:
-    """Start ``name`` unless ``book`` has it running (log in ``cwd``); wait until ``health`` answers 200."""
-    log = cwd / f"{name}.log"
-    if not book.running(name):
-        book.record(name, procs.spawn(command, log=log, run_as=procs.RunAs(), cwd=cwd).pid)
-
-    def ready() -> bool:
-        if not book.running(name):
-            raise UserError(f"{name} exited; see {log}")
-        try:
-            return httpx.get(health, timeout=1, trust_env=False).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    if not procs.poll(ready, 120, interval=0.2):
-        raise UserError(f"{name} not ready after 120 s; see {log}")
