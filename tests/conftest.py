@@ -51,10 +51,17 @@ def _layout() -> Layout:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test on the session's lab is in the lab suite (`-m lab`), whatever its module says."""
-    for item in items:
-        if "lab_session" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.lab)
+    """Every test on the session's lab is in the lab suite (`-m lab`), whatever its module says.
+
+    They also run in one xdist group, first: one worker brings the lab up once and runs them one
+    after another, the longest chain of the run, while the others take the tests that need no lab
+    (`--dist loadgroup`).
+    """
+    on_lab = {item for item in items if "lab_session" in getattr(item, "fixturenames", ())}
+    for item in on_lab:
+        item.add_marker(pytest.mark.lab)
+        item.add_marker(pytest.mark.xdist_group("lab"))
+    items.sort(key=lambda item: item not in on_lab)
 
 
 def needs_pgbackrest(lab: Lab) -> None:
