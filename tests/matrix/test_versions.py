@@ -11,7 +11,8 @@ from pgtop_ha.lab import faults
 from pgtop_ha.lab.cluster import Lab, claim_layout
 from tests.matrix.compat import CASES, REPORTS, case_id, measure, report
 
-pytestmark = pytest.mark.matrix
+# One xdist worker runs every case: one lab at a time (their timings), and REPORTS in one process.
+pytestmark = [pytest.mark.matrix, pytest.mark.xdist_group("matrix")]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
