@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets as token
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -60,14 +62,16 @@ def _say(lab: Lab, text: str, times: int = 1) -> None:
     )
 
 
-async def _read_until(tail: LogTail, conn: Counted, text: str, tries: int = 50) -> list[ServerLog]:
+async def _read_until(tail: LogTail, conn: Counted, text: str, within_s: float = 15) -> list[ServerLog]:
     """Read the log until a line holds ``text`` (the collector writes it a moment after)."""
-    reads = []
-    for _ in range(tries):
+    reads: list[ServerLog] = []
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
         reads.append(await tail(conn, LOCATE_SQL))
         if any(text in line.message for line in reads[-1].lines):
             return reads
-    raise AssertionError(f"{text!r} not in the log after {tries} reads")
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{text!r} not in the log within {within_s} s ({len(reads)} reads)")
 
 
 async def test_a_steady_read_is_one_statement(lab: Lab, monitor: Counted) -> None:
