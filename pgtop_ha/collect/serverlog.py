@@ -18,7 +18,8 @@ FORMATS: tuple[LogFormat, ...] = ("jsonlog", "csvlog", "stderr")
 
 # The richest format the collector writes (each pg_current_logfile() reads current_logfiles
 # again) and, while that is still the file read last ($1), its bytes from $2 on. The read starts
-# one byte early: an empty answer or another byte there means the file is no longer the one read.
+# one byte early: an empty answer or another byte there sends the read to SIZE_SQL, as a new file
+# or a flood does.
 LOCATE_SQL = """
 select f.path, f.format,
        case when f.path = $1 then pg_read_binary_file(f.path, $2, $3, true) end as chunk
