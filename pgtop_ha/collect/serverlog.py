@@ -38,7 +38,9 @@ class LogTail:
         """Start before the first read (it takes the backlog)."""
         self._file: str | None = None
         self._offset = 0
-        self._last = b""  # the byte before the offset, read again to tell the file is the same
+        # The byte before the offset, read again to tell the file is the same; empty when it was not
+        # read (offset 0, or a re-sized file with nothing new), and then only offset 0 is trusted.
+        self._last = b""
         self._carry = b""
         self._fatals: dict[str, FatalRun] = {}
         self.last_panic: LogLine | None = None
@@ -54,6 +56,7 @@ class LogTail:
             raise ParseError(f"cannot tell the format of the log file {path}")
         if (
             path == self._file
+            and (back or not self._offset)
             and isinstance(ahead, bytes)
             and ahead[:back] == self._last
             and len(ahead) - back < MAX_LOG_BYTES

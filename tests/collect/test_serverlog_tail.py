@@ -104,6 +104,29 @@ async def test_a_shrunk_file_is_read_from_its_start(lab: Lab, monitor: Counted) 
     assert not any(r.skipped_bytes for r in reads)
 
 
+async def test_a_shrunk_file_is_noticed_after_a_changed_byte(lab: Lab, monitor: Counted) -> None:
+    # A byte changed before the offset, with nothing new, sends the read to size the file and
+    # leaves no byte to compare: the next reads must size it too, or a truncation goes unseen.
+    tail = LogTail()
+    first = await tail(monitor, LOCATE_SQL)
+    assert first.file
+    before = f"before {token.token_hex(4)}"
+    _say(lab, before)
+    await _read_until(tail, monitor, before)
+    fd = os.open(first.file, os.O_WRONLY)
+    try:
+        os.pwrite(fd, b"#", os.fstat(fd).st_size - 1)  # the newline that ends the last line read
+    finally:
+        os.close(fd)
+    await tail(monitor, LOCATE_SQL)
+    os.truncate(first.file, 0)
+    after = f"after {token.token_hex(4)}"
+    _say(lab, after)
+    reads = await _read_until(tail, monitor, after)
+    line = next(line for line in reads[-1].lines if after in line.message)
+    assert line.severity == "WARNING"
+
+
 async def test_a_flood_is_skipped_to_its_newest_part(lab: Lab, monitor: Counted) -> None:
     tail = LogTail()
     await tail(monitor, LOCATE_SQL)
