@@ -88,13 +88,23 @@ async def test_a_steady_read_is_one_statement(lab: Lab, monitor: Counted) -> Non
     assert [line.severity for line in said] == ["WARNING"]  # read once, whole
 
 
-async def test_a_shrunk_file_is_read_from_its_start(lab: Lab, monitor: Counted) -> None:
+# A byte changed before the offset, with nothing new, sends the read to size the file and leaves no
+# byte to compare: the reads after it must size the file too, or the truncation goes unseen.
+@pytest.mark.parametrize("changed_byte", [False, True], ids=["truncated", "byte-changed-then-truncated"])
+async def test_a_shrunk_file_is_read_from_its_start(lab: Lab, monitor: Counted, changed_byte: bool) -> None:
     tail = LogTail()
     first = await tail(monitor, LOCATE_SQL)
     assert first.file
     before = f"before {token.token_hex(4)}"
     _say(lab, before)
     await _read_until(tail, monitor, before)
+    if changed_byte:
+        fd = os.open(first.file, os.O_WRONLY)
+        try:
+            os.pwrite(fd, b"#", os.fstat(fd).st_size - 1)  # the newline ending the last line read
+        finally:
+            os.close(fd)
+        await tail(monitor, LOCATE_SQL)
     os.truncate(first.file, 0)  # not the collector's doing: a tool outside PostgreSQL
     after = f"after {token.token_hex(4)}"
     _say(lab, after)
@@ -102,29 +112,6 @@ async def test_a_shrunk_file_is_read_from_its_start(lab: Lab, monitor: Counted) 
     line = next(line for line in reads[-1].lines if after in line.message)
     assert line.severity == "WARNING"  # a whole line, read from the file's new start
     assert not any(r.skipped_bytes for r in reads)
-
-
-async def test_a_shrunk_file_is_noticed_after_a_changed_byte(lab: Lab, monitor: Counted) -> None:
-    # A byte changed before the offset, with nothing new, sends the read to size the file and
-    # leaves no byte to compare: the next reads must size it too, or a truncation goes unseen.
-    tail = LogTail()
-    first = await tail(monitor, LOCATE_SQL)
-    assert first.file
-    before = f"before {token.token_hex(4)}"
-    _say(lab, before)
-    await _read_until(tail, monitor, before)
-    fd = os.open(first.file, os.O_WRONLY)
-    try:
-        os.pwrite(fd, b"#", os.fstat(fd).st_size - 1)  # the newline that ends the last line read
-    finally:
-        os.close(fd)
-    await tail(monitor, LOCATE_SQL)
-    os.truncate(first.file, 0)
-    after = f"after {token.token_hex(4)}"
-    _say(lab, after)
-    reads = await _read_until(tail, monitor, after)
-    line = next(line for line in reads[-1].lines if after in line.message)
-    assert line.severity == "WARNING"
 
 
 async def test_a_flood_is_skipped_to_its_newest_part(lab: Lab, monitor: Counted) -> None:
